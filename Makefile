@@ -1,0 +1,41 @@
+# Two commands do everything: `make demo` and `make test`. Both create the virtualenv
+# (.venv) on first use and install the five packages into it, editable.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
+
+.PHONY: venv demo test lint typecheck unit clean
+
+$(STAMP): pyproject.toml plugins/*/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(PKGS)
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/karpenter --version
+	$(BIN)/karpenter plugins
+	$(BIN)/karpenter validate -f examples/
+	$(BIN)/karpenter instance-types --cloud-provider kwok | head -n 25
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check karpenter_core plugins tests bench || true
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -n auto -q
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

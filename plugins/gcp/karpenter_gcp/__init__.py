@@ -1,0 +1,1 @@
+"""karpenter-core cloud provider plugin: gcp."""

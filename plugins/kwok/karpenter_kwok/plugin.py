@@ -1,0 +1,1 @@
+"""Entry point module registered under the `karpenter` entry-point group (placeholder)."""
