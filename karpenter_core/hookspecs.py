@@ -1,0 +1,211 @@
+"""The extension contract of karpenter-core: every pluggy hook, and what it returns.
+
+A plugin is a module (or object) with functions marked ``@hookimpl`` (from
+:mod:`karpenter_core.plugins`) whose names match the hooks below. Each hook takes no
+arguments and returns a *list of registration objects* (the conda style): plain, typed,
+frozen values the core can validate, list and pick from without calling into the plugin
+again. That keeps a plugin's import cheap and side-effect free: nothing talks to a cloud
+until the core calls a ``factory``.
+
+Four hook families:
+
+- :func:`karpenter_cloud_providers` -> :class:`CloudProviderSpec`
+- :func:`karpenter_instance_type_overlays` -> :class:`InstanceTypeOverlaySpec`
+- :func:`karpenter_disruption_methods` -> :class:`DisruptionMethodSpec`
+- :func:`karpenter_dra_drivers` -> :class:`DRADriverSpec`
+
+``docs/plugin-hooks.md`` documents every hook with its exact signature; a unit test
+keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+from attrs import field, frozen
+
+if TYPE_CHECKING:
+    from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind
+
+PROJECT_NAME = "karpenter"
+"""The pluggy project name; also the entry-point group plugins register under."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+# --- Registration objects ------------------------------------------------------------------
+
+
+def _non_empty(instance: object, attribute: Any, value: str) -> None:
+    """attrs validator: a registration needs a name users can type and read."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be a non-empty string")
+
+
+@frozen
+class ProviderSetting:
+    """One setting a cloud provider accepts (``region``, ``cluster-name`` ...).
+
+    The core resolves settings before calling the provider's factory: unknown keys are
+    rejected, missing required ones reported, defaults filled in, so a factory only ever
+    sees a complete ``Mapping[str, str]``. ``env`` names the environment variable
+    ``karpenter serve`` reads the value from (upstream compatible names such as
+    ``CLUSTER_NAME``), when there is one.
+    """
+
+    name: str = field(validator=_non_empty)
+    description: str = ""
+    default: str | None = None
+    required: bool = False
+    env: str | None = None
+
+
+@frozen
+class CloudProviderSpec:
+    """A cloud provider a plugin offers; ``karpenter serve --cloud-provider NAME`` picks one.
+
+    - ``factory(settings)`` builds the provider (a
+      :class:`karpenter_core.cloudprovider.protocol.CloudProvider`); it is called only
+      when this provider is selected, so a plugin may defer heavy SDK imports to it.
+    - ``node_classes``: the NodeClass kinds a NodePool's ``nodeClassRef`` may name.
+    - ``well_known_labels`` / ``restricted_label_domains`` extend
+      :mod:`karpenter_core.apis.labels` when the spec is loaded, exactly as upstream
+      providers extend ``v1.WellKnownLabels`` and ``v1.RestrictedLabelDomains``.
+    - ``can_launch``: False for a catalogue-only provider (it can describe instance types
+      but not create instances yet); ``karpenter plugins`` shows it so nobody is surprised.
+    """
+
+    name: str = field(validator=_non_empty)
+    factory: Callable[[Mapping[str, str]], CloudProvider]
+    node_classes: tuple[NodeClassKind, ...] = field(default=(), converter=tuple)
+    well_known_labels: frozenset[str] = field(default=frozenset(), converter=frozenset)
+    restricted_label_domains: frozenset[str] = field(default=frozenset(), converter=frozenset)
+    settings: tuple[ProviderSetting, ...] = field(default=(), converter=tuple)
+    can_launch: bool = True
+    description: str = ""
+
+
+InstanceTypeOverlayFn = Callable[[Any, Sequence[Any]], Sequence[Any]]
+"""``apply(nodepool, instance_types) -> instance_types``: receives a NodePool
+(``karpenter_core.apis.v1.NodePool``) and the provider's InstanceTypes
+(``karpenter_core.cloudprovider.types.InstanceType``) for it, returns the adjusted list.
+It must not mutate its inputs (InstanceTypes are shared between NodePools)."""
+
+
+@frozen
+class InstanceTypeOverlaySpec:
+    """A transformation of the instance types a provider returns, per NodePool.
+
+    Overlays run in ascending ``weight`` order (ties broken by ``name``) so that the
+    heaviest overlay runs last and has the final word, as with NodeOverlay weights. The
+    NodeOverlay CRD support is itself a built-in overlay registered through this hook.
+    """
+
+    name: str = field(validator=_non_empty)
+    weight: int
+    apply: InstanceTypeOverlayFn
+
+
+# Positions of the built-in disruption methods (upstream order). A plugin method picks an
+# ``order`` relative to these; e.g. 450 runs between multi- and single-node consolidation.
+ORDER_EMPTINESS = 100
+ORDER_STATIC_DRIFT = 200
+ORDER_DRIFT = 300
+ORDER_MULTI_NODE_CONSOLIDATION = 400
+ORDER_SINGLE_NODE_CONSOLIDATION = 500
+
+
+@frozen
+class DisruptionMethodSpec:
+    """A disruption method (emptiness, drift, consolidation, or a plugin's own).
+
+    The disruption controller tries methods in ascending ``order`` (ties broken by
+    ``name``); the first one that starts a command ends the pass. ``factory(context)``
+    is called once per controller with the disruption context (cluster state, cloud
+    provider, provisioner, clock) and returns an object with the method interface:
+    ``should_disrupt(candidate)``, ``compute_commands(budgets, *candidates)``,
+    ``reason``, ``disruption_class``, ``consolidation_type``.
+    """
+
+    name: str = field(validator=_non_empty)
+    order: int
+    factory: Callable[[Any], Any]
+
+
+DescribeDevicesFn = Callable[[Any, Any], Sequence[Mapping[str, Any]]]
+"""``describe_devices(instance_type, nodepool) -> resource slice templates``: the
+node-local ResourceSlices (``resource.k8s.io/v1`` shape: ``{"driver", "pool": {"name"},
+"devices": [...]}``) a node of this instance type would publish once initialized."""
+
+
+@frozen
+class DRADriverSpec:
+    """A DRA driver, so the scheduler can simulate ResourceClaim allocation on nodes
+    that do not exist yet. ``name`` is the driver name (``gpu.example.com``)."""
+
+    name: str = field(validator=_non_empty)
+    describe_devices: DescribeDevicesFn
+
+
+# --- Hooks ----------------------------------------------------------------------------------
+
+
+@hookspec
+def karpenter_cloud_providers() -> list[CloudProviderSpec]:
+    """Return the cloud providers this plugin offers (usually one).
+
+    Provider names must be unique across all installed plugins; a duplicate is an error
+    naming both plugins.
+    """
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
+@hookspec
+def karpenter_instance_type_overlays() -> list[InstanceTypeOverlaySpec]:
+    """Return overlays applied to every provider's instance types, per NodePool, in
+    ascending weight order."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
+@hookspec
+def karpenter_disruption_methods() -> list[DisruptionMethodSpec]:
+    """Return disruption methods; the controller runs all methods in ascending order."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
+@hookspec
+def karpenter_dra_drivers() -> list[DRADriverSpec]:
+    """Return DRA drivers whose devices the scheduler simulates on new nodes."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
+HOOK_SPEC_TYPES: Mapping[str, type] = {
+    "karpenter_cloud_providers": CloudProviderSpec,
+    "karpenter_instance_type_overlays": InstanceTypeOverlaySpec,
+    "karpenter_disruption_methods": DisruptionMethodSpec,
+    "karpenter_dra_drivers": DRADriverSpec,
+}
+"""Every hook and the registration object each of its results must be."""
+
+__all__ = [
+    "HOOK_SPEC_TYPES",
+    "ORDER_DRIFT",
+    "ORDER_EMPTINESS",
+    "ORDER_MULTI_NODE_CONSOLIDATION",
+    "ORDER_SINGLE_NODE_CONSOLIDATION",
+    "ORDER_STATIC_DRIFT",
+    "PROJECT_NAME",
+    "CloudProviderSpec",
+    "DRADriverSpec",
+    "DescribeDevicesFn",
+    "DisruptionMethodSpec",
+    "InstanceTypeOverlayFn",
+    "InstanceTypeOverlaySpec",
+    "ProviderSetting",
+    "hookspec",
+    "karpenter_cloud_providers",
+    "karpenter_disruption_methods",
+    "karpenter_dra_drivers",
+    "karpenter_instance_type_overlays",
+]

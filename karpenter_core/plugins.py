@@ -1,0 +1,409 @@
+"""Finding, loading and querying plugins.
+
+:func:`get_plugin_manager` registers, in order: the built-in plugin
+(:mod:`karpenter_core.builtins`), then every entry point of the ``karpenter`` group that
+``KARPENTER_PLUGINS`` allows, then runs ``check_pending()`` so a hookimpl whose name
+matches no hook fails loudly instead of being silently ignored (tox 4 does the same).
+
+A plugin that cannot be loaded (import error, unknown hook, bad hookimpl signature) does
+not take the process down: it is left unregistered and recorded in
+:attr:`KarpenterPluginManager.load_errors`, so ``karpenter plugins`` can show *which*
+plugin is broken and why. Code that needs a particular plugin (``get_cloud_provider``)
+mentions those errors in its own message. ``strict=True`` turns the first such error into
+an exception instead.
+
+``KARPENTER_PLUGINS``: unset means every installed plugin; otherwise a comma-separated
+list of entry-point names (``kwok,aws``) — only those load. An empty value loads none
+but the built-ins. A listed name nobody provides is reported as a load error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pluggy
+from attrs import frozen
+
+from karpenter_core import hookspecs
+from karpenter_core.apis import labels
+from karpenter_core.hookspecs import (
+    HOOK_SPEC_TYPES,
+    PROJECT_NAME,
+    CloudProviderSpec,
+    DisruptionMethodSpec,
+    DRADriverSpec,
+    InstanceTypeOverlaySpec,
+)
+
+if TYPE_CHECKING:
+    from karpenter_core.cloudprovider.protocol import CloudProvider
+
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Mark a plugin function as an implementation of the hook of the same name."""
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+PLUGINS_ENV_VAR = "KARPENTER_PLUGINS"
+BUILTIN_PLUGIN_NAME = "builtins"
+CORE_DISTRIBUTION = "karpenter-core"
+
+_SpecT = TypeVar("_SpecT")
+
+
+class PluginError(Exception):
+    """A plugin is missing, broken or inconsistent; the message says which and why."""
+
+
+@frozen
+class PluginLoadError:
+    """A plugin that could not be registered, kept as a value for reporting."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    error: str
+
+    def __str__(self) -> str:
+        return f"plugin {self.name!r}{_dist_suffix(self.distribution, self.version)}: {self.error}"
+
+
+@frozen
+class PluginInfo:
+    """Where a registered plugin came from."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+
+
+def _dist_suffix(distribution: str | None, version: str | None) -> str:
+    if distribution is None:
+        return ""
+    return f" ({distribution} {version})" if version else f" ({distribution})"
+
+
+class KarpenterPluginManager(pluggy.PluginManager):
+    """A pluggy PluginManager that also remembers plugin origins and load failures."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.load_errors: list[PluginLoadError] = []
+        self.plugin_info: dict[str, PluginInfo] = {}
+
+    def register_plugin(
+        self,
+        plugin: object,
+        name: str,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> PluginLoadError | None:
+        """Register ``plugin`` under ``name`` after validating its hookimpls.
+
+        Returns the problem (also appended to ``load_errors``) instead of raising, and
+        leaves a rejected plugin unregistered.
+        """
+        problem = self._register_checked(plugin, name)
+        if problem is not None:
+            err = PluginLoadError(name, distribution, version, problem)
+            self.load_errors.append(err)
+            return err
+        self.plugin_info[name] = PluginInfo(name, distribution, version)
+        return None
+
+    def _register_checked(self, plugin: object, name: str) -> str | None:
+        if self.has_plugin(name):
+            other = self.plugin_info.get(name)
+            where = _dist_suffix(other.distribution, other.version) if other else ""
+            return f"a plugin named {name!r} is already registered{where}"
+        try:
+            self.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            return f"invalid hook implementation: {exc}"
+        except ValueError as exc:
+            return str(exc)
+        unknown = _unknown_hooks(self, plugin)
+        if unknown:
+            self.unregister(plugin)
+            return "; ".join(unknown)
+        return None
+
+    def hook_families(self, name: str) -> list[str]:
+        """The hooks plugin ``name`` implements, in hookspec order."""
+        plugin = self.get_plugin(name)
+        if plugin is None:
+            return []
+        callers = self.get_hookcallers(plugin) or []
+        names = {c.name for c in callers}
+        return [h for h in HOOK_SPEC_TYPES if h in names]
+
+
+def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """Messages for each hookimpl of ``plugin`` that matches no hookspec (a typo)."""
+    messages = []
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.has_spec():
+            continue
+        if any(impl.plugin is plugin and impl.optionalhook for impl in caller.get_hookimpls()):
+            continue
+        close = difflib.get_close_matches(caller.name, list(HOOK_SPEC_TYPES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known hooks: {', '.join(HOOK_SPEC_TYPES)}"
+        messages.append(f"implements unknown hook {caller.name!r}{hint}")
+    return messages
+
+
+def _entry_points() -> Iterable[importlib.metadata.EntryPoint]:
+    """Installed entry points of the ``karpenter`` group (a seam for tests)."""
+    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def allowed_plugin_names(environ: Mapping[str, str]) -> frozenset[str] | None:
+    """The names ``KARPENTER_PLUGINS`` allows, or None for "all of them"."""
+    raw = environ.get(PLUGINS_ENV_VAR)
+    if raw is None:
+        return None
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+def get_plugin_manager(
+    environ: Mapping[str, str] | None = None, *, strict: bool = False
+) -> KarpenterPluginManager:
+    """Build the plugin manager: built-ins, then entry points, then ``check_pending()``.
+
+    ``environ`` defaults to ``os.environ`` and is read only for ``KARPENTER_PLUGINS``.
+    With ``strict`` the first plugin that fails to load raises :class:`PluginError`.
+    """
+    from karpenter_core import builtins
+
+    env = os.environ if environ is None else environ
+    pm = KarpenterPluginManager()
+    pm.register_plugin(builtins, BUILTIN_PLUGIN_NAME, CORE_DISTRIBUTION, _core_version())
+
+    allowed = allowed_plugin_names(env)
+    seen: set[str] = set()
+    for ep in sorted(_entry_points(), key=lambda e: e.name):
+        seen.add(ep.name)
+        if allowed is not None and ep.name not in allowed:
+            continue
+        dist = ep.dist.name if ep.dist is not None else None
+        version = ep.dist.version if ep.dist is not None else None
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # any import-time failure is the plugin's, not ours
+            detail = f"{type(exc).__name__}: {exc}"
+            pm.load_errors.append(
+                PluginLoadError(ep.name, dist, version, f"failed to import {ep.value!r}: {detail}")
+            )
+            continue
+        pm.register_plugin(plugin, ep.name, dist, version)
+
+    for missing in sorted((allowed or frozenset()) - seen):
+        installed = ", ".join(sorted(seen)) or "none"
+        pm.load_errors.append(
+            PluginLoadError(
+                missing,
+                None,
+                None,
+                f"listed in {PLUGINS_ENV_VAR} but no installed package provides it "
+                f"(installed plugins: {installed})",
+            )
+        )
+
+    # Every plugin was validated on registration; this catches anything registered
+    # around that path (and keeps the tox-style guarantee explicit).
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(str(exc)) from exc
+
+    if strict and pm.load_errors:
+        raise PluginError(str(pm.load_errors[0]))
+    return pm
+
+
+def _core_version() -> str:
+    from karpenter_core import __version__
+
+    return str(__version__)
+
+
+# --- Collecting registrations ----------------------------------------------------------------
+
+
+def collect(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
+    """Call ``hook_name`` on each plugin separately; return ``(plugin name, spec)`` pairs.
+
+    Calling per plugin (rather than ``pm.hook.x()``) lets every error name the plugin at
+    fault: one that raises, returns a non-list, or returns the wrong registration type.
+    Results keep registration order (built-ins first).
+    """
+    expected = HOOK_SPEC_TYPES[hook_name]
+    caller = getattr(pm.hook, hook_name)
+    pairs: list[tuple[str, Any]] = []
+    # get_hookimpls() is in registration order (built-ins first); pluggy *calls* them LIFO.
+    for impl in caller.get_hookimpls():
+        plugin_name = impl.plugin_name
+        try:
+            result = impl.function()
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {plugin_name!r}: {hook_name}() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if result is None:
+            continue
+        if not isinstance(result, list | tuple):
+            raise PluginError(
+                f"plugin {plugin_name!r}: {hook_name}() must return a list of "
+                f"{expected.__name__}, got {type(result).__name__}"
+            )
+        for item in result:
+            if not isinstance(item, expected):
+                raise PluginError(
+                    f"plugin {plugin_name!r}: {hook_name}() returned a "
+                    f"{type(item).__name__}, expected {expected.__name__}"
+                )
+            pairs.append((plugin_name, item))
+    return pairs
+
+
+def _unique_by_name(
+    pairs: list[tuple[str, _SpecT]], what: str, name_of: Callable[[_SpecT], str]
+) -> dict[str, tuple[str, _SpecT]]:
+    out: dict[str, tuple[str, _SpecT]] = {}
+    for plugin_name, spec in pairs:
+        name = name_of(spec)
+        if name in out:
+            first = out[name][0]
+            raise PluginError(
+                f"{what} {name!r} is registered twice: by plugin {first!r} and by plugin "
+                f"{plugin_name!r}; uninstall one or limit {PLUGINS_ENV_VAR}"
+            )
+        out[name] = (plugin_name, spec)
+    return out
+
+
+def register_provider_labels(spec: CloudProviderSpec) -> None:
+    """Extend the global label sets with a provider's well-known keys and domains."""
+    labels.register_well_known_labels(spec.well_known_labels)
+    labels.register_restricted_label_domains(spec.restricted_label_domains)
+
+
+def cloud_providers_by_plugin(pm: pluggy.PluginManager) -> dict[str, tuple[str, CloudProviderSpec]]:
+    """Provider name -> (plugin name, spec); registers each provider's labels."""
+    found = _unique_by_name(
+        collect(pm, "karpenter_cloud_providers"), "cloud provider", lambda s: s.name
+    )
+    for _, spec in found.values():
+        register_provider_labels(spec)
+    return found
+
+
+def cloud_providers(pm: pluggy.PluginManager) -> dict[str, CloudProviderSpec]:
+    """Every loaded cloud provider by name. A duplicate name is a :class:`PluginError`.
+
+    Loading a provider registers its well-known labels and restricted label domains, so
+    NodePool validation accepts e.g. ``karpenter.k8s.aws/instance-family`` when the AWS
+    plugin is installed.
+    """
+    return {name: spec for name, (_, spec) in cloud_providers_by_plugin(pm).items()}
+
+
+def instance_type_overlays(pm: pluggy.PluginManager) -> list[InstanceTypeOverlaySpec]:
+    """Every overlay, in the order to apply them: ascending weight, then name."""
+    found = _unique_by_name(
+        collect(pm, "karpenter_instance_type_overlays"), "instance type overlay", lambda s: s.name
+    )
+    return sorted((spec for _, spec in found.values()), key=lambda s: (s.weight, s.name))
+
+
+def disruption_methods(pm: pluggy.PluginManager) -> list[DisruptionMethodSpec]:
+    """Every disruption method, in the order the controller tries them."""
+    found = _unique_by_name(
+        collect(pm, "karpenter_disruption_methods"), "disruption method", lambda s: s.name
+    )
+    return sorted((spec for _, spec in found.values()), key=lambda s: (s.order, s.name))
+
+
+def dra_drivers(pm: pluggy.PluginManager) -> dict[str, DRADriverSpec]:
+    """Every DRA driver by driver name."""
+    found = _unique_by_name(collect(pm, "karpenter_dra_drivers"), "DRA driver", lambda s: s.name)
+    return {name: spec for name, (_, spec) in found.items()}
+
+
+def resolve_settings(spec: CloudProviderSpec, settings: Mapping[str, str]) -> dict[str, str]:
+    """Check ``settings`` against the provider's declared settings and fill defaults.
+
+    Errors name the provider and the setting, and list what is accepted.
+    """
+    declared = {s.name: s for s in spec.settings}
+    unknown = sorted(set(settings) - set(declared))
+    if unknown:
+        accepted = ", ".join(sorted(declared)) or "none"
+        raise PluginError(
+            f"cloud provider {spec.name!r}: unknown setting(s) {', '.join(unknown)} "
+            f"(accepted: {accepted})"
+        )
+    resolved: dict[str, str] = {}
+    missing = []
+    for s in spec.settings:
+        if s.name in settings:
+            resolved[s.name] = settings[s.name]
+        elif s.default is not None:
+            resolved[s.name] = s.default
+        elif s.required:
+            missing.append(s.name + (f" (env {s.env})" if s.env else ""))
+    if missing:
+        raise PluginError(
+            f"cloud provider {spec.name!r}: missing required setting(s) {', '.join(missing)}"
+        )
+    return resolved
+
+
+def get_cloud_provider(
+    name: str,
+    settings: Mapping[str, str] | None = None,
+    pm: KarpenterPluginManager | None = None,
+) -> CloudProvider:
+    """Build the cloud provider called ``name`` with ``settings``.
+
+    An unknown name is a :class:`PluginError` listing the installed providers and any
+    plugin that failed to load (the usual reason a provider is "missing").
+    """
+    manager = pm if pm is not None else get_plugin_manager()
+    providers = cloud_providers(manager)
+    spec = providers.get(name)
+    if spec is None:
+        installed = ", ".join(sorted(providers)) or "none"
+        msg = f"unknown cloud provider {name!r} (installed: {installed})"
+        if manager.load_errors:
+            msg += "; plugins that failed to load: " + "; ".join(str(e) for e in manager.load_errors)
+        else:
+            msg += f"; is karpenter-core[{name}] installed?"
+        raise PluginError(msg)
+    return spec.factory(resolve_settings(spec, settings or {}))
+
+
+__all__ = [
+    "BUILTIN_PLUGIN_NAME",
+    "ENTRY_POINT_GROUP",
+    "PLUGINS_ENV_VAR",
+    "KarpenterPluginManager",
+    "PluginError",
+    "PluginInfo",
+    "PluginLoadError",
+    "allowed_plugin_names",
+    "cloud_providers",
+    "cloud_providers_by_plugin",
+    "collect",
+    "disruption_methods",
+    "dra_drivers",
+    "get_cloud_provider",
+    "get_plugin_manager",
+    "hookimpl",
+    "instance_type_overlays",
+    "register_provider_labels",
+    "resolve_settings",
+]
