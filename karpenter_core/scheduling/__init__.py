@@ -1,0 +1,41 @@
+"""Scheduling primitives: the requirements algebra, taints/tolerations, host ports, volumes."""
+
+from karpenter_core.scheduling.requirements import (
+    ALLOW_UNDEFINED_WELL_KNOWN_LABELS,
+    DOES_NOT_EXIST,
+    EXISTS,
+    GT,
+    GTE,
+    IN,
+    LT,
+    LTE,
+    NOT_IN,
+    OPERATORS,
+    BadKeyError,
+    Requirement,
+    Requirements,
+    RequirementsError,
+    has_preferred_node_affinity,
+    pod_requirements,
+    strict_pod_requirements,
+)
+
+__all__ = [
+    "ALLOW_UNDEFINED_WELL_KNOWN_LABELS",
+    "DOES_NOT_EXIST",
+    "EXISTS",
+    "GT",
+    "GTE",
+    "IN",
+    "LT",
+    "LTE",
+    "NOT_IN",
+    "OPERATORS",
+    "BadKeyError",
+    "Requirement",
+    "Requirements",
+    "RequirementsError",
+    "has_preferred_node_affinity",
+    "pod_requirements",
+    "strict_pod_requirements",
+]
