@@ -20,7 +20,7 @@ keeps the two in step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -41,6 +41,22 @@ def _non_empty(instance: object, attribute: Any, value: str) -> None:
     """attrs validator: a registration needs a name users can type and read."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{type(instance).__name__}.{attribute.name} must be a non-empty string")
+
+
+def _str_set(value: Iterable[str]) -> frozenset[str]:
+    """attrs converter: a set of label keys / domains (a bare string is a mistake, not
+    a set of characters)."""
+    if isinstance(value, str):
+        raise TypeError(f"expected a collection of strings, got the string {value!r}")
+    return frozenset(value)
+
+
+def _node_classes(value: Iterable[NodeClassKind]) -> tuple[NodeClassKind, ...]:
+    return tuple(value)
+
+
+def _settings(value: Iterable[ProviderSetting]) -> tuple[ProviderSetting, ...]:
+    return tuple(value)
 
 
 @frozen
@@ -78,10 +94,10 @@ class CloudProviderSpec:
 
     name: str = field(validator=_non_empty)
     factory: Callable[[Mapping[str, str]], CloudProvider]
-    node_classes: tuple[NodeClassKind, ...] = field(default=(), converter=tuple)
-    well_known_labels: frozenset[str] = field(default=frozenset(), converter=frozenset)
-    restricted_label_domains: frozenset[str] = field(default=frozenset(), converter=frozenset)
-    settings: tuple[ProviderSetting, ...] = field(default=(), converter=tuple)
+    node_classes: tuple[NodeClassKind, ...] = field(default=(), converter=_node_classes)
+    well_known_labels: frozenset[str] = field(default=frozenset(), converter=_str_set)
+    restricted_label_domains: frozenset[str] = field(default=frozenset(), converter=_str_set)
+    settings: tuple[ProviderSetting, ...] = field(default=(), converter=_settings)
     can_launch: bool = True
     description: str = ""
 

@@ -233,39 +233,63 @@ def _core_version() -> str:
 # --- Collecting registrations ----------------------------------------------------------------
 
 
-def collect(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
-    """Call ``hook_name`` on each plugin separately; return ``(plugin name, spec)`` pairs.
+@frozen
+class HookResult:
+    """What one plugin's implementation of one hook returned, or why it failed."""
+
+    plugin_name: str
+    specs: tuple[Any, ...]
+    error: str | None = None
+
+
+def call_each(pm: pluggy.PluginManager, hook_name: str) -> list[HookResult]:
+    """Call ``hook_name`` on each plugin separately, in registration order (built-ins first).
 
     Calling per plugin (rather than ``pm.hook.x()``) lets every error name the plugin at
     fault: one that raises, returns a non-list, or returns the wrong registration type.
-    Results keep registration order (built-ins first).
+    Errors are returned as values so a report can go on past a broken plugin.
     """
     expected = HOOK_SPEC_TYPES[hook_name]
     caller = getattr(pm.hook, hook_name)
-    pairs: list[tuple[str, Any]] = []
-    # get_hookimpls() is in registration order (built-ins first); pluggy *calls* them LIFO.
+    results: list[HookResult] = []
+    # get_hookimpls() is in registration order; pluggy would *call* them LIFO.
     for impl in caller.get_hookimpls():
-        plugin_name = impl.plugin_name
+        name = impl.plugin_name
         try:
             result = impl.function()
-        except Exception as exc:
-            raise PluginError(
-                f"plugin {plugin_name!r}: {hook_name}() raised {type(exc).__name__}: {exc}"
-            ) from exc
-        if result is None:
+        except Exception as exc:  # a plugin's bug must not hide the others
+            error = f"plugin {name!r}: {hook_name}() raised {type(exc).__name__}: {exc}"
+            results.append(HookResult(name, (), error))
             continue
+        if result is None:
+            result = []
         if not isinstance(result, list | tuple):
-            raise PluginError(
-                f"plugin {plugin_name!r}: {hook_name}() must return a list of "
+            error = (
+                f"plugin {name!r}: {hook_name}() must return a list of "
                 f"{expected.__name__}, got {type(result).__name__}"
             )
-        for item in result:
-            if not isinstance(item, expected):
-                raise PluginError(
-                    f"plugin {plugin_name!r}: {hook_name}() returned a "
-                    f"{type(item).__name__}, expected {expected.__name__}"
-                )
-            pairs.append((plugin_name, item))
+            results.append(HookResult(name, (), error))
+            continue
+        wrong = [item for item in result if not isinstance(item, expected)]
+        if wrong:
+            error = (
+                f"plugin {name!r}: {hook_name}() returned a {type(wrong[0]).__name__}, "
+                f"expected {expected.__name__}"
+            )
+            results.append(HookResult(name, (), error))
+            continue
+        results.append(HookResult(name, tuple(result)))
+    return results
+
+
+def collect(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
+    """``(plugin name, spec)`` for every registration of ``hook_name``, in registration
+    order; the first misbehaving plugin is a :class:`PluginError` naming it."""
+    pairs: list[tuple[str, Any]] = []
+    for result in call_each(pm, hook_name):
+        if result.error is not None:
+            raise PluginError(result.error)
+        pairs.extend((result.plugin_name, spec) for spec in result.specs)
     return pairs
 
 
@@ -390,11 +414,13 @@ __all__ = [
     "BUILTIN_PLUGIN_NAME",
     "ENTRY_POINT_GROUP",
     "PLUGINS_ENV_VAR",
+    "HookResult",
     "KarpenterPluginManager",
     "PluginError",
     "PluginInfo",
     "PluginLoadError",
     "allowed_plugin_names",
+    "call_each",
     "cloud_providers",
     "cloud_providers_by_plugin",
     "collect",

@@ -1,11 +1,160 @@
-"""`karpenter plugins` (placeholder until implemented)."""
+"""`karpenter plugins`: what is installed, where it came from, and what it can do.
+
+One row per plugin (built-ins first): its name, the distribution and version that
+provides it, the hook families it implements, and its status — for a cloud provider
+whether it can launch or is catalogue only. A plugin that failed to load is listed with
+its error and the command exits 1, so a broken install is visible, never a traceback.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import Any
+
 import click
+
+from karpenter_core.hookspecs import HOOK_SPEC_TYPES
+from karpenter_core.plugins import (
+    KarpenterPluginManager,
+    PluginError,
+    call_each,
+    get_plugin_manager,
+)
+
+STATUS_CAN_LAUNCH = "can launch"
+STATUS_CATALOGUE_ONLY = "catalogue only — cannot launch yet"
+
+_HOOK_PREFIX = "karpenter_"
+
+
+def _family(hook_name: str) -> str:
+    return hook_name.removeprefix(_HOOK_PREFIX)
+
+
+def plugin_report(pm: KarpenterPluginManager) -> list[dict[str, Any]]:
+    """The rows of ``karpenter plugins`` as JSON-ready dicts (the ``-o json`` shape)."""
+    provided: dict[str, dict[str, list[Any]]] = {}
+    errors: dict[str, list[str]] = {}
+    for hook_name in HOOK_SPEC_TYPES:
+        for result in call_each(pm, hook_name):
+            if result.error is not None:
+                errors.setdefault(result.plugin_name, []).append(result.error)
+            family = provided.setdefault(result.plugin_name, {})
+            family.setdefault(_family(hook_name), []).extend(result.specs)
+
+    rows: list[dict[str, Any]] = []
+    for name, info in pm.plugin_info.items():
+        specs = provided.get(name, {})
+        providers = []
+        for spec in specs.get("cloud_providers", []):
+            providers.append(
+                {
+                    "name": spec.name,
+                    "can_launch": spec.can_launch,
+                    "status": STATUS_CAN_LAUNCH if spec.can_launch else STATUS_CATALOGUE_ONLY,
+                    "node_classes": [
+                        {"group": k.group, "kind": k.kind, "version": k.version}
+                        for k in spec.node_classes
+                    ],
+                    "description": spec.description,
+                }
+            )
+        plugin_errors = errors.get(name)
+        rows.append(
+            _row(
+                name,
+                info.distribution,
+                info.version,
+                hooks=[_family(h) for h in pm.hook_families(name)],
+                error="; ".join(plugin_errors) if plugin_errors else None,
+                cloud_providers=providers,
+                instance_type_overlays=[s.name for s in specs.get("instance_type_overlays", [])],
+                disruption_methods=[s.name for s in specs.get("disruption_methods", [])],
+                dra_drivers=[s.name for s in specs.get("dra_drivers", [])],
+            )
+        )
+    rows.extend(
+        _row(err.name, err.distribution, err.version, error=err.error) for err in pm.load_errors
+    )
+    return rows
+
+
+def _row(
+    name: str,
+    distribution: str | None,
+    version: str | None,
+    *,
+    hooks: list[str] | None = None,
+    error: str | None = None,
+    cloud_providers: list[dict[str, Any]] | None = None,
+    instance_type_overlays: list[str] | None = None,
+    disruption_methods: list[str] | None = None,
+    dra_drivers: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "distribution": distribution,
+        "version": version,
+        "hooks": hooks or [],
+        "status": "error" if error else "loaded",
+        "error": error,
+        "cloud_providers": cloud_providers or [],
+        "instance_type_overlays": instance_type_overlays or [],
+        "disruption_methods": disruption_methods or [],
+        "dra_drivers": dra_drivers or [],
+    }
+
+
+def _status_text(row: dict[str, Any]) -> str:
+    if row["status"] == "error":
+        return f"error: {row['error']}"
+    if row["cloud_providers"]:
+        return "; ".join(f"{p['name']}: {p['status']}" for p in row["cloud_providers"])
+    return "loaded"
+
+
+def _dist_text(row: dict[str, Any]) -> str:
+    if row["distribution"] is None:
+        return "-"
+    return f"{row['distribution']} {row['version']}" if row["version"] else row["distribution"]
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Plain aligned columns; the last column (status) is free text."""
+    header = ("PLUGIN", "DISTRIBUTION", "HOOKS", "STATUS")
+    body = [
+        (r["name"], _dist_text(r), ",".join(r["hooks"]) or "-", _status_text(r)) for r in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(3)]
+    lines = []
+    for line in [header, *body]:
+        cells = [line[i].ljust(widths[i]) for i in range(3)]
+        lines.append("  ".join([*cells, line[3]]).rstrip())
+    return "\n".join(lines)
 
 
 @click.command(name="plugins")
-def command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("karpenter plugins is not implemented yet")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+def command(output: str) -> None:
+    """List installed plugins: distribution, hook families and status.
+
+    KARPENTER_PLUGINS=kwok,aws limits which installed plugins load (unset: all).
+    """
+    try:
+        rows = plugin_report(get_plugin_manager())
+    except PluginError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if output == "json":
+        click.echo(json.dumps({"plugins": rows}, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_table(rows))
+    if any(r["status"] == "error" for r in rows):
+        sys.exit(1)

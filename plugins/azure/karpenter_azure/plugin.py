@@ -1,1 +1,68 @@
-"""Entry point module registered under the `karpenter` entry-point group (placeholder)."""
+"""Hook implementations of karpenter-azure (entry point ``azure`` in group ``karpenter``).
+
+The Azure provider is a skeleton: it registers its NodeClass kind, well-known labels and
+settings so NodePools written for upstream Karpenter on AKS validate, but it cannot
+launch VMs yet (``can_launch=False``).
+"""
+
+from __future__ import annotations
+
+from karpenter_azure.labels import AKS_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
+from karpenter_azure.provider import NAME, AzureCloudProvider
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
+from karpenter_core.plugins import hookimpl
+
+SETTINGS = (
+    ProviderSetting(
+        "cluster-name",
+        "The Kubernetes cluster name, used for resource tags.",
+        required=True,
+        env="CLUSTER_NAME",
+    ),
+    ProviderSetting(
+        "cluster-endpoint",
+        "The API server endpoint new nodes connect to.",
+        required=True,
+        env="CLUSTER_ENDPOINT",
+    ),
+    ProviderSetting(
+        "node-resource-group",
+        "The AKS-managed resource group where the node VMs live.",
+        required=True,
+        env="AZURE_NODE_RESOURCE_GROUP",
+    ),
+    ProviderSetting(
+        "vnet-subnet-id",
+        "ARM resource id of the default subnet for new nodes.",
+        required=True,
+        env="VNET_SUBNET_ID",
+    ),
+    ProviderSetting(
+        "network-plugin",
+        "The cluster's network plugin.",
+        default="azure",
+        env="NETWORK_PLUGIN",
+    ),
+    ProviderSetting(
+        "network-plugin-mode",
+        "The network plugin mode.",
+        default="overlay",
+        env="NETWORK_PLUGIN_MODE",
+    ),
+)
+
+
+@hookimpl
+def karpenter_cloud_providers() -> list[CloudProviderSpec]:
+    return [
+        CloudProviderSpec(
+            name=NAME,
+            factory=AzureCloudProvider,
+            node_classes=(AKS_NODE_CLASS,),
+            well_known_labels=WELL_KNOWN_LABELS,
+            restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
+            settings=SETTINGS,
+            can_launch=False,
+            description="Azure AKS (AKSNodeClass); labels and settings only, launching not implemented yet",
+        )
+    ]
