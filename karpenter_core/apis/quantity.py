@@ -61,9 +61,7 @@ _BINARY_SUFFIXES: dict[str, int] = {
     "Ei": 60,
 }
 # exponent (a multiple of 3) -> suffix, for the canonical DecimalSI form (milli is finest)
-_DECIMAL_SUFFIX_FOR: dict[int, str] = {
-    exp: s for s, exp in _DECIMAL_SUFFIXES.items() if exp >= -3
-}
+_DECIMAL_SUFFIX_FOR: dict[int, str] = {exp: s for s, exp in _DECIMAL_SUFFIXES.items() if exp >= -3}
 _BINARY_SUFFIX_FOR: tuple[str, ...] = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 _NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", re.DOTALL)
@@ -110,7 +108,7 @@ def _unknown_suffix(text: str, suffix: str) -> QuantityError:
     if letter in "KMGTPE":
         decimal = "k" if letter == "K" else letter
         hint = f' (did you mean "{letter}i" for 2^n or "{decimal}" for 10^n?)'
-    return _error(text, f'unknown suffix {_quote(suffix)}; use one of {_VALID_SUFFIXES}{hint}')
+    return _error(text, f"unknown suffix {_quote(suffix)}; use one of {_VALID_SUFFIXES}{hint}")
 
 
 def _parse_text(text: str) -> tuple[int, str]:
@@ -195,8 +193,7 @@ def parse_quantity_format(value: str | int | float) -> tuple[int, str]:
             raise QuantityError(f"invalid quantity {value!r}: expected a finite number")
         return _parse_text_cached(repr(value))
     raise QuantityError(
-        f"invalid quantity {value!r}: expected a number or a string, "
-        f"got {type(value).__name__}"
+        f"invalid quantity {value!r}: expected a number or a string, got {type(value).__name__}"
     )
 
 
@@ -215,8 +212,7 @@ def format_quantity(milli: int, fmt: str = DECIMAL_SI) -> str:
     """
     if fmt not in FORMATS:
         raise QuantityError(
-            f"unknown quantity format {_quote(str(fmt))}; use one of "
-            f"{', '.join(sorted(FORMATS))}"
+            f"unknown quantity format {_quote(str(fmt))}; use one of {', '.join(sorted(FORMATS))}"
         )
     if isinstance(milli, bool) or not isinstance(milli, int):
         raise QuantityError(f"quantity must be an integer number of milli-units, got {milli!r}")

@@ -154,9 +154,7 @@ def exceeded(requests: ResourceList, available: ResourceList) -> list[str]:
     Empty exactly when ``fits(requests, available)`` is true; meant for error messages.
     """
     names = {name for name, value in available.items() if value < 0}
-    names.update(
-        name for name, value in requests.items() if value > available.get(name, 0)
-    )
+    names.update(name for name, value in requests.items() if value > available.get(name, 0))
     return sorted(names)
 
 
