@@ -180,7 +180,9 @@ def get_plugin_manager(
 
     env = os.environ if environ is None else environ
     pm = KarpenterPluginManager()
-    pm.register_plugin(builtins, BUILTIN_PLUGIN_NAME, CORE_DISTRIBUTION, _core_version())
+    broken = pm.register_plugin(builtins, BUILTIN_PLUGIN_NAME, CORE_DISTRIBUTION, _core_version())
+    if broken is not None:  # a bug in karpenter-core itself: never limp on without it
+        raise PluginError(str(broken))
 
     allowed = allowed_plugin_names(env)
     seen: set[str] = set()
