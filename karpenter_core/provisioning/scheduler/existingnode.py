@@ -1,0 +1,119 @@
+"""Existing capacity: registered nodes and launched-but-uninitialised NodeClaims (§8.5).
+
+Placing a pod on an existing node uses *strict* label compatibility (no allowance for
+undefined well-known labels: a real node already has every label it will ever have), and
+the node's remaining resources after the DaemonSet pods that will still arrive on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpenter_core.apis.labels import LABEL_HOSTNAME
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+from karpenter_core.provisioning.scheduler.errors import PodError
+from karpenter_core.provisioning.scheduler.nodeclaim import Placement
+from karpenter_core.provisioning.scheduler.podinfo import PodData
+from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+from karpenter_core.scheduling.taints import tolerates
+
+EXCEEDS_NODE_RESOURCES = PodError("exceeds node resources")
+
+
+class ExistingNode:
+    def __init__(
+        self,
+        state_node: Any,
+        topology: TopologyAdapter,
+        taints: Sequence[Any],
+        daemon_requests: Mapping[str, int],
+    ) -> None:
+        self.state_node = state_node
+        self.name: str = state_node.name()
+        self.topology = topology
+        self.taints = tuple(taints)
+        # Daemons that will still land here: compatible daemon requests minus those already
+        # running, never negative.
+        pending_daemons = rl.subtract(daemon_requests, state_node.daemonset_requests())
+        pending_daemons = {k: max(0, v) for k, v in pending_daemons.items()}
+        self.remaining = rl.subtract(state_node.available(), pending_daemons)
+        self.requirements = Requirements.from_labels(state_node.labels())
+        hostname = state_node.hostname()
+        self.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, [hostname]))
+        self.hostname = hostname
+        topology.register(LABEL_HOSTNAME, hostname)
+        self.pods: list[Any] = []
+        self._initialized = bool(state_node.initialized())
+        self._tolerates_cache: dict[Any, object | None] = {}
+
+    def initialized(self) -> bool:
+        return self._initialized
+
+    def can_add(
+        self, pod: Any, data: PodData, pod_volumes: Mapping[str, frozenset[str]] | None = None
+    ) -> Placement | object:
+        key = tuple(pod.tolerations)
+        if key in self._tolerates_cache:
+            terr = self._tolerates_cache[key]
+        else:
+            terr = tolerates(self.taints, key)
+            self._tolerates_cache[key] = terr
+        if terr is not None:
+            return terr
+        if pod_volumes:
+            limits = self.state_node.volume_limits()
+            verr = self.state_node.volume_usage().exceeds_limits(pod_volumes, limits)
+            if verr is not None:
+                return PodError("checking volume usage", verr)
+        if pod.host_ports:
+            perr = self.state_node.host_port_usage().conflicts(pod.key, list(pod.host_ports))
+            if perr is not None:
+                return PodError("checking host port usage", perr)
+        if not rl.fits(data.requests, self.remaining):
+            return EXCEEDS_NODE_RESOURCES
+        rerr = self.requirements.compatible(data.requirements)
+        if rerr is not None:
+            return rerr
+        base = self.requirements.copy()
+        base.add(*data.requirements.values())
+        last: object = EXCEEDS_NODE_RESOURCES
+        for volume_reqs in data.volume_alternatives():
+            reqs = base.copy()
+            if volume_reqs is not None:
+                verr2 = reqs.compatible(volume_reqs)
+                if verr2 is not None:
+                    last = PodError("incompatible volume requirements", verr2)
+                    continue
+                reqs.add(*volume_reqs.values())
+            topo = self.topology.add_requirements(
+                pod, self.taints, data.strict_requirements, reqs, None
+            )
+            if not isinstance(topo, Requirements):
+                last = topo
+                continue
+            if topo is not reqs:
+                cerr = reqs.compatible(topo)
+                if cerr is not None:
+                    last = cerr
+                    continue
+                reqs.add(*topo.values())
+            return Placement(reqs)
+        return last
+
+    def add(
+        self,
+        pod: Any,
+        data: PodData,
+        placement: Placement,
+        pod_volumes: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        self.pods.append(pod)
+        for k, v in data.requests.items():
+            self.remaining[k] = self.remaining.get(k, 0) - v
+        self.requirements = placement.requirements
+        self.topology.record(pod, self.taints, placement.requirements, None)
+        self.state_node.host_port_usage().add(pod.key, list(pod.host_ports))
+        if pod_volumes:
+            self.state_node.volume_usage().add(pod.key, pod_volumes)

@@ -1,0 +1,165 @@
+"""Per-solve views of instance types and the cached requirement checks over them.
+
+Filtering instance types is the solver's hottest loop (spec scheduling.md §7.2, §8.7). Two
+facts make it cheap: an instance type's compatibility with a NodeClaim's requirements (and
+which of its offering groups are compatible) depends only on those requirements, so it is
+cached per requirement *signature*; and allocatable is computed once per type as integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from karpenter_core.apis.labels import LABEL_HOSTNAME, WELL_KNOWN_LABELS
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+
+# A requirement signature: the requirement values except the per-NodeClaim hostname, which
+# neither instance types nor offerings ever define, so it cannot change a compatibility answer.
+Signature = frozenset[Any]
+
+
+def signature(reqs: Any) -> Signature:
+    return frozenset(r for k, r in reqs.items() if k != LABEL_HOSTNAME)
+
+
+class AllocGroup:
+    """Offerings sharing one allocatable (base, or one capacity/overhead override)."""
+
+    __slots__ = ("allocatable", "nonnegative", "offerings")
+
+    def __init__(self, allocatable: Mapping[str, int], offerings: Sequence[Any]) -> None:
+        self.allocatable = dict(allocatable)
+        self.nonnegative = all(v >= 0 for v in self.allocatable.values())
+        self.offerings = tuple(offerings)
+
+
+def _alloc_groups(it: Any) -> tuple[AllocGroup, ...]:
+    method = getattr(it, "allocatable_offerings_list", None)
+    groups: list[AllocGroup] = []
+    if callable(method):
+        for g in method():
+            if isinstance(g, tuple):
+                alloc, offerings = g
+            else:
+                alloc, offerings = g.allocatable, g.offerings
+            groups.append(AllocGroup(alloc, offerings))
+        return tuple(groups)
+    alloc_attr = it.allocatable
+    alloc = alloc_attr() if callable(alloc_attr) else alloc_attr
+    return (AllocGroup(alloc, [o for o in it.offerings if o.available]),)
+
+
+class ITInfo:
+    """One instance type as the solver sees it: integers, offering groups, a stable index."""
+
+    __slots__ = ("capacity", "groups", "index", "it", "max_alloc", "name", "requirements")
+
+    def __init__(self, it: Any, index: int) -> None:
+        self.it = it
+        self.index = index
+        self.name: str = it.name
+        self.requirements = it.requirements
+        self.capacity: dict[str, int] = dict(it.capacity)
+        self.groups = _alloc_groups(it)
+        self.max_alloc = rl.max_of(*(g.allocatable for g in self.groups)) if self.groups else {}
+
+    def __repr__(self) -> str:
+        return f"ITInfo({self.name})"
+
+
+class CompatEntry:
+    """Whether a type intersects some requirements, and which offering groups are compatible."""
+
+    __slots__ = ("compatible", "groups")
+
+    def __init__(self, compatible: bool, groups: tuple[int, ...]) -> None:
+        self.compatible = compatible
+        self.groups = groups
+
+
+class InstanceTypeIndex:
+    """Wraps every instance type of a solve once, and caches compatibility by signature."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, ITInfo] = {}
+        self._cache: dict[Signature, dict[int, CompatEntry]] = {}
+        self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
+
+    def wrap(self, its: Iterable[Any]) -> list[ITInfo]:
+        out = []
+        for it in its:
+            info = self._by_id.get(id(it))
+            if info is None:
+                info = ITInfo(it, len(self._by_id))
+                self._by_id[id(it)] = info
+            out.append(info)
+        return out
+
+    def entries(self, sig: Signature) -> dict[int, CompatEntry]:
+        table = self._cache.get(sig)
+        if table is None:
+            table = {}
+            self._cache[sig] = table
+        return table
+
+    def entry(self, table: dict[int, CompatEntry], info: ITInfo, reqs: Any) -> CompatEntry:
+        e = table.get(info.index)
+        if e is None:
+            e = self._compute(info, reqs)
+            table[info.index] = e
+        return e
+
+    def _compute(self, info: ITInfo, reqs: Any) -> CompatEntry:
+        compatible = info.requirements.intersects(reqs) is None
+        groups = []
+        for gi, g in enumerate(info.groups):
+            for o in g.offerings:
+                if reqs.is_compatible(o.requirements, self.allow_undefined):
+                    groups.append(gi)
+                    break
+        return CompatEntry(compatible, tuple(groups))
+
+    def offering_compatible(self, reqs: Any, offering: Any) -> bool:
+        return bool(reqs.is_compatible(offering.requirements, self.allow_undefined))
+
+
+def cheapest_price(info: ITInfo, reqs: Any, allow_undefined: frozenset[str]) -> float:
+    best = float("inf")
+    for o in info.it.offerings:
+        if o.available and o.price < best and reqs.is_compatible(o.requirements, allow_undefined):
+            best = o.price
+    return best
+
+
+def order_by_price(
+    infos: Sequence[ITInfo], reqs: Any, allow_undefined: frozenset[str]
+) -> list[ITInfo]:
+    """Cheapest compatible available offering first; ties keep their order (stable)."""
+    return sorted(infos, key=lambda i: cheapest_price(i, reqs, allow_undefined))
+
+
+def min_values_check(infos: Sequence[ITInfo], reqs: Any) -> dict[str, int]:
+    """Keys whose minValues the types do not reach, with the distinct count they reach.
+
+    Walks the list accumulating distinct values per key and stops as soon as every key is
+    satisfied (upstream ``SatisfiesMinValues``); an empty result means satisfied.
+    """
+    wanted = {k: r.min_values for k, r in reqs.items() if r.min_values is not None}
+    if not wanted:
+        return {}
+    seen: dict[str, set[str]] = {k: set() for k in wanted}
+    deficient: dict[str, int] = {}
+    for info in infos:
+        for k, values in seen.items():
+            values.update(info.requirements.get(k).values)
+        deficient = {k: len(v) for k, v in seen.items() if len(v) < wanted[k]}
+        if not deficient:
+            return {}
+    if not infos:
+        return {k: 0 for k in wanted}
+    return deficient
+
+
+def has_min_values(reqs: Any) -> bool:
+    return any(r.min_values is not None for r in reqs.values())

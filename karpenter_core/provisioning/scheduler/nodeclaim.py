@@ -1,0 +1,436 @@
+"""In-flight NodeClaims: a growing set of pods, narrowing requirements, shrinking options (§8.7).
+
+``can_add`` runs upstream's filtering pipeline (taints, requirements, volume alternatives,
+topology, instance types, minValues, reserved offerings) and returns either a ``Placement``
+(the would-be state) or an error value; ``add`` commits a placement. Instance-type
+compatibility is cached per requirement signature (``instancetypes``); only resources are
+checked per call, and only against types not already ruled out.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from karpenter_core.apis.labels import (
+    CAPACITY_TYPE_LABEL_KEY,
+    CAPACITY_TYPE_RESERVED,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
+    NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
+    RESTRICTED_LABELS,
+    WELL_KNOWN_LABELS,
+)
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+from karpenter_core.provisioning.scheduler.daemons import DaemonOverheadGroup
+from karpenter_core.provisioning.scheduler.errors import (
+    InstanceTypeFilterError,
+    PodError,
+    ReservedOfferingError,
+    min_values_message,
+)
+from karpenter_core.provisioning.scheduler.instancetypes import (
+    InstanceTypeIndex,
+    ITInfo,
+    has_min_values,
+    min_values_check,
+    order_by_price,
+    signature,
+)
+from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
+    MAX_INSTANCE_TYPES,
+    SIMULATION_KEYS,
+    NodeClaimTemplate,
+)
+from karpenter_core.provisioning.scheduler.offerings import (
+    RESERVATION_ID_LABEL,
+    capacity_type_of,
+    reservation_id_of,
+)
+from karpenter_core.provisioning.scheduler.podinfo import PodData
+from karpenter_core.provisioning.scheduler.reservations import ReservationManager
+from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+_hostname_ids = itertools.count(1)
+
+
+class Placement:
+    """What a NodeClaim (or node) would look like with the pod added."""
+
+    __slots__ = ("instance_types", "offerings", "requirements")
+
+    def __init__(
+        self,
+        requirements: Requirements,
+        instance_types: list[ITInfo] | None = None,
+        offerings: list[Any] | None = None,
+    ) -> None:
+        self.requirements = requirements
+        self.instance_types = instance_types or []
+        self.offerings = offerings or []
+
+
+def with_min_values(req: Requirement, n: int) -> Requirement:
+    return Requirement(req.key, req.complement, req.values, req.gte, req.lte, n)
+
+
+def filter_instance_types(
+    index: InstanceTypeIndex,
+    options: Sequence[ITInfo],
+    reqs: Requirements,
+    pod: Any,
+    pod_requests: dict[str, int],
+    groups: Sequence[DaemonOverheadGroup],
+    total: dict[str, int],
+    relax_min_values: bool,
+    want_error: bool,
+) -> tuple[list[ITInfo], dict[str, int], InstanceTypeFilterError | None]:
+    """Instance types among ``options`` that meet ``reqs``, fit ``total`` (+ daemon overhead)
+    and have a compatible offering; plus minValues keys relaxed; plus an error when none do.
+
+    ``want_error=False`` skips the bookkeeping of which criteria were met, for callers that
+    discard the reason (in-flight NodeClaims).
+    """
+    table = index.entries(signature(reqs))
+    ports = pod.host_ports
+    totals: list[dict[str, int] | None] = []
+    for g in groups:
+        if ports and g.host_port_usage.conflicts(pod.key, list(ports)) is not None:
+            totals.append(None)
+        elif g.overhead:
+            totals.append(rl.add(total, g.overhead))
+        else:
+            totals.append(total)
+    single = totals[0] if len(totals) == 1 else None
+    survivors: list[ITInfo] = []
+    entry = index.entry
+    for info in options:
+        if single is not None:
+            t = single
+        else:
+            t = None
+            for g, gt in zip(groups, totals, strict=True):
+                if info.index in g.members:
+                    t = gt
+                    break
+            if t is None:
+                continue
+        e = table.get(info.index)
+        if e is None:
+            e = entry(table, info, reqs)
+        if not e.compatible:
+            continue
+        for gi in e.groups:
+            ag = info.groups[gi]
+            if not ag.nonnegative:
+                continue
+            alloc = ag.allocatable
+            for k, v in t.items():
+                if v > alloc.get(k, 0):
+                    break
+            else:
+                survivors.append(info)
+                break
+    unsatisfiable: dict[str, int] = {}
+    min_values_err: str | None = None
+    if survivors and has_min_values(reqs):
+        deficient = min_values_check(survivors, reqs)
+        if deficient:
+            if relax_min_values:
+                unsatisfiable = deficient
+            else:
+                min_values_err = min_values_message(deficient)
+                survivors = []
+    if survivors:
+        return survivors, unsatisfiable, None
+    if not want_error:
+        return [], unsatisfiable, None
+    err = InstanceTypeFilterError(reqs, pod_requests)
+    if min_values_err is not None:
+        err.min_values_error = min_values_err
+    elif has_min_values(reqs):
+        err.min_values_error = None
+    option_ids = {info.index for info in options}
+    for g, gt in zip(groups, totals, strict=True):
+        if gt is None:
+            continue
+        if g.overhead:
+            err.track_daemon_overhead(g.overhead)
+        for info in g.instance_types:
+            if info.index not in option_ids:
+                continue
+            e = entry(table, info, reqs)
+            compat = e.compatible
+            fit = False
+            has_offering = bool(e.groups)
+            for gi in e.groups:
+                if rl.fits(gt, info.groups[gi].allocatable):
+                    fit = True
+                    break
+            err.requirements_met = err.requirements_met or compat
+            err.fits = err.fits or fit
+            err.has_offering = err.has_offering or has_offering
+            err.requirements_and_fits = err.requirements_and_fits or (
+                compat and fit and not has_offering
+            )
+            err.requirements_and_offering = err.requirements_and_offering or (
+                compat and has_offering and not fit
+            )
+            err.fits_and_offering = err.fits_and_offering or (fit and has_offering and not compat)
+    if not options and min_values_err is None and has_min_values(reqs):
+        err.min_values_error = min_values_message(min_values_check([], reqs))
+    return [], unsatisfiable, err
+
+
+class NodeClaim:
+    """A NodeClaim being built during one solve."""
+
+    def __init__(
+        self,
+        template: NodeClaimTemplate,
+        topology: TopologyAdapter,
+        daemon_groups: Sequence[DaemonOverheadGroup],
+        options: list[ITInfo],
+        reservations: ReservationManager,
+        index: InstanceTypeIndex,
+        reserved_capacity: bool,
+        strict_reservations: bool,
+    ) -> None:
+        self.template = template
+        self.nodepool_name = template.nodepool_name
+        self.hostname = f"hostname-placeholder-{next(_hostname_ids):04d}"
+        self.requirements = template.requirements.copy()
+        self.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, [self.hostname]))
+        self.options = options
+        self.requests: dict[str, int] = {}
+        self.pods: list[Any] = []
+        self.topology = topology
+        self.daemon_groups = [g.copy_for_nodeclaim() for g in daemon_groups]
+        self.reservations = reservations
+        self.index = index
+        self.reserved_capacity = reserved_capacity
+        self.strict_reservations = strict_reservations
+        self.reserved_offerings: list[Any] = []
+        self.annotations: dict[str, str] = dict(template.annotations)
+        self.labels: dict[str, str] = dict(template.labels)
+        self.finalized = False
+        self._max_alloc: dict[str, int] | None = None
+
+    # -- the filtering pipeline --
+
+    def _max_allocatable(self) -> dict[str, int]:
+        if self._max_alloc is None:
+            self._max_alloc = rl.max_of(*(i.max_alloc for i in self.options))
+        return self._max_alloc
+
+    def can_add(
+        self, pod: Any, data: PodData, relax_min_values: bool, want_error: bool = True
+    ) -> Placement | object:
+        err = self.template.tolerates(pod.tolerations)
+        if err is not None:
+            return err
+        total = rl.add(self.requests, data.requests)
+        if not want_error and len(self.daemon_groups) == 1:
+            # Cheap exit: no remaining option could hold the pod, whatever the requirements.
+            max_alloc = self._max_allocatable()
+            overhead = self.daemon_groups[0].overhead
+            for k, v in total.items():
+                if v + overhead.get(k, 0) > max_alloc.get(k, 0):
+                    return _NO_FIT
+        allow = self.index.allow_undefined
+        rerr = self.requirements.compatible(data.requirements, allow)
+        if rerr is not None:
+            return PodError("incompatible requirements", rerr)
+        base = self.requirements.copy()
+        base.add(*data.requirements.values())
+        last: object = _NO_FIT
+        for volume_reqs in data.volume_alternatives():
+            result = self._try_volume_alternative(
+                pod, data, base, volume_reqs, total, relax_min_values, want_error
+            )
+            if isinstance(result, Placement):
+                return result
+            last = result
+        return last
+
+    def _try_volume_alternative(
+        self,
+        pod: Any,
+        data: PodData,
+        base: Requirements,
+        volume_reqs: Requirements | None,
+        total: dict[str, int],
+        relax_min_values: bool,
+        want_error: bool,
+    ) -> Placement | object:
+        allow = self.index.allow_undefined
+        reqs = base.copy() if volume_reqs is not None else base
+        if volume_reqs is not None:
+            verr = reqs.compatible(volume_reqs, allow)
+            if verr is not None:
+                return PodError("incompatible volume requirements", verr)
+            reqs.add(*volume_reqs.values())
+        topo = self.topology.add_requirements(
+            pod, self.template.taints, data.strict_requirements, reqs, allow
+        )
+        if not isinstance(topo, Requirements):
+            return topo
+        if topo is not reqs:
+            terr = reqs.compatible(topo, allow)
+            if terr is not None:
+                return terr
+            if reqs is base:
+                reqs = base.copy()
+            reqs.add(*topo.values())
+        survivors, unsatisfiable, ferr = filter_instance_types(
+            self.index,
+            self.options,
+            reqs,
+            pod,
+            data.requests,
+            self.daemon_groups,
+            total,
+            relax_min_values,
+            want_error,
+        )
+        if relax_min_values and unsatisfiable:
+            for key, achieved in unsatisfiable.items():
+                reqs[key] = with_min_values(reqs.get(key), achieved)
+        if not survivors:
+            return ferr if ferr is not None else _NO_FIT
+        offerings = self._offerings_to_reserve(survivors, reqs)
+        if not isinstance(offerings, list):
+            return offerings
+        return Placement(reqs, survivors, offerings)
+
+    def _offerings_to_reserve(
+        self, survivors: Sequence[ITInfo], reqs: Requirements
+    ) -> list[Any] | object:
+        if not self.reserved_capacity or not self.reservations.has_reservations:
+            return []
+        has_compatible = False
+        reserved: list[Any] = []
+        for info in survivors:
+            for o in info.it.offerings:
+                if not o.available or capacity_type_of(o) != CAPACITY_TYPE_RESERVED:
+                    continue
+                if not self.index.offering_compatible(reqs, o):
+                    continue
+                has_compatible = True
+                if self.reservations.can_reserve(self.hostname, o):
+                    reserved.append(o)
+        if self.strict_reservations:
+            if has_compatible and not reserved:
+                return ReservedOfferingError(
+                    "one or more instance types with compatible reserved offerings are "
+                    "available, but could not be reserved"
+                )
+            if self.reserved_offerings and not reserved:
+                return ReservedOfferingError(
+                    "satisfying updated nodeclaim constraints would remove all compatible "
+                    "reserved offering options"
+                )
+        return reserved
+
+    def add(self, pod: Any, data: PodData, placement: Placement) -> None:
+        self.pods.append(pod)
+        if placement.instance_types is not self.options:
+            self._max_alloc = None
+        self.options = placement.instance_types
+        rl.add_into(self.requests, data.requests)
+        self.requirements = placement.requirements
+        self.topology.register(LABEL_HOSTNAME, self.hostname)
+        self.topology.record(
+            pod, self.template.taints, placement.requirements, self.index.allow_undefined
+        )
+        if pod.host_ports:
+            for g in self.daemon_groups:
+                g.host_port_usage.add(pod.key, list(pod.host_ports))
+        if self.reserved_capacity and (placement.offerings or self.reserved_offerings):
+            self.reservations.reserve(self.hostname, placement.offerings)
+            kept = {reservation_id_of(o) for o in placement.offerings}
+            self.reservations.release(
+                self.hostname,
+                [o for o in self.reserved_offerings if reservation_id_of(o) not in kept],
+            )
+            self.reserved_offerings = list(placement.offerings)
+
+    # -- finalisation and output --
+
+    def finalize(self) -> None:
+        """Drop the placeholder hostname, pin held reservations, add the daemon overhead."""
+        if self.finalized:
+            return
+        self.finalized = True
+        if self.requirements.has(LABEL_HOSTNAME):
+            del self.requirements[LABEL_HOSTNAME]
+        if self.reserved_offerings:
+            self.requirements[CAPACITY_TYPE_LABEL_KEY] = Requirement.new(
+                CAPACITY_TYPE_LABEL_KEY, IN, [CAPACITY_TYPE_RESERVED]
+            )
+            self.requirements.add(
+                Requirement.new(
+                    RESERVATION_ID_LABEL,
+                    IN,
+                    sorted({reservation_id_of(o) for o in self.reserved_offerings}),
+                )
+            )
+        remaining = {i.index for i in self.options}
+        overhead: dict[str, int] | None = None
+        for g in self.daemon_groups:
+            if not (g.members & remaining):
+                continue
+            overhead = dict(g.overhead) if overhead is None else rl.min_of(overhead, g.overhead)
+        if overhead:
+            rl.add_into(self.requests, overhead)
+
+    def instance_types_by_price(self) -> list[ITInfo]:
+        return order_by_price(self.options, self.requirements, self.index.allow_undefined)
+
+    def launch_requirements(self, max_instance_types: int = MAX_INSTANCE_TYPES) -> Requirements:
+        """Requirements as upstream's ``ToNodeClaim`` emits them: instance types cheapest
+        first (capped), the capacity types their offerings allow, simulation keys removed."""
+        reqs = self.requirements.copy()
+        ordered = self.instance_types_by_price()[:max_instance_types]
+        min_values = reqs.get(LABEL_INSTANCE_TYPE).min_values
+        reqs.add(Requirement.new(LABEL_INSTANCE_TYPE, IN, [i.name for i in ordered], min_values))
+        capacity_types: list[str] = []
+        for info in ordered:
+            for o in info.it.offerings:
+                if o.available and self.index.offering_compatible(reqs, o):
+                    ct = capacity_type_of(o)
+                    if ct and ct not in capacity_types:
+                        capacity_types.append(ct)
+        if capacity_types:
+            reqs.add(Requirement.new(CAPACITY_TYPE_LABEL_KEY, IN, capacity_types))
+        out = Requirements()
+        for key, r in reqs.items():
+            if key not in SIMULATION_KEYS:
+                out[key] = r
+        return out
+
+    def custom_labels(self) -> dict[str, str]:
+        """Custom requirement keys materialised as labels (upstream uses any allowed value)."""
+        labels: dict[str, str] = {}
+        for key, r in self.requirements.items():
+            if key in WELL_KNOWN_LABELS or key in RESTRICTED_LABELS or key in SIMULATION_KEYS:
+                continue
+            value = r.any()
+            if value:
+                labels[key] = value
+        return labels
+
+    def min_values_relaxed(self) -> bool:
+        return self.annotations.get(NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY) == "true"
+
+
+class _NoFit:
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return "no remaining instance type option has room for the pod"
+
+
+_NO_FIT = _NoFit()

@@ -1,0 +1,80 @@
+"""What a solve decided: new NodeClaims, pods placed on existing nodes, and per-pod errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import define, field
+
+from karpenter_core.provisioning.scheduler.errors import (
+    PodError,
+    is_reserved_offering_error,
+    min_values_message,
+)
+from karpenter_core.provisioning.scheduler.instancetypes import min_values_check
+
+
+@define
+class Results:
+    new_nodeclaims: list[Any]
+    existing_nodes: list[Any]
+    pod_errors: dict[str, object]
+    pods_by_key: Mapping[str, Any] = field(factory=dict, repr=False)
+    skipped_nodepools: dict[str, str] = field(factory=dict)
+
+    def truncate_instance_types(self, max_instance_types: int, strict_min_values: bool) -> None:
+        """Cap every NodeClaim's options at the cheapest ``max_instance_types``; a NodeClaim
+        whose capped options break minValues (Strict) is dropped and its pods get an error."""
+        kept = []
+        for nc in self.new_nodeclaims:
+            ordered = nc.instance_types_by_price()
+            truncated = ordered[:max_instance_types]
+            if strict_min_values and len(truncated) < len(ordered):
+                deficient = min_values_check(truncated, nc.requirements)
+                if deficient:
+                    err = PodError(
+                        "pod didn't schedule because NodePool couldn't meet minValues "
+                        "requirements, validating minValues",
+                        min_values_message(deficient),
+                    )
+                    for p in nc.pods:
+                        self.pod_errors[p.key] = err
+                    continue
+            nc.options = truncated
+            kept.append(nc)
+        self.new_nodeclaims = kept
+
+    def pod_error_messages(self) -> dict[str, str]:
+        return {k: str(v) for k, v in sorted(self.pod_errors.items())}
+
+    def reserved_offering_errors(self) -> dict[str, object]:
+        return {k: v for k, v in self.pod_errors.items() if is_reserved_offering_error(v)}
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The ``karpenter schedule -o json`` shape: NodeClaims, existing-node placements
+        (only nodes receiving pods) and pod errors, all deterministically ordered."""
+        claims = []
+        for nc in self.new_nodeclaims:
+            reqs = nc.launch_requirements()
+            claims.append(
+                {
+                    "nodePool": nc.nodepool_name,
+                    "instanceTypes": [i.name for i in nc.instance_types_by_price()],
+                    "requirements": sorted(
+                        reqs.to_node_selector_requirements(),
+                        key=lambda r: (r["key"], r["operator"]),
+                    ),
+                    "pods": sorted(p.key for p in nc.pods),
+                }
+            )
+        existing = [
+            {"name": n.name, "pods": sorted(p.key for p in n.pods)}
+            for n in self.existing_nodes
+            if n.pods
+        ]
+        return {
+            "nodeClaims": claims,
+            "existingNodes": existing,
+            "podErrors": self.pod_error_messages(),
+        }

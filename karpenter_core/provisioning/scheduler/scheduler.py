@@ -1,0 +1,401 @@
+"""The provisioning scheduler: decide where pending pods go (spec scheduling.md §8).
+
+For each pod, largest first: an existing node (initialised first), else a NodeClaim already
+planned in this solve (fewest pods first), else a new NodeClaim from the heaviest NodePool
+that can take it. A pod that fits nowhere gives up one preference and tries again; a pod
+that still fits nowhere goes to the back of the queue, and the solve ends after a full pass
+without progress. The structure mirrors upstream ``scheduler.go`` so behaviour can be
+compared line by line; speed comes from caching, not from a different algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from karpenter_core.apis.labels import (
+    NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
+    NODEPOOL_LABEL_KEY,
+)
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+from karpenter_core.provisioning.scheduler.daemons import (
+    DaemonOverheadGroup,
+    build_daemon_overhead_groups,
+)
+from karpenter_core.provisioning.scheduler.errors import (
+    CombinedError,
+    NodePoolError,
+    PodError,
+    is_reserved_offering_error,
+)
+from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
+from karpenter_core.provisioning.scheduler.instancetypes import InstanceTypeIndex, ITInfo
+from karpenter_core.provisioning.scheduler.nodeclaim import (
+    NodeClaim,
+    Placement,
+    filter_instance_types,
+)
+from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
+    MAX_INSTANCE_TYPES,
+    NodeClaimTemplate,
+)
+from karpenter_core.provisioning.scheduler.podinfo import PodData, pod_data
+from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView, Preferences
+from karpenter_core.provisioning.scheduler.queue import Queue
+from karpenter_core.provisioning.scheduler.reservations import ReservationManager
+from karpenter_core.provisioning.scheduler.results import Results
+from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
+from karpenter_core.scheduling.taints import tolerates
+
+PREFERENCE_POLICY_RESPECT = "Respect"
+PREFERENCE_POLICY_IGNORE = "Ignore"
+MIN_VALUES_POLICY_STRICT = "Strict"
+MIN_VALUES_POLICY_BEST_EFFORT = "BestEffort"
+
+NODES_RESOURCE = "nodes"
+NO_TEMPLATES_ERROR = PodError("nodepool requirements filtered out all available instance types")
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+
+
+@frozen
+class SchedulerOptions:
+    """Knobs upstream exposes as flags/feature gates.
+
+    ``reserved_capacity`` is the ReservedCapacity feature gate; ``strict_reserved_offerings``
+    is the provisioner's mode (a pod compatible with exhausted reservations waits rather than
+    falling back). ``max_instance_types`` caps each NodeClaim's options after the solve.
+    """
+
+    preference_policy: str = PREFERENCE_POLICY_RESPECT
+    min_values_policy: str = MIN_VALUES_POLICY_STRICT
+    reserved_capacity: bool = True
+    strict_reserved_offerings: bool = True
+    max_instance_types: int = MAX_INSTANCE_TYPES
+
+    def __attrs_post_init__(self) -> None:
+        _check_choice(
+            "preference policy",
+            self.preference_policy,
+            (PREFERENCE_POLICY_RESPECT, PREFERENCE_POLICY_IGNORE),
+        )
+        _check_choice(
+            "min-values policy",
+            self.min_values_policy,
+            (MIN_VALUES_POLICY_STRICT, MIN_VALUES_POLICY_BEST_EFFORT),
+        )
+        if self.max_instance_types < 1:
+            raise ValueError(
+                f"max instance types must be at least 1 (got {self.max_instance_types})"
+            )
+
+
+DEFAULT_OPTIONS = SchedulerOptions()
+
+
+def pod_identity(pod: Any) -> str:
+    return str(pod.uid or pod.key)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        nodepools: Sequence[Any],
+        instance_types: Mapping[str, Sequence[Any]],
+        state_nodes: Sequence[Any] = (),
+        daemon_pods: Sequence[Any] = (),
+        topology: Any | None = None,
+        options: SchedulerOptions = DEFAULT_OPTIONS,
+        volume_requirements: Mapping[str, Sequence[Requirements]] | None = None,
+        pod_volumes: Any | None = None,
+    ) -> None:
+        self.options = options
+        self.index = InstanceTypeIndex()
+        self.topology = TopologyAdapter(topology)
+        self.ignore_preferences = options.preference_policy == PREFERENCE_POLICY_IGNORE
+        self.relax_min_values = options.min_values_policy == MIN_VALUES_POLICY_BEST_EFFORT
+        self.volume_requirements = dict(volume_requirements or {})
+        self.pod_volumes = pod_volumes
+        self.pod_data: dict[str, PodData] = {}
+        self._pod_data_cache: dict[Any, PodData] = {}
+        templates = [NodeClaimTemplate(np) for np in nodepools]
+        self.prefer_no_schedule = any(t.has_prefer_no_schedule_taint() for t in templates)
+        self.preferences = Preferences(
+            tolerate_prefer_no_schedule=self.prefer_no_schedule,
+            policy=options.preference_policy,
+        )
+        self.skipped_templates: dict[str, str] = {}
+        self.templates: list[NodeClaimTemplate] = []
+        for t in templates:
+            infos = self.index.wrap(instance_types.get(t.nodepool_name, ()))
+            survivors, _, err = filter_instance_types(
+                self.index,
+                infos,
+                t.requirements,
+                _EMPTY_POD,
+                {},
+                [_single_group(infos)],
+                {},
+                self.relax_min_values,
+                True,
+            )
+            if not survivors:
+                minvalues = err is not None and err.min_values_error is not None
+                self.skipped_templates[t.nodepool_name] = (
+                    "nodepool requirements filtered out all instance types"
+                    + (" (minValues)" if minvalues else "")
+                )
+                continue
+            t.instance_type_options = survivors
+            self.templates.append(t)
+        self.daemon_groups: dict[str, list[DaemonOverheadGroup]] = {
+            t.nodepool_name: build_daemon_overhead_groups(t, daemon_pods) for t in self.templates
+        }
+        self.remaining: dict[str, dict[str, int]] = {}
+        for t in templates:
+            if t.raw_limits:
+                self.remaining[t.nodepool_name] = _parse_limits(t)
+        self.reservations = ReservationManager(instance_types)
+        self.new_nodeclaims: list[NodeClaim] = []
+        self._buckets: dict[int, dict[NodeClaim, None]] = {}
+        self.existing_nodes: list[ExistingNode] = []
+        for sn in state_nodes:
+            taints = sn.taints()
+            daemons = [
+                p
+                for p in daemon_pods
+                if tolerates(taints, p.tolerations) is None
+                and Requirements.from_labels(sn.labels()).is_compatible(
+                    strict_pod_requirements(p.node_selector, p.affinity)
+                )
+            ]
+            daemon_requests = rl.total(p.scheduling_requests for p in daemons)
+            self.existing_nodes.append(ExistingNode(sn, self.topology, taints, daemon_requests))
+            pool = sn.nodepool_name()
+            if pool in self.remaining:
+                self.remaining[pool] = rl.subtract(self.remaining[pool], sn.capacity())
+        self.existing_nodes.sort(key=lambda n: (not n.initialized(), n.name))
+
+    # -- pod data --
+
+    def _pod_data(self, pod: Any) -> PodData:
+        ident = pod_identity(pod)
+        volumes = self.volume_requirements.get(ident, ())
+        key = (
+            _freeze(pod.node_selector),
+            _freeze(pod.affinity),
+            _freeze(pod.scheduling_requests),
+            id(volumes) if volumes else None,
+        )
+        data = self._pod_data_cache.get(key)
+        if data is None:
+            data = pod_data(pod, self.ignore_preferences, volumes)
+            self._pod_data_cache[key] = data
+        return data
+
+    # -- the solve loop --
+
+    def solve(self, pods: Sequence[Any]) -> Results:
+        errors: dict[str, object] = {}
+        by_ident: dict[str, Any] = {}
+        for p in pods:
+            ident = pod_identity(p)
+            by_ident[ident] = p
+            self.pod_data[ident] = self._pod_data(p)
+
+        def sort_key(p: Any) -> tuple[int, int, float, str]:
+            r = self.pod_data[pod_identity(p)].requests
+            return (-r.get("cpu", 0), -r.get("memory", 0), p.creation_timestamp or 0.0, str(p.uid))
+
+        queue: Queue[Any] = Queue(pods, sort_key, pod_identity)
+        while True:
+            pod = queue.pop()
+            if pod is None:
+                break
+            ident = pod_identity(pod)
+            err = self._try_schedule(PodSchedulingView.of(pod), ident)
+            if err is None:
+                errors.pop(ident, None)
+                continue
+            errors[ident] = err
+            # Retry later from the unrelaxed original: all preferences come back.
+            self.topology.update(PodSchedulingView.of(pod))
+            self.pod_data[ident] = self._pod_data(pod)
+            queue.push(pod)
+        for nc in self.new_nodeclaims:
+            nc.finalize()
+        return Results(
+            new_nodeclaims=list(self.new_nodeclaims),
+            existing_nodes=list(self.existing_nodes),
+            pod_errors={by_ident[i].key: e for i, e in errors.items()},
+            pods_by_key={p.key: p for p in pods},
+            skipped_nodepools=dict(self.skipped_templates),
+        )
+
+    def _try_schedule(self, view: PodSchedulingView, ident: str) -> object | None:
+        while True:
+            err = self._add(view, ident)
+            if err is None:
+                return None
+            if is_reserved_offering_error(err):
+                return err
+            if not self.preferences.relax(view):
+                return err
+            self.topology.update(view)
+            self.pod_data[ident] = self._pod_data(view)
+
+    def _add(self, pod: Any, ident: str) -> object | None:
+        data = self.pod_data[ident]
+        if self._add_to_existing_node(pod, data):
+            return None
+        if self._add_to_inflight_nodeclaim(pod, data):
+            return None
+        if not self.templates:
+            return NO_TEMPLATES_ERROR
+        return self._add_to_new_nodeclaim(pod, data)
+
+    def _add_to_existing_node(self, pod: Any, data: PodData) -> bool:
+        if not self.existing_nodes:
+            return False
+        volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
+        for node in self.existing_nodes:
+            result = node.can_add(pod, data, volumes)
+            if isinstance(result, Placement):
+                node.add(pod, data, result, volumes)
+                return True
+        return False
+
+    def _add_to_inflight_nodeclaim(self, pod: Any, data: PodData) -> bool:
+        for count in sorted(self._buckets):
+            for nc in self._buckets[count]:
+                result = nc.can_add(pod, data, False, want_error=False)
+                if isinstance(result, Placement):
+                    self._commit(nc, pod, data, result)
+                    return True
+        return False
+
+    def _commit(self, nc: NodeClaim, pod: Any, data: PodData, placement: Placement) -> None:
+        before = len(nc.pods)
+        bucket = self._buckets.get(before)
+        if bucket is not None:
+            bucket.pop(nc, None)
+            if not bucket:
+                del self._buckets[before]
+        nc.add(pod, data, placement)
+        self._buckets.setdefault(len(nc.pods), {})[nc] = None
+
+    def _add_to_new_nodeclaim(self, pod: Any, data: PodData) -> object | None:
+        errors: list[object] = []
+        for template in self.templates:
+            options: list[ITInfo] = template.instance_type_options
+            remaining = self.remaining.get(template.nodepool_name)
+            if remaining is not None:
+                if remaining.get(NODES_RESOURCE, 1) <= 0 and NODES_RESOURCE in remaining:
+                    errors.append(
+                        NodePoolError(template.nodepool_name, "node limits have been exhausted")
+                    )
+                    continue
+                options = [i for i in options if not rl.exceeds_any(i.capacity, remaining)]
+                if not options:
+                    errors.append(
+                        NodePoolError(
+                            template.nodepool_name,
+                            "all available instance types exceed limits for nodepool",
+                        )
+                    )
+                    continue
+            nc = NodeClaim(
+                template,
+                self.topology,
+                self.daemon_groups[template.nodepool_name],
+                options,
+                self.reservations,
+                self.index,
+                self.options.reserved_capacity,
+                self.options.strict_reserved_offerings,
+            )
+            result = nc.can_add(pod, data, self.relax_min_values, want_error=True)
+            if not isinstance(result, Placement):
+                errors.append(NodePoolError(template.nodepool_name, result))
+                if is_reserved_offering_error(result):
+                    # Compatible reservations exist but are taken: wait for them rather than
+                    # falling back to a lighter pool.
+                    break
+                continue
+            relaxed = any(
+                r.min_values is not None
+                and result.requirements.get(k).min_values is not None
+                and (result.requirements.get(k).min_values or 0) < r.min_values
+                for k, r in nc.requirements.items()
+            )
+            nc.annotations[NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY] = (
+                "true" if relaxed else "false"
+            )
+            self._commit(nc, pod, data, result)
+            self.new_nodeclaims.append(nc)
+            if remaining is not None:
+                self.remaining[template.nodepool_name] = _subtract_max(remaining, nc.options)
+            return None
+        if len(errors) == 1:
+            return errors[0]
+        return CombinedError(errors)
+
+
+def _subtract_max(remaining: Mapping[str, int], options: Sequence[ITInfo]) -> dict[str, int]:
+    """Pessimistically assume the largest candidate launches (upstream ``subtractMax``)."""
+    if not options:
+        return dict(remaining)
+    largest = rl.max_of(*(i.capacity for i in options))
+    return {k: v - largest.get(k, 0) for k, v in remaining.items()}
+
+
+def _parse_limits(template: NodeClaimTemplate) -> dict[str, int]:
+    from karpenter_core.apis.resources import parse_resource_list
+
+    try:
+        return dict(parse_resource_list(template.raw_limits))
+    except ValueError as e:
+        raise ValueError(f"NodePool {template.nodepool_name!r}: spec.limits: {e}") from None
+
+
+def _single_group(infos: Sequence[ITInfo]) -> DaemonOverheadGroup:
+    from karpenter_core.scheduling.hostports import HostPortUsage
+
+    g = DaemonOverheadGroup((), {}, HostPortUsage())
+    g.instance_types = list(infos)
+    g.members = {i.index for i in infos}
+    return g
+
+
+class _EmptyPod:
+    key = ""
+    host_ports = ()
+
+
+_EMPTY_POD = _EmptyPod()
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "MIN_VALUES_POLICY_BEST_EFFORT",
+    "MIN_VALUES_POLICY_STRICT",
+    "NODEPOOL_LABEL_KEY",
+    "PREFERENCE_POLICY_IGNORE",
+    "PREFERENCE_POLICY_RESPECT",
+    "Scheduler",
+    "SchedulerOptions",
+]

@@ -1,0 +1,161 @@
+"""Builders for scheduler tests: pods, NodePools and a one-call solve over the fake catalogue."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodePool
+from karpenter_core.provisioning.scheduler import (
+    DEFAULT_OPTIONS,
+    Results,
+    SchedulerOptions,
+    schedule,
+)
+from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog, register_labels
+
+register_labels()
+
+_ids = itertools.count()
+
+
+def pod(
+    name: str | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    tsc: Sequence[Mapping[str, Any]] = (),
+    host_port: int | None = None,
+    extra: Mapping[str, str] | None = None,
+    init_cpu: str | None = None,
+    init_memory: str | None = None,
+    overhead: Mapping[str, str] | None = None,
+) -> Pod:
+    n = next(_ids)
+    requests: dict[str, str] = {}
+    if cpu:
+        requests["cpu"] = cpu
+    if memory:
+        requests["memory"] = memory
+    requests.update(extra or {})
+    container: dict[str, Any] = {"name": "c", "image": "i", "resources": {"requests": requests}}
+    if host_port:
+        container["ports"] = [{"containerPort": host_port, "hostPort": host_port}]
+    spec: dict[str, Any] = {"containers": [container]}
+    if init_cpu or init_memory:
+        init_req = {}
+        if init_cpu:
+            init_req["cpu"] = init_cpu
+        if init_memory:
+            init_req["memory"] = init_memory
+        spec["initContainers"] = [
+            {"name": "init", "image": "i", "resources": {"requests": init_req}}
+        ]
+    if overhead:
+        spec["overhead"] = dict(overhead)
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = affinity
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    if tsc:
+        spec["topologySpreadConstraints"] = list(tsc)
+    return Pod.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name or f"pod-{n:05d}",
+                "namespace": namespace,
+                "uid": f"uid-{n:05d}",
+                "labels": dict(labels or {}),
+                "creationTimestamp": "2024-01-01T00:00:00Z",
+            },
+            "spec": spec,
+            "status": {"phase": "Pending"},
+        }
+    )
+
+
+def nodepool(
+    name: str = "default",
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] = (),
+    limits: Mapping[str, str] | None = None,
+    weight: int | None = None,
+) -> NodePool:
+    reqs = (
+        list(requirements)
+        if requirements is not None
+        else [
+            {
+                "key": "karpenter.sh/capacity-type",
+                "operator": "In",
+                "values": ["spot", "on-demand", "reserved"],
+            }
+        ]
+    )
+    spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": dict(labels or {})},
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.test.sh",
+                    "kind": "TestNodeClass",
+                    "name": "default",
+                },
+                "requirements": reqs,
+                "taints": list(taints),
+            },
+        }
+    }
+    if limits is not None:
+        spec["limits"] = dict(limits)
+    if weight is not None:
+        spec["weight"] = weight
+    return NodePool.from_dict(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
+
+
+def solve(
+    pods: Sequence[Pod],
+    nodepools: Sequence[NodePool] | None = None,
+    instance_types: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
+    options: SchedulerOptions = DEFAULT_OPTIONS,
+    snapshot: Any = None,
+) -> Results:
+    pools = list(nodepools) if nodepools is not None else [nodepool()]
+    if isinstance(instance_types, Mapping):
+        its = dict(instance_types)
+    else:
+        catalog = list(instance_types) if instance_types is not None else default_catalog()
+        its = {p.name: catalog for p in pools}
+    if snapshot is None:
+        from karpenter_core.state.snapshot import ClusterSnapshot
+
+        snapshot = ClusterSnapshot(pods=list(pods))
+    return schedule(snapshot, pods, pools, its, options)
+
+
+def instance_type_names(results: Results) -> list[list[str]]:
+    return [[i.name for i in nc.instance_types_by_price()] for nc in results.new_nodeclaims]
+
+
+def label_of(results: Results, index: int, key: str) -> set[str]:
+    """Values the NodeClaim at ``index`` allows for ``key`` (its launch requirements)."""
+    r = results.new_nodeclaims[index].launch_requirements().get(key)
+    return set(r.values)
