@@ -1,11 +1,93 @@
-"""`karpenter validate` (placeholder until implemented)."""
+"""``karpenter validate``: check NodePool, NodeClaim, NodeOverlay and CapacityBuffer manifests.
+
+Runs what an API server with the Karpenter CRDs would reject (schema and CEL rules) plus the
+runtime validation the controllers apply before an object becomes Ready, and prints one line
+per problem: ``<file>: <Kind>/<name>: <field path>: <message>``. Other kinds are skipped
+(and said so on stderr), so a directory of mixed manifests can be checked as is.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+
 import click
+
+from karpenter_core.apis.manifests import ManifestError, load_file, manifest_files
+from karpenter_core.apis.validation import is_supported, validate
 
 
 @click.command(name="validate")
-def command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("karpenter validate is not implemented yet")
+@click.option(
+    "-f",
+    "--filename",
+    "filenames",
+    multiple=True,
+    required=True,
+    metavar="FILE_OR_DIR",
+    help="Manifest file or directory to check (repeatable; '-' reads stdin).",
+)
+@click.option(
+    "-R", "--recursive", is_flag=True, help="Descend into sub-directories of directories."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Do not report skipped objects of other kinds.")
+def command(filenames: tuple[str, ...], recursive: bool, quiet: bool) -> None:
+    """Validate Karpenter objects in FILE_OR_DIR(s) like kubectl apply would, plus runtime checks.
+
+    Exits 0 when every NodePool, NodeClaim, NodeOverlay and CapacityBuffer is valid, 1 when any
+    is not or a file cannot be read.
+    """
+    try:
+        files = manifest_files(filenames, recursive)
+    except ManifestError as e:
+        raise click.ClickException(str(e)) from None
+    if not files:
+        raise click.ClickException(
+            "no manifest files (.yaml, .yml, .json) found in " + ", ".join(filenames)
+        )
+
+    failed = False
+    checked: Counter[str] = Counter()
+    invalid = 0
+    skipped = 0
+    for path in files:
+        try:
+            objects = load_file(path)
+        except ManifestError as e:
+            click.echo(str(e))
+            failed = True
+            continue
+        for loaded in objects:
+            if not is_supported(loaded.obj):
+                kind = loaded.kind
+                if kind in ("NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer"):
+                    # Right kind, wrong version: that is an error, not something to skip.
+                    checked[kind] += 1
+                    for err in validate(loaded.obj):
+                        click.echo(f"{loaded.source}: {loaded.display}: {err}")
+                    invalid += 1
+                    failed = True
+                    continue
+                skipped += 1
+                if not quiet:
+                    click.echo(
+                        f"{loaded.source}: {loaded.display}: skipped "
+                        f"({loaded.api_version or 'no apiVersion'} is not a Karpenter kind)",
+                        err=True,
+                    )
+                continue
+            checked[loaded.kind] += 1
+            errors = validate(loaded.obj)
+            if errors:
+                invalid += 1
+                failed = True
+                for err in errors:
+                    click.echo(f"{loaded.source}: {loaded.display}: {err}")
+
+    total = sum(checked.values())
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(checked.items())) or "no Karpenter objects"
+    extra = f"; {skipped} other object(s) skipped" if skipped else ""
+    if failed:
+        click.echo(f"FAILED: {invalid} of {total} object(s) invalid ({summary}){extra}", err=True)
+        sys.exit(1)
+    click.echo(f"OK: {total} object(s) valid ({summary}) in {len(files)} file(s){extra}")
