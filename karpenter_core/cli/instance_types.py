@@ -1,11 +1,171 @@
-"""`karpenter instance-types` (placeholder until implemented)."""
+"""`karpenter instance-types`: the catalogue a cloud provider offers, as the scheduler sees it.
+
+The provider comes from the plugin manager (``--cloud-provider``, default ``kwok``).
+``--instance-types FILE`` feeds a catalogue file to providers that read one (the KWOK
+provider's ``instance-types-file-path`` setting). The table shows one row per instance
+type — capacity, arch/OS, the cheapest available on-demand and spot price and the zones
+it is offered in — and ``-o json`` / ``-o yaml`` print the full objects: requirements,
+capacity, allocatable, overhead and every offering.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from typing import Any
+
 import click
+import yaml
+
+from karpenter_core.apis import labels
+from karpenter_core.apis import resources as res
+from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.plugins import (
+    KarpenterPluginManager,
+    PluginError,
+    cloud_providers,
+    get_cloud_provider,
+    get_plugin_manager,
+)
+
+INSTANCE_TYPES_FILE_SETTING = "instance-types-file-path"
+DEFAULT_CLOUD_PROVIDER = "kwok"
+
+TABLE_COLUMNS = ("NAME", "CPU", "MEMORY", "PODS", "ARCH", "OS", "ON-DEMAND", "SPOT", "ZONES")
+
+
+def _quantity(it: InstanceType, name: str) -> str:
+    value = it.capacity.get(name)
+    if value is None:
+        return "-"
+    return res.format_resource_list({name: value})[name]
+
+
+def _values(it: InstanceType, key: str) -> str:
+    if not it.requirements.has(key):
+        return "-"
+    req = it.requirements.get(key)
+    if req.complement or not req.values:
+        return "-"
+    return ",".join(sorted(req.values))
+
+
+def _cheapest(it: InstanceType, capacity_type: str) -> str:
+    prices = [o.price for o in it.offerings if o.available and o.capacity_type == capacity_type]
+    return f"{min(prices):.4f}" if prices else "-"
+
+
+def _zones(it: InstanceType) -> str:
+    zones = sorted({o.zone for o in it.offerings if o.available and o.zone})
+    return ",".join(zones) if zones else "-"
+
+
+def table_row(it: InstanceType) -> tuple[str, ...]:
+    """One table row for ``it`` (columns as :data:`TABLE_COLUMNS`)."""
+    return (
+        it.name,
+        _quantity(it, res.CPU),
+        _quantity(it, res.MEMORY),
+        _quantity(it, res.PODS),
+        _values(it, labels.LABEL_ARCH),
+        _values(it, labels.LABEL_OS),
+        _cheapest(it, labels.CAPACITY_TYPE_ON_DEMAND),
+        _cheapest(it, labels.CAPACITY_TYPE_SPOT),
+        _zones(it),
+    )
+
+
+def render_table(instance_types: Sequence[InstanceType]) -> str:
+    """Aligned text columns, a header first, no trailing spaces."""
+    rows = [TABLE_COLUMNS, *(table_row(it) for it in instance_types)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def _provider_settings(
+    pm: KarpenterPluginManager, name: str, instance_types_file: str | None
+) -> dict[str, str]:
+    if instance_types_file is None:
+        return {}
+    spec = cloud_providers(pm).get(name)
+    if spec is not None and not any(s.name == INSTANCE_TYPES_FILE_SETTING for s in spec.settings):
+        raise click.ClickException(
+            f"cloud provider {name!r} does not read an instance types file; "
+            "--instance-types works with providers that have an "
+            f"{INSTANCE_TYPES_FILE_SETTING!r} setting (such as kwok)"
+        )
+    return {INSTANCE_TYPES_FILE_SETTING: instance_types_file}
+
+
+def list_instance_types(
+    provider_name: str, instance_types_file: str | None = None
+) -> list[InstanceType]:
+    """The provider's instance types (for any NodePool); errors as ``ClickException``."""
+    try:
+        pm = get_plugin_manager()
+        settings = _provider_settings(pm, provider_name, instance_types_file)
+        provider = get_cloud_provider(provider_name, settings, pm=pm)
+        return list(provider.get_instance_types(None))
+    except PluginError as exc:
+        raise click.ClickException(str(exc)) from None
+    except NotImplementedError as exc:
+        raise click.ClickException(
+            f"cloud provider {provider_name!r} cannot list instance types: {exc}"
+        ) from None
+    except (ValueError, OSError) as exc:
+        # Catalogue problems (a broken instance-types file...) come from the provider as
+        # ValueError whose message names the file, entry and field.
+        raise click.ClickException(str(exc)) from None
+
+
+def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]:
+    """The ``-o json|yaml`` shape: one object per instance type."""
+    return [it.to_dict() for it in instance_types]
 
 
 @click.command(name="instance-types")
-def command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("karpenter instance-types is not implemented yet")
+@click.option(
+    "--cloud-provider",
+    "cloud_provider",
+    default=DEFAULT_CLOUD_PROVIDER,
+    show_default=True,
+    help="Cloud provider plugin to ask (see `karpenter plugins`).",
+)
+@click.option(
+    "--instance-types",
+    "instance_types_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Instance types file for providers that read one (KWOK JSON format for kwok).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+def command(cloud_provider: str, instance_types_file: str | None, output: str) -> None:
+    """List the instance types a cloud provider offers, with capacity and prices."""
+    instance_types = list_instance_types(cloud_provider, instance_types_file)
+    if output == "json":
+        click.echo(json.dumps(to_documents(instance_types), indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(to_documents(instance_types), sort_keys=False), nl=False)
+    else:
+        click.echo(render_table(instance_types))
+
+
+__all__ = [
+    "TABLE_COLUMNS",
+    "command",
+    "list_instance_types",
+    "render_table",
+    "table_row",
+    "to_documents",
+]
