@@ -1,5 +1,11 @@
 """Scheduling primitives: the requirements algebra, taints/tolerations, host ports, volumes."""
 
+from karpenter_core.scheduling.hostports import (
+    HostPort,
+    HostPortConflictError,
+    HostPortUsage,
+    host_ports_of,
+)
 from karpenter_core.scheduling.requirements import (
     ALLOW_UNDEFINED_WELL_KNOWN_LABELS,
     DOES_NOT_EXIST,
@@ -19,6 +25,23 @@ from karpenter_core.scheduling.requirements import (
     pod_requirements,
     strict_pod_requirements,
 )
+from karpenter_core.scheduling.taints import (
+    KNOWN_EPHEMERAL_TAINTS,
+    Taint,
+    TaintsError,
+    Toleration,
+    is_known_ephemeral,
+    tolerates,
+)
+from karpenter_core.scheduling.volumes import (
+    VolumeLimitError,
+    Volumes,
+    VolumeUsage,
+    limits_from_csinode,
+    pod_volumes,
+    pvc_claim_names,
+    resolve_driver,
+)
 
 __all__ = [
     "ALLOW_UNDEFINED_WELL_KNOWN_LABELS",
@@ -27,15 +50,32 @@ __all__ = [
     "GT",
     "GTE",
     "IN",
+    "KNOWN_EPHEMERAL_TAINTS",
     "LT",
     "LTE",
     "NOT_IN",
     "OPERATORS",
     "BadKeyError",
+    "HostPort",
+    "HostPortConflictError",
+    "HostPortUsage",
     "Requirement",
     "Requirements",
     "RequirementsError",
+    "Taint",
+    "TaintsError",
+    "Toleration",
+    "VolumeLimitError",
+    "VolumeUsage",
+    "Volumes",
     "has_preferred_node_affinity",
+    "host_ports_of",
+    "is_known_ephemeral",
+    "limits_from_csinode",
     "pod_requirements",
+    "pod_volumes",
+    "pvc_claim_names",
+    "resolve_driver",
     "strict_pod_requirements",
+    "tolerates",
 ]
