@@ -31,12 +31,23 @@ from karpenter_core.apis.validation import is_supported, validate
     "-R", "--recursive", is_flag=True, help="Descend into sub-directories of directories."
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not report skipped objects of other kinds.")
-def command(filenames: tuple[str, ...], recursive: bool, quiet: bool) -> None:
+@click.option(
+    "--cloud-provider",
+    metavar="NAME",
+    default=None,
+    help="Also apply this provider's well-known labels and restricted label domains "
+    "(as the controllers do when running with it).",
+)
+def command(
+    filenames: tuple[str, ...], recursive: bool, quiet: bool, cloud_provider: str | None
+) -> None:
     """Validate Karpenter objects in FILE_OR_DIR(s) like kubectl apply would, plus runtime checks.
 
     Exits 0 when every NodePool, NodeClaim, NodeOverlay and CapacityBuffer is valid, 1 when any
     is not or a file cannot be read.
     """
+    if cloud_provider is not None:
+        _register_provider_labels(cloud_provider)
     try:
         files = manifest_files(filenames, recursive)
     except ManifestError as e:
@@ -91,3 +102,24 @@ def command(filenames: tuple[str, ...], recursive: bool, quiet: bool) -> None:
         click.echo(f"FAILED: {invalid} of {total} object(s) invalid ({summary}){extra}", err=True)
         sys.exit(1)
     click.echo(f"OK: {total} object(s) valid ({summary}) in {len(files)} file(s){extra}")
+
+
+def _register_provider_labels(name: str) -> None:
+    """Register one provider's label sets, the way the operator does at start-up."""
+    from karpenter_core.plugins import (
+        PluginError,
+        collect,
+        get_plugin_manager,
+        register_provider_labels,
+    )
+
+    try:
+        specs = [spec for _, spec in collect(get_plugin_manager(), "karpenter_cloud_providers")]
+    except PluginError as e:
+        raise click.ClickException(str(e)) from None
+    for spec in specs:
+        if spec.name == name:
+            register_provider_labels(spec)
+            return
+    available = ", ".join(sorted(spec.name for spec in specs)) or "none installed"
+    raise click.ClickException(f"unknown cloud provider {name!r}; available: {available}")
