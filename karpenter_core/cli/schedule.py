@@ -1,0 +1,561 @@
+"""``karpenter schedule``: what would Karpenter do for the pending pods in these manifests?
+
+Reads Kubernetes YAML the way ``kubectl apply -f`` does (files, directories, multi-document
+files, ``List`` objects), builds a :class:`~karpenter_core.state.ClusterSnapshot`, expands
+workloads into the pods their controllers would create, runs the real scheduler once and
+prints the decision. The ``-o json`` shape is a public interface, documented in
+``docs/schedule.md``::
+
+    {"nodeClaims": [{"nodePool", "instanceTypes", "requirements", "pods"}],
+     "existingNodes": [{"name", "pods"}],
+     "podErrors": {"namespace/name": "reason"}}
+
+Exit status 0 whenever the input is valid, even if some pods cannot schedule (they are in
+``podErrors``); 1 for bad input, with one line naming the file, the object and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import click
+from attrs import field, frozen
+
+from karpenter_core.apis.objects import (
+    CSINode,
+    DaemonSet,
+    Node,
+    ObjectError,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    StorageClass,
+    object_ref,
+)
+from karpenter_core.apis.workloads import WORKLOAD_KINDS, expand_workloads
+from karpenter_core.state.snapshot import ClusterSnapshot
+
+__all__ = [
+    "InputError",
+    "ScheduleInput",
+    "command",
+    "load_instance_types",
+    "read_input",
+    "render_table",
+    "schedule_input",
+]
+
+DEFAULT_CLOUD_PROVIDER = "kwok"
+KWOK_INSTANCE_TYPES_SETTING = "instance-types-file-path"
+NO_NODEPOOLS_ERROR = "no dynamic nodepools found"
+
+
+class InputError(Exception):
+    """Bad input: the message is one line naming file, object and field."""
+
+
+def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(items)
+
+
+@frozen
+class ScheduleInput:
+    """Everything read from the manifests, parsed once."""
+
+    snapshot: ClusterSnapshot
+    nodepools: tuple[Any, ...] = field(converter=_tuple)
+    nodeoverlays: tuple[Any, ...] = field(default=(), converter=_tuple)
+    ignored_kinds: Mapping[str, int] = field(factory=dict)
+
+
+# --- reading manifests -----------------------------------------------------------------------
+
+
+_CORE_KINDS: dict[str, str] = {
+    "Pod": "v1",
+    "Node": "v1",
+    "PersistentVolumeClaim": "v1",
+    "PersistentVolume": "v1",
+    "DaemonSet": "apps/v1",
+    "PodDisruptionBudget": "policy/v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "CSINode": "storage.k8s.io/v1",
+    "NodePool": "karpenter.sh/v1",
+    "NodeClaim": "karpenter.sh/v1",
+    "NodeOverlay": "karpenter.sh/v1alpha1",
+}
+_WORKLOAD_VERSIONS = {kind: version for version, kind in WORKLOAD_KINDS}
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Pod": Pod.from_dict,
+    "Node": Node.from_dict,
+    "PersistentVolumeClaim": PersistentVolumeClaim.from_dict,
+    "PersistentVolume": PersistentVolume.from_dict,
+    "DaemonSet": DaemonSet.from_dict,
+    "PodDisruptionBudget": PodDisruptionBudget.from_dict,
+    "StorageClass": StorageClass.from_dict,
+    "CSINode": CSINode.from_dict,
+}
+
+
+def _identity(obj: Mapping[str, Any]) -> str:
+    kind = str(obj.get("kind") or "object")
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    name = str(meta.get("name") or "<unnamed>")
+    namespaced = kind not in (
+        "Node",
+        "PersistentVolume",
+        "StorageClass",
+        "CSINode",
+        "NodePool",
+        "NodeClaim",
+        "NodeOverlay",
+    )
+    namespace = str(meta.get("namespace") or "default") if namespaced else ""
+    return object_ref(kind, namespace, name)
+
+
+def _where(source: str, obj: Mapping[str, Any]) -> str:
+    return f"{source}: {_identity(obj)}"
+
+
+def _load(paths: Sequence[str]) -> list[Any]:
+    try:
+        from karpenter_core.apis.manifests import ManifestError, load_manifests
+    except ImportError as e:  # pragma: no cover - the loader ships with karpenter-core
+        raise InputError(f"manifest loader unavailable: {e}") from None
+    try:
+        return list(load_manifests(paths))
+    except ManifestError as e:
+        raise InputError(str(e)) from None
+
+
+def _karpenter_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:
+    from karpenter_core.apis import v1, v1alpha1
+    from karpenter_core.apis.validation import validate
+
+    errs = validate(v1.apply_defaults(obj))
+    if errs:
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        raise InputError(f"{where}: {errs[0]}{more}")
+    model: Any = {
+        "NodePool": v1.NodePool,
+        "NodeClaim": v1.NodeClaim,
+        "NodeOverlay": v1alpha1.NodeOverlay,
+    }[kind]
+    try:
+        return model.from_dict(obj, defaults=True)
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
+def read_input(paths: Sequence[str]) -> ScheduleInput:
+    """Read, validate and parse manifests; raises :class:`InputError` on bad input.
+
+    A later object with the same kind, namespace and name replaces an earlier one (as
+    repeated ``kubectl apply`` would). Kinds the scheduler does not read are counted in
+    ``ignored_kinds``.
+    """
+    loaded = _load(paths)
+    latest: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    ignored: dict[str, int] = {}
+    for item in loaded:
+        obj = item.obj
+        if not isinstance(obj, Mapping):
+            raise InputError(f"{item.source}: document {item.index}: expected an object")
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
+        if not isinstance(kind, str) or not kind:
+            raise InputError(f"{item.source}: document {item.index}: kind: required")
+        expected = _CORE_KINDS.get(kind) or _WORKLOAD_VERSIONS.get(kind)
+        if expected is None:
+            ignored[kind] = ignored.get(kind, 0) + 1
+            continue
+        if api_version != expected:
+            raise InputError(
+                f"{_where(item.source, obj)}: apiVersion: unsupported version "
+                f"{api_version!r} for {kind}; use {expected}"
+            )
+        latest[_identity(obj)] = (item.source, obj)
+
+    parsed: dict[str, list[Any]] = {}
+    workloads: list[tuple[str, Mapping[str, Any]]] = []
+    for source, obj in latest.values():
+        kind = str(obj["kind"])
+        where = _where(source, obj)
+        if kind in _WORKLOAD_VERSIONS:
+            workloads.append((source, obj))
+            continue
+        if kind in ("NodePool", "NodeClaim", "NodeOverlay"):
+            parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
+            continue
+        try:
+            parsed.setdefault(kind, []).append(_PARSERS[kind](obj))
+        except ObjectError as e:
+            raise InputError(f"{where}: {e}") from None
+
+    storage_classes: list[StorageClass] = parsed.get("StorageClass", [])
+    defaults = [s for s in storage_classes if s.is_default]
+    default_sc = defaults[-1].name if defaults else None
+    pvcs: list[PersistentVolumeClaim] = [
+        # DefaultStorageClass admission: an unset class gets the cluster default.
+        attrs.evolve(p, storage_class_name=default_sc)
+        if p.storage_class_name is None and default_sc
+        else p
+        for p in parsed.get("PersistentVolumeClaim", [])
+    ]
+    pods: list[Pod] = parsed.get("Pod", [])
+    objs = [o for _, o in workloads]
+    try:
+        expansions = expand_workloads(objs, pods, pvcs, default_sc)
+    except ObjectError as e:
+        # Name the workload that failed: re-run one by one to find it.
+        for source, obj in workloads:
+            try:
+                expand_workloads([obj], pods, pvcs, default_sc)
+            except ObjectError as inner:
+                raise InputError(f"{_where(source, obj)}: {inner}") from None
+        raise InputError(str(e)) from None  # pragma: no cover - found above
+    for _, exp in expansions:
+        pods.extend(exp.pods)
+        pvcs.extend(exp.pvcs)
+
+    snapshot = ClusterSnapshot(
+        nodes=parsed.get("Node", []),
+        nodeclaims=parsed.get("NodeClaim", []),
+        pods=pods,
+        daemonsets=parsed.get("DaemonSet", []),
+        pdbs=parsed.get("PodDisruptionBudget", []),
+        pvcs=pvcs,
+        pvs=parsed.get("PersistentVolume", []),
+        storage_classes=storage_classes,
+        csinodes=parsed.get("CSINode", []),
+    )
+    return ScheduleInput(
+        snapshot=snapshot,
+        nodepools=parsed.get("NodePool", []),
+        nodeoverlays=parsed.get("NodeOverlay", []),
+        ignored_kinds=ignored,
+    )
+
+
+# --- instance types ----------------------------------------------------------------------------
+
+
+def load_instance_types(
+    nodepools: Sequence[Any],
+    cloud_provider: str | None = None,
+    instance_types_file: str | None = None,
+) -> dict[str, list[Any]]:
+    """Instance types per NodePool name, from the provider plugin (default kwok) or from a
+    file in the KWOK instance-types JSON format (read by the kwok provider)."""
+    from karpenter_core.plugins import PluginError, get_cloud_provider
+
+    settings: dict[str, str] = {}
+    name = cloud_provider or DEFAULT_CLOUD_PROVIDER
+    if instance_types_file is not None:
+        if cloud_provider not in (None, DEFAULT_CLOUD_PROVIDER):
+            raise InputError("--instance-types and --cloud-provider cannot be used together")
+        settings[KWOK_INSTANCE_TYPES_SETTING] = instance_types_file
+    try:
+        provider = get_cloud_provider(name, settings)
+        return {np.name: list(provider.get_instance_types(np)) for np in nodepools}
+    except (PluginError, ValueError, OSError) as e:
+        raise InputError(str(e)) from None
+
+
+# --- NodeOverlays ------------------------------------------------------------------------------
+
+
+def _overlay_spec(overlay: Any) -> Mapping[str, Any]:
+    spec: Mapping[str, Any] = overlay.to_dict().get("spec") or {}
+    return spec
+
+
+def apply_node_overlays(
+    overlays: Sequence[Any],
+    nodepools: Sequence[Any],
+    instance_types: Mapping[str, Sequence[Any]],
+) -> dict[str, list[Any]]:
+    """Apply NodeOverlays as the NodeOverlay controller would (spec apis §4).
+
+    Heaviest overlay first (ties: name descending). An overlay applies to the offerings of
+    each (NodePool, instance type) whose requirements, plus the pool name and template labels,
+    are compatible with it. The first overlay to price an offering wins; capacity keys merge
+    with earlier overlays winning. An overlay that conflicts with an already-recorded overlay
+    of the same weight (same offering priced, or same capacity key) is skipped everywhere.
+    """
+    from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
+    from karpenter_core.apis.objects import _resources
+    from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+    def weight(o: Any) -> int:
+        return int(_overlay_spec(o).get("weight") or 0)
+
+    ordered = sorted(overlays, key=lambda o: (weight(o), o.name), reverse=True)
+    # (pool, type) -> offering index -> (weight, price change); (pool, type) -> key -> weight
+    price: dict[tuple[str, str], dict[int, tuple[int, str]]] = {}
+    capacity: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+
+    def matches(np: Any, it: Any, reqs: Requirements) -> list[int]:
+        base = Requirements(Requirement.new(NODEPOOL_LABEL_KEY, IN, (np.name,)))
+        base.add(*Requirements.from_labels(np.spec.template.labels()).values())
+        base.add(*it.requirements.values())
+        if not base.is_compatible(reqs):
+            return []
+        return [
+            i
+            for i, o in enumerate(it.offerings)
+            if reqs.is_compatible(o.requirements, allow_undefined=_well_known())
+        ]
+
+    for overlay in ordered:
+        spec = _overlay_spec(overlay)
+        w = weight(overlay)
+        try:
+            reqs = Requirements.from_node_selector_requirements(spec.get("requirements") or ())
+        except ValueError:
+            continue
+        change = spec.get("price") or spec.get("priceAdjustment")
+        cap = _resources(spec.get("capacity"), "spec.capacity")
+        hits: list[tuple[tuple[str, str], list[int]]] = []
+        conflict = False
+        for np in nodepools:
+            for it in instance_types.get(np.name, ()):
+                idx = matches(np, it, reqs)
+                if not idx:
+                    continue
+                key = (np.name, it.name)
+                if change is not None and any(
+                    price.get(key, {}).get(i, (None,))[0] == w for i in idx
+                ):
+                    conflict = True
+                if any(capacity.get(key, {}).get(k, (None,))[0] == w for k in cap):
+                    conflict = True
+                hits.append((key, idx))
+        if conflict:
+            continue
+        for key, idx in hits:
+            if change is not None:
+                for i in idx:
+                    price.setdefault(key, {}).setdefault(i, (w, str(change)))
+            for k, v in cap.items():
+                capacity.setdefault(key, {}).setdefault(k, (w, v))
+
+    out: dict[str, list[Any]] = {}
+    for np in nodepools:
+        its = []
+        for it in instance_types.get(np.name, ()):
+            key = (np.name, it.name)
+            if key in price:
+                changes = price[key]
+                it = it.with_offerings(
+                    o.with_price_overlay(changes[i][1]) if i in changes else o
+                    for i, o in enumerate(it.offerings)
+                )
+            if key in capacity:
+                it = it.with_capacity_overlay({k: v for k, (_, v) in capacity[key].items()})
+            its.append(it)
+        out[np.name] = its
+    return out
+
+
+def _well_known() -> frozenset[str]:
+    from karpenter_core.apis.labels import WELL_KNOWN_LABELS
+
+    return frozenset(WELL_KNOWN_LABELS)
+
+
+# --- scheduling --------------------------------------------------------------------------------
+
+
+def _eligible_nodepools(nodepools: Sequence[Any]) -> list[Any]:
+    """Dynamic NodePools that are not deleting and not reported NotReady (manifests usually
+    carry no status; those count as ready)."""
+    out = []
+    for np in nodepools:
+        if np.is_static or np.metadata.deletion_timestamp:
+            continue
+        ready = np.condition("Ready")
+        if ready is not None and not ready.is_true:
+            continue
+        out.append(np)
+    return out
+
+
+def schedule_input(
+    inp: ScheduleInput, instance_types: Mapping[str, Sequence[Any]]
+) -> dict[str, Any]:
+    """Run the scheduler over the input's pending pods; returns the ``-o json`` document."""
+    from karpenter_core.provisioning import validate_pod
+    from karpenter_core.provisioning.scheduler import schedule
+    from karpenter_core.provisioning.scheduler.volumetopology import (
+        VolumeTopology,
+        VolumeTopologyError,
+    )
+
+    snapshot = inp.snapshot
+    ignored: dict[str, str] = {}
+    pods: list[Pod] = []
+    volumes = VolumeTopology(snapshot)
+    for pod in snapshot.pending_pods():
+        err = validate_pod(pod, snapshot)
+        if err is None and pod.pvc_names:
+            try:
+                volumes.get_requirements(pod)
+            except VolumeTopologyError as e:
+                err = f"failed getting volume topology requirements, {e}"
+        if err is not None:
+            ignored[pod.key] = f"ignoring pod, {err}"
+        else:
+            pods.append(pod)
+    nodepools = _eligible_nodepools(inp.nodepools)
+    if inp.nodeoverlays:
+        instance_types = apply_node_overlays(inp.nodeoverlays, nodepools, instance_types)
+    its = {np.name: list(instance_types.get(np.name, ())) for np in nodepools}
+    if pods and not nodepools and not snapshot.nodes and not snapshot.nodeclaims:
+        result: dict[str, Any] = {
+            "nodeClaims": [],
+            "existingNodes": [],
+            "podErrors": {p.key: NO_NODEPOOLS_ERROR for p in pods},
+        }
+    elif pods:
+        result = schedule(snapshot, pods, nodepools, its).to_json_dict()
+    else:
+        result = {"nodeClaims": [], "existingNodes": [], "podErrors": {}}
+    errors = dict(result.get("podErrors") or {})
+    errors.update(ignored)
+    result["podErrors"] = {k: errors[k] for k in sorted(errors)}
+    return result
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def _cheapest(
+    nodeclaim: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]]
+) -> tuple[str, float | None]:
+    from karpenter_core.scheduling.requirements import Requirements
+
+    names = nodeclaim.get("instanceTypes") or []
+    if not names:
+        return "-", None
+    by_name = {it.name: it for it in instance_types.get(nodeclaim.get("nodePool", ""), ())}
+    it = by_name.get(names[0])
+    if it is None:
+        return names[0], None
+    reqs = Requirements.from_node_selector_requirements(nodeclaim.get("requirements") or ())
+    offering = it.offerings.available().compatible(reqs).cheapest()
+    return names[0], (offering.price if offering is not None else None)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    rows = [list(r) for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = []
+    for r in [list(headers), *rows]:
+        cells = [c.ljust(w) for c, w in zip(r[:-1], widths[:-1], strict=True)] + [r[-1]]
+        lines.append("   ".join(cells).rstrip())
+    return lines
+
+
+def render_table(result: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]]) -> str:
+    """The human view: a row per new NodeClaim (pool, cheapest type, its price, pod count),
+    existing nodes that receive pods, then every unschedulable pod with its reason."""
+    lines: list[str] = []
+    claims = result.get("nodeClaims") or []
+    if claims:
+        rows = []
+        for nc in claims:
+            name, price = _cheapest(nc, instance_types)
+            rows.append(
+                [
+                    str(nc.get("nodePool", "")),
+                    name,
+                    f"${price:.4f}/h" if price is not None else "-",
+                    str(len(nc.get("pods") or ())),
+                ]
+            )
+        lines += _table(["NODEPOOL", "INSTANCE TYPE", "PRICE", "PODS"], rows)
+    else:
+        lines.append("No new NodeClaims.")
+    existing = result.get("existingNodes") or []
+    if existing:
+        lines.append("")
+        lines += _table(
+            ["EXISTING NODE", "PODS"], [[n["name"], str(len(n["pods"]))] for n in existing]
+        )
+    errors = result.get("podErrors") or {}
+    if errors:
+        lines.append("")
+        lines += _table(["UNSCHEDULABLE POD", "REASON"], [[k, v] for k, v in errors.items()])
+    return "\n".join(lines)
+
+
+@click.command(name="schedule")
+@click.option(
+    "-f",
+    "--filename",
+    "filenames",
+    multiple=True,
+    required=True,
+    metavar="FILE_OR_DIR",
+    help="Manifest file or directory (repeatable; '-' reads stdin), as kubectl apply -f.",
+)
+@click.option(
+    "--cloud-provider",
+    default=None,
+    metavar="NAME",
+    help=f"Provider plugin whose instance types to use (default {DEFAULT_CLOUD_PROVIDER}).",
+)
+@click.option(
+    "--instance-types",
+    "instance_types_file",
+    default=None,
+    metavar="FILE",
+    help="Instance types from a file in the KWOK instance-types JSON format.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["json", "table"]),
+    default="table",
+    show_default=True,
+    help="json: the documented machine-readable shape; table: for people.",
+)
+def command(
+    filenames: tuple[str, ...],
+    cloud_provider: str | None,
+    instance_types_file: str | None,
+    output: str,
+) -> None:
+    """Show what Karpenter would launch for the pending pods in these manifests.
+
+    Reads NodePools, NodeOverlays, Pods, Nodes, NodeClaims, DaemonSets,
+    PodDisruptionBudgets, PVCs, PVs, StorageClasses and CSINodes; Deployments,
+    ReplicaSets, StatefulSets and Jobs become the pods their controllers would create.
+    Pods without spec.nodeName are scheduled. Exit status is 0 even when some pods
+    cannot be scheduled (see podErrors) and 1 only for bad input.
+    """
+    if instance_types_file is not None and cloud_provider is not None:
+        raise click.UsageError("use either --cloud-provider or --instance-types, not both")
+    try:
+        inp = read_input(filenames)
+        instance_types = load_instance_types(inp.nodepools, cloud_provider, instance_types_file)
+        result = schedule_input(inp, instance_types)
+    except InputError as e:
+        raise click.ClickException(str(e)) from None
+    if inp.ignored_kinds:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(inp.ignored_kinds.items()))
+        click.echo(f"note: ignored objects of kinds the scheduler does not read: {kinds}", err=True)
+    if output == "json":
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(render_table(result, instance_types))
+    sys.stdout.flush()

@@ -1,0 +1,336 @@
+"""StateNode: one piece of existing capacity, a Node and/or its NodeClaim merged by provider id.
+
+Mirrors upstream ``pkg/controllers/state/statenode.go``. Which half answers a question
+depends on the lifecycle: until a managed node registers, its NodeClaim is the truth for
+name, labels and taints; until it initialises, known ephemeral taints and the NodeClaim's
+startup taints are ignored (they will go away, so pods may count on the node) and missing
+capacity is filled in from the NodeClaim's status.
+
+A StateNode owns mutable usage (pod requests, host ports, volumes); the scheduler gets its own
+copies via :meth:`StateNode.copy` so a simulation never leaks into the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from attrs import frozen
+
+from karpenter_core.apis.labels import (
+    LABEL_HOSTNAME,
+    NODE_INITIALIZED_LABEL_KEY,
+    NODE_REGISTERED_LABEL_KEY,
+    NODEPOOL_LABEL_KEY,
+)
+from karpenter_core.apis.objects import (
+    ONE,
+    ObjectError,
+    Pod,
+    _resources,
+    _str_map,
+    _timestamp,
+)
+from karpenter_core.scheduling.hostports import HostPortUsage
+from karpenter_core.scheduling.taints import Taint, is_known_ephemeral
+from karpenter_core.scheduling.volumes import VolumeUsage
+
+__all__ = ["NODES_RESOURCE", "NodeClaimView", "StateNode"]
+
+NODES_RESOURCE = "nodes"
+"""A StateNode's capacity always carries ``nodes: 1`` so NodePool node-count limits add up."""
+
+CONDITION_INSTANCE_TERMINATING = "InstanceTerminating"
+
+
+def _taints(value: Any, path: str) -> tuple[Taint, ...]:
+    out = []
+    for i, t in enumerate(value or ()):
+        try:
+            out.append(Taint.from_dict(t))
+        except (ValueError, TypeError, KeyError) as e:
+            raise ObjectError(f"{path}[{i}]", str(e)) from None
+    return tuple(out)
+
+
+@frozen(eq=False)
+class NodeClaimView:
+    """The few NodeClaim facts cluster state needs, read once from the NodeClaim's
+    ``to_dict()`` form (the API model's documented round-trip), so this module does not
+    depend on the model's attribute layout."""
+
+    name: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    provider_id: str
+    capacity: Mapping[str, int]
+    allocatable: Mapping[str, int]
+    deleting: bool
+    instance_terminating: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NodeClaimView:
+        meta = d.get("metadata") or {}
+        spec = d.get("spec") or {}
+        status = d.get("status") or {}
+        terminating = any(
+            c.get("type") == CONDITION_INSTANCE_TERMINATING and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        )
+        return cls(
+            name=str(meta.get("name", "")),
+            labels=_str_map(meta.get("labels"), "metadata.labels"),
+            annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+            taints=_taints(spec.get("taints"), "spec.taints"),
+            startup_taints=_taints(spec.get("startupTaints"), "spec.startupTaints"),
+            provider_id=str(status.get("providerID") or ""),
+            capacity=_resources(status.get("capacity"), "status.capacity"),
+            allocatable=_resources(status.get("allocatable"), "status.allocatable"),
+            deleting=_timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+            is not None,
+            instance_terminating=terminating,
+        )
+
+    @classmethod
+    def of(cls, nodeclaim: Any) -> NodeClaimView:
+        """View of a NodeClaim model object (anything with ``to_dict()``) or a plain mapping."""
+        if isinstance(nodeclaim, Mapping):
+            return cls.from_dict(nodeclaim)
+        return cls.from_dict(nodeclaim.to_dict())
+
+
+def _same_taint(a: Taint, b: Taint) -> bool:
+    """Kubernetes ``MatchTaint``: key and effect identify a taint, the value does not."""
+    return bool(a.key == b.key and a.effect == b.effect)
+
+
+class StateNode:
+    """Existing capacity as the scheduler sees it (see module docstring)."""
+
+    __slots__ = (
+        "_daemonset_requests",
+        "_host_port_usage",
+        "_marked",
+        "_pod_requests",
+        "_pod_requests_total",
+        "_volume_limits",
+        "_volume_usage",
+        "node",
+        "nodeclaim",
+        "nodeclaim_view",
+        "pods",
+    )
+
+    def __init__(
+        self,
+        node: Any = None,
+        nodeclaim: Any = None,
+        *,
+        pods: Iterable[Pod] = (),
+        volume_limits: Mapping[str, int] | None = None,
+        pod_volumes: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
+        marked_for_deletion: bool = False,
+    ) -> None:
+        """``node`` is an :class:`~karpenter_core.apis.objects.Node`, ``nodeclaim`` a
+        NodeClaim model object (or mapping). ``pods`` are the non-terminal pods bound to the
+        node; ``pod_volumes`` maps pod key -> {driver: PVC ids} for volume-limit tracking and
+        ``volume_limits`` is the node's CSINode per-driver limit."""
+        if node is None and nodeclaim is None:
+            raise ValueError("a StateNode needs a Node or a NodeClaim")
+        self.node = node
+        self.nodeclaim = nodeclaim
+        self.nodeclaim_view = NodeClaimView.of(nodeclaim) if nodeclaim is not None else None
+        self._marked = marked_for_deletion
+        self.pods: list[Pod] = []
+        self._pod_requests: dict[str, Mapping[str, int]] = {}
+        self._daemonset_requests: dict[str, Mapping[str, int]] = {}
+        self._pod_requests_total: dict[str, int] | None = None
+        self._host_port_usage = HostPortUsage()
+        self._volume_usage = VolumeUsage(volume_limits)
+        self._volume_limits: Mapping[str, int] = dict(volume_limits or {})
+        pod_volumes = pod_volumes or {}
+        for pod in pods:
+            self.add_pod(pod, pod_volumes.get(pod.key, {}))
+
+    # -- usage --
+
+    def add_pod(self, pod: Pod, volumes: Mapping[str, frozenset[str]] | None = None) -> None:
+        """Account for a pod bound to this node (upstream ``updateForPod``)."""
+        reqs = pod.scheduling_requests
+        self.pods.append(pod)
+        self._pod_requests[pod.key] = reqs
+        if pod.is_owned_by_daemonset():
+            self._daemonset_requests[pod.key] = reqs
+        self._pod_requests_total = None
+        self._host_port_usage.add(pod.key, pod.host_ports)
+        self._volume_usage.add(pod.key, volumes or {})
+
+    def copy(self) -> StateNode:
+        """An independent copy: usage can be changed without touching this node."""
+        n = StateNode.__new__(StateNode)
+        n.node = self.node
+        n.nodeclaim = self.nodeclaim
+        n.nodeclaim_view = self.nodeclaim_view
+        n._marked = self._marked
+        n.pods = list(self.pods)
+        n._pod_requests = dict(self._pod_requests)
+        n._daemonset_requests = dict(self._daemonset_requests)
+        n._pod_requests_total = self._pod_requests_total
+        n._host_port_usage = self._host_port_usage.copy()
+        n._volume_usage = self._volume_usage.copy()
+        n._volume_limits = self._volume_limits
+        return n
+
+    def pod_requests(self) -> dict[str, int]:
+        """Summed requests of the bound pods (each including ``pods: 1``)."""
+        if self._pod_requests_total is None:
+            total: dict[str, int] = {}
+            for reqs in self._pod_requests.values():
+                for k, v in reqs.items():
+                    total[k] = total.get(k, 0) + v
+            self._pod_requests_total = total
+        return dict(self._pod_requests_total)
+
+    def daemonset_requests(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for reqs in self._daemonset_requests.values():
+            for k, v in reqs.items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def host_port_usage(self) -> HostPortUsage:
+        return self._host_port_usage
+
+    def volume_usage(self) -> VolumeUsage:
+        return self._volume_usage
+
+    def volume_limits(self) -> Mapping[str, int]:
+        """Per-CSI-driver attachable-volume limits from the node's CSINode (empty: none)."""
+        return self._volume_limits
+
+    # -- identity and lifecycle --
+
+    def managed(self) -> bool:
+        """Karpenter launched it (a NodeClaim is known)."""
+        return self.nodeclaim_view is not None
+
+    def registered(self) -> bool:
+        if self.managed():
+            return (
+                self.node is not None and self.node.labels.get(NODE_REGISTERED_LABEL_KEY) == "true"
+            )
+        return True
+
+    def initialized(self) -> bool:
+        if self.managed():
+            return (
+                self.node is not None and self.node.labels.get(NODE_INITIALIZED_LABEL_KEY) == "true"
+            )
+        return True
+
+    def _use_nodeclaim(self) -> bool:
+        return self.node is None or (self.nodeclaim_view is not None and not self.registered())
+
+    def name(self) -> str:
+        if self._use_nodeclaim():
+            assert self.nodeclaim_view is not None
+            return self.nodeclaim_view.name
+        return str(self.node.name)
+
+    def provider_id(self) -> str:
+        if self.node is None:
+            assert self.nodeclaim_view is not None
+            return self.nodeclaim_view.provider_id
+        return str(self.node.provider_id)
+
+    def labels(self) -> Mapping[str, str]:
+        if self._use_nodeclaim():
+            assert self.nodeclaim_view is not None
+            return self.nodeclaim_view.labels
+        labels: Mapping[str, str] = self.node.labels
+        return labels
+
+    def annotations(self) -> Mapping[str, str]:
+        if self._use_nodeclaim():
+            assert self.nodeclaim_view is not None
+            return self.nodeclaim_view.annotations
+        annotations: Mapping[str, str] = self.node.annotations
+        return annotations
+
+    def hostname(self) -> str:
+        return self.labels().get(LABEL_HOSTNAME) or self.name()
+
+    def nodepool_name(self) -> str:
+        return self.labels().get(NODEPOOL_LABEL_KEY, "")
+
+    def taints(self) -> tuple[Taint, ...]:
+        """Taints pods must tolerate to land here.
+
+        A managed node that is not yet initialised drops known ephemeral taints and its
+        NodeClaim's startup taints: they are expected to go away, and counting them would make
+        Karpenter launch a second node for pods that will fit on this one."""
+        nc = self.nodeclaim_view
+        if (nc is not None and not self.registered()) or self.node is None:
+            assert nc is not None
+            taints = nc.taints
+        else:
+            taints = tuple(self.node.taints)
+        if nc is not None and not self.initialized():
+            return tuple(
+                t
+                for t in taints
+                if not is_known_ephemeral(t)
+                and not any(_same_taint(s, t) for s in nc.startup_taints)
+            )
+        return taints
+
+    def capacity(self) -> dict[str, int]:
+        nc = self.nodeclaim_view
+        if nc is not None and not self.initialized():
+            if self.node is not None:
+                out = dict(self.node.capacity)
+                for k, v in nc.capacity.items():
+                    if not out.get(k):
+                        out[k] = v
+            else:
+                out = dict(nc.capacity)
+        else:
+            out = dict(self.node.capacity)
+        out[NODES_RESOURCE] = ONE
+        return out
+
+    def allocatable(self) -> dict[str, int]:
+        nc = self.nodeclaim_view
+        if nc is not None and not self.initialized():
+            if self.node is not None:
+                out = dict(self.node.allocatable)
+                for k, v in nc.allocatable.items():
+                    if not out.get(k):
+                        out[k] = v
+                return out
+            return dict(nc.allocatable)
+        return dict(self.node.allocatable)
+
+    def available(self) -> dict[str, int]:
+        """Allocatable minus what bound pods request (only allocatable's resources)."""
+        used = self.pod_requests()
+        return {k: v - used.get(k, 0) for k, v in self.allocatable().items()}
+
+    def deleted(self) -> bool:
+        nc = self.nodeclaim_view
+        if nc is not None:
+            return nc.deleting or nc.instance_terminating
+        return self.node is not None and self.node.deletion_timestamp is not None
+
+    @property
+    def marked_for_deletion(self) -> bool:
+        """Explicitly marked (disruption in progress) or already deleting."""
+        return self._marked or self.deleted()
+
+    def mark_for_deletion(self, marked: bool = True) -> None:
+        self._marked = marked
+
+    def __repr__(self) -> str:
+        return f"StateNode({self.name()!r}, pods={len(self.pods)})"
