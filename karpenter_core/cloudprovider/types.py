@@ -492,7 +492,11 @@ def order_by_price(
 
 def compatible(instance_types: Iterable[InstanceType], reqs: Requirements) -> list[InstanceType]:
     """Instance types with an available offering compatible with ``reqs``."""
-    return [it for it in instance_types if it.offerings.available().has_compatible(reqs)]
+    return [
+        it
+        for it in instance_types
+        if any(o.available and _offering_compatible(reqs, o) for o in it.offerings)
+    ]
 
 
 @frozen
