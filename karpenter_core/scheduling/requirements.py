@@ -23,9 +23,7 @@ import random
 import re
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import Any
-
-from attrs import frozen
+from typing import Any, NamedTuple
 
 from karpenter_core.apis import labels as _labels
 
@@ -320,14 +318,18 @@ class Requirement:
         if gte is not None and lte is not None and gte > lte:
             return Requirement(self._key, False, _EMPTY, None, None, min_values)
 
+        # frozensets are immutable, so an operand is shared instead of copied when the set
+        # operation would not change it (e.g. anything intersected with a plain Exists).
+        sv = self._values
+        ov = other._values
         if a_c and b_c:
-            values = self._values | other._values
+            values = (sv | ov) if sv and ov else (sv or ov)
         elif a_c:
-            values = other._values - self._values
+            values = (ov - sv) if sv else ov
         elif b_c:
-            values = self._values - other._values
+            values = (sv - ov) if ov else sv
         else:
-            values = self._values & other._values
+            values = sv if sv is ov else sv & ov
         if values and (gte is not None or lte is not None):
             values = frozenset(v for v in values if _within_bounds(v, gte, lte))
         complement = a_c and b_c
@@ -341,6 +343,16 @@ class Requirement:
         Exact unless both sides are complements: then the answer is True whenever the bounds
         do not cross, even if every value left inside them is excluded [quirk, reproduced].
         """
+        if self._gte is None and self._lte is None and other._gte is None and other._lte is None:
+            # Fast path (no numeric bounds anywhere): C-level set tests, no allocation.
+            if self._complement:
+                return other._complement or not other._values <= self._values
+            if other._complement:
+                return not self._values <= other._values
+            return not self._values.isdisjoint(other._values)
+        return self._has_intersection_bounded(other)
+
+    def _has_intersection_bounded(self, other: Requirement) -> bool:
         gte = self._gte
         o = other._gte
         if o is not None and (gte is None or o > gte):
@@ -432,8 +444,9 @@ def _exists(key: str) -> Requirement:
 
 
 # --- errors -------------------------------------------------------------------------------------
-@frozen
-class BadKeyError:
+# The error values are NamedTuples rather than attrs classes: the scheduler builds one on every
+# failed check (most checks fail), and a frozen attrs instance costs several times more to create.
+class BadKeyError(NamedTuple):
     """One key whose incoming and existing requirements do not overlap."""
 
     key: str
@@ -444,8 +457,7 @@ class BadKeyError:
         return f"key {self.key}, {self.incoming} not in {self.existing}"
 
 
-@frozen
-class RequirementsError:
+class RequirementsError(NamedTuple):
     """Why two requirement sets are not compatible; formatted only when printed.
 
     Either ``undefined_key`` is set (the incoming side constrains a key the receiver does not
@@ -468,6 +480,11 @@ class RequirementsError:
             hint = f" (typo of {_go_quote(self.hint)}?)" if self.hint is not None else ""
             return f"label {_go_quote(self.undefined_key)} does not have known values{hint}"
         return "; ".join(str(b) for b in self.bad_keys)
+
+
+# Direct tuple construction skips the generated keyword-handling ``__new__`` (hot path).
+_new_bad_key = tuple.__new__
+_new_requirements_error = tuple.__new__
 
 
 def _suffix(key: str) -> str:
@@ -652,25 +669,32 @@ class Requirements:
                 inc = theirs.get(key)
                 if inc is None or existing.has_intersection(inc):
                     continue
-                if _both_negative(inc, existing):
+                # Both NotIn/DoesNotExist (operator NotIn iff complement with values,
+                # DoesNotExist iff neither; so complement == bool(values)): accepted.
+                if inc._complement == bool(inc._values) and existing._complement == bool(
+                    existing._values
+                ):
                     continue
                 if bad is None:
                     bad = []
-                bad.append(BadKeyError(key, inc, existing))
+                bad.append(_new_bad_key(BadKeyError, (key, inc, existing)))
         else:
             for key, inc in theirs.items():
-                existing_or_none = mine.get(key)
-                if existing_or_none is None or existing_or_none.has_intersection(inc):
+                found = mine.get(key)
+                if found is None or found.has_intersection(inc):
                     continue
-                if _both_negative(inc, existing_or_none):
+                if inc._complement == bool(inc._values) and found._complement == bool(
+                    found._values
+                ):
                     continue
                 if bad is None:
                     bad = []
-                bad.append(BadKeyError(key, inc, existing_or_none))
+                bad.append(_new_bad_key(BadKeyError, (key, inc, found)))
         if bad is None:
             return None
-        bad.sort(key=lambda b: b.key)
-        return RequirementsError(bad_keys=tuple(bad))
+        if len(bad) > 1:
+            bad.sort(key=_by_key)
+        return _new_requirements_error(RequirementsError, (None, None, tuple(bad)))
 
     def compatible(
         self, incoming: Requirements, allow_undefined: AbstractSet[str] = _EMPTY
@@ -702,12 +726,8 @@ class Requirements:
         return self.compatible(incoming, allow_undefined) is None
 
 
-def _both_negative(incoming: Requirement, existing: Requirement) -> bool:
-    """Both read as NotIn or DoesNotExist (operator is NotIn iff complement with values,
-    DoesNotExist iff non-complement without values)."""
-    return (incoming._complement == bool(incoming._values)) and (
-        existing._complement == bool(existing._values)
-    )
+def _by_key(b: BadKeyError) -> str:
+    return b.key
 
 
 # --- pods ---------------------------------------------------------------------------------------
