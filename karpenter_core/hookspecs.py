@@ -86,8 +86,9 @@ class CloudProviderSpec:
       when this provider is selected, so a plugin may defer heavy SDK imports to it.
     - ``node_classes``: the NodeClass kinds a NodePool's ``nodeClassRef`` may name.
     - ``well_known_labels`` / ``restricted_label_domains`` extend
-      :mod:`karpenter_core.apis.labels` when the spec is loaded, exactly as upstream
-      providers extend ``v1.WellKnownLabels`` and ``v1.RestrictedLabelDomains``.
+      :mod:`karpenter_core.apis.labels` when this provider is selected
+      (``get_cloud_provider``), exactly as upstream providers extend
+      ``v1.WellKnownLabels`` and ``v1.RestrictedLabelDomains``.
     - ``can_launch``: False for a catalogue-only provider (it can describe instance types
       but not create instances yet); ``karpenter plugins`` shows it so nobody is surprised.
     """

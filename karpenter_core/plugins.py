@@ -312,27 +312,30 @@ def _unique_by_name(
 
 
 def register_provider_labels(spec: CloudProviderSpec) -> None:
-    """Extend the global label sets with a provider's well-known keys and domains."""
+    """Extend the global label sets with a provider's well-known keys and domains.
+
+    :func:`get_cloud_provider` does this for the provider it builds — the one in use,
+    as upstream compiles exactly one provider's labels in. Listing providers does not:
+    with several provider plugins installed, registering all of them would make e.g.
+    ``karpenter.k8s.aws/instance-family`` "well known" (allowed undefined) while
+    scheduling on kwok, and restrict domains the active provider never owns.
+    """
     labels.register_well_known_labels(spec.well_known_labels)
     labels.register_restricted_label_domains(spec.restricted_label_domains)
 
 
 def cloud_providers_by_plugin(pm: pluggy.PluginManager) -> dict[str, tuple[str, CloudProviderSpec]]:
-    """Provider name -> (plugin name, spec); registers each provider's labels."""
-    found = _unique_by_name(
+    """Provider name -> (plugin name, spec). A duplicate name is a :class:`PluginError`."""
+    return _unique_by_name(
         collect(pm, "karpenter_cloud_providers"), "cloud provider", lambda s: s.name
     )
-    for _, spec in found.values():
-        register_provider_labels(spec)
-    return found
 
 
 def cloud_providers(pm: pluggy.PluginManager) -> dict[str, CloudProviderSpec]:
     """Every loaded cloud provider by name. A duplicate name is a :class:`PluginError`.
 
-    Loading a provider registers its well-known labels and restricted label domains, so
-    NodePool validation accepts e.g. ``karpenter.k8s.aws/instance-family`` when the AWS
-    plugin is installed.
+    A pure listing: it does not touch the global label sets (see
+    :func:`register_provider_labels`).
     """
     return {name: spec for name, (_, spec) in cloud_providers_by_plugin(pm).items()}
 
@@ -395,7 +398,9 @@ def get_cloud_provider(
 ) -> CloudProvider:
     """Build the cloud provider called ``name`` with ``settings``.
 
-    An unknown name is a :class:`PluginError` listing the installed providers and any
+    Selecting a provider registers its well-known labels and restricted label domains
+    (before its factory runs), so requirements and validation treat its keys the way its
+    upstream counterpart does. An unknown name is a :class:`PluginError` listing the installed providers and any
     plugin that failed to load (the usual reason a provider is "missing").
     """
     manager = pm if pm is not None else get_plugin_manager()
@@ -409,7 +414,9 @@ def get_cloud_provider(
         else:
             msg += f"; is karpenter-core[{name}] installed?"
         raise PluginError(msg)
-    return spec.factory(resolve_settings(spec, settings or {}))
+    resolved = resolve_settings(spec, settings or {})
+    register_provider_labels(spec)
+    return spec.factory(resolved)
 
 
 __all__ = [

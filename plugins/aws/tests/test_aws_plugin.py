@@ -68,8 +68,8 @@ def test_entry_point_is_installed_and_loads() -> None:
     assert "aws" in cloud_providers(pm)
 
 
-def test_loading_makes_aws_keys_selectable_but_domain_restricted() -> None:
-    cloud_providers(get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
+def test_selecting_makes_aws_keys_selectable_but_domain_restricted() -> None:
+    get_cloud_provider("aws", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
     assert labels.is_restricted_label("karpenter.k8s.aws/instance-family") is False
     assert labels.is_restricted_label("karpenter.k8s.aws/made-up") is True
 

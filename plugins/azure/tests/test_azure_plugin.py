@@ -74,8 +74,8 @@ def test_entry_point_is_installed_and_loads() -> None:
     assert "azure" in cloud_providers(pm)
 
 
-def test_loading_makes_azure_keys_selectable_but_domain_restricted() -> None:
-    cloud_providers(get_plugin_manager({"KARPENTER_PLUGINS": "azure"}))
+def test_selecting_makes_azure_keys_selectable_but_domain_restricted() -> None:
+    get_cloud_provider("azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"}))
     assert labels.is_restricted_label("karpenter.azure.com/sku-family") is False
     assert labels.is_restricted_label("karpenter.azure.com/made-up") is True
 

@@ -72,8 +72,8 @@ def test_entry_point_is_installed_and_loads() -> None:
     assert "gcp" in cloud_providers(pm)
 
 
-def test_loading_makes_gcp_keys_selectable_but_domain_restricted() -> None:
-    cloud_providers(get_plugin_manager({"KARPENTER_PLUGINS": "gcp"}))
+def test_selecting_makes_gcp_keys_selectable_but_domain_restricted() -> None:
+    get_cloud_provider("gcp", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "gcp"}))
     assert labels.is_restricted_label("karpenter.k8s.gcp/instance-family") is False
     assert labels.is_restricted_label("karpenter.k8s.gcp/made-up") is True
 

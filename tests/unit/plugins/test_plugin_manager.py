@@ -213,13 +213,22 @@ def test_duplicate_cloud_provider_name_names_both_plugins(fake_plugins: FakePlug
         cloud_providers(pm)
 
 
-def test_loading_a_provider_registers_its_labels(fake_plugins: FakePlugins) -> None:
+def test_listing_providers_leaves_label_sets_alone(fake_plugins: FakePlugins) -> None:
     fake_plugins("acme", provider_plugin("acme"))
-    assert labels.is_restricted_label("karpenter.acme.test/anything") is False
+    before = (set(labels.WELL_KNOWN_LABELS), set(labels.RESTRICTED_LABEL_DOMAINS))
     cloud_providers(get_plugin_manager(NO_FILTER))
+    assert before == (labels.WELL_KNOWN_LABELS, labels.RESTRICTED_LABEL_DOMAINS)
+
+
+def test_selecting_a_provider_registers_its_labels(fake_plugins: FakePlugins) -> None:
+    fake_plugins("acme", provider_plugin("acme"))
+    fake_plugins("other", provider_plugin("other"))
+    assert labels.is_restricted_label("karpenter.acme.test/anything") is False
+    get_cloud_provider("acme", {"region": "mars-1"}, get_plugin_manager(NO_FILTER))
     assert labels.is_restricted_label("karpenter.acme.test/anything") is True
     assert "karpenter.acme.test/family" in labels.WELL_KNOWN_LABELS
     assert labels.is_restricted_label("karpenter.acme.test/family") is False
+    assert "karpenter.other.test/family" not in labels.WELL_KNOWN_LABELS
 
 
 def test_get_cloud_provider_builds_with_resolved_settings(fake_plugins: FakePlugins) -> None:
