@@ -27,7 +27,9 @@ import pluggy
 from attrs import field, frozen
 
 if TYPE_CHECKING:
+    from karpenter_core.apis.v1 import NodePool
     from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind
+    from karpenter_core.cloudprovider.types import InstanceType
 
 PROJECT_NAME = "karpenter"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -103,11 +105,10 @@ class CloudProviderSpec:
     description: str = ""
 
 
-InstanceTypeOverlayFn = Callable[[Any, Sequence[Any]], Sequence[Any]]
-"""``apply(nodepool, instance_types) -> instance_types``: receives a NodePool
-(``karpenter_core.apis.v1.NodePool``) and the provider's InstanceTypes
-(``karpenter_core.cloudprovider.types.InstanceType``) for it, returns the adjusted list.
-It must not mutate its inputs (InstanceTypes are shared between NodePools)."""
+InstanceTypeOverlayFn = Callable[["NodePool", Sequence["InstanceType"]], Sequence["InstanceType"]]
+"""``apply(nodepool, instance_types) -> instance_types``: receives a NodePool and the
+provider's InstanceTypes for it, returns the adjusted list. It must not mutate its inputs
+(InstanceTypes are shared between NodePools); build new values with ``attrs.evolve``."""
 
 
 @frozen
@@ -150,7 +151,7 @@ class DisruptionMethodSpec:
     factory: Callable[[Any], Any]
 
 
-DescribeDevicesFn = Callable[[Any, Any], Sequence[Mapping[str, Any]]]
+DescribeDevicesFn = Callable[["InstanceType", "NodePool"], Sequence[Mapping[str, Any]]]
 """``describe_devices(instance_type, nodepool) -> resource slice templates``: the
 node-local ResourceSlices (``resource.k8s.io/v1`` shape: ``{"driver", "pool": {"name"},
 "devices": [...]}``) a node of this instance type would publish once initialized."""
