@@ -1,0 +1,262 @@
+"""StateNode: which half (Node or NodeClaim) answers, ephemeral taints, capacity, usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpenter_core.apis import v1
+from karpenter_core.apis.objects import Node, Pod
+from karpenter_core.scheduling.hostports import HostPort
+from karpenter_core.state.statenode import StateNode
+
+GI = 1024**3 * 1000
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+CUSTOM = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+STARTUP = {"key": "example.com/agent-not-ready", "effect": "NoExecute"}
+
+
+def node(
+    name: str = "n1",
+    *,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
+    capacity: dict[str, str] | None = None,
+    allocatable: dict[str, str] | None = None,
+    **meta: Any,
+) -> Node:
+    return Node.from_dict(
+        {
+            "metadata": {"name": name, "labels": labels or {}, **meta},
+            "spec": {"providerID": f"kwok://{name}", "taints": taints or []},
+            "status": {
+                "capacity": capacity or {"cpu": "4"},
+                "allocatable": allocatable or capacity or {"cpu": "4"},
+            },
+        }
+    )
+
+
+def nodeclaim(
+    name: str = "nc1",
+    *,
+    taints: list[dict[str, Any]] | None = None,
+    startup: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": labels or {"karpenter.sh/nodepool": "default"},
+            **meta,
+        },
+        "spec": {
+            "nodeClassRef": {
+                "group": "karpenter.kwok.sh",
+                "kind": "KWOKNodeClass",
+                "name": "default",
+            },
+            "requirements": [],
+            "taints": taints or [],
+            "startupTaints": startup or [],
+        },
+        "status": {
+            "providerID": "kwok://n1",
+            "capacity": {"cpu": "8", "memory": "16Gi"},
+            "allocatable": {"cpu": "7", "memory": "15Gi"},
+            **(status or {}),
+        },
+    }
+
+
+REGISTERED = {"karpenter.sh/registered": "true", "karpenter.sh/nodepool": "default"}
+INITIALIZED = {**REGISTERED, "karpenter.sh/initialized": "true"}
+
+
+def pod(name: str, cpu: str = "1", *, ds: bool = False, host_port: int | None = None) -> Pod:
+    container: dict[str, Any] = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    if host_port:
+        container["ports"] = [{"containerPort": 80, "hostPort": host_port}]
+    meta: dict[str, Any] = {"name": name}
+    if ds:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "d",
+                "uid": "u",
+                "controller": True,
+            }
+        ]
+    return Pod.from_dict({"metadata": meta, "spec": {"nodeName": "n1", "containers": [container]}})
+
+
+def test_needs_a_node_or_a_nodeclaim() -> None:
+    with pytest.raises(ValueError):
+        StateNode()
+
+
+def test_unmanaged_node_is_registered_and_initialized() -> None:
+    sn = StateNode(node())
+    assert not sn.managed()
+    assert sn.registered() and sn.initialized()
+    assert sn.name() == "n1"
+
+
+def test_launched_nodeclaim_without_node_answers_from_the_nodeclaim() -> None:
+    sn = StateNode(None, nodeclaim(taints=[CUSTOM]))
+    assert sn.managed() and not sn.registered() and not sn.initialized()
+    assert sn.name() == "nc1"
+    assert sn.provider_id() == "kwok://n1"
+    assert sn.nodepool_name() == "default"
+    assert [t.key for t in sn.taints()] == ["dedicated"]
+    assert sn.allocatable() == {"cpu": 7000, "memory": 15 * GI}
+
+
+def test_unregistered_node_uses_nodeclaim_labels_and_taints() -> None:
+    sn = StateNode(
+        node(labels={"karpenter.sh/nodepool": "default"}, taints=[NOT_READY]),
+        nodeclaim(taints=[CUSTOM], labels={"from": "claim"}),
+    )
+    assert sn.labels() == {"from": "claim"}
+    assert sn.name() == "nc1"
+    assert [t.key for t in sn.taints()] == ["dedicated"]
+
+
+def test_registered_uninitialized_node_drops_ephemeral_and_startup_taints() -> None:
+    sn = StateNode(
+        node(labels=REGISTERED, taints=[NOT_READY, STARTUP, CUSTOM]),
+        nodeclaim(startup=[STARTUP]),
+    )
+    assert sn.name() == "n1"
+    assert [t.key for t in sn.taints()] == ["dedicated"]
+
+
+def test_readiness_prefixed_taints_are_ephemeral() -> None:
+    sn = StateNode(
+        node(labels=REGISTERED, taints=[{"key": "readiness.k8s.io/net", "effect": "NoSchedule"}]),
+        nodeclaim(),
+    )
+    assert sn.taints() == ()
+
+
+def test_initialized_node_keeps_all_taints() -> None:
+    sn = StateNode(
+        node(labels=INITIALIZED, taints=[NOT_READY, STARTUP]), nodeclaim(startup=[STARTUP])
+    )
+    assert [t.key for t in sn.taints()] == [
+        "node.kubernetes.io/not-ready",
+        "example.com/agent-not-ready",
+    ]
+
+
+def test_unmanaged_node_keeps_ephemeral_taints() -> None:
+    assert [t.key for t in StateNode(node(taints=[NOT_READY])).taints()] == [
+        "node.kubernetes.io/not-ready"
+    ]
+
+
+def test_uninitialized_capacity_is_filled_from_the_nodeclaim_and_counts_one_node() -> None:
+    sn = StateNode(node(labels=REGISTERED, capacity={"cpu": "8", "memory": "0"}), nodeclaim())
+    assert sn.capacity() == {"cpu": 8000, "memory": 16 * GI, "nodes": 1000}
+
+
+def test_initialized_capacity_is_the_nodes_own() -> None:
+    sn = StateNode(node(labels=INITIALIZED, capacity={"cpu": "8"}), nodeclaim())
+    assert sn.capacity() == {"cpu": 8000, "nodes": 1000}
+
+
+def test_available_subtracts_bound_pod_requests_including_pod_count() -> None:
+    sn = StateNode(
+        node(allocatable={"cpu": "4", "pods": "10"}, capacity={"cpu": "4", "pods": "10"}),
+        pods=[pod("a"), pod("b", "500m")],
+    )
+    assert sn.pod_requests() == {"cpu": 1500, "pods": 2000}
+    assert sn.available() == {"cpu": 2500, "pods": 8000}
+
+
+def test_daemonset_requests_tracked_separately() -> None:
+    sn = StateNode(node(), pods=[pod("a"), pod("agent", "200m", ds=True)])
+    assert sn.daemonset_requests() == {"cpu": 200, "pods": 1000}
+
+
+def test_host_ports_and_volumes_are_tracked() -> None:
+    sn = StateNode(
+        node(),
+        pods=[pod("a", host_port=8080)],
+        volume_limits={"csi.x": 1},
+        pod_volumes={"default/a": {"csi.x": frozenset({"default/pvc-a"})}},
+    )
+    assert (
+        sn.host_port_usage().conflicts("default/other", [HostPort.new("0.0.0.0", 8080)]) is not None
+    )
+    assert sn.volume_limits() == {"csi.x": 1}
+    assert (
+        sn.volume_usage().exceeds_limits(
+            {"csi.x": frozenset({"default/pvc-b"})}, sn.volume_limits()
+        )
+        is not None
+    )
+
+
+def test_copy_is_independent() -> None:
+    sn = StateNode(node(), pods=[pod("a")])
+    cp = sn.copy()
+    cp.add_pod(pod("b", host_port=9090))
+    assert sn.pod_requests() == {"cpu": 1000, "pods": 1000}
+    assert cp.pod_requests() == {"cpu": 2000, "pods": 2000}
+    assert sn.host_port_usage().conflicts("default/x", [HostPort.new("0.0.0.0", 9090)]) is None
+
+
+def test_hostname_label_wins_over_name() -> None:
+    assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
+    assert StateNode(node()).hostname() == "n1"
+
+
+@pytest.mark.parametrize(
+    ("sn", "marked"),
+    [
+        pytest.param(StateNode(node()), False, id="plain"),
+        pytest.param(
+            StateNode(node(deletionTimestamp="2024-01-01T00:00:00Z")),
+            True,
+            id="unmanaged-node-deleting",
+        ),
+        pytest.param(
+            StateNode(None, nodeclaim(deletionTimestamp="2024-01-01T00:00:00Z")),
+            True,
+            id="nodeclaim-deleting",
+        ),
+        pytest.param(
+            StateNode(
+                None,
+                nodeclaim(
+                    status={"conditions": [{"type": "InstanceTerminating", "status": "True"}]}
+                ),
+            ),
+            True,
+            id="instance-terminating",
+        ),
+        pytest.param(
+            StateNode(node(deletionTimestamp="2024-01-01T00:00:00Z"), nodeclaim()),
+            False,
+            id="managed-node-deleting-claim-alive",
+        ),
+        pytest.param(StateNode(node(), marked_for_deletion=True), True, id="explicitly-marked"),
+    ],
+)
+def test_marked_for_deletion(sn: StateNode, marked: bool) -> None:
+    assert sn.marked_for_deletion is marked
+
+
+def test_accepts_the_nodeclaim_api_model() -> None:
+    nc = v1.NodeClaim.from_dict(nodeclaim(taints=[CUSTOM]), defaults=True)
+    sn = StateNode(None, nc)
+    assert sn.nodeclaim is nc
+    assert sn.name() == "nc1"
+    assert [t.key for t in sn.taints()] == ["dedicated"]
