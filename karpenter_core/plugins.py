@@ -150,7 +150,11 @@ def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
         if any(impl.plugin is plugin and impl.optionalhook for impl in caller.get_hookimpls()):
             continue
         close = difflib.get_close_matches(caller.name, list(HOOK_SPEC_TYPES), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known hooks: {', '.join(HOOK_SPEC_TYPES)}"
+        hint = (
+            f"; did you mean {close[0]!r}?"
+            if close
+            else f"; known hooks: {', '.join(HOOK_SPEC_TYPES)}"
+        )
         messages.append(f"implements unknown hook {caller.name!r}{hint}")
     return messages
 
@@ -410,7 +414,9 @@ def get_cloud_provider(
         installed = ", ".join(sorted(providers)) or "none"
         msg = f"unknown cloud provider {name!r} (installed: {installed})"
         if manager.load_errors:
-            msg += "; plugins that failed to load: " + "; ".join(str(e) for e in manager.load_errors)
+            msg += "; plugins that failed to load: " + "; ".join(
+                str(e) for e in manager.load_errors
+            )
         else:
             msg += f"; is karpenter-core[{name}] installed?"
         raise PluginError(msg)

@@ -123,9 +123,7 @@ def _dist_text(row: dict[str, Any]) -> str:
 def format_table(rows: list[dict[str, Any]]) -> str:
     """Plain aligned columns; the last column (status) is free text."""
     header = ("PLUGIN", "DISTRIBUTION", "HOOKS", "STATUS")
-    body = [
-        (r["name"], _dist_text(r), ",".join(r["hooks"]) or "-", _status_text(r)) for r in rows
-    ]
+    body = [(r["name"], _dist_text(r), ",".join(r["hooks"]) or "-", _status_text(r)) for r in rows]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(3)]
     lines = []
     for line in [header, *body]:

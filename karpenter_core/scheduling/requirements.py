@@ -144,6 +144,10 @@ class Requirement:
         Raises ``ValueError`` for an unknown operator or a numeric operator whose values are not
         exactly one integer.
         """
+        if isinstance(values, str):
+            raise ValueError(
+                f"requirement {_go_quote(key)}: values must be a list of strings, got {values!r}"
+            )
         key = _labels.NORMALIZED_LABELS.get(key, key)
         table = _labels.NORMALIZED_LABEL_VALUES.get(key)
         if operator == IN:  # the hot path
@@ -745,39 +749,61 @@ def _term_requirements(term: Any, where: str) -> list[Requirement]:
         raise ValueError(f"{where}.matchExpressions: {e}") from None
 
 
+_NA = "affinity.nodeAffinity"
+_PREFERRED = f"{_NA}.preferredDuringSchedulingIgnoredDuringExecution"
+_REQUIRED = f"{_NA}.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _weight(term: Any, i: int) -> int:
+    weight = term.get("weight", 0) if isinstance(term, Mapping) else None
+    if not isinstance(weight, int) or isinstance(weight, bool):
+        raise ValueError(f"{_PREFERRED}[{i}].weight: expected an integer, got {weight!r}")
+    return weight
+
+
 def _pod_requirements(
     node_selector: Mapping[str, str] | None, affinity: Mapping[str, Any] | None, preferred: bool
 ) -> Requirements:
+    if node_selector is not None and not isinstance(node_selector, Mapping):
+        raise ValueError(f"nodeSelector: expected a mapping, got {node_selector!r}")
     reqs = Requirements.from_labels(node_selector)
     if not affinity:
         return reqs
+    if not isinstance(affinity, Mapping):
+        raise ValueError(f"affinity: expected a mapping, got {affinity!r}")
     node_affinity = affinity.get("nodeAffinity")
     if not node_affinity:
         return reqs
+    if not isinstance(node_affinity, Mapping):
+        raise ValueError(f"{_NA}: expected a mapping, got {node_affinity!r}")
     if preferred:
-        terms = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        terms = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if terms is None:
+            terms = []
+        if not isinstance(terms, list):
+            raise ValueError(f"{_PREFERRED}: expected a list, got {terms!r}")
         if terms:
             # The heaviest preference is treated as required until relaxation removes it.
             # Stable sort: among equal weights the first listed wins (Go's sort is unstable).
-            heaviest = sorted(terms, key=lambda t: -int((t or {}).get("weight") or 0))[0]
+            weights = [_weight(t, i) for i, t in enumerate(terms)]
+            best = max(range(len(terms)), key=lambda i: (weights[i], -i))
             reqs.add(
                 *_term_requirements(
-                    (heaviest or {}).get("preference"),
-                    "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                    terms[best].get("preference"), f"{_PREFERRED}[{best}].preference"
                 )
             )
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required:
-        terms = required.get("nodeSelectorTerms") or []
+        if not isinstance(required, Mapping):
+            raise ValueError(f"{_REQUIRED}: expected a mapping, got {required!r}")
+        terms = required.get("nodeSelectorTerms")
+        if terms is None:
+            terms = []
+        if not isinstance(terms, list):
+            raise ValueError(f"{_REQUIRED}.nodeSelectorTerms: expected a list, got {terms!r}")
         if terms:
             # Only the first OR-term; later terms are reached through relaxation.
-            reqs.add(
-                *_term_requirements(
-                    terms[0],
-                    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                    ".nodeSelectorTerms[0]",
-                )
-            )
+            reqs.add(*_term_requirements(terms[0], f"{_REQUIRED}.nodeSelectorTerms[0]"))
     return reqs
 
 

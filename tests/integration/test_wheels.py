@@ -37,12 +37,18 @@ PIP_QUIET = ["--disable-pip-version-check", "--no-input", "-q"]
 
 def _clean_env() -> dict[str, str]:
     """The environment for child processes: no leakage of the dev venv or plugin filter."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "KARPENTER_PLUGINS", "PYTHONHOME"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PYTHONPATH", "VIRTUAL_ENV", "KARPENTER_PLUGINS", "PYTHONHOME"}
+    }
     env["PYTHONNOUSERSITE"] = "1"
     return env
 
 
-def _run(cmd: Sequence[str | Path], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _run(
+    cmd: Sequence[str | Path], cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [str(c) for c in cmd],
         cwd=cwd,
@@ -68,7 +74,20 @@ def _bin(venv_dir: Path, name: str) -> Path:
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheels")
     # One pip invocation builds all five (each in pip's isolated build env with hatchling).
-    _run([sys.executable, "-m", "pip", "wheel", *PIP_QUIET, "--no-deps", "-w", out, *PROJECTS.values()], cwd=out)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            *PIP_QUIET,
+            "--no-deps",
+            "-w",
+            out,
+            *PROJECTS.values(),
+        ],
+        cwd=out,
+    )
     return out
 
 
@@ -77,7 +96,16 @@ def installed_venv(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -
     venv_dir = tmp_path_factory.mktemp("venv") / "env"
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
     _run(
-        [_bin(venv_dir, "python"), "-m", "pip", "install", *PIP_QUIET, "--find-links", wheelhouse, "karpenter-core[kwok,aws]"],
+        [
+            _bin(venv_dir, "python"),
+            "-m",
+            "pip",
+            "install",
+            *PIP_QUIET,
+            "--find-links",
+            wheelhouse,
+            "karpenter-core[kwok,aws]",
+        ],
         cwd=venv_dir,
     )
     yield venv_dir
@@ -103,7 +131,17 @@ def test_core_wheel_carries_no_plugin_packages(wheelhouse: Path) -> None:
 
 
 def test_extras_install_exactly_the_requested_providers(installed_venv: Path) -> None:
-    proc = _run([_bin(installed_venv, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], cwd=installed_venv)
+    proc = _run(
+        [
+            _bin(installed_venv, "python"),
+            "-m",
+            "pip",
+            "list",
+            "--format=json",
+            "--disable-pip-version-check",
+        ],
+        cwd=installed_venv,
+    )
     dists = {d["name"].lower(): d["version"] for d in json.loads(proc.stdout)}
     assert dists["karpenter-core"] == dists["karpenter-kwok"] == dists["karpenter-aws"] == "0.1.0"
     assert "karpenter-azure" not in dists
@@ -112,7 +150,11 @@ def test_extras_install_exactly_the_requested_providers(installed_venv: Path) ->
 
 def test_installed_code_comes_from_the_venv_not_the_source_tree(installed_venv: Path) -> None:
     proc = _run(
-        [_bin(installed_venv, "python"), "-c", "import karpenter_core, karpenter_aws; print(karpenter_core.__file__); print(karpenter_aws.__file__)"],
+        [
+            _bin(installed_venv, "python"),
+            "-c",
+            "import karpenter_core, karpenter_aws; print(karpenter_core.__file__); print(karpenter_aws.__file__)",
+        ],
         cwd=installed_venv,
     )
     for line in proc.stdout.splitlines():

@@ -101,4 +101,6 @@ def test_provider_refuses_every_operation(method: str, args: tuple[object, ...])
 def test_provider_reports_its_name_and_node_class() -> None:
     provider = get_cloud_provider("aws", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
     assert provider.name == "aws"
-    assert provider.supported_node_classes() == (NodeClassKind("karpenter.k8s.aws", "EC2NodeClass", "v1"),)
+    assert provider.supported_node_classes() == (
+        NodeClassKind("karpenter.k8s.aws", "EC2NodeClass", "v1"),
+    )

@@ -91,7 +91,12 @@ def test_cluster_name_is_a_required_setting() -> None:
     [
         ("create", (object(),)),
         ("delete", (object(),)),
-        ("get", ("azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/aks-a",)),
+        (
+            "get",
+            (
+                "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/aks-a",
+            ),
+        ),
         ("list", ()),
         ("get_instance_types", (None,)),
         ("is_drifted", (object(),)),
@@ -99,12 +104,18 @@ def test_cluster_name_is_a_required_setting() -> None:
     ],
 )
 def test_provider_refuses_every_operation(method: str, args: tuple[object, ...]) -> None:
-    provider = get_cloud_provider("azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"}))
+    provider = get_cloud_provider(
+        "azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"})
+    )
     with pytest.raises(NotImplementedError, match="azure cloud provider cannot launch yet"):
         getattr(provider, method)(*args)
 
 
 def test_provider_reports_its_name_and_node_class() -> None:
-    provider = get_cloud_provider("azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"}))
+    provider = get_cloud_provider(
+        "azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"})
+    )
     assert provider.name == "azure"
-    assert provider.supported_node_classes() == (NodeClassKind("karpenter.azure.com", "AKSNodeClass", "v1beta1"),)
+    assert provider.supported_node_classes() == (
+        NodeClassKind("karpenter.azure.com", "AKSNodeClass", "v1beta1"),
+    )

@@ -105,4 +105,6 @@ def test_provider_refuses_every_operation(method: str, args: tuple[object, ...])
 def test_provider_reports_its_name_and_node_class() -> None:
     provider = get_cloud_provider("gcp", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "gcp"}))
     assert provider.name == "gcp"
-    assert provider.supported_node_classes() == (NodeClassKind("karpenter.k8s.gcp", "GCENodeClass", "v1alpha1"),)
+    assert provider.supported_node_classes() == (
+        NodeClassKind("karpenter.k8s.gcp", "GCENodeClass", "v1alpha1"),
+    )

@@ -26,9 +26,18 @@ def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 @pytest.fixture
 def three_plugins(fake_plugins: FakePlugins) -> None:
-    fake_plugins("real", provider_plugin("real", can_launch=True), dist="karpenter-real", version="1.4.0")
-    fake_plugins("stub", provider_plugin("stub", can_launch=False), dist="karpenter-stub", version="0.1.0")
-    fake_plugins("extras", ALL_FAMILIES_PLUGIN.replace("{prefix}", "x"), dist="karpenter-extras", version="2.0")
+    fake_plugins(
+        "real", provider_plugin("real", can_launch=True), dist="karpenter-real", version="1.4.0"
+    )
+    fake_plugins(
+        "stub", provider_plugin("stub", can_launch=False), dist="karpenter-stub", version="0.1.0"
+    )
+    fake_plugins(
+        "extras",
+        ALL_FAMILIES_PLUGIN.replace("{prefix}", "x"),
+        dist="karpenter-extras",
+        version="2.0",
+    )
 
 
 def _line(output: str, name: str) -> str:
@@ -53,7 +62,11 @@ def test_json_output_has_the_same_facts(three_plugins: None) -> None:
     rows = {row["name"]: row for row in json.loads(out)["plugins"]}
     assert list(rows) == ["builtins", "extras", "real", "stub"]
     stub = rows["stub"]
-    assert (stub["distribution"], stub["version"], stub["hooks"]) == ("karpenter-stub", "0.1.0", ["cloud_providers"])
+    assert (stub["distribution"], stub["version"], stub["hooks"]) == (
+        "karpenter-stub",
+        "0.1.0",
+        ["cloud_providers"],
+    )
     assert stub["cloud_providers"][0]["can_launch"] is False
     assert stub["cloud_providers"][0]["status"] == STATUS_CATALOGUE_ONLY
     assert stub["cloud_providers"][0]["node_classes"] == [

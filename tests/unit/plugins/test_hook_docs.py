@@ -36,7 +36,9 @@ def _hookspec_names() -> list[str]:
 
 
 def _signature_text(params: list[tuple[str, str, str | None]], returns: str | None) -> str:
-    inner = ", ".join(f"{kind}{name}: {ann}" if ann else f"{kind}{name}" for kind, name, ann in params)
+    inner = ", ".join(
+        f"{kind}{name}: {ann}" if ann else f"{kind}{name}" for kind, name, ann in params
+    )
     return f"({inner}) -> {returns}"
 
 
@@ -47,18 +49,30 @@ def _code_signature(func: object) -> str:
     for p in sig.parameters.values():
         ann = None if p.annotation is inspect.Parameter.empty else str(p.annotation)
         params.append((kinds.get(p.kind, ""), p.name, ann))
-    returns = None if sig.return_annotation is inspect.Signature.empty else str(sig.return_annotation)
+    returns = (
+        None if sig.return_annotation is inspect.Signature.empty else str(sig.return_annotation)
+    )
     return _signature_text(params, returns)
 
 
 def _doc_signature(node: ast.FunctionDef) -> str:
     a = node.args
-    params = [("", arg.arg, ast.unparse(arg.annotation) if arg.annotation else None) for arg in [*a.posonlyargs, *a.args]]
+    params = [
+        ("", arg.arg, ast.unparse(arg.annotation) if arg.annotation else None)
+        for arg in [*a.posonlyargs, *a.args]
+    ]
     if a.vararg:
-        params.append(("*", a.vararg.arg, ast.unparse(a.vararg.annotation) if a.vararg.annotation else None))
-    params += [("", arg.arg, ast.unparse(arg.annotation) if arg.annotation else None) for arg in a.kwonlyargs]
+        params.append(
+            ("*", a.vararg.arg, ast.unparse(a.vararg.annotation) if a.vararg.annotation else None)
+        )
+    params += [
+        ("", arg.arg, ast.unparse(arg.annotation) if arg.annotation else None)
+        for arg in a.kwonlyargs
+    ]
     if a.kwarg:
-        params.append(("**", a.kwarg.arg, ast.unparse(a.kwarg.annotation) if a.kwarg.annotation else None))
+        params.append(
+            ("**", a.kwarg.arg, ast.unparse(a.kwarg.annotation) if a.kwarg.annotation else None)
+        )
     return _signature_text(params, ast.unparse(node.returns) if node.returns else None)
 
 
@@ -104,7 +118,9 @@ def test_documented_hooks_all_exist_with_matching_signatures() -> None:
         assert _doc_signature(node) == _code_signature(getattr(hookspecs, node.name)), node.name
 
 
-@pytest.mark.parametrize("spec_type", [*HOOK_SPEC_TYPES.values(), ProviderSetting], ids=lambda t: t.__name__)
+@pytest.mark.parametrize(
+    "spec_type", [*HOOK_SPEC_TYPES.values(), ProviderSetting], ids=lambda t: t.__name__
+)
 def test_every_registration_field_is_documented(spec_type: type) -> None:
     text = DOC.read_text()
     missing = [f.name for f in attrs.fields(spec_type) if f"`{f.name}`" not in text]
@@ -112,6 +128,8 @@ def test_every_registration_field_is_documented(spec_type: type) -> None:
 
 
 def test_doc_signature_comparison_detects_a_difference() -> None:
-    node = ast.parse("def karpenter_cloud_providers(region: str) -> list[CloudProviderSpec]: ...").body[0]
+    node = ast.parse(
+        "def karpenter_cloud_providers(region: str) -> list[CloudProviderSpec]: ..."
+    ).body[0]
     assert isinstance(node, ast.FunctionDef)
     assert _doc_signature(node) != _code_signature(hookspecs.karpenter_cloud_providers)

@@ -120,7 +120,9 @@ def test_env_var_unset_loads_every_plugin(fake_plugins: FakePlugins) -> None:
 
 
 def test_env_var_limits_which_entry_points_load(fake_plugins: FakePlugins) -> None:
-    modules = {name: fake_plugins(name, provider_plugin(name)) for name in ("alpha", "beta", "gamma")}
+    modules = {
+        name: fake_plugins(name, provider_plugin(name)) for name in ("alpha", "beta", "gamma")
+    }
     pm = get_plugin_manager({"KARPENTER_PLUGINS": "alpha,gamma"})
     assert set(pm.plugin_info) == {BUILTIN_PLUGIN_NAME, "alpha", "gamma"}
     assert modules["beta"] not in sys.modules  # filtered plugins are not even imported
@@ -194,14 +196,18 @@ def test_hookimpl_with_undeclared_argument_is_reported(fake_plugins: FakePlugins
 def test_wrong_registration_type_names_the_plugin(fake_plugins: FakePlugins) -> None:
     fake_plugins("wrong", WRONG_RETURN_PLUGIN)
     pm = get_plugin_manager(NO_FILTER)
-    with pytest.raises(PluginError, match=r"plugin 'wrong'.*returned a str, expected CloudProviderSpec"):
+    with pytest.raises(
+        PluginError, match=r"plugin 'wrong'.*returned a str, expected CloudProviderSpec"
+    ):
         cloud_providers(pm)
 
 
 def test_hookimpl_that_raises_names_the_plugin(fake_plugins: FakePlugins) -> None:
     fake_plugins("raiser", RAISING_PLUGIN)
     pm = get_plugin_manager(NO_FILTER)
-    with pytest.raises(PluginError, match=r"plugin 'raiser'.*RuntimeError: driver catalogue unreachable"):
+    with pytest.raises(
+        PluginError, match=r"plugin 'raiser'.*RuntimeError: driver catalogue unreachable"
+    ):
         dra_drivers(pm)
 
 
@@ -255,18 +261,24 @@ def _spec(*settings: ProviderSetting) -> CloudProviderSpec:
 
 def test_resolve_settings_rejects_unknown_keys() -> None:
     spec = _spec(ProviderSetting("region"))
-    with pytest.raises(PluginError, match=r"'acme': unknown setting\(s\) regoin \(accepted: region\)"):
+    with pytest.raises(
+        PluginError, match=r"'acme': unknown setting\(s\) regoin \(accepted: region\)"
+    ):
         resolve_settings(spec, {"regoin": "x"})
 
 
 def test_resolve_settings_reports_missing_required_with_env_var() -> None:
     spec = _spec(ProviderSetting("cluster-name", required=True, env="CLUSTER_NAME"))
-    with pytest.raises(PluginError, match=r"missing required setting\(s\) cluster-name \(env CLUSTER_NAME\)"):
+    with pytest.raises(
+        PluginError, match=r"missing required setting\(s\) cluster-name \(env CLUSTER_NAME\)"
+    ):
         resolve_settings(spec, {})
 
 
 def test_resolve_settings_fills_defaults_and_keeps_given_values() -> None:
-    spec = _spec(ProviderSetting("a", default="1"), ProviderSetting("b", default="2"), ProviderSetting("c"))
+    spec = _spec(
+        ProviderSetting("a", default="1"), ProviderSetting("b", default="2"), ProviderSetting("c")
+    )
     assert resolve_settings(spec, {"b": "20"}) == {"a": "1", "b": "20"}
 
 

@@ -916,3 +916,47 @@ def test_pod_requirements_name_a_malformed_term() -> None:
         ValueError, match=r"nodeSelectorTerms\[0\]\.matchExpressions: .*unknown operator"
     ):
         pod_requirements(None, affinity)
+
+
+@pytest.mark.parametrize(
+    ("node_selector", "affinity", "message"),
+    [
+        (["a"], None, "nodeSelector: expected a mapping"),
+        (None, ["x"], "affinity: expected a mapping"),
+        (None, {"nodeAffinity": ["x"]}, "affinity.nodeAffinity: expected a mapping"),
+        (
+            None,
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": {}}},
+            "preferredDuringSchedulingIgnoredDuringExecution: expected a list",
+        ),
+        (
+            None,
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": "heavy"}]}},
+            r"preferredDuringSchedulingIgnoredDuringExecution\[0\].weight: expected an integer",
+        ),
+        (
+            None,
+            {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}}},
+            "nodeSelectorTerms: expected a list",
+        ),
+    ],
+)  # fmt: skip
+def test_pod_requirements_reject_malformed_affinity(
+    node_selector: Any, affinity: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        pod_requirements(node_selector, affinity)
+
+
+def test_pod_requirements_name_the_heaviest_preference_when_malformed() -> None:
+    affinity = _affinity(preferred=[(1, []), (9, [{"key": ZONE, "operator": GT, "values": ["a"]}])])
+    with pytest.raises(
+        ValueError, match=r"preferredDuringSchedulingIgnoredDuringExecution\[1\]\.preference"
+    ):
+        pod_requirements(None, affinity)
+    assert strict_pod_requirements(None, affinity) == Requirements()
+
+
+def test_new_rejects_a_bare_string_of_values() -> None:
+    with pytest.raises(ValueError, match="values must be a list of strings"):
+        Requirement.new("k", IN, "abc")
