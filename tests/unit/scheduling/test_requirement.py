@@ -1130,3 +1130,10 @@ def test_has_intersection_of_two_complements_ignores_exclusions() -> None:
 def test_has_intersection_is_false_when_bounds_cross() -> None:
     assert REQ["gt_9"].has_intersection(REQ["lt_9"]) is False
     assert REQ["gt_9"].has_intersection(REQ["lt_1"]) is False
+
+
+def test_requirements_survive_pickling() -> None:
+    import pickle
+
+    for req in REQ.values():
+        assert pickle.loads(pickle.dumps(req)) == req
