@@ -196,9 +196,13 @@ def requirement_item_schema(*, nodepool_key_rule: bool, min_values: bool) -> Sch
         "How the key relates to the values: In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte.",
         enum=OPERATORS,
     )
+    # Upstream's generator puts maxLength/pattern on the array, where the API server ignores
+    # them; we keep the same schema (values are checked by runtime validation instead).
     props["values"] = {
         "description": "Label values. In needs at least one; Gt/Lt/Gte/Lte exactly one integer.",
-        "items": _str(maxLength=63, pattern=LABEL_VALUE_PATTERN),
+        "items": _str(),
+        "maxLength": 63,
+        "pattern": LABEL_VALUE_PATTERN,
         "type": "array",
         "x-kubernetes-list-type": "atomic",
     }
