@@ -76,7 +76,7 @@ def test_invalid_yaml_names_file_document_and_line(tmp_path: Path) -> None:
 
 def test_non_mapping_document(tmp_path: Path) -> None:
     with pytest.raises(
-        ManifestError, match="s: document 1: expected a Kubernetes object .* got a list"
+        ManifestError, match=r"s: document 1: expected a Kubernetes object .* got a list"
     ):
         parse_documents("- a\n- b\n", "s")
 
