@@ -128,7 +128,7 @@ def _resources(value: Any, path: str) -> dict[str, int]:
         try:
             out[str(name)] = parse_quantity(q)
         except (QuantityError, ValueError, TypeError) as e:
-            raise ObjectError(f"{path}.{name}", f"invalid quantity {q!r} ({e})") from None
+            raise ObjectError(f"{path}.{name}", str(e) or f"invalid quantity {q!r}") from None
     return out
 
 

@@ -305,7 +305,7 @@ def apply_node_overlays(
 
     def matches(np: Any, it: Any, reqs: Requirements) -> list[int]:
         base = Requirements(Requirement.new(NODEPOOL_LABEL_KEY, IN, (np.name,)))
-        base.add(*Requirements.from_labels(np.spec.template.labels()).values())
+        base.add(*Requirements.from_labels(np.spec.template.labels).values())
         base.add(*it.requirements.values())
         if not base.is_compatible(reqs):
             return []

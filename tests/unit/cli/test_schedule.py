@@ -1,0 +1,389 @@
+"""`karpenter schedule`: manifests in, Karpenter's decision out (json shape and table)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from karpenter_core.cli.schedule import command, load_instance_types, read_input
+from karpenter_core.scheduling.requirements import Requirements
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLE = REPO / "examples" / "schedule"
+
+NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def pod_yaml(name: str, cpu: str = "1", memory: str = "1Gi", extra: str = "") -> str:
+    return (
+        textwrap.dedent(
+            f"""
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: {name}, namespace: default}}
+        spec:
+          containers:
+            - name: c
+              resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
+        """
+        )
+        + extra
+    )
+
+
+def write(tmp_path: Path, name: str, *docs: str) -> Path:
+    p = tmp_path / name
+    p.write_text("\n---\n".join(textwrap.dedent(d) for d in docs))
+    return p
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(command, list(args), catch_exceptions=False)
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    result = run(*args, "-o", "json")
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+# --- the documented JSON shape -------------------------------------------------------------
+
+
+def test_example_json_has_exactly_the_documented_shape() -> None:
+    out = run_json("-f", str(EXAMPLE))
+    assert list(out) == ["nodeClaims", "existingNodes", "podErrors"]
+    assert out["nodeClaims"]
+    for nc in out["nodeClaims"]:
+        assert set(nc) == {"nodePool", "instanceTypes", "requirements", "pods"}
+        assert isinstance(nc["nodePool"], str)
+        assert nc["instanceTypes"] and all(isinstance(t, str) for t in nc["instanceTypes"])
+        for r in nc["requirements"]:
+            assert set(r) == {"key", "operator", "values"}
+            assert all(isinstance(v, str) for v in r["values"])
+        assert nc["pods"] == sorted(nc["pods"])
+    assert isinstance(out["existingNodes"], list)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in out["podErrors"].items())
+
+
+def test_example_schedules_workload_pods_and_reports_the_oversized_pod() -> None:
+    out = run_json("-f", str(EXAMPLE))
+    scheduled = [p for nc in out["nodeClaims"] for p in nc["pods"]]
+    assert sum(p.startswith("shop/web-") for p in scheduled) == 4
+    assert sum(p.startswith("data/etl-") for p in scheduled) == 2
+    assert list(out["podErrors"]) == ["shop/in-memory-db"]
+    assert "no instance type has enough resources" in out["podErrors"]["shop/in-memory-db"]
+    pools = {
+        nc["nodePool"] for nc in out["nodeClaims"] if any(p.startswith("data/") for p in nc["pods"])
+    }
+    assert pools == {"arm"}
+
+
+def test_unschedulable_pods_still_exit_zero(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("huge", cpu="100000"))
+    result = run("-f", str(f), "-o", "json")
+    assert result.exit_code == 0
+    assert list(json.loads(result.stdout)["podErrors"]) == ["default/huge"]
+
+
+def _price(it: Any, reqs: Requirements) -> float:
+    o = it.offerings.available().compatible(reqs).cheapest()
+    assert o is not None
+    return float(o.price)
+
+
+def test_instance_types_are_cheapest_first() -> None:
+    out = run_json("-f", str(EXAMPLE))
+    inp = read_input([str(EXAMPLE)])
+    catalogue = load_instance_types(inp.nodepools)
+    for nc in out["nodeClaims"]:
+        by_name = {it.name: it for it in catalogue[nc["nodePool"]]}
+        reqs = Requirements.from_node_selector_requirements(nc["requirements"])
+        prices = [_price(by_name[n], reqs) for n in nc["instanceTypes"]]
+        assert prices == sorted(prices)
+
+
+def test_output_is_deterministic() -> None:
+    assert (
+        run("-f", str(EXAMPLE), "-o", "json").stdout == run("-f", str(EXAMPLE), "-o", "json").stdout
+    )
+
+
+def test_bound_pods_are_not_scheduled_again(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "m.yaml",
+        NODEPOOL,
+        pod_yaml("bound", extra="  nodeName: somewhere\n"),
+        pod_yaml("free"),
+    )
+    out = run_json("-f", str(f))
+    assert [p for nc in out["nodeClaims"] for p in nc["pods"]] == ["default/free"]
+
+
+NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{kubernetes.io/arch: amd64, kubernetes.io/os: linux, kubernetes.io/hostname: {name}}}
+spec:
+  providerID: fake://{name}
+  {taints}
+status:
+  capacity: {{cpu: "4", memory: 8Gi, pods: "110"}}
+  allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+
+def test_existing_nodes_lists_only_nodes_receiving_pods(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "m.yaml",
+        NODEPOOL,
+        NODE.format(name="free-node", taints=""),
+        NODE.format(name="tainted-node", taints="taints: [{key: x, effect: NoSchedule}]"),
+        pod_yaml("small"),
+    )
+    out = run_json("-f", str(f))
+    assert out["existingNodes"] == [{"name": "free-node", "pods": ["default/small"]}]
+    assert out["nodeClaims"] == []
+
+
+def test_multiple_files_and_list_objects(tmp_path: Path) -> None:
+    write(tmp_path, "pool.yaml", NODEPOOL)
+    lst = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            json.loads(
+                json.dumps(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": n},
+                        "spec": {"containers": [{"name": "c"}]},
+                    }
+                )
+            )
+            for n in ("a", "b")
+        ],
+    }
+    (tmp_path / "pods.json").write_text(json.dumps(lst))
+    out = run_json("-f", str(tmp_path / "pool.yaml"), "-f", str(tmp_path / "pods.json"))
+    assert sorted(p for nc in out["nodeClaims"] for p in nc["pods"]) == ["default/a", "default/b"]
+
+
+def test_pods_karpenter_must_ignore_are_reported(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "m.yaml",
+        NODEPOOL,
+        pod_yaml("pinned", extra="  nodeSelector: {kubernetes.io/hostname: n1}\n"),
+    )
+    out = run_json("-f", str(f))
+    assert out["nodeClaims"] == []
+    assert out["podErrors"]["default/pinned"].startswith("ignoring pod, ")
+    assert "kubernetes.io/hostname" in out["podErrors"]["default/pinned"]
+
+
+def test_pod_with_missing_pvc_is_reported(tmp_path: Path) -> None:
+    extra = "  volumes: [{name: data, persistentVolumeClaim: {claimName: nope}}]\n"
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("db", extra=extra))
+    out = run_json("-f", str(f))
+    assert "PersistentVolumeClaim default/nope not found" in out["podErrors"]["default/db"]
+
+
+def test_no_nodepools_means_no_dynamic_nodepools(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", pod_yaml("a"))
+    assert run_json("-f", str(f))["podErrors"] == {"default/a": "no dynamic nodepools found"}
+
+
+def test_node_overlay_price_changes_the_cheapest_type(tmp_path: Path) -> None:
+    overlay = """
+    apiVersion: karpenter.sh/v1alpha1
+    kind: NodeOverlay
+    metadata: {name: cheap-m}
+    spec:
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m-2x-amd64-linux]}
+      price: "0.0001"
+    """
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", cpu="100m", memory="100Mi"))
+    before = run_json("-f", str(f))["nodeClaims"][0]["instanceTypes"][0]
+    g = write(tmp_path, "overlay.yaml", overlay)
+    after = run_json("-f", str(f), "-f", str(g))["nodeClaims"][0]["instanceTypes"][0]
+    assert before != "m-2x-amd64-linux"
+    assert after == "m-2x-amd64-linux"
+
+
+KWOK_TYPES = [
+    {
+        "name": name,
+        "architecture": "amd64",
+        "operatingSystems": ["linux"],
+        "resources": {"cpu": cpu, "memory": mem, "pods": "110"},
+        "offerings": [
+            {
+                "Price": price,
+                "Available": True,
+                "Requirements": [
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": ["on-demand"],
+                    },
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-1"]},
+                ],
+            }
+        ],
+    }
+    for name, cpu, mem, price in [("tiny", "2", "4Gi", 0.1), ("large", "16", "64Gi", 1.0)]
+]
+
+
+def test_instance_types_from_a_kwok_json_file(tmp_path: Path) -> None:
+    types = tmp_path / "types.json"
+    types.write_text(json.dumps(KWOK_TYPES))
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", cpu="4"))
+    out = run_json("-f", str(f), "--instance-types", str(types))
+    assert out["nodeClaims"][0]["instanceTypes"] == ["large"]
+
+
+# --- bad input: exit 1, one line naming file, object and field ---------------------------------
+
+
+def _one_line_error(result: Result) -> str:
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_bad_quantity_in_a_deployment_names_file_object_and_field(tmp_path: Path) -> None:
+    deploy = """
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web, namespace: shop}
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec:
+          containers: [{name: c, resources: {requests: {cpu: lots}}}]
+    """
+    f = write(tmp_path, "deploy.yaml", NODEPOOL, deploy)
+    line = _one_line_error(run("-f", str(f)))
+    assert str(f) in line
+    assert "Deployment shop/web" in line
+    assert "spec.template.spec.containers[0].resources.requests.cpu" in line
+
+
+def test_bad_pod_names_the_field(tmp_path: Path) -> None:
+    f = write(tmp_path, "pod.yaml", pod_yaml("p", memory="lots"))
+    line = _one_line_error(run("-f", str(f)))
+    assert str(f) in line and "Pod default/p" in line and "resources.requests.memory" in line
+
+
+def test_invalid_nodepool_is_bad_input(tmp_path: Path) -> None:
+    bad = NODEPOOL.replace("operator: In, values: [amd64]", "operator: Maybe, values: [amd64]")
+    f = write(tmp_path, "pool.yaml", bad)
+    line = _one_line_error(run("-f", str(f)))
+    assert str(f) in line and "NodePool default" in line and "requirements" in line
+
+
+def test_unsupported_api_version_is_bad_input(tmp_path: Path) -> None:
+    f = write(tmp_path, "pool.yaml", NODEPOOL.replace("karpenter.sh/v1", "karpenter.sh/v1beta1"))
+    line = _one_line_error(run("-f", str(f)))
+    assert "NodePool default" in line and "apiVersion" in line
+
+
+def test_invalid_yaml_names_the_file(tmp_path: Path) -> None:
+    f = tmp_path / "broken.yaml"
+    f.write_text("kind: Pod\nmetadata: [unclosed\n")
+    assert str(f) in _one_line_error(run("-f", str(f)))
+
+
+def test_missing_file_is_bad_input(tmp_path: Path) -> None:
+    assert "nope.yaml" in _one_line_error(run("-f", str(tmp_path / "nope.yaml")))
+
+
+def test_unknown_cloud_provider_is_bad_input(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL)
+    assert "no-such-cloud" in _one_line_error(
+        run("-f", str(f), "--cloud-provider", "no-such-cloud")
+    )
+
+
+def test_cloud_provider_and_instance_types_are_exclusive(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL)
+    result = run("-f", str(f), "--cloud-provider", "kwok", "--instance-types", str(f))
+    assert result.exit_code == 2
+
+
+def test_unreadable_instance_types_file_is_bad_input(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL)
+    types = tmp_path / "types.json"
+    types.write_text("{not json")
+    assert str(types) in _one_line_error(run("-f", str(f), "--instance-types", str(types)))
+
+
+# --- the table view --------------------------------------------------------------------------
+
+
+def test_table_shows_claims_with_price_and_unschedulable_pods() -> None:
+    result = run("-f", str(EXAMPLE))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["NODEPOOL", "INSTANCE", "TYPE", "PRICE", "PODS"]
+    claims = run_json("-f", str(EXAMPLE))["nodeClaims"]
+    rows = lines[1 : 1 + len(claims)]
+    for row, nc in zip(rows, claims, strict=True):
+        cells = row.split()
+        assert cells[0] == nc["nodePool"]
+        assert cells[1] == nc["instanceTypes"][0]
+        assert cells[2].startswith("$") and cells[2].endswith("/h")
+        assert cells[3] == str(len(nc["pods"]))
+    assert any(line.startswith("UNSCHEDULABLE POD") for line in lines)
+    assert any(line.startswith("shop/in-memory-db ") for line in lines)
+
+
+def test_table_lists_existing_nodes_receiving_pods(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, NODE.format(name="n1", taints=""), pod_yaml("small"))
+    out = run("-f", str(f)).stdout
+    assert "No new NodeClaims." in out
+    assert any(line.split() == ["n1", "1"] for line in out.splitlines())
+
+
+def test_ignored_kinds_are_noted_on_stderr(tmp_path: Path) -> None:
+    svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {}\n"
+    f = write(tmp_path, "m.yaml", NODEPOOL, svc)
+    result = run("-f", str(f), "-o", "json")
+    assert result.exit_code == 0
+    assert "Service (1)" in result.stderr
+    json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--output"])
+def test_output_flag_spellings(flag: str) -> None:
+    assert json.loads(run("-f", str(EXAMPLE), flag, "json").stdout)["nodeClaims"]
