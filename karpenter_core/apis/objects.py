@@ -15,6 +15,7 @@ so a caller can report file, object and field in one line.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -67,6 +68,8 @@ class ObjectError(ValueError):
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the ABC isinstance cost
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -75,6 +78,8 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
 
 
 def _list(value: Any, path: str) -> Sequence[Any]:
+    if type(value) is list:
+        return value
     if value is None:
         return ()
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
@@ -122,11 +127,17 @@ def _timestamp(value: Any, path: str) -> float | None:
         raise ObjectError(path, f"expected an RFC 3339 time, got {value!r}") from None
 
 
+_parse_quantity_str = functools.lru_cache(maxsize=4096)(parse_quantity)
+"""Quantity strings repeat across replicas ("100m", "256Mi"): parse each spelling once."""
+
+
 def _resources(value: Any, path: str) -> dict[str, int]:
     out: dict[str, int] = {}
+    if value is None or value == {}:
+        return out
     for name, q in _mapping(value, path).items():
         try:
-            out[str(name)] = parse_quantity(q)
+            out[str(name)] = _parse_quantity_str(q) if type(q) is str else parse_quantity(q)
         except (QuantityError, ValueError, TypeError) as e:
             raise ObjectError(f"{path}.{name}", str(e) or f"invalid quantity {q!r}") from None
     return out

@@ -160,7 +160,8 @@ def _pod(
     tmeta = template.get("metadata") or {}
     annotations = dict(tmeta.get("annotations") or {})
     annotations.update(extra_annotations or {})
-    spec = copy.deepcopy(dict(template["spec"]))
+    # Shallow: pod views are read-only, so replicas may share the template's nested values.
+    spec = dict(template["spec"])
     if volumes:
         names = {v.get("name") for v in volumes}
         spec["volumes"] = [v for v in spec.get("volumes") or () if v.get("name") not in names]
