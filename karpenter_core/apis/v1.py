@@ -230,6 +230,8 @@ class Model:
 
     FIELDS: ClassVar[tuple[F, ...]] = ()
     __slots__ = ()
+    extra: dict[str, Any]
+    explicit_empty: frozenset[str]
 
     @classmethod
     def from_dict(cls, data: Any, *, path: str = "") -> Self:
@@ -258,7 +260,7 @@ class Model:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        empty: frozenset[str] = getattr(self, "explicit_empty")  # noqa: B009
+        empty = self.explicit_empty
         for f in self.FIELDS:
             value = getattr(self, f.attr)
             if value is None:
@@ -266,8 +268,7 @@ class Model:
             if f.kind in _COLLECTION_KINDS and not value and f.json not in empty:
                 continue
             out[f.json] = _dump_value(value, f)
-        extra: Mapping[str, Any] = getattr(self, "extra")  # noqa: B009
-        for k, v in extra.items():
+        for k, v in self.extra.items():
             out[k] = copy.deepcopy(v)
         return out
 

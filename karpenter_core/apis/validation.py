@@ -33,6 +33,7 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis.crds import schema as S
 from karpenter_core.apis.crds.schema import Schema, object_schema
 from karpenter_core.apis.durations import CronError, parse_cron
+from karpenter_core.apis.v1 import apply_defaults
 
 
 @frozen
@@ -234,8 +235,9 @@ class _Walker:
         for key, item in value.items():
             key_s = str(key)
             if key_s in props:
-                if item is None and "default" not in props[key_s]:
-                    # JSON null on an optional field means "unset" to the API server.
+                if item is None:
+                    # JSON null means "unset" to the API server (required fields are
+                    # reported below).
                     continue
                 sub = f"{path}.{key_s}" if path else key_s
                 self.walk(item, props[key_s], sub, old_map.get(key_s), has_old and key_s in old_map)
@@ -529,7 +531,7 @@ def _as_mapping(obj: Any) -> Mapping[str, Any]:
     raise TypeError(f"expected a Kubernetes object (mapping), got {type(obj).__name__}")
 
 
-def _validate_metadata(obj: Mapping[str, Any], namespaced: bool) -> list[FieldError]:
+def _validate_metadata(obj: Mapping[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     meta = obj.get("metadata")
     if meta is None:
@@ -577,9 +579,11 @@ def validate_admission(obj: Any, old: Any = None) -> list[FieldError]:
     schema = object_schema(*key)
     if schema is None:
         return [FieldError("", f"unsupported object {key[0]}/{key[1]}")]
-    namespaced = key == KIND_CAPACITYBUFFER
-    errs = _validate_metadata(data, namespaced)
-    old_data = _as_mapping(old) if old is not None else None
+    # The API server applies defaults before it validates (a budget without ``nodes`` gets
+    # ``10%`` and is then valid).
+    data = apply_defaults(data)
+    errs = _validate_metadata(data)
+    old_data = apply_defaults(_as_mapping(old)) if old is not None else None
     walker = _Walker(transitions=old_data is not None)
     walker.walk(data, schema, "", old_data, old_data is not None)
     errs.extend(e for e in walker.errors if not e.path.startswith("status"))
