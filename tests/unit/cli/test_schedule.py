@@ -98,6 +98,13 @@ def test_example_schedules_workload_pods_and_reports_the_oversized_pod() -> None
     assert pools == {"arm"}
 
 
+def test_example_statefulset_volume_pins_the_zone() -> None:
+    out = run_json("-f", str(EXAMPLE))
+    (nc,) = [nc for nc in out["nodeClaims"] if "shop/cache-0" in nc["pods"]]
+    zones = [r["values"] for r in nc["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
+    assert zones == [["test-zone-a"]]
+
+
 def test_unschedulable_pods_still_exit_zero(tmp_path: Path) -> None:
     f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("huge", cpu="100000"))
     result = run("-f", str(f), "-o", "json")
