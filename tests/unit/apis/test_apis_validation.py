@@ -968,3 +968,13 @@ def test_validate_requirement_reports_every_problem_in_order() -> None:
     )
     assert messages[3].startswith("invalid value a b for key karpenter.sh/x y, a valid label must")
     assert len(messages) == 4
+
+
+def test_defaults_apply_before_validation() -> None:
+    # A budget without ``nodes`` is defaulted to 10% by the API server, so it is valid.
+    assert _np(_budgets({})) == []
+
+
+def test_null_optional_fields_mean_unset() -> None:
+    assert _np(_set("spec.weight", None)) == []
+    assert _np(_set("spec.disruption", None)) == []
