@@ -6,7 +6,8 @@ come from the package index) and checks that venv's ``karpenter plugins`` sees e
 plugins the extras asked for — discovered through entry points, not through the source
 tree.
 
-One module-scoped fixture does the slow work once; the tests then only run commands.
+It is one test on purpose: the expensive part is building and installing, and under
+pytest-xdist separate tests would repeat that work on every worker.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import os
 import subprocess
 import sys
 import venv
-from collections.abc import Iterator, Sequence
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +72,7 @@ def _bin(venv_dir: Path, name: str) -> Path:
     return venv_dir / ("Scripts" if os.name == "nt" else "bin") / name
 
 
-@pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheels")
+def _build_wheels(out: Path) -> list[Path]:
     # One pip invocation builds all five (each in pip's isolated build env with hatchling).
     _run(
         [
@@ -88,90 +88,90 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         cwd=out,
     )
-    return out
+    return sorted(out.glob("*.whl"))
 
 
-@pytest.fixture(scope="module")
-def installed_venv(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    venv_dir = tmp_path_factory.mktemp("venv") / "env"
+def _install(venv_dir: Path, wheelhouse: Path, requirement: str) -> None:
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
+    python = _bin(venv_dir, "python")
     _run(
-        [
-            _bin(venv_dir, "python"),
-            "-m",
-            "pip",
-            "install",
-            *PIP_QUIET,
-            "--find-links",
-            wheelhouse,
-            "karpenter-core[kwok,aws]",
-        ],
+        [python, "-m", "pip", "install", *PIP_QUIET, "--find-links", wheelhouse, requirement],
         cwd=venv_dir,
     )
-    yield venv_dir
 
 
-def _karpenter_plugins_json(venv_dir: Path) -> dict[str, dict[str, Any]]:
-    proc = _run([_bin(venv_dir, "karpenter"), "plugins", "-o", "json"], cwd=venv_dir)
-    return {row["name"]: row for row in json.loads(proc.stdout)["plugins"]}
-
-
-def test_every_project_builds_a_wheel(wheelhouse: Path) -> None:
-    built = sorted(p.name.split("-")[0] for p in wheelhouse.glob("*.whl"))
-    assert built == sorted(name.replace("-", "_") for name in PROJECTS)
-
-
-def test_core_wheel_carries_no_plugin_packages(wheelhouse: Path) -> None:
-    import zipfile
-
-    [core] = wheelhouse.glob("karpenter_core-*.whl")
-    top_level = {name.split("/")[0] for name in zipfile.ZipFile(core).namelist()}
+def _check_core_wheel(core: Path) -> None:
+    names = zipfile.ZipFile(core).namelist()
+    top_level = {name.split("/")[0] for name in names}
     assert "karpenter_core" in top_level
-    assert not {"karpenter_kwok", "karpenter_aws", "karpenter_azure", "karpenter_gcp"} & top_level
+    assert (
+        not {"karpenter_kwok", "karpenter_aws", "karpenter_azure", "karpenter_gcp"} & top_level
+    ), "the core wheel must not carry provider packages"
+    assert "karpenter_core/py.typed" in names
+    assert any(n.startswith("karpenter_core/apis/crds/") and n.endswith(".yaml") for n in names), (
+        "CRD manifests missing from the core wheel"
+    )
 
 
-def test_extras_install_exactly_the_requested_providers(installed_venv: Path) -> None:
+def _installed_distributions(venv_dir: Path) -> dict[str, str]:
     proc = _run(
         [
-            _bin(installed_venv, "python"),
+            _bin(venv_dir, "python"),
             "-m",
             "pip",
             "list",
             "--format=json",
             "--disable-pip-version-check",
         ],
-        cwd=installed_venv,
+        cwd=venv_dir,
     )
-    dists = {d["name"].lower(): d["version"] for d in json.loads(proc.stdout)}
+    return {d["name"].lower(): d["version"] for d in json.loads(proc.stdout)}
+
+
+def _module_files(venv_dir: Path, *modules: str) -> list[Path]:
+    code = (
+        "import importlib, sys\nfor m in sys.argv[1:]: print(importlib.import_module(m).__file__)"
+    )
+    proc = _run([_bin(venv_dir, "python"), "-c", code, *modules], cwd=venv_dir)
+    return [Path(line).resolve() for line in proc.stdout.splitlines()]
+
+
+def _plugins_json(venv_dir: Path) -> dict[str, dict[str, Any]]:
+    proc = _run([_bin(venv_dir, "karpenter"), "plugins", "-o", "json"], cwd=venv_dir)
+    return {row["name"]: row for row in json.loads(proc.stdout)["plugins"]}
+
+
+def test_extras_install_kwok_and_aws_from_built_wheels(tmp_path: Path) -> None:
+    wheelhouse = tmp_path / "wheels"
+    wheelhouse.mkdir()
+    wheels = _build_wheels(wheelhouse)
+    assert sorted(w.name.split("-")[0] for w in wheels) == sorted(
+        n.replace("-", "_") for n in PROJECTS
+    )
+    [core] = [w for w in wheels if w.name.startswith("karpenter_core-")]
+    _check_core_wheel(core)
+
+    venv_dir = tmp_path / "venv"
+    _install(venv_dir, wheelhouse, "karpenter-core[kwok,aws]")
+
+    dists = _installed_distributions(venv_dir)
     assert dists["karpenter-core"] == dists["karpenter-kwok"] == dists["karpenter-aws"] == "0.1.0"
     assert "karpenter-azure" not in dists
     assert "karpenter-gcp" not in dists
 
+    for path in _module_files(venv_dir, "karpenter_core", "karpenter_kwok", "karpenter_aws"):
+        assert path.is_relative_to(venv_dir.resolve()), (
+            f"{path} imported from outside the fresh venv"
+        )
 
-def test_installed_code_comes_from_the_venv_not_the_source_tree(installed_venv: Path) -> None:
-    proc = _run(
-        [
-            _bin(installed_venv, "python"),
-            "-c",
-            "import karpenter_core, karpenter_aws; print(karpenter_core.__file__); print(karpenter_aws.__file__)",
-        ],
-        cwd=installed_venv,
-    )
-    for line in proc.stdout.splitlines():
-        assert Path(line).resolve().is_relative_to(installed_venv.resolve()), line
-
-
-def test_karpenter_plugins_lists_kwok_and_aws_only(installed_venv: Path) -> None:
-    rows = _karpenter_plugins_json(installed_venv)
+    rows = _plugins_json(venv_dir)
     assert set(rows) == {"builtins", "kwok", "aws"}
     assert all(row["status"] == "loaded" for row in rows.values()), rows
     assert (rows["aws"]["distribution"], rows["aws"]["version"]) == ("karpenter-aws", "0.1.0")
     assert (rows["kwok"]["distribution"], rows["kwok"]["version"]) == ("karpenter-kwok", "0.1.0")
+    assert [p["name"] for p in rows["aws"]["cloud_providers"]] == ["aws"]
     assert rows["aws"]["cloud_providers"][0]["can_launch"] is False
 
-
-def test_karpenter_plugins_table_in_the_fresh_venv(installed_venv: Path) -> None:
-    proc = _run([_bin(installed_venv, "karpenter"), "plugins"], cwd=installed_venv)
-    names = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
-    assert names == ["builtins", "aws", "kwok"]
-    assert "catalogue only" in proc.stdout
+    table = _run([_bin(venv_dir, "karpenter"), "plugins"], cwd=venv_dir).stdout
+    assert [line.split()[0] for line in table.splitlines()[1:]] == ["builtins", "aws", "kwok"]
+    assert "aws: catalogue only" in table
