@@ -119,12 +119,12 @@ def _template(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, str
     return template, {str(k): str(v) for k, v in labels.items()}
 
 
-def _count(spec: Mapping[str, Any], key: str, default: int) -> int:
+def _count(spec: Mapping[str, Any], key: str, default: int, where: str = "spec") -> int:
     v = spec.get(key)
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ObjectError(f"spec.{key}", f"expected a non-negative integer, got {v!r}")
+        raise ObjectError(f"{where}.{key}", f"expected a non-negative integer, got {v!r}")
     return v
 
 
@@ -244,7 +244,7 @@ def _expand_statefulset(
     _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
     ordinals = spec.get("ordinals") or {}
-    start = _count(ordinals, "start", 0) if isinstance(ordinals, Mapping) else 0
+    start = _count(ordinals, "start", 0, "spec.ordinals") if isinstance(ordinals, Mapping) else 0
     have = {p.name for p in _live(existing, namespace)}
     revision = f"{name}-{template_hash(template)}"
     owner = _owner("apps/v1", "StatefulSet", name, uid)
@@ -306,7 +306,7 @@ def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
     parallelism = _count(spec, "parallelism", 1)
     completions = spec.get("completions")
     status = obj.get("status") or {}
-    succeeded = _count(status, "succeeded", 0) if isinstance(status, Mapping) else 0
+    succeeded = _count(status, "succeeded", 0, "status") if isinstance(status, Mapping) else 0
     want = parallelism
     if completions is not None:
         want = min(parallelism, max(0, _count(spec, "completions", 1) - succeeded))

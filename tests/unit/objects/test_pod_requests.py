@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from karpenter_core.apis.objects import Pod, pod_limits, pod_requests, requests_for_pods
 
@@ -168,3 +170,32 @@ def test_scheduling_requests_carry_one_pod() -> None:
     p = _pod("a", "1")
     assert p.requests == {"cpu": 1000}
     assert p.scheduling_requests == {"cpu": 1000, "pods": 1000}
+
+
+_milli = st.integers(min_value=0, max_value=64_000)
+
+
+@given(
+    containers=st.lists(_milli, min_size=1, max_size=4),
+    inits=st.lists(st.tuples(_milli, st.booleans()), max_size=4),
+)
+def test_requests_bound_every_phase_of_the_pod(
+    containers: list[int], inits: list[tuple[int, bool]]
+) -> None:
+    """The pod's CPU request covers the running phase (containers + sidecars) and every init
+    step (the init container plus sidecars started before it), and equals the largest."""
+    spec = {
+        "containers": [c(f"c{i}", requests={"cpu": f"{m}m"}) for i, m in enumerate(containers)],
+        "initContainers": [
+            c(f"i{i}", requests={"cpu": f"{m}m"}, sidecar=side) for i, (m, side) in enumerate(inits)
+        ],
+    }
+    phases = [sum(containers) + sum(m for m, side in inits if side)]
+    started = 0
+    for m, side in inits:
+        if side:
+            started += m
+            phases.append(started)
+        else:
+            phases.append(started + m)
+    assert pod_requests(spec).get("cpu", 0) == max(phases)
