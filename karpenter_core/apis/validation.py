@@ -171,10 +171,9 @@ def _pattern(p: str) -> re.Pattern[str]:
 class _Walker:
     """Validates a value against a structural schema, collecting :class:`FieldError`s."""
 
-    def __init__(self, old_root: Any = None, transitions: bool = False) -> None:
+    def __init__(self, transitions: bool = False) -> None:
         self.errors: list[FieldError] = []
         self.transitions = transitions
-        self.old_root = old_root
 
     def add(self, path: str, message: str) -> None:
         self.errors.append(FieldError(path, message))
