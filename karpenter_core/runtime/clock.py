@@ -1,0 +1,279 @@
+"""Clocks: the wall clock for ``serve``, a virtual clock for ``simulate`` and tests.
+
+Every controller reads time only through a :class:`Clock`, so the same code runs against
+real time or against a :class:`VirtualClock` that jumps from timer to timer. A simulated
+hour of 10-second reconciles is then a few hundred callbacks, not an hour.
+
+``now()`` is wall time (an aware UTC datetime, for timestamps written to objects);
+``monotonic()`` is seconds on a clock that never goes back (for durations and timers).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Clock", "TimerHandle", "VirtualClock", "WallClock", "format_time", "parse_time"]
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 with second precision, as Kubernetes writes ``metav1.Time``."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(t: datetime) -> str:
+    """RFC 3339 with microseconds, as Kubernetes writes ``metav1.MicroTime``."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Parse a Kubernetes timestamp (``2024-01-02T03:04:05Z``, fractional seconds allowed)."""
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an RFC 3339 timestamp: {value!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+class TimerHandle:
+    """A scheduled callback; ``cancel()`` stops it from running if it has not run yet."""
+
+    __slots__ = ("_cancelled", "callback", "fired", "when")
+
+    def __init__(self, when: float, callback: Callable[[], None]) -> None:
+        self.when = when
+        self.callback = callback
+        self._cancelled = False
+        self.fired = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self._cancelled else "fired" if self.fired else "pending"
+        return f"TimerHandle(when={self.when:.6f}, {state})"
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """The time source every controller uses."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes backwards."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Block (wall) or move time forward (virtual) by ``seconds``."""
+        ...
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        """Run ``callback`` once, ``delay`` seconds from now."""
+        ...
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
+        """Run ``callback`` once when ``monotonic()`` reaches ``when``."""
+        ...
+
+
+class WallClock:
+    """Real time. Timers run on one daemon thread, in due order."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, TimerHandle]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        return self.call_at(time.monotonic() + max(0.0, delay), callback)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(when, callback)
+        with self._cond:
+            heapq.heappush(self._heap, (when, next(self._seq), handle))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="wallclock-timers", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return handle
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    when, _, handle = self._heap[0]
+                    wait = when - time.monotonic()
+                    if wait <= 0:
+                        heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            if handle.cancelled:
+                continue
+            handle.fired = True
+            try:
+                handle.callback()
+            except Exception:  # a timer must never kill the timer thread
+                import logging
+
+                logging.getLogger(__name__).exception("timer callback failed")
+
+
+_DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+_NS = 1_000_000_000
+
+
+class VirtualClock:
+    """Time that moves only when told to; timers fire in (due time, insertion) order.
+
+    Time is kept in integer nanoseconds so that repeated additions never drift and the
+    same schedule always produces the same order. ``sleep`` moves time forward without
+    firing timers (a callback that sleeps must not re-enter the loop); timers that became
+    due meanwhile fire on the next ``step``/``advance``, at the then-current time.
+    Thread-safe, but meant to be driven from one thread.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        start = start or _DEFAULT_START
+        if start.tzinfo is None:
+            raise ValueError("VirtualClock start must be timezone-aware (use UTC)")
+        self._start = start.astimezone(UTC)
+        self._now_ns = 0
+        self._heap: list[tuple[int, int, TimerHandle]] = []
+        self._seq = itertools.count()
+        self._lock = threading.RLock()
+
+    # -- reading time
+    def now(self) -> datetime:
+        with self._lock:
+            return self._start + timedelta(microseconds=self._now_ns // 1000)
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._now_ns / _NS
+
+    @property
+    def start(self) -> datetime:
+        return self._start
+
+    # -- scheduling
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            with self._lock:
+                self._now_ns += _to_ns(seconds)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        with self._lock:
+            return self._push(self._now_ns + _to_ns(max(0.0, delay)), callback)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
+        with self._lock:
+            return self._push(max(self._now_ns, _to_ns(when)), callback)
+
+    def _push(self, when_ns: int, callback: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(when_ns / _NS, callback)
+        heapq.heappush(self._heap, (when_ns, next(self._seq), handle))
+        return handle
+
+    # -- driving time
+    def next_timer(self) -> float | None:
+        """The monotonic time of the earliest pending timer, or None."""
+        with self._lock:
+            self._drop_cancelled()
+            return self._heap[0][0] / _NS if self._heap else None
+
+    def pending(self) -> int:
+        """How many timers are waiting."""
+        with self._lock:
+            self._drop_cancelled()
+            return sum(1 for _, _, h in self._heap if not h.cancelled)
+
+    def step(self) -> bool:
+        """Jump to the earliest pending timer and run it (and only it); False when none."""
+        with self._lock:
+            self._drop_cancelled()
+            if not self._heap:
+                return False
+            when_ns, _, handle = heapq.heappop(self._heap)
+            self._now_ns = max(self._now_ns, when_ns)
+        handle.fired = True
+        handle.callback()
+        return True
+
+    def advance(self, seconds: float) -> int:
+        """Move time forward by ``seconds``, running every timer that falls due; returns how many ran."""
+        if seconds < 0:
+            raise ValueError(f"cannot advance a clock by a negative duration ({seconds}s)")
+        with self._lock:
+            target = self._now_ns + _to_ns(seconds)
+        return self._run_until_ns(target)
+
+    def run_until(self, t: datetime | float) -> int:
+        """Run timers until time ``t`` (a datetime, or a monotonic reading); returns how many ran."""
+        return self._run_until_ns(self._target_ns(t))
+
+    def _target_ns(self, t: datetime | float) -> int:
+        if isinstance(t, datetime):
+            if t.tzinfo is None:
+                raise ValueError("run_until needs a timezone-aware datetime")
+            delta = t.astimezone(UTC) - self._start
+            return (delta.days * 86_400 + delta.seconds) * _NS + delta.microseconds * 1000
+        return _to_ns(t)
+
+    def target_monotonic(self, t: datetime | float) -> float:
+        """``t`` expressed on this clock's monotonic scale."""
+        return self._target_ns(t) / _NS
+
+    def _run_until_ns(self, target: int) -> int:
+        ran = 0
+        while True:
+            with self._lock:
+                self._drop_cancelled()
+                if not self._heap or self._heap[0][0] > target:
+                    self._now_ns = max(self._now_ns, target)
+                    return ran
+                when_ns, _, handle = heapq.heappop(self._heap)
+                self._now_ns = max(self._now_ns, when_ns)
+            handle.fired = True
+            handle.callback()
+            ran += 1
+
+    def _drop_cancelled(self) -> None:
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+
+
+def _to_ns(seconds: float) -> int:
+    return round(seconds * _NS)

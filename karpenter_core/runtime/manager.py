@@ -1,0 +1,446 @@
+"""The Manager runs controllers: in threads against a wall clock, or as a deterministic
+discrete-event loop against a :class:`VirtualClock`.
+
+Both modes share everything that matters: the same :class:`WorkQueue` semantics, the same
+result handling, the same watch-to-key wiring. On a virtual clock a single thread does all
+the work: deliver pending watch events, run one ready reconcile, and when nothing is ready,
+jump the clock to the next timer (a delayed requeue, a back-off, a sim kubelet's timer).
+The order is fixed by registration order (round-robin over controllers with ready work),
+or by a seeded shuffle when ``seed`` is given — the same inputs and seed give the same run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Hashable, Iterable
+from datetime import datetime
+from typing import Any
+
+from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
+from karpenter_core.runtime.clock import Clock, VirtualClock
+from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
+from karpenter_core.runtime.workqueue import RateLimiter, ShutDown, WorkQueue
+
+__all__ = ["Controller", "LivelockError", "Manager"]
+
+log = logging.getLogger("karpenter.runtime")
+
+BOOKMARK = "BOOKMARK"
+
+
+class LivelockError(RuntimeError):
+    """Controllers kept reconciling without virtual time moving on."""
+
+
+class Controller:
+    """One reconciler with its queue, workers and counters."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler | SingletonReconciler,
+        queue: WorkQueue[Any],
+        *,
+        singleton: bool,
+        workers: int,
+        watches: tuple[Watch, ...],
+    ) -> None:
+        self.name = name
+        self.reconciler = reconciler
+        self.queue = queue
+        self.singleton = singleton
+        self.workers = workers
+        self.watches = watches
+        self.reconciles = 0
+        self.errors = 0
+        self.last_error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def singleton_key(self) -> str:
+        return f"singleton:{self.name}"
+
+    def enqueue(self, key: Hashable) -> None:
+        self.queue.add(key)
+
+    def run_one(self, key: Any) -> Result | None:
+        """Reconcile ``key`` and requeue it according to the outcome; never raises."""
+        with self._lock:
+            self.reconciles += 1
+        try:
+            if self.singleton:
+                result = self.reconciler.reconcile()  # type: ignore[call-arg]
+            else:
+                result = self.reconciler.reconcile(key)  # type: ignore[call-arg]
+            if result is None:
+                result = Result()
+            if not isinstance(result, Result):
+                raise TypeError(
+                    f"controller {self.name!r}: reconcile returned {type(result).__name__}, expected Result"
+                )
+        except Exception as e:
+            with self._lock:
+                self.errors += 1
+                self.last_error = e
+            log.warning(
+                "controller %s: reconcile %s failed: %s",
+                self.name,
+                key,
+                e,
+                exc_info=not isinstance(e, ApiError),
+            )
+            self.queue.add_rate_limited(key)
+            return None
+        if result.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+        elif result.requeue:
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+        return result
+
+
+class _Feed:
+    """One watch of one controller: the stream, where it got to, and how to map events."""
+
+    def __init__(self, controller: Controller, spec: Watch) -> None:
+        self.controller = controller
+        self.spec = spec
+        self.stream: WatchStream | None = None
+        self.resource_version: str | None = None
+        self.events = 0
+
+    def open(self, client: KubeClient) -> None:
+        try:
+            self.stream = self._watch(client, self.resource_version)
+        except Gone:
+            self.resource_version = None
+            self.stream = self._watch(client, None)
+
+    def _watch(self, client: KubeClient, rv: str | None) -> WatchStream:
+        return client.watch(
+            self.spec.resource,
+            self.spec.namespace,
+            resource_version=rv,
+            label_selector=self.spec.label_selector,
+            field_selector=self.spec.field_selector,
+            allow_watch_bookmarks=True,
+        )
+
+    def handle(self, event: WatchEvent) -> None:
+        rv = (event.object.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self.resource_version = str(rv)
+        if event.type == BOOKMARK:
+            return
+        self.events += 1
+        spec = self.spec
+        if spec.predicate is not None and not spec.predicate(event.type, event.object):
+            return
+        for key in spec.mapper(event.type, event.object):
+            self.controller.enqueue(key)
+
+
+class Manager:
+    """Registers controllers and runs them (see the module docstring)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        client: KubeClient | None = None,
+        *,
+        seed: int | None = None,
+        max_reconciles_per_instant: int = 100_000,
+    ) -> None:
+        self.clock = clock
+        self.client = client
+        self.virtual = isinstance(clock, VirtualClock)
+        self._rng = random.Random(seed) if seed is not None else None
+        self._controllers: list[Controller] = []
+        self._by_name: dict[str, Controller] = {}
+        self._feeds: list[_Feed] = []
+        self._started = False
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._rr = 0
+        self._max_per_instant = max_reconciles_per_instant
+        self._instant: float = -1.0
+        self._instant_count = 0
+
+    # ------------------------------------------------------------------ registration
+
+    def add_controller(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        watches: Iterable[Watch] = (),
+        workers: int = 1,
+        rate_limiter: RateLimiter | None = None,
+    ) -> Controller:
+        """Register a keyed controller fed by ``watches`` (and by :meth:`enqueue`)."""
+        return self._add(
+            name,
+            reconciler,
+            singleton=False,
+            watches=tuple(watches),
+            workers=workers,
+            rate_limiter=rate_limiter,
+        )
+
+    def add_singleton(
+        self, name: str, reconciler: SingletonReconciler, *, rate_limiter: RateLimiter | None = None
+    ) -> Controller:
+        """Register a singleton: reconciled once at start, then as its results ask."""
+        return self._add(
+            name, reconciler, singleton=True, watches=(), workers=1, rate_limiter=rate_limiter
+        )
+
+    def _add(
+        self,
+        name: str,
+        reconciler: Reconciler | SingletonReconciler,
+        *,
+        singleton: bool,
+        watches: tuple[Watch, ...],
+        workers: int,
+        rate_limiter: RateLimiter | None,
+    ) -> Controller:
+        if not name:
+            raise ValueError("a controller needs a name")
+        if name in self._by_name:
+            raise ValueError(f"a controller named {name!r} is already registered")
+        if workers < 1:
+            raise ValueError(f"controller {name!r}: workers must be at least 1, got {workers}")
+        if not callable(getattr(reconciler, "reconcile", None)):
+            raise TypeError(
+                f"controller {name!r}: {type(reconciler).__name__} has no reconcile() method"
+            )
+        if watches and self.client is None:
+            raise ValueError(
+                f"controller {name!r} watches resources but the manager has no KubeClient"
+            )
+        if self._started:
+            raise RuntimeError(f"cannot add controller {name!r}: the manager has already started")
+        queue: WorkQueue[Any] = WorkQueue(self.clock, rate_limiter, name=name)
+        controller = Controller(
+            name, reconciler, queue, singleton=singleton, workers=workers, watches=watches
+        )
+        self._controllers.append(controller)
+        self._by_name[name] = controller
+        return controller
+
+    def controller(self, name: str) -> Controller:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no controller named {name!r}; have {sorted(self._by_name)}") from None
+
+    @property
+    def controllers(self) -> list[Controller]:
+        return list(self._controllers)
+
+    def enqueue(self, controller: str, key: Hashable) -> None:
+        """Queue ``key`` for the named controller (e.g. from another controller)."""
+        self.controller(controller).enqueue(key)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Open the watches and queue the singletons; on a wall clock, start the threads."""
+        if self._started:
+            return
+        self._started = True
+        for controller in self._controllers:
+            for spec in controller.watches:
+                self._feeds.append(_Feed(controller, spec))
+            if controller.singleton:
+                controller.enqueue(controller.singleton_key)
+        if self.virtual:
+            assert self.client is not None or not self._feeds
+            for feed in self._feeds:
+                feed.open(self.client)  # type: ignore[arg-type]
+            return
+        for feed in self._feeds:
+            t = threading.Thread(
+                target=self._watch_loop,
+                args=(feed,),
+                name=f"watch-{feed.controller.name}",
+                daemon=True,
+            )
+            self._threads.append(t)
+        for controller in self._controllers:
+            for i in range(controller.workers):
+                t = threading.Thread(
+                    target=self._worker,
+                    args=(controller,),
+                    name=f"{controller.name}-{i}",
+                    daemon=True,
+                )
+                self._threads.append(t)
+        for t in self._threads:
+            t.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watches and queues and wait (up to ``timeout`` each) for the threads."""
+        self._stopping.set()
+        for feed in self._feeds:
+            if feed.stream is not None:
+                feed.stream.stop()
+        for controller in self._controllers:
+            controller.queue.shut_down()
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(timeout)
+
+    def __enter__(self) -> Manager:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ real time
+
+    def _worker(self, controller: Controller) -> None:
+        while not self._stopping.is_set():
+            try:
+                key = controller.queue.get()
+            except ShutDown:
+                return
+            try:
+                controller.run_one(key)
+            finally:
+                controller.queue.done(key)
+
+    def _watch_loop(self, feed: _Feed) -> None:
+        assert self.client is not None
+        while not self._stopping.is_set():
+            try:
+                feed.open(self.client)
+                assert feed.stream is not None
+                for event in feed.stream:
+                    feed.handle(event)
+                    if self._stopping.is_set():
+                        break
+            except Gone:
+                feed.resource_version = None
+            except Exception as e:
+                log.warning("watch for controller %s failed: %s; retrying", feed.controller.name, e)
+                self._stopping.wait(1.0)
+
+    # ------------------------------------------------------------------ virtual time
+
+    def _require_virtual(self) -> VirtualClock:
+        if not isinstance(self.clock, VirtualClock):
+            raise RuntimeError(
+                "step/run_until need a VirtualClock; on a wall clock use start()/stop()"
+            )
+        if not self._started:
+            self.start()
+        return self.clock
+
+    def pump_watches(self) -> int:
+        """Deliver every watch event that has arrived; returns how many were handled."""
+        handled = 0
+        assert self.client is not None or not self._feeds
+        for feed in self._feeds:
+            if feed.stream is None or feed.stream.stopped:
+                feed.open(self.client)  # type: ignore[arg-type]
+            assert feed.stream is not None
+            try:
+                events = feed.stream.poll(0)
+            except Gone:
+                feed.resource_version = None
+                feed.open(self.client)  # type: ignore[arg-type]
+                continue
+            for event in events:
+                feed.handle(event)
+                handled += 1
+        return handled
+
+    def _pick(self) -> Controller | None:
+        ready = [c for c in self._controllers if len(c.queue)]
+        if not ready:
+            return None
+        if self._rng is not None:
+            return ready[self._rng.randrange(len(ready))]
+        n = len(self._controllers)
+        for offset in range(n):
+            c = self._controllers[(self._rr + offset) % n]
+            if len(c.queue):
+                self._rr = (self._controllers.index(c) + 1) % n
+                return c
+        return None  # pragma: no cover - ready was non-empty
+
+    def _run_ready(self, clock: VirtualClock) -> bool:
+        controller = self._pick()
+        if controller is None:
+            return False
+        key = controller.queue.get_nowait()
+        if key is None:  # pragma: no cover - _pick saw an item
+            return False
+        now = clock.monotonic()
+        if now != self._instant:
+            self._instant, self._instant_count = now, 0
+        self._instant_count += 1
+        if self._instant_count > self._max_per_instant:
+            controller.queue.done(key)
+            raise LivelockError(
+                f"more than {self._max_per_instant} reconciles at virtual time {now:.6f}s without time "
+                f"moving on (last: controller {controller.name!r}, key {key}); a reconciler that "
+                "requeues immediately needs a requeue_after on a virtual clock"
+            )
+        try:
+            controller.run_one(key)
+        finally:
+            controller.queue.done(key)
+        return True
+
+    def step(self) -> bool:
+        """Do one thing: deliver watch events and run one ready reconcile, or else fire the
+        next timer. Returns False when there is nothing left to do at all."""
+        clock = self._require_virtual()
+        self.pump_watches()
+        if self._run_ready(clock):
+            return True
+        return clock.step()
+
+    def run_until(self, t: datetime | float) -> int:
+        """Run everything due up to virtual time ``t`` (a datetime, or a reading of
+        ``clock.monotonic()``), leaving the clock at ``t``. Returns the reconciles run."""
+        clock = self._require_virtual()
+        target = clock.target_monotonic(t)
+        ran = 0
+        while True:
+            self.pump_watches()
+            if self._run_ready(clock):
+                ran += 1
+                continue
+            nxt = clock.next_timer()
+            if nxt is None or nxt > target:
+                clock.run_until(max(target, clock.monotonic()))
+                self.pump_watches()
+                if self._run_ready(clock):
+                    ran += 1
+                    continue
+                return ran
+            clock.step()
+
+    def run_for(self, seconds: float) -> int:
+        """Run for ``seconds`` of virtual time."""
+        clock = self._require_virtual()
+        return self.run_until(clock.monotonic() + seconds)
+
+    def settle(self) -> int:
+        """Run whatever is ready now without advancing the clock; returns the reconciles run."""
+        clock = self._require_virtual()
+        ran = 0
+        while True:
+            self.pump_watches()
+            if not self._run_ready(clock):
+                return ran
+            ran += 1
