@@ -39,6 +39,7 @@ from karpenter_core.apis.objects import (
 __all__ = [
     "WORKLOAD_KINDS",
     "Expansion",
+    "WorkloadError",
     "expand_workload",
     "expand_workloads",
     "template_hash",
@@ -58,6 +59,14 @@ _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # k8s SafeEncodeString alphabet (no 
 
 def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(items)
+
+
+class WorkloadError(ObjectError):
+    """An :class:`ObjectError` in ``objects[index]`` of :func:`expand_workloads`."""
+
+    def __init__(self, index: int, error: ObjectError) -> None:
+        super().__init__(error.path, error.message)
+        self.index = index
 
 
 @frozen
@@ -392,6 +401,7 @@ def expand_workloads(
     default_storage_class: str | None = None,
 ) -> list[tuple[int, Expansion]]:
     """Expand many workloads; returns ``(index in objects, expansion)`` for each one expanded.
+    A bad object raises :class:`WorkloadError` carrying its index.
 
     A ReplicaSet owned by a Deployment that is also listed is skipped: the Deployment
     accounts for its pods (exported clusters contain both)."""
@@ -408,7 +418,10 @@ def expand_workloads(
     for i, obj in enumerate(objects):
         if obj.get("kind") == "ReplicaSet" and _owned_by_listed_deployment(obj, deployments):
             continue
-        exp = expand_workload(obj, existing_pods, pvcs, default_storage_class)
+        try:
+            exp = expand_workload(obj, existing_pods, pvcs, default_storage_class)
+        except ObjectError as e:
+            raise WorkloadError(i, e) from None
         pvcs.extend(exp.pvcs)
         out.append((i, exp))
     return out

@@ -37,7 +37,7 @@ from karpenter_core.apis.objects import (
     StorageClass,
     object_ref,
 )
-from karpenter_core.apis.workloads import WORKLOAD_KINDS, expand_workloads
+from karpenter_core.apis.workloads import WORKLOAD_KINDS, WorkloadError, expand_workloads
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 __all__ = [
@@ -214,14 +214,9 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
     objs = [o for _, o in workloads]
     try:
         expansions = expand_workloads(objs, pods, pvcs, default_sc)
-    except ObjectError as e:
-        # Name the workload that failed: re-run one by one to find it.
-        for source, obj in workloads:
-            try:
-                expand_workloads([obj], pods, pvcs, default_sc)
-            except ObjectError as inner:
-                raise InputError(f"{_where(source, obj)}: {inner}") from None
-        raise InputError(str(e)) from None  # pragma: no cover - found above
+    except WorkloadError as e:
+        source, obj = workloads[e.index]
+        raise InputError(f"{_where(source, obj)}: {e}") from None
     for _, exp in expansions:
         pods.extend(exp.pods)
         pvcs.extend(exp.pvcs)

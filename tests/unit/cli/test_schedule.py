@@ -243,6 +243,63 @@ def test_node_overlay_price_changes_the_cheapest_type(tmp_path: Path) -> None:
     assert after == "m-2x-amd64-linux"
 
 
+def _overlay(name: str, instance_type: str, weight: int, body: str) -> str:
+    return f"""
+    apiVersion: karpenter.sh/v1alpha1
+    kind: NodeOverlay
+    metadata: {{name: {name}}}
+    spec:
+      weight: {weight}
+      requirements:
+        - {{key: node.kubernetes.io/instance-type, operator: In, values: [{instance_type}]}}
+      {body}
+    """
+
+
+def test_equal_weight_conflict_skips_the_later_overlay(tmp_path: Path) -> None:
+    """Ties are evaluated by name descending: "two" records its price first, so "one"
+    (same weight, same offerings) conflicts and is not applied."""
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", cpu="100m", memory="100Mi"))
+    g = write(
+        tmp_path,
+        "overlays.yaml",
+        _overlay("one", "m-2x-amd64-linux", 5, 'price: "0.0001"'),
+        _overlay("two", "m-2x-amd64-linux", 5, 'price: "99"'),
+    )
+    its = run_json("-f", str(f), "-f", str(g))["nodeClaims"][0]["instanceTypes"]
+    assert its[-1] == "m-2x-amd64-linux"
+
+
+def test_heavier_overlay_wins_over_a_lighter_one(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", cpu="100m", memory="100Mi"))
+    g = write(
+        tmp_path,
+        "overlays.yaml",
+        _overlay("heavy", "m-2x-amd64-linux", 9, 'price: "0.0001"'),
+        _overlay("light", "m-2x-amd64-linux", 1, 'price: "99"'),
+    )
+    assert (
+        run_json("-f", str(f), "-f", str(g))["nodeClaims"][0]["instanceTypes"][0]
+        == "m-2x-amd64-linux"
+    )
+
+
+def test_capacity_overlay_adds_an_extended_resource(tmp_path: Path) -> None:
+    gpu_pod = pod_yaml("trainer", cpu="1").replace(
+        "memory: 1Gi}", 'memory: 1Gi, example.com/gpu: "1"}'
+    )
+    f = write(tmp_path, "m.yaml", NODEPOOL, gpu_pod)
+    assert "default/trainer" in run_json("-f", str(f))["podErrors"]
+    g = write(
+        tmp_path,
+        "overlay.yaml",
+        _overlay("gpus", "c-8x-amd64-linux", 1, 'capacity: {example.com/gpu: "2"}'),
+    )
+    out = run_json("-f", str(f), "-f", str(g))
+    assert out["podErrors"] == {}
+    assert out["nodeClaims"][0]["instanceTypes"] == ["c-8x-amd64-linux"]
+
+
 KWOK_TYPES = [
     {
         "name": name,

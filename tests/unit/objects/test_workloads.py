@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from karpenter_core.apis.objects import ObjectError, PersistentVolumeClaim, Pod
-from karpenter_core.apis.workloads import expand_workload, expand_workloads, template_hash
+from karpenter_core.apis.workloads import (
+    WorkloadError,
+    expand_workload,
+    expand_workloads,
+    template_hash,
+)
 
 SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]"
 
@@ -233,3 +238,11 @@ def test_replicaset_owned_by_a_listed_deployment_is_not_expanded_twice() -> None
     out = expand_workloads([deployment(), rs])
     assert [i for i, _ in out] == [0]
     assert sum(len(e.pods) for _, e in out) == 3
+
+
+def test_expand_workloads_reports_which_object_failed() -> None:
+    bad = deployment(name="bad", selector={"matchLabels": {"app": "nope"}})
+    with pytest.raises(WorkloadError) as e:
+        expand_workloads([deployment(), bad])
+    assert e.value.index == 1
+    assert e.value.path == "spec.selector"
