@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -55,17 +55,6 @@ def _set(path: str, value: Any) -> Mutation:
         node[last] = value
 
     return mutate
-
-
-@pytest.fixture
-def restore_label_sets() -> Iterator[None]:
-    wkl = set(wk.WELL_KNOWN_LABELS)
-    domains = set(wk.RESTRICTED_LABEL_DOMAINS)
-    yield
-    wk.WELL_KNOWN_LABELS.clear()
-    wk.WELL_KNOWN_LABELS.update(wkl)
-    wk.RESTRICTED_LABEL_DOMAINS.clear()
-    wk.RESTRICTED_LABEL_DOMAINS.update(domains)
 
 
 # --- valid objects -------------------------------------------------------------------------

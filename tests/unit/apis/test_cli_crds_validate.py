@@ -132,3 +132,19 @@ def test_validate_requires_filename() -> None:
     code, _, err = _run("validate")
     assert code == 2
     assert "Missing option '-f'" in err
+
+
+def test_validate_cloud_provider_restricts_its_label_domain(
+    tmp_path: Path, restore_label_sets: None
+) -> None:
+    f = tmp_path / "np.yaml"
+    f.write_text(
+        GOOD.replace(
+            "kubernetes.io/arch, operator: In, values: [amd64]",
+            "karpenter.kwok.sh/not-a-real-label, operator: Exists",
+        )
+    )
+    assert _run("validate", "-f", str(f))[0] == 0
+    code, out, _ = _run("validate", "--cloud-provider", "kwok", "-f", str(f))
+    assert code == 1
+    assert "using label karpenter.kwok.sh/not-a-real-label is not allowed" in out
