@@ -44,6 +44,7 @@ __all__ = [
     "InputError",
     "ScheduleInput",
     "command",
+    "effective_instance_types",
     "load_instance_types",
     "read_input",
     "render_table",
@@ -168,11 +169,13 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
     for item in loaded:
         obj = item.obj
         if not isinstance(obj, Mapping):
-            raise InputError(f"{item.source}: document {item.index}: expected an object")
+            raise InputError(
+                f"{item.source}: object {item.index + 1}: expected a Kubernetes object"
+            )
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
         if not isinstance(kind, str) or not kind:
-            raise InputError(f"{item.source}: document {item.index}: kind: required")
+            raise InputError(f"{item.source}: object {item.index + 1}: kind: required")
         expected = _CORE_KINDS.get(kind) or _WORKLOAD_VERSIONS.get(kind)
         if expected is None:
             ignored[kind] = ignored.get(kind, 0) + 1
@@ -384,10 +387,22 @@ def _eligible_nodepools(nodepools: Sequence[Any]) -> list[Any]:
     return out
 
 
+def effective_instance_types(
+    inp: ScheduleInput, instance_types: Mapping[str, Sequence[Any]]
+) -> dict[str, list[Any]]:
+    """The provider's instance types per NodePool with the input's NodeOverlays applied."""
+    if not inp.nodeoverlays:
+        return {k: list(v) for k, v in instance_types.items()}
+    return apply_node_overlays(inp.nodeoverlays, _eligible_nodepools(inp.nodepools), instance_types)
+
+
 def schedule_input(
     inp: ScheduleInput, instance_types: Mapping[str, Sequence[Any]]
 ) -> dict[str, Any]:
-    """Run the scheduler over the input's pending pods; returns the ``-o json`` document."""
+    """Run the scheduler over the input's pending pods; returns the ``-o json`` document.
+
+    ``instance_types`` (per NodePool) are used as given: apply NodeOverlays first with
+    :func:`effective_instance_types`."""
     from karpenter_core.provisioning import validate_pod
     from karpenter_core.provisioning.scheduler import schedule
     from karpenter_core.provisioning.scheduler.volumetopology import (
@@ -411,8 +426,6 @@ def schedule_input(
         else:
             pods.append(pod)
     nodepools = _eligible_nodepools(inp.nodepools)
-    if inp.nodeoverlays:
-        instance_types = apply_node_overlays(inp.nodeoverlays, nodepools, instance_types)
     its = {np.name: list(instance_types.get(np.name, ())) for np in nodepools}
     if pods and not nodepools and not snapshot.nodes and not snapshot.nodeclaims:
         result: dict[str, Any] = {
@@ -542,7 +555,9 @@ def command(
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
     try:
         inp = read_input(filenames)
-        instance_types = load_instance_types(inp.nodepools, cloud_provider, instance_types_file)
+        instance_types = effective_instance_types(
+            inp, load_instance_types(inp.nodepools, cloud_provider, instance_types_file)
+        )
         result = schedule_input(inp, instance_types)
     except InputError as e:
         raise click.ClickException(str(e)) from None

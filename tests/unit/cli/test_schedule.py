@@ -256,6 +256,13 @@ def _overlay(name: str, instance_type: str, weight: int, body: str) -> str:
     """
 
 
+def test_table_price_includes_overlays(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", cpu="100m", memory="100Mi"))
+    g = write(tmp_path, "overlay.yaml", _overlay("cheap", "m-2x-amd64-linux", 1, 'price: "0.0001"'))
+    row = run("-f", str(f), "-f", str(g)).stdout.splitlines()[1].split()
+    assert row == ["default", "m-2x-amd64-linux", "$0.0001/h", "1"]
+
+
 def test_equal_weight_conflict_skips_the_later_overlay(tmp_path: Path) -> None:
     """Ties are evaluated by name descending: "two" records its price first, so "one"
     (same weight, same offerings) conflicts and is not applied."""
