@@ -8,6 +8,7 @@ cached per requirement *signature*; and allocatable is computed once per type as
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,9 @@ class InstanceTypeIndex:
     def __init__(self) -> None:
         self._by_id: dict[int, ITInfo] = {}
         self._cache: dict[Signature, dict[int, CompatEntry]] = {}
+        self._prices: dict[Signature, dict[int, float]] = {}
+        # Interned NodeClaim signatures (template id, requirement signature) -> int token.
+        self.signature_tokens: dict[tuple[int, Signature], int] = {}
         self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
 
     def wrap(self, its: Iterable[Any]) -> list[ITInfo]:
@@ -120,23 +124,32 @@ class InstanceTypeIndex:
                     break
         return CompatEntry(compatible, tuple(groups))
 
+    def prices(self, sig: Signature) -> dict[int, float]:
+        table = self._prices.get(sig)
+        if table is None:
+            table = {}
+            self._prices[sig] = table
+        return table
+
     def offering_compatible(self, reqs: Any, offering: Any) -> bool:
         return bool(reqs.is_compatible(offering.requirements, self.allow_undefined))
 
 
-def cheapest_price(info: ITInfo, reqs: Any, allow_undefined: frozenset[str]) -> float:
-    best = float("inf")
-    for o in info.it.offerings:
-        if o.available and o.price < best and reqs.is_compatible(o.requirements, allow_undefined):
-            best = o.price
-    return best
-
-
-def order_by_price(
-    infos: Sequence[ITInfo], reqs: Any, allow_undefined: frozenset[str]
-) -> list[ITInfo]:
+def order_by_price(index: InstanceTypeIndex, infos: Sequence[ITInfo], reqs: Any) -> list[ITInfo]:
     """Cheapest compatible available offering first; ties keep their order (stable)."""
-    return sorted(infos, key=lambda i: cheapest_price(i, reqs, allow_undefined))
+    prices = index.prices(signature(reqs))
+
+    def price(info: ITInfo) -> float:
+        p = prices.get(info.index)
+        if p is None:
+            p = float("inf")
+            for o in info.it.offerings:
+                if o.available and o.price < p and index.offering_compatible(reqs, o):
+                    p = o.price
+            prices[info.index] = p
+        return p
+
+    return sorted(infos, key=price)
 
 
 def min_values_check(infos: Sequence[ITInfo], reqs: Any) -> dict[str, int]:
@@ -163,3 +176,79 @@ def min_values_check(infos: Sequence[ITInfo], reqs: Any) -> dict[str, int]:
 
 def has_min_values(reqs: Any) -> bool:
     return any(r.min_values is not None for r in reqs.values())
+
+
+FAST_KEYS = ("cpu", "memory", "pods")
+
+
+class OptionSet:
+    """Instance-type options sorted by allocatable CPU, with suffix minima for fast fits.
+
+    ``cpu_keys[j]`` is option *j*'s largest allocatable CPU (non-decreasing), so types too
+    small for a request form a prefix found by bisection. When every option has a single,
+    non-negative allocatable group (``simple``), ``suffix_min[k][j]`` is the smallest
+    allocatable of resource *k* among options *j..*; every option from the first *j* where
+    all suffix minima reach the request fits, without checking them one by one.
+    """
+
+    __slots__ = ("_max", "cpu_keys", "options", "sig", "simple", "suffix_min")
+
+    def __init__(
+        self,
+        options: list[ITInfo],
+        cpu_keys: list[int] | None = None,
+        suffix_min: dict[str, list[int]] | None = None,
+        simple: bool | None = None,
+        sig: Signature | None = None,
+    ) -> None:
+        self.options = options
+        # The requirement signature under which every option is known to be compatible and
+        # to have a compatible offering (None: unknown).
+        self.sig = sig
+        self._max: dict[str, int] | None = None
+        if cpu_keys is None:
+            cpu_keys = [i.max_alloc.get("cpu", 0) for i in options]
+        self.cpu_keys = cpu_keys
+        if simple is None:
+            simple = all(len(i.groups) == 1 and i.groups[0].nonnegative for i in options) and all(
+                a <= b for a, b in itertools.pairwise(cpu_keys)
+            )
+        self.simple = simple
+        if suffix_min is None and simple:
+            suffix_min = {}
+            for k in FAST_KEYS:
+                arr = [0] * len(options)
+                running = None
+                for j in range(len(options) - 1, -1, -1):
+                    v = options[j].groups[0].allocatable.get(k, 0)
+                    running = v if running is None or v < running else running
+                    arr[j] = running
+                suffix_min[k] = arr
+        self.suffix_min = suffix_min or {}
+
+    def suffix(self, j: int, sig: Signature | None) -> OptionSet:
+        return OptionSet(
+            self.options[j:],
+            self.cpu_keys[j:],
+            {k: v[j:] for k, v in self.suffix_min.items()},
+            self.simple,
+            sig,
+        )
+
+    def max_allocatable(self, key: str) -> int:
+        """Largest allocatable of ``key`` over the options (an upper bound for fits)."""
+        cache = self._max
+        if cache is None:
+            cache = self._max = {}
+        v = cache.get(key)
+        if v is None:
+            if key == "cpu":
+                v = max(self.cpu_keys, default=0)
+            else:
+                v = max((i.max_alloc.get(key, 0) for i in self.options), default=0)
+            cache[key] = v
+        return v
+
+
+def sort_by_cpu(infos: Sequence[ITInfo]) -> list[ITInfo]:
+    return sorted(infos, key=lambda i: i.max_alloc.get("cpu", 0))

@@ -10,6 +10,7 @@ checked per call, and only against types not already ruled out.
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +32,10 @@ from karpenter_core.provisioning.scheduler.errors import (
     min_values_message,
 )
 from karpenter_core.provisioning.scheduler.instancetypes import (
+    FAST_KEYS,
     InstanceTypeIndex,
     ITInfo,
+    OptionSet,
     has_min_values,
     min_values_check,
     order_by_price,
@@ -54,6 +57,7 @@ from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapte
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 
 _hostname_ids = itertools.count(1)
+_nodeclaim_seq = itertools.count()
 
 
 class Placement:
@@ -86,6 +90,7 @@ def filter_instance_types(
     total: dict[str, int],
     relax_min_values: bool,
     want_error: bool,
+    optset: OptionSet | None = None,
 ) -> tuple[list[ITInfo], dict[str, int], InstanceTypeFilterError | None]:
     """Instance types among ``options`` that meet ``reqs``, fit ``total`` (+ daemon overhead)
     and have a compatible offering; plus minValues keys relaxed; plus an error when none do.
@@ -93,7 +98,8 @@ def filter_instance_types(
     ``want_error=False`` skips the bookkeeping of which criteria were met, for callers that
     discard the reason (in-flight NodeClaims).
     """
-    table = index.entries(signature(reqs))
+    sig = signature(reqs)
+    table = index.entries(sig)
     ports = pod.host_ports
     totals: list[dict[str, int] | None] = []
     for g in groups:
@@ -105,8 +111,30 @@ def filter_instance_types(
             totals.append(total)
     single = totals[0] if len(totals) == 1 else None
     survivors: list[ITInfo] = []
+    trusted: list[ITInfo] = []
     entry = index.entry
-    for info in options:
+    scan: Sequence[ITInfo] = options
+    if optset is not None and single is not None:
+        lo = bisect_left(optset.cpu_keys, single.get("cpu", 0))
+        scan = optset.options[lo:]
+        if optset.simple and all(k in FAST_KEYS for k in single):
+            j = lo
+            for k, v in single.items():
+                jk = bisect_left(optset.suffix_min[k], v)
+                if jk > j:
+                    j = jk
+            # Options from j on fit; only [lo, j) needs checking one by one.
+            scan = optset.options[lo:j]
+            tail = optset.options[j:]
+            if optset.sig is not None and optset.sig == sig:
+                # Requirements unchanged since these options were vetted: all compatible.
+                trusted = tail
+                tail = []
+        else:
+            tail = []
+    else:
+        tail = []
+    for info in scan:
         if single is not None:
             t = single
         else:
@@ -127,12 +155,21 @@ def filter_instance_types(
             if not ag.nonnegative:
                 continue
             alloc = ag.allocatable
+            assert t is not None
             for k, v in t.items():
                 if v > alloc.get(k, 0):
                     break
             else:
                 survivors.append(info)
                 break
+    for info in tail:
+        e = table.get(info.index)
+        if e is None:
+            e = entry(table, info, reqs)
+        if e.compatible and e.groups:
+            survivors.append(info)
+    if trusted:
+        survivors.extend(trusted)
     unsatisfiable: dict[str, int] = {}
     min_values_err: str | None = None
     if survivors and has_min_values(reqs):
@@ -216,43 +253,85 @@ class NodeClaim:
         self.annotations: dict[str, str] = dict(template.annotations)
         self.labels: dict[str, str] = dict(template.labels)
         self.finalized = False
-        self._max_alloc: dict[str, int] | None = None
+        self._merge_cache: dict[int, tuple[Requirements, Requirements | object]] = {}
+        self.reject_shared = False
+        self.seq = next(_nodeclaim_seq)
+        self._sig: int | None = None
+        self._by_price: list[ITInfo] | None = None
+        self._optset: OptionSet | None = (
+            template.optset if options is template.instance_type_options else None
+        )
 
     # -- the filtering pipeline --
 
-    def _max_allocatable(self) -> dict[str, int]:
-        if self._max_alloc is None:
-            self._max_alloc = rl.max_of(*(i.max_alloc for i in self.options))
-        return self._max_alloc
+    def signature(self) -> int:
+        """A token for template + requirements without the hostname: NodeClaims sharing it
+        give the same answer to everything but resources and hostname topology."""
+        if self._sig is None:
+            key = (id(self.template), signature(self.requirements))
+            tokens = self.index.signature_tokens
+            token = tokens.get(key)
+            if token is None:
+                token = tokens[key] = len(tokens)
+            self._sig = token
+        return self._sig
+
+    def _option_set(self) -> OptionSet:
+        if self._optset is None:
+            self._optset = OptionSet(self.options)
+        return self._optset
+
+    def _merged(self, data: PodData) -> Requirements | object:
+        """NodeClaim requirements ∩ pod requirements (cached per pod requirement set until
+        the NodeClaim changes; callers copy before modifying)."""
+        key = id(data.requirements)
+        hit = self._merge_cache.get(key)
+        if hit is not None and hit[0] is data.requirements:
+            return hit[1]
+        rerr = self.requirements.compatible(data.requirements, self.index.allow_undefined)
+        if rerr is not None:
+            result: Requirements | object = PodError("incompatible requirements", rerr)
+        else:
+            merged = self.requirements.copy()
+            merged.add(*data.requirements.values())
+            result = merged
+        self._merge_cache[key] = (data.requirements, result)
+        return result
 
     def can_add(
         self, pod: Any, data: PodData, relax_min_values: bool, want_error: bool = True
     ) -> Placement | object:
+        # ``reject_shared`` tells the solver whether a rejection would repeat for every
+        # NodeClaim with this template and requirement signature (taints, requirements,
+        # hostname-independent topology), so it can skip those NodeClaims for this pod.
+        self.reject_shared = True
         err = self.template.tolerates(pod.tolerations)
         if err is not None:
             return err
-        total = rl.add(self.requests, data.requests)
+        requests = self.requests
         if not want_error and len(self.daemon_groups) == 1:
             # Cheap exit: no remaining option could hold the pod, whatever the requirements.
-            max_alloc = self._max_allocatable()
+            optset = self._option_set()
             overhead = self.daemon_groups[0].overhead
-            for k, v in total.items():
-                if v + overhead.get(k, 0) > max_alloc.get(k, 0):
+            for k, v in data.requests.items():
+                if v + requests.get(k, 0) + overhead.get(k, 0) > optset.max_allocatable(k):
+                    self.reject_shared = False
                     return _NO_FIT
-        allow = self.index.allow_undefined
-        rerr = self.requirements.compatible(data.requirements, allow)
-        if rerr is not None:
-            return PodError("incompatible requirements", rerr)
-        base = self.requirements.copy()
-        base.add(*data.requirements.values())
+        base = self._merged(data)
+        if not isinstance(base, Requirements):
+            return base
+        total = rl.add(requests, data.requests)
         last: object = _NO_FIT
+        shared = True
         for volume_reqs in data.volume_alternatives():
             result = self._try_volume_alternative(
                 pod, data, base, volume_reqs, total, relax_min_values, want_error
             )
             if isinstance(result, Placement):
                 return result
+            shared = shared and self.reject_shared
             last = result
+        self.reject_shared = shared
         return last
 
     def _try_volume_alternative(
@@ -266,24 +345,27 @@ class NodeClaim:
         want_error: bool,
     ) -> Placement | object:
         allow = self.index.allow_undefined
-        reqs = base.copy() if volume_reqs is not None else base
+        reqs = base
         if volume_reqs is not None:
             verr = reqs.compatible(volume_reqs, allow)
             if verr is not None:
                 return PodError("incompatible volume requirements", verr)
+            reqs = base.copy()
             reqs.add(*volume_reqs.values())
         topo = self.topology.add_requirements(
             pod, self.template.taints, data.strict_requirements, reqs, allow
         )
         if not isinstance(topo, Requirements):
+            self.reject_shared = self.topology.hostname_free
             return topo
         if topo is not reqs:
             terr = reqs.compatible(topo, allow)
             if terr is not None:
+                self.reject_shared = self.topology.hostname_free
                 return terr
-            if reqs is base:
-                reqs = base.copy()
+            reqs = reqs.copy()
             reqs.add(*topo.values())
+        self.reject_shared = False
         survivors, unsatisfiable, ferr = filter_instance_types(
             self.index,
             self.options,
@@ -294,12 +376,15 @@ class NodeClaim:
             total,
             relax_min_values,
             want_error,
+            self._option_set(),
         )
+        if not survivors:
+            return ferr if ferr is not None else _NO_FIT
+        if reqs is base:
+            reqs = base.copy()
         if relax_min_values and unsatisfiable:
             for key, achieved in unsatisfiable.items():
                 reqs[key] = with_min_values(reqs.get(key), achieved)
-        if not survivors:
-            return ferr if ferr is not None else _NO_FIT
         offerings = self._offerings_to_reserve(survivors, reqs)
         if not isinstance(offerings, list):
             return offerings
@@ -337,8 +422,17 @@ class NodeClaim:
     def add(self, pod: Any, data: PodData, placement: Placement) -> None:
         self.pods.append(pod)
         if placement.instance_types is not self.options:
-            self._max_alloc = None
+            old = self._optset
+            new = placement.instance_types
+            n = len(new)
+            if old is not None and n and old.options[-n:] == new:
+                self._optset = old.suffix(len(old.options) - n, signature(placement.requirements))
+            else:
+                self._optset = None
         self.options = placement.instance_types
+        self._merge_cache.clear()
+        self._by_price = None
+        self._sig = None
         rl.add_into(self.requests, data.requests)
         self.requirements = placement.requirements
         self.topology.register(LABEL_HOSTNAME, self.hostname)
@@ -364,6 +458,7 @@ class NodeClaim:
         if self.finalized:
             return
         self.finalized = True
+        self._by_price = None
         if self.requirements.has(LABEL_HOSTNAME):
             del self.requirements[LABEL_HOSTNAME]
         if self.reserved_offerings:
@@ -387,7 +482,14 @@ class NodeClaim:
             rl.add_into(self.requests, overhead)
 
     def instance_types_by_price(self) -> list[ITInfo]:
-        return order_by_price(self.options, self.requirements, self.index.allow_undefined)
+        if self._by_price is None:
+            self._by_price = order_by_price(self.index, self.options, self.requirements)
+        return self._by_price
+
+    def set_options(self, options: list[ITInfo]) -> None:
+        self.options = options
+        self._by_price = None
+        self._optset = None
 
     def launch_requirements(self, max_instance_types: int = MAX_INSTANCE_TYPES) -> Requirements:
         """Requirements as upstream's ``ToNodeClaim`` emits them: instance types cheapest

@@ -18,7 +18,13 @@ from karpenter_core.apis.labels import (
     NODEPOOL_HASH_VERSION_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.provisioning.scheduler.instancetypes import ITInfo
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+from karpenter_core.provisioning.scheduler.instancetypes import (
+    ITInfo,
+    OptionSet,
+    signature,
+    sort_by_cpu,
+)
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.scheduling.taints import Taint
 
@@ -100,7 +106,15 @@ class NodeClaimTemplate:
         reqs.add(Requirement.new(NODE_INITIALIZED_LABEL_KEY, IN, ["true"]))
         self.requirements: Requirements = reqs
         self.instance_type_options: list[ITInfo] = []
+        self.optset: OptionSet | None = None
+        self.max_capacity: dict[str, int] = {}
         self._tolerates_cache: dict[Any, object | None] = {}
+
+    def set_instance_type_options(self, options: list[ITInfo]) -> None:
+        """Options sorted by CPU once, so every NodeClaim's filter can bisect them."""
+        self.instance_type_options = sort_by_cpu(options)
+        self.optset = OptionSet(self.instance_type_options, sig=signature(self.requirements))
+        self.max_capacity = rl.max_of(*(i.capacity for i in options))
 
     def has_prefer_no_schedule_taint(self) -> bool:
         return any(t.effect == "PreferNoSchedule" for t in self.taints)

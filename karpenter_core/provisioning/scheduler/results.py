@@ -41,7 +41,7 @@ class Results:
                     for p in nc.pods:
                         self.pod_errors[p.key] = err
                     continue
-            nc.options = truncated
+            nc.set_options(truncated)
             kept.append(nc)
         self.new_nodeclaims = kept
 

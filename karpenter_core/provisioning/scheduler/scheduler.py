@@ -16,6 +16,7 @@ from typing import Any
 from attrs import frozen
 
 from karpenter_core.apis.labels import (
+    LABEL_HOSTNAME,
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
@@ -152,7 +153,7 @@ class Scheduler:
                     + (" (minValues)" if minvalues else "")
                 )
                 continue
-            t.instance_type_options = survivors
+            t.set_instance_type_options(survivors)
             self.templates.append(t)
         self.daemon_groups: dict[str, list[DaemonOverheadGroup]] = {
             t.nodepool_name: build_daemon_overhead_groups(t, daemon_pods) for t in self.templates
@@ -164,6 +165,7 @@ class Scheduler:
         self.reservations = ReservationManager(instance_types)
         self.new_nodeclaims: list[NodeClaim] = []
         self._buckets: dict[int, dict[NodeClaim, None]] = {}
+        self._blocker_index: dict[int, tuple[dict[str, int], set[NodeClaim]]] = {}
         self.existing_nodes: list[ExistingNode] = []
         for sn in state_nodes:
             taints = sn.taints()
@@ -252,6 +254,7 @@ class Scheduler:
 
     def _add(self, pod: Any, ident: str) -> object | None:
         data = self.pod_data[ident]
+        self.topology.begin_scan(pod)
         if self._add_to_existing_node(pod, data):
             return None
         if self._add_to_inflight_nodeclaim(pod, data):
@@ -264,20 +267,53 @@ class Scheduler:
         if not self.existing_nodes:
             return False
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
+        blockers = self.topology.hostname_blockers(pod)
         for node in self.existing_nodes:
+            if blockers and any(b.get(node.hostname) for b in blockers):
+                continue
             result = node.can_add(pod, data, volumes)
             if isinstance(result, Placement):
                 node.add(pod, data, result, volumes)
                 return True
         return False
 
+    def _blocked(self, pod: Any) -> set[NodeClaim] | None:
+        """NodeClaims whose hostname anti-affinity counts rule them out for ``pod``."""
+        blockers = self.topology.hostname_blockers(pod)
+        if not blockers:
+            return None
+        sets = []
+        for domains in blockers:
+            entry = self._blocker_index.get(id(domains))
+            if entry is None or entry[0] is not domains:
+                entry = (domains, {nc for nc in self.new_nodeclaims if domains.get(nc.hostname)})
+                self._blocker_index[id(domains)] = entry
+            sets.append(entry[1])
+        return sets[0] if len(sets) == 1 else set().union(*sets)
+
     def _add_to_inflight_nodeclaim(self, pod: Any, data: PodData) -> bool:
+        blocked = self._blocked(pod)
+        shareable = not data.requirements.has(LABEL_HOSTNAME)
+        rejected: set[int] = set()
         for count in sorted(self._buckets):
-            for nc in self._buckets[count]:
+            bucket = self._buckets[count]
+            candidates: Any = bucket
+            if blocked:
+                rest = bucket.keys() - blocked
+                if not rest:
+                    continue
+                candidates = sorted(rest, key=_seq) if len(rest) < len(bucket) else bucket
+            for nc in candidates:
+                if rejected:
+                    sig = nc.signature()
+                    if sig in rejected:
+                        continue
                 result = nc.can_add(pod, data, False, want_error=False)
                 if isinstance(result, Placement):
                     self._commit(nc, pod, data, result)
                     return True
+                if shareable and nc.reject_shared:
+                    rejected.add(nc.signature())
         return False
 
     def _commit(self, nc: NodeClaim, pod: Any, data: PodData, placement: Placement) -> None:
@@ -289,6 +325,9 @@ class Scheduler:
                 del self._buckets[before]
         nc.add(pod, data, placement)
         self._buckets.setdefault(len(nc.pods), {})[nc] = None
+        for domains, members in self._blocker_index.values():
+            if domains.get(nc.hostname):
+                members.add(nc)
 
     def _add_to_new_nodeclaim(self, pod: Any, data: PodData) -> object | None:
         errors: list[object] = []
@@ -301,7 +340,8 @@ class Scheduler:
                         NodePoolError(template.nodepool_name, "node limits have been exhausted")
                     )
                     continue
-                options = [i for i in options if not rl.exceeds_any(i.capacity, remaining)]
+                if rl.exceeds_any(template.max_capacity, remaining):
+                    options = [i for i in options if not rl.exceeds_any(i.capacity, remaining)]
                 if not options:
                     errors.append(
                         NodePoolError(
@@ -340,19 +380,25 @@ class Scheduler:
             self._commit(nc, pod, data, result)
             self.new_nodeclaims.append(nc)
             if remaining is not None:
-                self.remaining[template.nodepool_name] = _subtract_max(remaining, nc.options)
+                # Pessimistically assume the largest candidate launches (upstream subtractMax).
+                if nc.options is template.instance_type_options:
+                    largest = template.max_capacity
+                else:
+                    largest = {
+                        k: max((i.capacity.get(k, 0) for i in nc.options), default=0)
+                        for k in remaining
+                    }
+                self.remaining[template.nodepool_name] = {
+                    k: v - largest.get(k, 0) for k, v in remaining.items()
+                }
             return None
         if len(errors) == 1:
             return errors[0]
         return CombinedError(errors)
 
 
-def _subtract_max(remaining: Mapping[str, int], options: Sequence[ITInfo]) -> dict[str, int]:
-    """Pessimistically assume the largest candidate launches (upstream ``subtractMax``)."""
-    if not options:
-        return dict(remaining)
-    largest = rl.max_of(*(i.capacity for i in options))
-    return {k: v - largest.get(k, 0) for k, v in remaining.items()}
+def _seq(nc: NodeClaim) -> int:
+    return nc.seq
 
 
 def _parse_limits(template: NodeClaimTemplate) -> dict[str, int]:
