@@ -132,17 +132,14 @@ class ClusterSnapshot:
         mutations such as LimitRange defaults); otherwise the template. Either way the
         required node affinity is the template's, because the DaemonSet controller rewrites
         each pod's affinity to pin it to its node."""
+        by_owner: dict[tuple[str, str], list[Pod]] = {}
+        for p in self.pods:
+            for o in p.owner_references:
+                if o.controller and o.kind == "DaemonSet":
+                    by_owner.setdefault((p.namespace, o.name), []).append(p)
         out: list[Pod] = []
         for ds in self.daemonsets:
-            owned = [
-                p
-                for p in self.pods
-                if p.namespace == ds.namespace
-                and any(
-                    o.controller and o.kind == "DaemonSet" and o.name == ds.name
-                    for o in p.owner_references
-                )
-            ]
+            owned = by_owner.get((ds.namespace, ds.name), [])
             if not owned:
                 out.append(ds.template_pod)
                 continue
