@@ -458,3 +458,66 @@ def test_ignored_kinds_are_noted_on_stderr(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flag", ["-o", "--output"])
 def test_output_flag_spellings(flag: str) -> None:
     assert json.loads(run("-f", str(EXAMPLE), flag, "json").stdout)["nodeClaims"]
+
+
+MANAGED_NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-1
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/registered: "true"
+    node.kubernetes.io/instance-type: c-4x-amd64-linux
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: kwok-1
+    {initialized}
+spec:
+  providerID: kwok://kwok-1
+  taints: [{{key: node.kubernetes.io/not-ready, effect: NoExecute}}]
+status:
+  capacity: {{cpu: "4", memory: 8Gi, pods: "110"}}
+  allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+NODECLAIM = """
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-abcde
+  labels: {karpenter.sh/nodepool: default}
+spec:
+  nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [c-4x-amd64-linux]}
+status:
+  providerID: kwok://kwok-1
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+"""
+
+
+def test_uninitialized_managed_node_ignores_its_ephemeral_taint(tmp_path: Path) -> None:
+    node = MANAGED_NODE.format(initialized="")
+    f = write(tmp_path, "m.yaml", NODEPOOL, node, NODECLAIM, pod_yaml("a"))
+    out = run_json("-f", str(f))
+    assert out["existingNodes"] == [{"name": "kwok-1", "pods": ["default/a"]}]
+    assert out["nodeClaims"] == []
+
+
+def test_initialized_node_with_the_taint_gets_a_new_nodeclaim(tmp_path: Path) -> None:
+    node = MANAGED_NODE.format(initialized='karpenter.sh/initialized: "true"')
+    f = write(tmp_path, "m.yaml", NODEPOOL, node, NODECLAIM, pod_yaml("a"))
+    out = run_json("-f", str(f))
+    assert out["existingNodes"] == []
+    assert [nc["pods"] for nc in out["nodeClaims"]] == [["default/a"]]
+
+
+def test_bound_pods_use_up_existing_capacity(tmp_path: Path) -> None:
+    node = NODE.format(name="n1", taints="")
+    busy = pod_yaml("busy", cpu="3500m", extra="  nodeName: n1\n")
+    f = write(tmp_path, "m.yaml", NODEPOOL, node, busy, pod_yaml("a"))
+    out = run_json("-f", str(f))
+    assert out["existingNodes"] == []
+    assert [nc["pods"] for nc in out["nodeClaims"]] == [["default/a"]]
