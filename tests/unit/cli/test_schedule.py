@@ -521,3 +521,43 @@ def test_bound_pods_use_up_existing_capacity(tmp_path: Path) -> None:
     out = run_json("-f", str(f))
     assert out["existingNodes"] == []
     assert [nc["pods"] for nc in out["nodeClaims"]] == [["default/a"]]
+
+
+def test_csi_volume_limits_of_existing_nodes_are_respected(tmp_path: Path) -> None:
+    """Spec scenario: CSINode limit 10, six pods with two new PVCs each -> five fit the
+    existing node, the sixth needs a new NodeClaim."""
+    docs = [
+        NODEPOOL,
+        NODE.format(name="n1", taints=""),
+        """
+        apiVersion: storage.k8s.io/v1
+        kind: CSINode
+        metadata: {name: n1}
+        spec:
+          drivers: [{name: csi.example.com, nodeID: n1, allocatable: {count: 10}}]
+        """,
+        """
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: disk}
+        provisioner: csi.example.com
+        volumeBindingMode: WaitForFirstConsumer
+        """,
+    ]
+    for i in range(6):
+        for v in ("a", "b"):
+            docs.append(
+                f"""
+                apiVersion: v1
+                kind: PersistentVolumeClaim
+                metadata: {{name: p{i}-{v}, namespace: default}}
+                spec: {{storageClassName: disk}}
+                """
+            )
+        volumes = f"  volumes: [{{name: a, persistentVolumeClaim: {{claimName: p{i}-a}}}}, {{name: b, persistentVolumeClaim: {{claimName: p{i}-b}}}}]\n"
+        docs.append(pod_yaml(f"p{i}", cpu="10m", memory="10Mi", extra=volumes))
+    f = write(tmp_path, "m.yaml", *docs)
+    out = run_json("-f", str(f))
+    assert out["podErrors"] == {}
+    assert [len(n["pods"]) for n in out["existingNodes"]] == [5]
+    assert [len(nc["pods"]) for nc in out["nodeClaims"]] == [1]
