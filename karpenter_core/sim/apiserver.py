@@ -337,15 +337,18 @@ class _Watcher:
         if etype == ADDED:
             return WatchEvent(ADDED, obj) if self.matches(obj) else None
         if etype == DELETED:
-            return WatchEvent(DELETED, obj) if self.matches(obj) else None
+            return WatchEvent(DELETED, obj) if self.matches(old or obj) else None
         now_match = self.matches(obj)
         was_match = old is not None and self.matches(old)
         if now_match and was_match:
             return WatchEvent(MODIFIED, obj)
         if now_match:
             return WatchEvent(ADDED, obj)
-        if was_match:
-            return WatchEvent(DELETED, obj)
+        if was_match and old is not None:
+            # Leaving the selection: the watcher is told the object it knew went away, at
+            # the resourceVersion of the change.
+            rv = _meta(obj).get("resourceVersion")
+            return WatchEvent(DELETED, {**old, "metadata": {**_meta(old), "resourceVersion": rv}})
         return None
 
     def push(self, event: WatchEvent) -> None:
