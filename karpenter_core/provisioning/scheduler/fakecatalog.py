@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from karpenter_core.apis import labels
-from karpenter_core.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offering
+from karpenter_core.cloudprovider.types import (
+    InstanceType,
+    InstanceTypeOverhead,
+    Offering,
+    register_reservation_labels,
+    reservation_id_label,
+)
 from karpenter_core.scheduling.requirements import (
     DOES_NOT_EXIST,
     IN,
@@ -30,10 +36,22 @@ GI = 1 << 30
 MILLI = 1000
 
 
+RESERVATION_ID_LABEL = "karpenter.sh/reservation-id"
+
+
 def register_labels() -> None:
+    """What the fake provider registers at start-up: its extra well-known labels and the
+    reservation-id label reserved offerings carry."""
     labels.register_well_known_labels(
-        [LABEL_INSTANCE_SIZE, EXOTIC_INSTANCE_LABEL_KEY, INTEGER_INSTANCE_LABEL_KEY]
+        [
+            LABEL_INSTANCE_SIZE,
+            EXOTIC_INSTANCE_LABEL_KEY,
+            INTEGER_INSTANCE_LABEL_KEY,
+            RESERVATION_ID_LABEL,
+        ]
     )
+    if not reservation_id_label():
+        register_reservation_labels(RESERVATION_ID_LABEL)
 
 
 def price_from_resources(capacity: Mapping[str, int]) -> float:
@@ -61,9 +79,7 @@ def offering(
         Requirement.new(labels.LABEL_TOPOLOGY_ZONE, IN, [zone]),
     )
     if reservation_id:
-        from karpenter_core.cloudprovider.types import reservation_id_label
-
-        key = reservation_id_label() or "karpenter.sh/reservation-id"
+        key = reservation_id_label() or RESERVATION_ID_LABEL
         reqs.add(Requirement.new(key, IN, [reservation_id]))
     return Offering(
         requirements=reqs,

@@ -47,9 +47,9 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
     NodeClaimTemplate,
 )
 from karpenter_core.provisioning.scheduler.offerings import (
-    RESERVATION_ID_LABEL,
     capacity_type_of,
     reservation_id_of,
+    reservation_label,
 )
 from karpenter_core.provisioning.scheduler.podinfo import PodData
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
@@ -467,7 +467,7 @@ class NodeClaim:
             )
             self.requirements.add(
                 Requirement.new(
-                    RESERVATION_ID_LABEL,
+                    reservation_label(),
                     IN,
                     sorted({reservation_id_of(o) for o in self.reserved_offerings}),
                 )

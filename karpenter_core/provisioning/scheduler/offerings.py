@@ -36,4 +36,11 @@ def reservation_id_of(offering: Any) -> str:
         rid = rid()
     if isinstance(rid, str) and rid:
         return rid
-    return _single_value(offering.requirements, RESERVATION_ID_LABEL)
+    return _single_value(offering.requirements, reservation_label())
+
+
+def reservation_label() -> str:
+    """The provider's reservation-id label (upstream ``cloudprovider.ReservationIDLabel``)."""
+    from karpenter_core.cloudprovider.types import reservation_id_label
+
+    return reservation_id_label() or RESERVATION_ID_LABEL
