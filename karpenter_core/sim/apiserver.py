@@ -789,10 +789,11 @@ class InMemoryApiServer:
     def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
         """Evict a pod, honouring the (single) PodDisruptionBudget that selects it.
 
-        Pods that are Pending, finished, or already terminating skip the budget. An
-        unready pod is evictable under ``unhealthyPodEvictionPolicy: AlwaysAllow``, or under
-        the default ``IfHealthyBudget`` when the budget is currently met. Otherwise the
-        budget must allow at least one disruption, else 429 TooManyRequests.
+        As the eviction subresource does: Pending, finished or already terminating pods skip
+        budgets; budgets with an empty selector select nothing; two budgets are a 500. An
+        unready pod goes without spending the budget under ``unhealthyPodEvictionPolicy:
+        AlwaysAllow``, or when the budget is currently met (and wants at least one healthy
+        pod). Everything else needs ``disruptionsAllowed > 0``, else 429 TooManyRequests.
         """
         rt = self._rt(_POD)
         with self._lock:
@@ -804,39 +805,33 @@ class InMemoryApiServer:
                 self._delete(rt, pod, "Background", grace_period_seconds)
                 return
             labels = _meta(pod).get("labels") or {}
-            pdbs = [
-                self._objects[_PDB][namespace][pdb_name]
-                for pdb_name in sorted(self._pdbs_by_ns.get(namespace, ()))
-                if self._pdbs[(namespace, pdb_name)].selector.matches(labels)
-            ]
+            pdbs = []
+            for pdb_name in sorted(self._pdbs_by_ns.get(namespace, ())):
+                selector = self._pdbs[(namespace, pdb_name)].selector
+                if not selector.empty and selector.matches(labels):
+                    pdbs.append(self._objects[_PDB][namespace][pdb_name])
             if len(pdbs) > 1:
                 raise InternalError(
                     "This pod has more than one PodDisruptionBudget, which the eviction subresource "
                     "does not support."
                 )
             if pdbs:
-                pdb = pdbs[0]
-                status = pdb.get("status") or {}
-                healthy = int(status.get("currentHealthy", 0))
-                desired = int(status.get("desiredHealthy", 0))
-                pdb_name = _meta(pdb)["name"]
-                if not _pod_ready(pod):
-                    policy = (pdb.get("spec") or {}).get(
-                        "unhealthyPodEvictionPolicy"
-                    ) or "IfHealthyBudget"
-                    if policy != "AlwaysAllow" and healthy < desired:
-                        raise TooManyRequests(
-                            "Cannot evict pod as it would violate the pod's disruption budget. "
-                            f"The disruption budget {pdb_name} needs {desired} healthy pods and has "
-                            f"{healthy} currently"
-                        )
-                elif int(status.get("disruptionsAllowed", 0)) <= 0:
-                    raise TooManyRequests(
-                        "Cannot evict pod as it would violate the pod's disruption budget. "
-                        f"The disruption budget {pdb_name} needs {desired} healthy pods and has "
-                        f"{healthy} currently"
-                    )
+                self._check_budget(pod, pdbs[0])
             self._delete(rt, pod, "Background", grace_period_seconds)
+
+    def _check_budget(self, pod: Obj, pdb: Obj) -> None:
+        status = pdb.get("status") or {}
+        healthy = int(status.get("currentHealthy", 0))
+        desired = int(status.get("desiredHealthy", 0))
+        if not _pod_ready(pod):
+            policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
+            if policy == "AlwaysAllow" or (healthy >= desired and desired > 0):
+                return
+        if int(status.get("disruptionsAllowed", 0)) <= 0:
+            raise TooManyRequests(
+                "Cannot evict pod as it would violate the pod's disruption budget. The disruption "
+                f"budget {_meta(pdb)['name']} needs {desired} healthy pods and has {healthy} currently"
+            )
 
     def bind(self, name: str, namespace: str, node_name: str) -> None:
         """Bind a pod to a node: sets ``spec.nodeName`` and the PodScheduled condition."""

@@ -334,3 +334,25 @@ def test_budget_status_reports_healthy_and_desired_pods(
         )
 
     backend.eventually(check)
+
+
+def test_a_budget_with_an_empty_selector_does_not_block_eviction(
+    kube_client: KubeClient, namespace: str, unique: Callable[[str], str]
+) -> None:
+    _two_ready_pods(kube_client, namespace, unique("node"))
+    kube_client.create(pdb("all", namespace, {}, min_available=2))
+    kube_client.evict("a", namespace)
+    assert _terminating(kube_client, "a", namespace)
+
+
+def test_unready_pods_under_a_zero_budget_need_a_healthy_pod_to_spare(
+    backend: Backend, namespace: str, unique: Callable[[str], str]
+) -> None:
+    backend.require(DISRUPTION_CONTROLLER)
+    client = backend.client
+    node = unique("node")
+    running_pod(client, "sick", namespace, node, labels={"app": "web"}, ready=False)
+    client.create(pdb("web", namespace, {"app": "web"}, min_available=0))
+    _wait_budget(backend, namespace, "web", 0)
+    with pytest.raises(TooManyRequests):
+        client.evict("sick", namespace)
