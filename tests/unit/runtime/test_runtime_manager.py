@@ -1,0 +1,391 @@
+"""Manager: result handling, watches to keys, and the deterministic virtual-time loop."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from karpenter_core.runtime.clock import VirtualClock, WallClock
+from karpenter_core.runtime.manager import LivelockError, Manager
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
+from karpenter_core.sim.apiserver import InMemoryApiServer
+
+
+class Recorder:
+    """A keyed reconciler that logs (time, key) and returns what ``decide`` says."""
+
+    def __init__(self, clock: VirtualClock, decide: Callable[[Any], Result | None] | None = None):
+        self.clock = clock
+        self.calls: list[tuple[float, Any]] = []
+        self.decide = decide or (lambda key: Result())
+
+    def reconcile(self, key: Any) -> Result | None:
+        self.calls.append((self.clock.monotonic(), key))
+        return self.decide(key)
+
+
+class Ticker:
+    """A singleton that runs every ``period`` seconds."""
+
+    def __init__(self, clock: VirtualClock, period: float) -> None:
+        self.clock = clock
+        self.period = period
+        self.times: list[float] = []
+
+    def reconcile(self) -> Result:
+        self.times.append(self.clock.monotonic())
+        return Result(requeue_after=self.period)
+
+
+def configmap(name: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+# ---------------------------------------------------------------- singletons and timers
+
+
+def test_a_simulated_hour_of_ten_second_singleton_runs() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    ticker = Ticker(clock, 10)
+    manager.add_singleton("ticker", ticker)
+    ran = manager.run_until(clock.start + timedelta(hours=1))
+    assert len(ticker.times) == 361  # t=0, 10, ..., 3600
+    assert ran == 361
+    assert ticker.times[:3] == [0.0, 10.0, 20.0]
+    assert clock.monotonic() == 3600.0
+
+
+def test_singletons_with_different_periods_interleave_by_time() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    fast, slow = Ticker(clock, 10), Ticker(clock, 60)
+    manager.add_singleton("fast", fast)
+    manager.add_singleton("slow", slow)
+    manager.run_for(600)
+    assert len(fast.times) == 61
+    assert slow.times == [0.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 420.0, 480.0, 540.0, 600.0]
+
+
+def test_run_until_leaves_the_clock_at_the_target() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    manager.add_singleton("ticker", Ticker(clock, 1000))
+    manager.run_for(42)
+    assert clock.monotonic() == 42.0
+
+
+# ---------------------------------------------------------------- result handling
+
+
+def test_a_failing_reconcile_is_retried_with_exponential_back_off() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    attempts: list[float] = []
+
+    def decide(key: Any) -> Result:
+        attempts.append(clock.monotonic())
+        if len(attempts) < 5:
+            raise RuntimeError("not yet")
+        return Result()
+
+    controller = manager.add_controller("c", Recorder(clock, decide))
+    manager.enqueue("c", "k")
+    manager.run_for(10)
+    gaps = [round(b - a, 6) for a, b in itertools.pairwise(attempts)]
+    assert gaps == [0.005, 0.01, 0.02, 0.04]
+    assert controller.errors == 4
+    assert controller.queue.num_requeues("k") == 0  # forgotten after the success
+
+
+def test_requeue_after_runs_again_later_and_resets_the_back_off() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    outcomes = iter([RuntimeError("x"), RuntimeError("y"), Result(requeue_after=30), Result()])
+
+    def decide(key: Any) -> Result:
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    recorder = Recorder(clock, decide)
+    controller = manager.add_controller("c", recorder)
+    manager.enqueue("c", "k")
+    manager.run_for(100)
+    times = [t for t, _ in recorder.calls]
+    assert times == [0.0, 0.005, 0.015, 30.015]
+    assert controller.queue.num_requeues("k") == 0
+
+
+def test_requeue_true_retries_with_back_off_without_counting_an_error() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    results = iter([Result(requeue=True), Result(requeue=True), Result()])
+    recorder = Recorder(clock, lambda key: next(results))
+    controller = manager.add_controller("c", recorder)
+    manager.enqueue("c", "k")
+    manager.run_for(10)
+    assert [t for t, _ in recorder.calls] == [0.0, 0.005, 0.015]
+    assert controller.errors == 0
+
+
+def test_an_empty_result_is_not_requeued() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    recorder = Recorder(clock)
+    manager.add_controller("c", recorder)
+    manager.enqueue("c", "k")
+    manager.run_for(3600)
+    assert len(recorder.calls) == 1
+
+
+def test_returning_something_other_than_a_result_is_an_error() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    controller = manager.add_controller("c", Recorder(clock, lambda key: "done"))  # type: ignore[arg-type,return-value]
+    manager.enqueue("c", "k")
+    manager.settle()
+    assert controller.errors == 1
+    assert "expected Result" in str(controller.last_error)
+
+
+def test_negative_requeue_after_is_refused() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        Result(requeue_after=-1)
+
+
+def test_keys_enqueued_many_times_at_once_reconcile_once() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    recorder = Recorder(clock)
+    manager.add_controller("c", recorder)
+    for _ in range(10):
+        manager.enqueue("c", "k")
+    manager.settle()
+    assert recorder.calls == [(0.0, "k")]
+
+
+def test_a_reconciler_that_requeues_itself_forever_is_reported() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock, max_reconciles_per_instant=50)
+
+    class Spinner:
+        def reconcile(self, key: Any) -> Result:
+            manager.enqueue("spin", key)
+            return Result()
+
+    manager.add_controller("spin", Spinner())
+    manager.enqueue("spin", "k")
+    with pytest.raises(LivelockError, match="spin"):
+        manager.run_for(1)
+
+
+# ---------------------------------------------------------------- watches
+
+
+def test_watch_events_enqueue_object_keys() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    server.create(configmap("existing"))
+    manager = Manager(clock, server)
+    recorder = Recorder(clock)
+    manager.add_controller("cm", recorder, watches=[Watch("configmaps", namespace="default")])
+    manager.settle()
+    assert [k for _, k in recorder.calls] == [ObjectKey("default", "existing")]
+    server.create(configmap("new"))
+    server.patch("configmaps", "existing", {"data": {"a": "b"}}, "default")
+    manager.settle()
+    assert [k for _, k in recorder.calls[1:]] == [
+        ObjectKey("default", "new"),
+        ObjectKey("default", "existing"),
+    ]
+
+
+def test_watch_mapper_and_predicate_shape_the_keys() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    manager = Manager(clock, server)
+    recorder = Recorder(clock)
+    watch = Watch(
+        "configmaps",
+        mapper=lambda etype, obj: [("owner", obj["metadata"]["labels"]["owner"])],
+        predicate=lambda etype, obj: "owner" in (obj["metadata"].get("labels") or {}),
+    )
+    manager.add_controller("cm", recorder, watches=[watch])
+    manager.start()
+    plain = configmap("plain")
+    owned = configmap("owned")
+    owned["metadata"]["labels"] = {"owner": "alice"}
+    server.create(plain)
+    server.create(owned)
+    manager.settle()
+    assert [k for _, k in recorder.calls] == [("owner", "alice")]
+
+
+def test_a_deleted_object_is_reconciled_by_key() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    server.create(configmap("a"))
+    manager = Manager(clock, server)
+    recorder = Recorder(clock)
+    manager.add_controller("cm", recorder, watches=[Watch("configmaps")])
+    manager.settle()
+    server.delete("configmaps", "a", "default")
+    manager.settle()
+    assert [k for _, k in recorder.calls] == [ObjectKey("default", "a"), ObjectKey("default", "a")]
+
+
+def test_watching_without_a_client_is_refused() -> None:
+    clock = VirtualClock()
+    with pytest.raises(ValueError, match="no KubeClient"):
+        Manager(clock).add_controller("c", Recorder(clock), watches=[Watch("pods")])
+
+
+def test_duplicate_controller_names_are_refused() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    manager.add_controller("c", Recorder(clock))
+    with pytest.raises(ValueError, match="already registered"):
+        manager.add_controller("c", Recorder(clock))
+
+
+def test_a_reconciler_without_reconcile_is_refused() -> None:
+    with pytest.raises(TypeError, match="no reconcile"):
+        Manager(VirtualClock()).add_controller("c", object())  # type: ignore[arg-type]
+
+
+def test_key_of_cluster_scoped_and_namespaced_objects() -> None:
+    assert key_of({"metadata": {"name": "n"}}) == ObjectKey("", "n")
+    assert str(key_of({"metadata": {"name": "p", "namespace": "ns"}})) == "ns/p"
+
+
+# ---------------------------------------------------------------- determinism
+
+
+def _scenario(seed: int | None) -> list[tuple[float, str, Any]]:
+    """Three controllers, a watch, timers and failures; returns the global reconcile order."""
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock, seed=7)
+    manager = Manager(clock, server, seed=seed)
+    order: list[tuple[float, str, Any]] = []
+
+    class Logged:
+        def __init__(self, name: str, decide: Callable[[Any], Result]) -> None:
+            self.name, self.decide = name, decide
+
+        def reconcile(self, key: Any) -> Result:
+            order.append((clock.monotonic(), self.name, key))
+            return self.decide(key)
+
+    def flaky(key: Any) -> Result:
+        if sum(1 for _, n, k in order if n == "flaky" and k == key) < 3:
+            raise RuntimeError("flake")
+        return Result(requeue_after=7)
+
+    manager.add_controller(
+        "cm", Logged("cm", lambda k: Result(requeue_after=5)), watches=[Watch("configmaps")]
+    )
+    manager.add_controller("flaky", Logged("flaky", flaky))
+    manager.add_controller("plain", Logged("plain", lambda k: Result()))
+    for i in range(5):
+        server.create(configmap(f"cm-{i}"))
+        manager.enqueue("flaky", f"f-{i}")
+        manager.enqueue("plain", f"p-{i}")
+
+    def later() -> None:
+        server.create(configmap("late"))
+
+    clock.call_later(12.5, later)
+    manager.run_for(60)
+    return order
+
+
+def test_the_same_inputs_give_the_same_order() -> None:
+    assert _scenario(None) == _scenario(None)
+
+
+def test_the_same_seed_gives_the_same_order() -> None:
+    assert _scenario(3) == _scenario(3)
+
+
+def test_without_a_seed_ready_controllers_take_turns() -> None:
+    order = _scenario(None)
+    first_round = [name for _, name, _ in order[:6]]
+    assert first_round == ["cm", "flaky", "plain", "cm", "flaky", "plain"]
+
+
+def test_step_does_one_thing_at_a_time() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    ticker = Ticker(clock, 10)
+    manager.add_singleton("t", ticker)
+    assert manager.step() is True  # reconcile at t=0
+    assert ticker.times == [0.0]
+    assert manager.step() is True  # fire the 10 s timer (queues the singleton)
+    assert ticker.times == [0.0]
+    assert manager.step() is True  # reconcile at t=10
+    assert ticker.times == [0.0, 10.0]
+
+
+def test_step_reports_when_nothing_is_left() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    manager.add_controller("c", Recorder(clock))
+    manager.enqueue("c", "k")
+    assert manager.step() is True
+    assert manager.step() is False
+
+
+def test_virtual_operations_need_a_virtual_clock() -> None:
+    with pytest.raises(RuntimeError, match="VirtualClock"):
+        Manager(WallClock()).step()
+
+
+# ---------------------------------------------------------------- real time
+
+
+def test_wall_clock_manager_reconciles_watch_events_in_threads() -> None:
+    clock = WallClock()
+    server = InMemoryApiServer(clock)
+    seen: list[Any] = []
+    arrived = threading.Event()
+
+    class Collect:
+        def reconcile(self, key: Any) -> Result:
+            seen.append(key)
+            if len(seen) >= 2:
+                arrived.set()
+            return Result()
+
+    manager = Manager(clock, server)
+    manager.add_controller("cm", Collect(), watches=[Watch("configmaps")], workers=2)
+    with manager:
+        server.create(configmap("a"))
+        server.create(configmap("b"))
+        assert arrived.wait(10)
+    assert sorted(str(k) for k in seen) == ["default/a", "default/b"]
+
+
+def test_wall_clock_singleton_runs_after_start() -> None:
+    clock = WallClock()
+    ran = threading.Event()
+
+    class Once:
+        def reconcile(self) -> Result:
+            ran.set()
+            return Result()
+
+    manager = Manager(clock)
+    manager.add_singleton("once", Once())
+    with manager:
+        assert ran.wait(10)
