@@ -1,0 +1,603 @@
+"""Topology: spread, pod affinity and anti-affinity for one scheduling run (upstream ``topology.go``).
+
+The scheduler asks two things of it, for every pod and every candidate node:
+
+* :meth:`Topology.add_requirements` narrows the candidate's requirements to the domains the
+  pod may use (or returns a :class:`TopologyError` value saying why none is left);
+* :meth:`Topology.record` counts the pod once it is placed.
+
+Groups are created when a pod is first seen (:meth:`Topology.update`, also called again
+after each relaxation so dropped preferences stop constraining the pod) and shared by every
+pod declaring the same constraint. Each new group counts the cluster's existing pods once.
+
+Anti-affinity works both ways: a running pod with required anti-affinity to ``app=db`` keeps
+new ``app=db`` pods out of its domain even though the new pods say nothing. Those *inverse*
+groups are owned by the pods that declare the term and apply to the pods they select.
+
+Call sequence (as upstream's scheduler)::
+
+    topology = Topology(snapshot, state_nodes, nodepools, instance_types, pods,
+                        preference_policy="Respect")
+    topology.register(LABEL_HOSTNAME, hostname)           # every existing / new node
+    reqs = topology.add_requirements(pod, taints, strict_pod_reqs, node_reqs)
+    if isinstance(reqs, TopologyError): ...               # try the next node
+    topology.record(pod, taints, final_node_reqs)         # once the pod is placed
+    preferences.relax(view); topology.update(view)        # after a failed attempt
+
+``pod`` may be a :class:`~karpenter_core.apis.objects.Pod` or a
+:class:`~karpenter_core.provisioning.scheduler.preferences.PodSchedulingView` (the relaxed
+copy); ownership is keyed by UID (``namespace/name`` when a pod has none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+from attrs import define
+
+from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+from karpenter_core.provisioning.scheduler.preferences import (
+    DO_NOT_SCHEDULE,
+    PREFERENCE_POLICIES,
+    PREFERENCE_POLICY_IGNORE,
+    PREFERENCE_POLICY_RESPECT,
+    SchedulingPod,
+    pod_id,
+)
+from karpenter_core.provisioning.scheduler.topologydomaingroup import (
+    NODE_INCLUSION_POLICY_HONOR,
+    NODE_INCLUSION_POLICY_IGNORE,
+    TopologyDomainGroup,
+)
+from karpenter_core.provisioning.scheduler.topologygroup import (
+    MAX_INT32,
+    LabelSelector,
+    TopologyGroup,
+    TopologyType,
+    compile_selector,
+    group_signature,
+)
+from karpenter_core.provisioning.scheduler.topologynodefilter import (
+    MATCH_ALL,
+    TopologyNodeFilter,
+    _freeze,
+    make_topology_node_filter,
+)
+from karpenter_core.scheduling.requirements import (
+    EXISTS,
+    IN,
+    Requirement,
+    Requirements,
+)
+from karpenter_core.scheduling.taints import Taint
+
+__all__ = [
+    "NAMESPACE_NAME_LABEL",
+    "Topology",
+    "TopologyError",
+    "build_domain_groups",
+    "ignored_for_topology",
+]
+
+#: Every namespace carries this label (the API server sets it), so a namespaceSelector can
+#: match namespaces the snapshot knows only by name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+@define(frozen=True, slots=True, eq=False)
+class TopologyError:
+    """No domain of ``group`` is allowed for the pod on this node. The message is built only
+    when asked for (most failures are retried elsewhere and never shown)."""
+
+    group: TopologyGroup
+    pod_domains: Requirement
+    node_domains: Requirement
+
+    def __str__(self) -> str:
+        return (
+            f"unsatisfiable topology constraint for {self.group.type}, key={self.group.key} "
+            f"(counts = {self.group.counts_string(25)}, podDomains = {self.pod_domains}, "
+            f"nodeDomains = {self.node_domains}"
+        )
+
+
+def ignored_for_topology(pod: Any) -> bool:
+    """Pods that are not running somewhere do not count: unbound, finished or terminating."""
+    return (
+        not pod.node_name
+        or pod.phase in ("Succeeded", "Failed")
+        or pod.deletion_timestamp is not None
+    )
+
+
+def _taint_values(taints: Iterable[Any]) -> tuple[Taint, ...]:
+    """NodePool taints are API-model objects; topology works on scheduling Taints."""
+    out: list[Taint] = []
+    for t in taints:
+        if isinstance(t, Taint):
+            out.append(t)
+        elif isinstance(t, Mapping):
+            out.append(Taint.from_dict(t))
+        else:
+            out.append(Taint.from_dict(t.to_dict()))
+    return tuple(out)
+
+
+def _nodepool_requirements(nodepool: Any) -> tuple[Requirements, tuple[Taint, ...]]:
+    """A NodePool's template requirements ∩ template labels, and its template taints."""
+    template = nodepool.spec.template
+    reqs = Requirements.from_node_selector_requirements(template.spec.requirements)
+    labels = template.labels if template.metadata is not None else {}
+    reqs.add(*Requirements.from_labels(labels).values())
+    return reqs, _taint_values(template.spec.taints)
+
+
+def build_domain_groups(
+    nodepools: Sequence[Any], instance_types: Mapping[str, Sequence[Any]]
+) -> dict[str, TopologyDomainGroup]:
+    """The domain universe per topology key (spec §10.1).
+
+    For each NodePool and each of its instance types, every value of every key of (pool
+    requirements ∩ pool labels ∩ instance-type requirements) is a domain tagged with the
+    pool's taints; so is every ``In`` value of the pool's own requirements and labels.
+    Complement requirements contribute the values they exclude [quirk, as upstream].
+    Values are visited in sorted order so the result does not depend on hash order.
+    """
+    by_name = {np.name: np for np in nodepools}
+    groups: dict[str, TopologyDomainGroup] = {}
+
+    def insert(key: str, values: Iterable[str], taints: tuple[Taint, ...]) -> None:
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = TopologyDomainGroup()
+        for value in sorted(values):
+            group.insert(value, taints)
+
+    for np_name, its in instance_types.items():
+        nodepool = by_name.get(np_name)
+        if nodepool is None:
+            continue
+        base, taints = _nodepool_requirements(nodepool)
+        for it in its:
+            reqs = base.copy()
+            reqs.add(*it.requirements.values())
+            for key, req in reqs.items():
+                insert(key, req.values, taints)
+        for key, req in base.items():
+            if req.operator() == IN:
+                insert(key, req.values, taints)
+    return groups
+
+
+def _int_or(value: Any, default: int | None) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return default
+
+
+class Topology:
+    """Topology groups of one scheduling run (see module docstring).
+
+    ``snapshot`` supplies the cluster's pods and nodes (for counting), ``state_nodes`` the
+    existing capacity (whose domains every new group learns even if empty), ``nodepools`` and
+    ``instance_types`` (keyed by NodePool name) the domain universe, and ``pods`` the batch
+    being scheduled (never counted as already running). ``namespace_labels`` maps namespace
+    name -> labels for ``namespaceSelector``; namespaces not listed are known by name only.
+    """
+
+    def __init__(
+        self,
+        snapshot: Any,
+        state_nodes: Sequence[Any],
+        nodepools: Sequence[Any],
+        instance_types: Mapping[str, Sequence[Any]],
+        pods: Sequence[SchedulingPod],
+        *,
+        preference_policy: str = PREFERENCE_POLICY_RESPECT,
+        namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        if preference_policy not in PREFERENCE_POLICIES:
+            raise ValueError(
+                f"preference policy must be one of Respect, Ignore (got {preference_policy!r})"
+            )
+        self.preference_policy = preference_policy
+        self.domain_groups = build_domain_groups(nodepools, instance_types)
+        self.topology_groups: dict[Hashable, TopologyGroup] = {}
+        self.inverse_topology_groups: dict[Hashable, TopologyGroup] = {}
+        self.excluded_pods: set[str] = {pod_id(p) for p in pods}
+        self._owned: dict[str, list[TopologyGroup]] = {}
+        self._by_key: dict[str, list[TopologyGroup]] = {}
+        self._version = 0
+        self._selecting: dict[str, tuple[int, list[TopologyGroup]]] = {}
+        self._selector_cache: dict[Hashable, LabelSelector] = {}
+        self._node_reqs_cache: dict[str, Requirements] = {}
+
+        cluster_pods: Sequence[Any] = tuple(getattr(snapshot, "pods", ()) or ())
+        self._nodes: dict[str, Any] = {n.name: n for n in getattr(snapshot, "nodes", ()) or ()}
+        # Existing real nodes (state nodes tracking a Node, not just an in-flight NodeClaim).
+        self._state_nodes: list[tuple[Mapping[str, str], tuple[Taint, ...], Any]] = []
+        for sn in state_nodes:
+            node = getattr(sn, "node", None)
+            if node is None:
+                continue
+            self._state_nodes.append((sn.labels(), tuple(node.taints), node))
+            self._nodes.setdefault(node.name, node)
+
+        # Pods that count, by namespace (running somewhere, not part of this batch).
+        self._counted: dict[str, list[Any]] = {}
+        namespaces: dict[str, dict[str, str]] = {}
+        for p in (*cluster_pods, *pods):
+            namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
+        for ns, labels in (namespace_labels or {}).items():
+            namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
+        self._namespaces = namespaces
+        for p in cluster_pods:
+            if ignored_for_topology(p) or pod_id(p) in self.excluded_pods:
+                continue
+            self._counted.setdefault(p.namespace, []).append(p)
+
+        self._update_inverse_affinities(cluster_pods)
+        for p in pods:
+            self.update(p)
+
+    # --- public API ---------------------------------------------------------------------------
+
+    def update(self, pod: SchedulingPod) -> None:
+        """(Re)build the groups ``pod`` owns from its current constraints.
+
+        The pod first gives up ownership of every group, so a relaxed preference stops
+        applying; groups already known (same signature) are shared, new ones count the
+        cluster's pods once.
+        """
+        pid = pod_id(pod)
+        for previous in self._owned.pop(pid, ()):
+            previous.remove_owner(pid)
+        anti = _section(pod.affinity, "podAntiAffinity")
+        if anti.get(_REQUIRED) or (
+            self.preference_policy == PREFERENCE_POLICY_RESPECT and anti.get(_PREFERRED)
+        ):
+            self._update_inverse_anti_affinity(pod, None)
+        owned: list[TopologyGroup] = []
+        for signature, build in self._new_groups(pod):
+            tg = self.topology_groups.get(signature)
+            if tg is None:
+                tg = build()
+                self._count_domains(tg)
+                self._add_group(signature, tg)
+            if not tg.is_owned_by(pid):
+                tg.add_owner(pid)
+                owned.append(tg)
+        if owned:
+            self._owned[pid] = owned
+
+    def add_requirements(
+        self,
+        pod: SchedulingPod,
+        taints: Sequence[Taint],
+        pod_requirements: Requirements,
+        node_requirements: Requirements,
+        allow_undefined: Any = None,
+    ) -> Requirements | TopologyError:
+        """``node_requirements`` narrowed by every topology that applies to ``pod`` there.
+
+        ``pod_requirements`` should be the pod's *strict* requirements (preferred node
+        affinity must not shrink the domains a spread counts). Returns a new Requirements
+        (the input is not modified) or a :class:`TopologyError`.
+        """
+        requirements = node_requirements.copy()
+        for tg in self._matching_topologies(pod, taints, node_requirements, allow_undefined):
+            key = tg.key
+            pod_domains = (
+                pod_requirements.get(key)
+                if pod_requirements.has(key)
+                else Requirement.new(key, EXISTS)
+            )
+            node_domains = (
+                node_requirements.get(key)
+                if node_requirements.has(key)
+                else Requirement.new(key, EXISTS)
+            )
+            domains, _ = tg.get(pod, pod_domains, node_domains)
+            if domains.size() == 0:
+                return TopologyError(tg, pod_domains, node_domains)
+            requirements.add(domains)
+        return requirements
+
+    def record(
+        self,
+        pod: SchedulingPod,
+        taints: Sequence[Taint],
+        requirements: Requirements,
+        allow_undefined: Any = None,
+    ) -> None:
+        """Count ``pod`` as placed on a node with (final) ``requirements``.
+
+        Anti-affinity groups count every domain still possible for the key (a pod whose zone
+        is undecided blocks all its candidate zones); spread and affinity groups only count
+        once the requirement names exactly one domain.
+        """
+        taints = tuple(taints)
+        for tg in self._groups_selecting(pod):
+            if not tg.node_filter.matches(taints, requirements, allow_undefined):
+                continue
+            domains = requirements.get(tg.key)
+            if tg.type is TopologyType.POD_ANTI_AFFINITY:
+                tg.record(*domains.values)
+            elif domains.size() == 1:
+                tg.record(next(iter(domains.values)))
+        pid = pod_id(pod)
+        for tg in self.inverse_topology_groups.values():
+            if tg.is_owned_by(pid):
+                tg.record(*requirements.get(tg.key).values)
+
+    def register(self, topology_key: str, domain: str) -> None:
+        """Make every group on ``topology_key`` aware of ``domain`` (e.g. a new node's hostname)."""
+        for tg in self._by_key.get(topology_key, ()):
+            tg.register(domain)
+
+    def unregister(self, topology_key: str, domain: str) -> None:
+        """Forget ``domain`` in every group on ``topology_key``."""
+        for tg in self._by_key.get(topology_key, ()):
+            tg.unregister(domain)
+
+    def get_topology_zone_constraints(
+        self, pod: SchedulingPod, pod_requirements: Requirements
+    ) -> tuple[set[str] | None, bool]:
+        """The zones every zone-keyed group of ``pod`` allows (None: no such group), and
+        whether any zone is allowed at all."""
+        result: set[str] | None = None
+        pid = pod_id(pod)
+        for tg in self._owned.get(pid, ()):
+            if tg.key != LABEL_TOPOLOGY_ZONE:
+                continue
+            pod_domains = (
+                pod_requirements.get(tg.key)
+                if pod_requirements.has(tg.key)
+                else Requirement.new(tg.key, EXISTS)
+            )
+            _, valid = tg.get(pod, pod_domains, Requirement.new(tg.key, EXISTS))
+            if not valid:
+                return None, False
+            result = set(valid) if result is None else result & valid
+        return result, True
+
+    def groups_owned_by(self, pod: SchedulingPod) -> list[TopologyGroup]:
+        """The groups whose constraint ``pod`` declares (for explanations and tests)."""
+        return list(self._owned.get(pod_id(pod), ()))
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _add_group(self, signature: Hashable, tg: TopologyGroup) -> None:
+        self.topology_groups[signature] = tg
+        self._by_key.setdefault(tg.key, []).append(tg)
+        self._version += 1
+
+    def _groups_selecting(self, pod: SchedulingPod) -> list[TopologyGroup]:
+        """Groups that select ``pod`` (cached per pod until a new group appears)."""
+        pid = pod_id(pod)
+        hit = self._selecting.get(pid)
+        if hit is not None and hit[0] == self._version:
+            return hit[1]
+        groups = [tg for tg in self.topology_groups.values() if tg.selects(pod)]
+        self._selecting[pid] = (self._version, groups)
+        return groups
+
+    def _matching_topologies(
+        self,
+        pod: SchedulingPod,
+        taints: Sequence[Taint],
+        requirements: Requirements,
+        allow_undefined: Any,
+    ) -> list[TopologyGroup]:
+        """Groups ``pod`` owns plus inverse anti-affinity groups that would count it."""
+        matching = list(self._owned.get(pod_id(pod), ()))
+        if self.inverse_topology_groups:
+            taints = tuple(taints)
+            for tg in self.inverse_topology_groups.values():
+                if tg.counts(pod, taints, requirements, allow_undefined):
+                    matching.append(tg)
+        return matching
+
+    def _selector(self, raw: Mapping[str, Any] | None) -> LabelSelector:
+        if raw is None:
+            return compile_selector(None)
+        signature = _freeze(raw)
+        selector = self._selector_cache.get(signature)
+        if selector is None:
+            selector = self._selector_cache[signature] = compile_selector(raw)
+        return selector
+
+    def _namespace_list(
+        self, namespace: str, namespaces: Any, selector: Any
+    ) -> frozenset[str]:
+        """The pod's namespace when the term names none; else the listed namespaces plus
+        those matching ``namespaceSelector`` (``{}`` matches every namespace)."""
+        listed = [n for n in namespaces or () if isinstance(n, str)]
+        if not listed and selector is None:
+            return frozenset((namespace,))
+        if selector is None:
+            return frozenset(listed)
+        sel = self._selector(selector)
+        selected = {ns for ns, labels in self._namespaces.items() if sel.matches(labels)}
+        selected.update(listed)
+        return frozenset(selected)
+
+    def _new_groups(self, pod: SchedulingPod) -> list[tuple[Hashable, Any]]:
+        """(signature, builder) for every group ``pod`` declares; builders run only for new
+        signatures, so shared constraints cost one signature computation per pod."""
+        out: list[tuple[Hashable, Any]] = []
+        for tsc in pod.topology_spread_constraints or ():
+            if not isinstance(tsc, Mapping):
+                continue
+            if (
+                self.preference_policy == PREFERENCE_POLICY_IGNORE
+                and tsc.get("whenUnsatisfiable", DO_NOT_SCHEDULE) != DO_NOT_SCHEDULE
+            ):
+                continue
+            out.append(self._spread_group(pod, tsc))
+        affinity = pod.affinity or {}
+        for section, topology_type in (
+            ("podAffinity", TopologyType.POD_AFFINITY),
+            ("podAntiAffinity", TopologyType.POD_ANTI_AFFINITY),
+        ):
+            terms = list(_section(affinity, section).get(_REQUIRED) or ())
+            if self.preference_policy == PREFERENCE_POLICY_RESPECT:
+                for weighted in _section(affinity, section).get(_PREFERRED) or ():
+                    if isinstance(weighted, Mapping):
+                        terms.append(weighted.get("podAffinityTerm"))
+            for term in terms:
+                if isinstance(term, Mapping):
+                    out.append(self._affinity_group(pod, topology_type, term))
+        return out
+
+    def _spread_group(
+        self, pod: SchedulingPod, tsc: Mapping[str, Any]
+    ) -> tuple[Hashable, Any]:
+        key = str(tsc.get("topologyKey") or "")
+        raw_selector = tsc.get("labelSelector")
+        match_label_keys = tsc.get("matchLabelKeys") or ()
+        if isinstance(raw_selector, Mapping) and match_label_keys:
+            labels = pod.labels or {}
+            extra = [
+                {"key": k, "operator": "In", "values": [labels[k]]}
+                for k in match_label_keys
+                if isinstance(k, str) and k in labels
+            ]
+            if extra:
+                raw_selector = dict(raw_selector)
+                raw_selector["matchExpressions"] = [
+                    *(raw_selector.get("matchExpressions") or ()),
+                    *extra,
+                ]
+        selector = self._selector(raw_selector)
+        max_skew = _int_or(tsc.get("maxSkew"), 1) or 1
+        min_domains = _int_or(tsc.get("minDomains"), None)
+        taint_policy = tsc.get("nodeTaintsPolicy") or NODE_INCLUSION_POLICY_IGNORE
+        affinity_policy = tsc.get("nodeAffinityPolicy") or NODE_INCLUSION_POLICY_HONOR
+        node_filter = make_topology_node_filter(pod, taint_policy, affinity_policy)
+        namespaces = frozenset((pod.namespace,))
+        signature = group_signature(
+            TopologyType.SPREAD, key, namespaces, selector, max_skew, min_domains, node_filter
+        )
+
+        def build() -> TopologyGroup:
+            return TopologyGroup(
+                TopologyType.SPREAD,
+                key,
+                pod,
+                namespaces,
+                selector,
+                max_skew,
+                min_domains,
+                node_filter,
+                self.domain_groups.get(key),
+            )
+
+        return signature, build
+
+    def _affinity_group(
+        self, pod: SchedulingPod, topology_type: TopologyType, term: Mapping[str, Any]
+    ) -> tuple[Hashable, Any]:
+        key = str(term.get("topologyKey") or "")
+        namespaces = self._namespace_list(
+            pod.namespace, term.get("namespaces"), term.get("namespaceSelector")
+        )
+        selector = self._selector(term.get("labelSelector"))
+        signature = group_signature(
+            topology_type, key, namespaces, selector, MAX_INT32, None, MATCH_ALL
+        )
+
+        def build() -> TopologyGroup:
+            return TopologyGroup(
+                topology_type,
+                key,
+                pod,
+                namespaces,
+                selector,
+                MAX_INT32,
+                None,
+                None,
+                self.domain_groups.get(key),
+            )
+
+        return signature, build
+
+    def _node_requirements(self, node: Any) -> Requirements:
+        reqs = self._node_reqs_cache.get(node.name)
+        if reqs is None:
+            reqs = self._node_reqs_cache[node.name] = Requirements.from_labels(node.labels)
+        return reqs
+
+    def _filter_matches_node(self, node_filter: TopologyNodeFilter, node: Any) -> bool:
+        if node_filter is MATCH_ALL:
+            return True
+        return node_filter.matches(tuple(node.taints), self._node_requirements(node))
+
+    def _count_domains(self, tg: TopologyGroup) -> None:
+        """Learn the domains of existing nodes and count the cluster's running pods."""
+        key = tg.key
+        for labels, _taints, node in self._state_nodes:
+            if not self._filter_matches_node(tg.node_filter, node):
+                continue
+            domain = labels.get(key)
+            if domain is not None:
+                tg.register(domain)
+        for ns in tg.namespaces:
+            for p in self._counted.get(ns, ()):
+                if not tg.selector.matches(p.labels or {}):
+                    continue
+                node = self._nodes.get(p.node_name)
+                if node is None:
+                    continue  # a pod left behind by a deleted node does not run anywhere
+                domain = node.labels.get(key)
+                if domain is None and key == LABEL_HOSTNAME:
+                    # Not labelled yet (kubelet adds it): the node name is the best guess.
+                    domain = node.name
+                if domain is None:
+                    continue
+                if not self._filter_matches_node(tg.node_filter, node):
+                    continue
+                tg.record(domain)
+
+    def _update_inverse_affinities(self, cluster_pods: Iterable[Any]) -> None:
+        """Inverse groups for running pods with required anti-affinity."""
+        for p in cluster_pods:
+            if not p.node_name or p.phase in ("Succeeded", "Failed"):
+                continue
+            if pod_id(p) in self.excluded_pods:
+                continue
+            if not _section(p.affinity, "podAntiAffinity").get(_REQUIRED):
+                continue
+            node = self._nodes.get(p.node_name)
+            if node is None:
+                continue
+            self._update_inverse_anti_affinity(p, node.labels)
+
+    def _update_inverse_anti_affinity(
+        self, pod: SchedulingPod, domains: Mapping[str, str] | None
+    ) -> None:
+        """Inverse groups from ``pod``'s *required* anti-affinity terms (preferences are not
+        tracked inversely: relaxing them happens on a different pod)."""
+        pid = pod_id(pod)
+        for term in _section(pod.affinity, "podAntiAffinity").get(_REQUIRED) or ():
+            if not isinstance(term, Mapping):
+                continue
+            signature, build = self._affinity_group(pod, TopologyType.POD_ANTI_AFFINITY, term)
+            tg = self.inverse_topology_groups.get(signature)
+            if tg is None:
+                tg = self.inverse_topology_groups[signature] = build()
+                self._by_key.setdefault(tg.key, []).append(tg)
+            if domains is not None and tg.key in domains:
+                tg.record(domains[tg.key])
+            tg.add_owner(pid)
+
+
+def _section(affinity: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
+    if not affinity:
+        return {}
+    section = affinity.get(name)
+    return section if isinstance(section, Mapping) else {}
