@@ -201,9 +201,7 @@ class Preferences:
     @policy.validator
     def _check_policy(self, _attr: Any, value: str) -> None:
         if value not in PREFERENCE_POLICIES:
-            raise ValueError(
-                f"preference policy must be one of Respect, Ignore (got {value!r})"
-            )
+            raise ValueError(f"preference policy must be one of Respect, Ignore (got {value!r})")
 
     def relax(self, pod: PodSchedulingView) -> bool:
         """Drop the next preference of ``pod`` in upstream order; False when none is left."""

@@ -411,9 +411,7 @@ class Topology:
             selector = self._selector_cache[signature] = compile_selector(raw)
         return selector
 
-    def _namespace_list(
-        self, namespace: str, namespaces: Any, selector: Any
-    ) -> frozenset[str]:
+    def _namespace_list(self, namespace: str, namespaces: Any, selector: Any) -> frozenset[str]:
         """The pod's namespace when the term names none; else the listed namespaces plus
         those matching ``namespaceSelector`` (``{}`` matches every namespace)."""
         listed = [n for n in namespaces or () if isinstance(n, str)]
@@ -454,9 +452,7 @@ class Topology:
                     out.append(self._affinity_group(pod, topology_type, term))
         return out
 
-    def _spread_group(
-        self, pod: SchedulingPod, tsc: Mapping[str, Any]
-    ) -> tuple[Hashable, Any]:
+    def _spread_group(self, pod: SchedulingPod, tsc: Mapping[str, Any]) -> tuple[Hashable, Any]:
         key = str(tsc.get("topologyKey") or "")
         raw_selector = tsc.get("labelSelector")
         match_label_keys = tsc.get("matchLabelKeys") or ()

@@ -181,9 +181,10 @@ def test_do_not_schedule_spreads_are_never_relaxed() -> None:
 
 
 def test_prefer_no_schedule_toleration_only_when_some_pool_has_such_a_taint() -> None:
-    assert Preferences(tolerate_prefer_no_schedule=False).relax(
-        PodSchedulingView.of(make_pod())
-    ) is False
+    assert (
+        Preferences(tolerate_prefer_no_schedule=False).relax(PodSchedulingView.of(make_pod()))
+        is False
+    )
     view = PodSchedulingView.of(make_pod())
     assert Preferences(tolerate_prefer_no_schedule=True).relax(view)
     assert view.tolerations == (

@@ -227,10 +227,18 @@ def test_counts_string_is_sorted_and_truncated() -> None:
         (None, {"x": "y"}, False),
         ({"matchLabels": {"app": "web"}}, {"app": "web", "x": "y"}, True),
         ({"matchLabels": {"app": "web"}}, {"app": "db"}, False),
-        ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}, {"app": "b"}, True),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]},
+            {"app": "b"},
+            True,
+        ),
         ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]}, {}, False),
         ({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]}, {}, True),
-        ({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]}, {"app": "a"}, False),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]},
+            {"app": "a"},
+            False,
+        ),
         ({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, {"app": ""}, True),
         ({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, {}, False),
         ({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, {}, True),
@@ -261,15 +269,19 @@ def test_invalid_selectors_are_errors_and_select_nothing(selector: Mapping[str, 
 
 
 def test_selector_signature_ignores_order_and_duplicates() -> None:
-    a = {"matchExpressions": [
-        {"key": "x", "operator": "In", "values": ["1", "2"]},
-        {"key": "y", "operator": "Exists"},
-    ]}
-    b = {"matchExpressions": [
-        {"key": "y", "operator": "Exists"},
-        {"key": "x", "operator": "In", "values": ["2", "1"]},
-        {"key": "y", "operator": "Exists"},
-    ]}
+    a = {
+        "matchExpressions": [
+            {"key": "x", "operator": "In", "values": ["1", "2"]},
+            {"key": "y", "operator": "Exists"},
+        ]
+    }
+    b = {
+        "matchExpressions": [
+            {"key": "y", "operator": "Exists"},
+            {"key": "x", "operator": "In", "values": ["2", "1"]},
+            {"key": "y", "operator": "Exists"},
+        ]
+    }
     assert compile_selector(a).signature == compile_selector(b).signature
     assert compile_selector(a).signature != compile_selector({}).signature
 
