@@ -1,0 +1,345 @@
+"""In-memory API server behaviour beyond the shared contract: history bounds, indexes,
+bookmarks, PDB status bookkeeping, determinism, scale and thread safety."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from karpenter_core.kube.client import (
+    ADDED,
+    BOOKMARK,
+    BadRequest,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+)
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.sim.apiserver import InMemoryApiServer, apply_json_patch, apply_merge_patch
+
+
+def cm(name: str, namespace: str = "default", **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, **meta},
+    }
+
+
+def pod(name: str, node: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def test_watch_older_than_the_history_is_gone() -> None:
+    server = InMemoryApiServer(watch_history=5)
+    first = server.create(cm("a"))
+    for i in range(10):
+        server.create(cm(f"x{i}"))
+    with pytest.raises(Gone, match="too old"):
+        server.watch("configmaps", resource_version=first["metadata"]["resourceVersion"])
+
+
+def test_watch_within_the_history_replays_every_later_event() -> None:
+    server = InMemoryApiServer(watch_history=5)
+    for i in range(10):
+        server.create(cm(f"x{i}"))
+    recent = server.create(cm("recent"))
+    server.create(cm("after1"))
+    server.create(cm("after2"))
+    stream = server.watch("configmaps", resource_version=recent["metadata"]["resourceVersion"])
+    assert [e.object["metadata"]["name"] for e in stream.poll()] == ["after1", "after2"]
+
+
+def test_a_non_numeric_resource_version_is_a_bad_request() -> None:
+    with pytest.raises(BadRequest, match="not valid"):
+        InMemoryApiServer().watch("configmaps", resource_version="abc")
+
+
+def test_send_bookmarks_reaches_only_watches_that_asked() -> None:
+    server = InMemoryApiServer()
+    rv = server.resource_version
+    with_marks = server.watch("configmaps", resource_version=rv, allow_watch_bookmarks=True)
+    without = server.watch("configmaps", resource_version=rv)
+    server.create(cm("a"))
+    server.send_bookmarks()
+    marks = with_marks.poll()
+    assert [e.type for e in marks] == [ADDED, BOOKMARK]
+    assert marks[1].object["metadata"]["resourceVersion"] == server.resource_version
+    assert [e.type for e in without.poll()] == [ADDED]
+
+
+def test_send_initial_events_requires_bookmarks() -> None:
+    with pytest.raises(Invalid, match="allowWatchBookmarks"):
+        InMemoryApiServer().watch("configmaps", send_initial_events=True)
+
+
+def test_stopped_watches_receive_nothing_more() -> None:
+    server = InMemoryApiServer()
+    stream = server.watch("configmaps", resource_version=server.resource_version)
+    stream.stop()
+    server.create(cm("a"))
+    assert stream.poll() == []
+
+
+def test_pods_by_node_index_follows_binding_and_deletion() -> None:
+    server = InMemoryApiServer()
+    server.create(pod("a", node="n1"))
+    server.create(pod("b"))
+    server.bind("b", "default", "n1")
+    server.create(pod("c", node="n2"))
+    assert sorted(p["metadata"]["name"] for p in server.pods_on_node("n1")) == ["a", "b"]
+    server.delete("pods", "a", "default", grace_period_seconds=0)
+    assert [p["metadata"]["name"] for p in server.pods_on_node("n1")] == ["b"]
+    assert [p["metadata"]["name"] for p in server.pods_on_node("")] == []
+
+
+def test_thousands_of_pods_list_by_node_from_the_index() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    for i in range(3000):
+        server.create(pod(f"p{i}", node=f"n{i % 100}"))
+    assert server.count("pods") == 3000
+    on_node = server.list("pods", field_selector="spec.nodeName=n7").items
+    assert len(on_node) == 30
+    assert all(p["spec"]["nodeName"] == "n7" for p in on_node)
+
+
+def test_the_same_seed_gives_the_same_uids_and_generated_names() -> None:
+    def run() -> list[str]:
+        server = InMemoryApiServer(VirtualClock(), seed=42)
+        obj = server.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-"}}
+        )
+        return [obj["metadata"]["name"], obj["metadata"]["uid"]]
+
+    assert run() == run()
+
+
+def test_timestamps_come_from_the_given_clock() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    clock.advance(3600)
+    created = server.create(cm("a"))
+    assert created["metadata"]["creationTimestamp"] == "2026-01-01T01:00:00Z"
+
+
+def test_graceful_pod_deletion_stamps_the_due_time() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    server.create(pod("p", node="n1"))
+    deleting = server.delete("pods", "p", "default")
+    assert deleting is not None
+    assert deleting["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:30Z"
+
+
+def test_pdb_status_follows_pod_readiness() -> None:
+    server = InMemoryApiServer()
+    server.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "b", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "maxUnavailable": 1},
+        }
+    )
+    created = server.create(pod("p", node="n1", labels={"app": "x"}))
+
+    def status() -> dict[str, Any]:
+        result: dict[str, Any] = server.get("poddisruptionbudgets", "b", "default")["status"]
+        return result
+
+    assert (status()["currentHealthy"], status()["disruptionsAllowed"]) == (0, 0)
+    created["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    server.update_status(created)
+    assert (status()["currentHealthy"], status()["disruptionsAllowed"]) == (1, 1)
+    assert status()["conditions"][0]["reason"] == "SufficientPods"
+
+
+def test_pdb_with_both_budgets_is_invalid() -> None:
+    with pytest.raises(Invalid, match="cannot be both set"):
+        InMemoryApiServer().create(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b", "namespace": "default"},
+                "spec": {"selector": {}, "minAvailable": 1, "maxUnavailable": 1},
+            }
+        )
+
+
+def test_a_terminating_namespace_refuses_new_objects() -> None:
+    server = InMemoryApiServer()
+    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gone"}})
+    server.create(cm("held", "gone", finalizers=["example.com/x"]))
+    server.delete("namespaces", "gone")
+    assert server.get("namespaces", "gone")["status"]["phase"] == "Terminating"
+    with pytest.raises(Forbidden, match="being terminated"):
+        server.create(cm("new", "gone"))
+    held = server.get("configmaps", "held", "gone")
+    held["metadata"]["finalizers"] = []
+    server.update(held)
+    with pytest.raises(NotFound):
+        server.get("namespaces", "gone")
+
+
+def test_dependents_with_another_live_owner_survive() -> None:
+    server = InMemoryApiServer()
+    a = server.create(cm("owner-a"))
+    b = server.create(cm("owner-b"))
+    refs = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": o["metadata"]["name"],
+            "uid": o["metadata"]["uid"],
+        }
+        for o in (a, b)
+    ]
+    server.create(cm("dep", ownerReferences=refs))
+    server.delete("configmaps", "owner-a", "default")
+    dep = server.get("configmaps", "dep", "default")
+    assert [r["name"] for r in dep["metadata"]["ownerReferences"]] == ["owner-b"]
+    server.delete("configmaps", "owner-b", "default")
+    with pytest.raises(NotFound):
+        server.get("configmaps", "dep", "default")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "text"),
+    [
+        (lambda s: s.create(["not", "a", "mapping"]), BadRequest, "mapping"),
+        (
+            lambda s: s.create({"apiVersion": "x/v1", "kind": "Nope", "metadata": {"name": "a"}}),
+            NotFound,
+            "Nope",
+        ),
+        (lambda s: s.list("pods", label_selector="a in b"), BadRequest, r"'\('"),
+        (lambda s: s.list("nodes", field_selector="spec.nodeName=x"), BadRequest, "not supported"),
+        (lambda s: s.get("pods", "x"), BadRequest, "namespace is required"),
+        (
+            lambda s: s.delete("configmaps", "x", "default", propagation_policy="Later"),
+            BadRequest,
+            "Later",
+        ),
+        (
+            lambda s: s.patch("configmaps", "x", {}, "default", patch_type="strategic"),
+            NotFound,
+            "not found",
+        ),
+        (lambda s: s.create(pod("nocontainers") | {"spec": {}}), Invalid, "containers"),
+    ],
+)
+def test_bad_input_is_a_clear_api_error(call: Any, error: type[Exception], text: str) -> None:
+    with pytest.raises(error, match=text):
+        call(InMemoryApiServer())
+
+
+def test_an_unknown_patch_type_is_a_bad_request() -> None:
+    server = InMemoryApiServer()
+    server.create(cm("a"))
+    with pytest.raises(BadRequest, match="patch type"):
+        server.patch("configmaps", "a", {}, "default", patch_type="strategic")
+
+
+def test_concurrent_writers_get_unique_resource_versions() -> None:
+    server = InMemoryApiServer()
+    rvs: list[int] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        for i in range(200):
+            created = server.create(cm(f"w{w}-{i}"))
+            with lock:
+                rvs.append(int(created["metadata"]["resourceVersion"]))
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(rvs) == 1600
+    assert len(set(rvs)) == 1600
+    assert server.count("configmaps", "default") == 1600
+
+
+def test_a_blocking_watch_iterator_ends_at_its_timeout() -> None:
+    server = InMemoryApiServer()
+    stream = server.watch(
+        "configmaps", resource_version=server.resource_version, timeout_seconds=0.01
+    )
+    assert list(stream) == []
+    assert stream.stopped
+
+
+# ---------------------------------------------------------------- patch functions
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "expected"),
+    [
+        ({"a": 1}, {"a": 2}, {"a": 2}),
+        ({"a": 1}, {"a": None}, {}),
+        ({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}, {"a": {"c": 2, "d": 3}}),
+        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
+        ({"a": 1}, {"b": {"c": None}}, {"a": 1, "b": {}}),
+        ({"a": "x"}, {"a": {"b": 1}}, {"a": {"b": 1}}),
+    ],
+)
+def test_merge_patch_rfc7386(
+    target: dict[str, Any], patch: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    assert apply_merge_patch(target, patch) == expected
+
+
+def test_merge_patch_does_not_modify_its_inputs() -> None:
+    target = {"a": {"b": 1}}
+    patch = {"a": {"c": [1]}}
+    result = apply_merge_patch(target, patch)
+    result["a"]["c"].append(2)
+    assert target == {"a": {"b": 1}}
+    assert patch == {"a": {"c": [1]}}
+
+
+@pytest.mark.parametrize(
+    ("ops", "expected"),
+    [
+        ([{"op": "add", "path": "/l/1", "value": 9}], {"m": {"k": "v"}, "l": [1, 9, 2]}),
+        ([{"op": "add", "path": "/l/-", "value": 9}], {"m": {"k": "v"}, "l": [1, 2, 9]}),
+        ([{"op": "remove", "path": "/l/0"}], {"m": {"k": "v"}, "l": [2]}),
+        ([{"op": "replace", "path": "/m/k", "value": "w"}], {"m": {"k": "w"}, "l": [1, 2]}),
+        ([{"op": "move", "from": "/m/k", "path": "/n"}], {"m": {}, "l": [1, 2], "n": "v"}),
+        ([{"op": "copy", "from": "/l", "path": "/c"}], {"m": {"k": "v"}, "l": [1, 2], "c": [1, 2]}),
+        ([{"op": "add", "path": "/m/a~1b", "value": 1}], {"m": {"k": "v", "a/b": 1}, "l": [1, 2]}),
+        ([{"op": "test", "path": "/m/k", "value": "v"}], {"m": {"k": "v"}, "l": [1, 2]}),
+    ],
+)
+def test_json_patch_rfc6902(ops: list[dict[str, Any]], expected: dict[str, Any]) -> None:
+    assert apply_json_patch({"m": {"k": "v"}, "l": [1, 2]}, ops) == expected
+
+
+@pytest.mark.parametrize(
+    ("ops", "error"),
+    [
+        ([{"op": "remove", "path": "/missing"}], Invalid),
+        ([{"op": "replace", "path": "/missing", "value": 1}], Invalid),
+        ([{"op": "add", "path": "/l/5", "value": 1}], Invalid),
+        ([{"op": "test", "path": "/m/k", "value": "x"}], Invalid),
+        ([{"op": "frobnicate", "path": "/m"}], BadRequest),
+        ([{"path": "/m"}], BadRequest),
+        ({"op": "add"}, BadRequest),
+        ([{"op": "add", "path": "m", "value": 1}], BadRequest),
+    ],
+)
+def test_json_patch_errors(ops: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        apply_json_patch({"m": {"k": "v"}, "l": [1, 2]}, ops)
