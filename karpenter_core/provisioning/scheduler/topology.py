@@ -212,7 +212,7 @@ class Topology:
         self._owned: dict[str, list[TopologyGroup]] = {}
         self._by_key: dict[str, list[TopologyGroup]] = {}
         self._version = 0
-        self._selecting: dict[str, tuple[int, list[TopologyGroup]]] = {}
+        self._selecting: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
         self._selector_cache: dict[Hashable, LabelSelector] = {}
         self._node_reqs_cache: dict[str, Requirements] = {}
 
@@ -377,13 +377,20 @@ class Topology:
         self._version += 1
 
     def _groups_selecting(self, pod: SchedulingPod) -> list[TopologyGroup]:
-        """Groups that select ``pod`` (cached per pod until a new group appears)."""
-        pid = pod_id(pod)
-        hit = self._selecting.get(pid)
+        """Groups that select ``pod``. Selection depends only on namespace and labels, so the
+        answer is cached per distinct (namespace, labels) until a new group appears."""
+        labels = pod.labels or {}
+        sig = (pod.namespace, frozenset(labels.items()))
+        hit = self._selecting.get(sig)
         if hit is not None and hit[0] == self._version:
             return hit[1]
-        groups = [tg for tg in self.topology_groups.values() if tg.selects(pod)]
-        self._selecting[pid] = (self._version, groups)
+        ns = pod.namespace
+        groups = [
+            tg
+            for tg in self.topology_groups.values()
+            if ns in tg.namespaces and tg.selector.matches(labels)
+        ]
+        self._selecting[sig] = (self._version, groups)
         return groups
 
     def _matching_topologies(

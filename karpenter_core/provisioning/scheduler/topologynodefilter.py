@@ -79,10 +79,13 @@ MATCH_ALL = TopologyNodeFilter(signature=("match-all",))
 
 def _freeze(value: Any) -> Hashable:
     """A hashable, order-insensitive image of a JSON value (lists compare as sets)."""
-    if isinstance(value, Mapping):
-        return frozenset((k, _freeze(v)) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return frozenset(_freeze(v) for v in value)
+    t = type(value)
+    if t is str or t is int or value is None or t is bool or t is float:
+        return value  # type: ignore[no-any-return]
+    if t is dict or isinstance(value, Mapping):
+        return frozenset([(k, _freeze(v)) for k, v in value.items()])
+    if t is list or t is tuple:
+        return frozenset([_freeze(v) for v in value])
     if isinstance(value, Hashable):
         return value
     return repr(value)
