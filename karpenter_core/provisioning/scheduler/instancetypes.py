@@ -85,7 +85,7 @@ class InstanceTypeIndex:
     def __init__(self) -> None:
         self._by_id: dict[int, ITInfo] = {}
         self._cache: dict[Signature, dict[int, CompatEntry]] = {}
-        self._prices: dict[Signature, dict[int, float]] = {}
+        self._prices: dict[Signature, dict[ITInfo, float]] = {}
         # Interned NodeClaim signatures (template id, requirement signature) -> int token.
         self.signature_tokens: dict[tuple[int, Signature], int] = {}
         self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
@@ -124,7 +124,7 @@ class InstanceTypeIndex:
                     break
         return CompatEntry(compatible, tuple(groups))
 
-    def prices(self, sig: Signature) -> dict[int, float]:
+    def prices(self, sig: Signature) -> dict[ITInfo, float]:
         table = self._prices.get(sig)
         if table is None:
             table = {}
@@ -136,20 +136,20 @@ class InstanceTypeIndex:
 
 
 def order_by_price(index: InstanceTypeIndex, infos: Sequence[ITInfo], reqs: Any) -> list[ITInfo]:
-    """Cheapest compatible available offering first; ties keep their order (stable)."""
-    prices = index.prices(signature(reqs))
+    """Cheapest compatible available offering first; ties keep their order (stable).
 
-    def price(info: ITInfo) -> float:
-        p = prices.get(info.index)
-        if p is None:
+    Prices are cached per requirement signature, keyed by the ITInfo itself so the sort's
+    key function is a C-level dict lookup.
+    """
+    prices = index.prices(signature(reqs))
+    for info in infos:
+        if info not in prices:
             p = float("inf")
             for o in info.it.offerings:
                 if o.available and o.price < p and index.offering_compatible(reqs, o):
                     p = o.price
-            prices[info.index] = p
-        return p
-
-    return sorted(infos, key=price)
+            prices[info] = p
+    return sorted(infos, key=prices.__getitem__)
 
 
 def min_values_check(infos: Sequence[ITInfo], reqs: Any) -> dict[str, int]:
@@ -191,7 +191,7 @@ class OptionSet:
     all suffix minima reach the request fits, without checking them one by one.
     """
 
-    __slots__ = ("_max", "cpu_keys", "options", "sig", "simple", "suffix_min")
+    __slots__ = ("_max", "cols", "cpu_keys", "options", "sig", "simple", "suffix_min")
 
     def __init__(
         self,
@@ -200,6 +200,7 @@ class OptionSet:
         suffix_min: dict[str, list[int]] | None = None,
         simple: bool | None = None,
         sig: Signature | None = None,
+        cols: dict[str, list[int]] | None = None,
     ) -> None:
         self.options = options
         # The requirement signature under which every option is known to be compatible and
@@ -225,6 +226,10 @@ class OptionSet:
                     arr[j] = running
                 suffix_min[k] = arr
         self.suffix_min = suffix_min or {}
+        # Per-option largest allocatable of the common resources, for C-speed maxima.
+        if cols is None:
+            cols = {k: [i.max_alloc.get(k, 0) for i in options] for k in FAST_KEYS}
+        self.cols = cols
 
     def suffix(self, j: int, sig: Signature | None) -> OptionSet:
         return OptionSet(
@@ -233,6 +238,7 @@ class OptionSet:
             {k: v[j:] for k, v in self.suffix_min.items()},
             self.simple,
             sig,
+            {k: v[j:] for k, v in self.cols.items()},
         )
 
     def max_allocatable(self, key: str) -> int:
@@ -242,8 +248,9 @@ class OptionSet:
             cache = self._max = {}
         v = cache.get(key)
         if v is None:
-            if key == "cpu":
-                v = max(self.cpu_keys, default=0)
+            col = self.cols.get(key)
+            if col is not None:
+                v = max(col, default=0)
             else:
                 v = max((i.max_alloc.get(key, 0) for i in self.options), default=0)
             cache[key] = v

@@ -7,7 +7,7 @@ template labels, its own name and NodeClass labels, and the two simulation-only 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from karpenter_core.apis.labels import (
@@ -115,6 +115,31 @@ class NodeClaimTemplate:
         self.instance_type_options = sort_by_cpu(options)
         self.optset = OptionSet(self.instance_type_options, sig=signature(self.requirements))
         self.max_capacity = rl.max_of(*(i.capacity for i in options))
+        self._suffix_max_capacity: dict[str, list[int]] = {}
+
+    def max_capacity_of(self, options: list[ITInfo], keys: Iterable[str]) -> dict[str, int]:
+        """Largest capacity per key among ``options`` (upstream ``subtractMax``'s bound).
+
+        NodeClaims usually keep a suffix of the CPU-sorted template options (smaller types
+        drop out as pods arrive); for a suffix this is a lookup in precomputed suffix maxima.
+        """
+        full = self.instance_type_options
+        n, total = len(options), len(full)
+        start = total - n
+        if n and n <= total and options[0] is full[start] and options[-1] is full[-1]:
+            out = {}
+            for k in keys:
+                arr = self._suffix_max_capacity.get(k)
+                if arr is None:
+                    arr = [0] * total
+                    running = 0
+                    for j in range(total - 1, -1, -1):
+                        running = max(running, full[j].capacity.get(k, 0))
+                        arr[j] = running
+                    self._suffix_max_capacity[k] = arr
+                out[k] = arr[start]
+            return out
+        return {k: max((i.capacity.get(k, 0) for i in options), default=0) for k in keys}
 
     def has_prefer_no_schedule_taint(self) -> bool:
         return any(t.effect == "PreferNoSchedule" for t in self.taints)

@@ -164,8 +164,10 @@ class Scheduler:
                 self.remaining[t.nodepool_name] = _parse_limits(t)
         self.reservations = ReservationManager(instance_types)
         self.new_nodeclaims: list[NodeClaim] = []
-        self._buckets: dict[int, dict[NodeClaim, None]] = {}
-        self._blocker_index: dict[int, tuple[dict[str, int], set[NodeClaim]]] = {}
+        # In-flight NodeClaims by pod count, then by signature (insertion-ordered groups).
+        self._buckets: dict[int, dict[int, dict[NodeClaim, None]]] = {}
+        # Hostname anti-affinity counts -> in-flight NodeClaims they do not rule out.
+        self._blocker_index: dict[int, tuple[dict[str, int], dict[NodeClaim, None]]] = {}
         self.existing_nodes: list[ExistingNode] = []
         for sn in state_nodes:
             taints = sn.taints()
@@ -277,57 +279,75 @@ class Scheduler:
                 return True
         return False
 
-    def _blocked(self, pod: Any) -> set[NodeClaim] | None:
-        """NodeClaims whose hostname anti-affinity counts rule them out for ``pod``."""
+    def _unblocked(self, pod: Any) -> list[NodeClaim] | None:
+        """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order
+        (fewest pods first), or None when no such rule applies to ``pod``."""
         blockers = self.topology.hostname_blockers(pod)
         if not blockers:
             return None
-        sets = []
+        entries = []
         for domains in blockers:
             entry = self._blocker_index.get(id(domains))
             if entry is None or entry[0] is not domains:
-                entry = (domains, {nc for nc in self.new_nodeclaims if domains.get(nc.hostname)})
+                unblocked = {nc: None for nc in self.new_nodeclaims if not domains.get(nc.hostname)}
+                entry = (domains, unblocked)
                 self._blocker_index[id(domains)] = entry
-            sets.append(entry[1])
-        return sets[0] if len(sets) == 1 else set().union(*sets)
+            entries.append(entry[1])
+        entries.sort(key=len)
+        candidates = [nc for nc in entries[0] if all(nc in e for e in entries[1:])]
+        candidates.sort(key=_scan_order)
+        return candidates
 
     def _add_to_inflight_nodeclaim(self, pod: Any, data: PodData) -> bool:
-        blocked = self._blocked(pod)
+        """First in-flight NodeClaim that takes the pod, fewest pods first (upstream order;
+        among equal counts upstream's order is unspecified, ours groups by signature)."""
         shareable = not data.requirements.has(LABEL_HOSTNAME)
         rejected: set[int] = set()
-        for count in sorted(self._buckets):
-            bucket = self._buckets[count]
-            candidates: Any = bucket
-            if blocked:
-                rest = bucket.keys() - blocked
-                if not rest:
+        unblocked = self._unblocked(pod)
+        if unblocked is not None:
+            for nc in unblocked:
+                if rejected and nc.signature() in rejected:
                     continue
-                candidates = sorted(rest, key=_seq) if len(rest) < len(bucket) else bucket
-            for nc in candidates:
-                if rejected:
-                    sig = nc.signature()
-                    if sig in rejected:
-                        continue
                 result = nc.can_add(pod, data, False, want_error=False)
                 if isinstance(result, Placement):
                     self._commit(nc, pod, data, result)
                     return True
                 if shareable and nc.reject_shared:
                     rejected.add(nc.signature())
+            return False
+        for count in sorted(self._buckets):
+            for sig, group in self._buckets[count].items():
+                if sig in rejected:
+                    continue
+                for nc in group:
+                    result = nc.can_add(pod, data, False, want_error=False)
+                    if isinstance(result, Placement):
+                        self._commit(nc, pod, data, result)
+                        return True
+                    if shareable and nc.reject_shared:
+                        # Every NodeClaim in this group would say the same.
+                        rejected.add(sig)
+                        break
         return False
 
     def _commit(self, nc: NodeClaim, pod: Any, data: PodData, placement: Placement) -> None:
         before = len(nc.pods)
-        bucket = self._buckets.get(before)
-        if bucket is not None:
-            bucket.pop(nc, None)
-            if not bucket:
-                del self._buckets[before]
+        if before:
+            by_sig = self._buckets[before]
+            sig = nc.signature()
+            group = by_sig[sig]
+            del group[nc]
+            if not group:
+                del by_sig[sig]
+                if not by_sig:
+                    del self._buckets[before]
         nc.add(pod, data, placement)
-        self._buckets.setdefault(len(nc.pods), {})[nc] = None
-        for domains, members in self._blocker_index.values():
+        self._buckets.setdefault(len(nc.pods), {}).setdefault(nc.signature(), {})[nc] = None
+        for domains, unblocked in self._blocker_index.values():
             if domains.get(nc.hostname):
-                members.add(nc)
+                unblocked.pop(nc, None)
+            elif before == 0:
+                unblocked[nc] = None
 
     def _add_to_new_nodeclaim(self, pod: Any, data: PodData) -> object | None:
         errors: list[object] = []
@@ -384,10 +404,7 @@ class Scheduler:
                 if nc.options is template.instance_type_options:
                     largest = template.max_capacity
                 else:
-                    largest = {
-                        k: max((i.capacity.get(k, 0) for i in nc.options), default=0)
-                        for k in remaining
-                    }
+                    largest = template.max_capacity_of(nc.options, remaining)
                 self.remaining[template.nodepool_name] = {
                     k: v - largest.get(k, 0) for k, v in remaining.items()
                 }
@@ -397,8 +414,8 @@ class Scheduler:
         return CombinedError(errors)
 
 
-def _seq(nc: NodeClaim) -> int:
-    return nc.seq
+def _scan_order(nc: NodeClaim) -> tuple[int, int]:
+    return (len(nc.pods), nc.seq)
 
 
 def _parse_limits(template: NodeClaimTemplate) -> dict[str, int]:
