@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from cp_builders import instance_type, offering, reqs, rl
+from hypothesis import given
+from hypothesis import strategies as st
 
 from karpenter_core.cloudprovider.types import (
     InstanceTypeOverhead,
@@ -184,3 +186,24 @@ def test_to_dict_lists_resources_and_offerings() -> None:
     assert {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c-1x"]} in d[
         "requirements"
     ]
+
+
+# --- properties -----------------------------------------------------------------------------
+
+_OVERRIDES = [None, {"example.com/a": 1000}, {"example.com/a": 2000}]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(range(len(_OVERRIDES)))), max_size=10))
+def test_every_available_offering_is_in_exactly_one_group(
+    specs: list[tuple[bool, int]],
+) -> None:
+    offerings = [
+        offering(price=float(i), available=avail, capacity_override=_OVERRIDES[o])
+        for i, (avail, o) in enumerate(specs)
+    ]
+    groups = instance_type(offerings=offerings).allocatable_offerings_list()
+    grouped = [o for g in groups for o in g.offerings]
+    assert sorted(id(o) for o in grouped) == sorted(id(o) for o in offerings if o.available)
+    assert all(not o.has_overrides for o in groups[0].offerings)
+    for g in groups[1:]:
+        assert len({o._override_key() for o in g.offerings}) == 1

@@ -270,3 +270,18 @@ def test_truncate_passes_when_min_values_survive() -> None:
     kept, err = truncate(its, r, 2)
     assert err is None
     assert [it.name for it in kept] == ["a", "b"]
+
+
+@given(st.lists(st.sampled_from(["c4", "c5", "m4", "m5"]), max_size=8), st.integers(1, 4))
+def test_min_values_prefix_is_the_shortest_that_satisfies(
+    families: list[str], minimum: int
+) -> None:
+    its = [_with_family(f"it-{i}", fam) for i, fam in enumerate(families)]
+    needed, err = satisfies_min_values(its, _min_values(families=minimum))
+    if err is None and its:
+        assert len(set(families[:needed])) >= minimum
+        assert len(set(families[: needed - 1])) < minimum
+    elif err is not None:
+        assert needed == len(its)
+        assert len(set(families)) < minimum
+        assert err.unsatisfied == {FAMILY: len(set(families))}
