@@ -363,18 +363,17 @@ class Manager:
         return handled
 
     def _pick(self) -> Controller | None:
-        ready = [c for c in self._controllers if len(c.queue)]
-        if not ready:
-            return None
         if self._rng is not None:
-            return ready[self._rng.randrange(len(ready))]
+            ready = [c for c in self._controllers if c.queue.has_ready()]
+            return ready[self._rng.randrange(len(ready))] if ready else None
         n = len(self._controllers)
         for offset in range(n):
-            c = self._controllers[(self._rr + offset) % n]
-            if len(c.queue):
-                self._rr = (self._controllers.index(c) + 1) % n
+            idx = (self._rr + offset) % n
+            c = self._controllers[idx]
+            if c.queue.has_ready():
+                self._rr = (idx + 1) % n
                 return c
-        return None  # pragma: no cover - ready was non-empty
+        return None
 
     def _run_ready(self, clock: VirtualClock) -> bool:
         controller = self._pick()

@@ -46,7 +46,7 @@ class Result:
         return cls(requeue_after=seconds)
 
 
-@frozen(order=True)
+@frozen(order=True, cache_hash=True)
 class ObjectKey:
     """The namespace/name of an object (namespace "" for cluster-scoped kinds)."""
 

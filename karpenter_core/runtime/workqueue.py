@@ -259,6 +259,10 @@ class WorkQueue(Generic[T]):
             self._on_ready()
 
     # -- state
+    def has_ready(self) -> bool:
+        """Whether an item is ready to be taken (a lock-free peek for schedulers)."""
+        return bool(self._queue)
+
     def __len__(self) -> int:
         """Items ready to be taken (not counting delayed or in-flight ones)."""
         with self._cond:
