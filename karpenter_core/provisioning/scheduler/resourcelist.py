@@ -33,6 +33,12 @@ def subtract(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
+def subtract_known(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """``a - b`` over ``a``'s keys only (upstream ``resources.Subtract``): resources ``a``
+    does not track stay untracked."""
+    return {k: v - b.get(k, 0) for k, v in a.items()}
+
+
 def max_of(*lists: Mapping[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in lists:

@@ -617,3 +617,89 @@ def test_json_shape_is_exactly_the_documented_one() -> None:
 def test_options_reject_unknown_policies() -> None:
     with pytest.raises(ValueError, match="preference policy"):
         SchedulerOptions(preference_policy="Sometimes")
+
+
+# --- launched NodeClaims and pool usage ----------------------------------------------------
+
+
+def _nodeclaim(name: str, pool: str = "default", cpu: str = "4") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "karpenter.sh/nodepool": pool,
+                INSTANCE_TYPE: "default-instance-type",
+                ZONE: "test-zone-1",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                CAPACITY_TYPE: "on-demand",
+            },
+        },
+        "spec": {
+            "nodeClassRef": {
+                "group": "karpenter.test.sh",
+                "kind": "TestNodeClass",
+                "name": "default",
+            },
+            "requirements": [],
+        },
+        "status": {
+            "providerID": f"fake://{name}",
+            "capacity": {"cpu": cpu, "memory": "4Gi", "pods": "5"},
+            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "5"},
+        },
+    }
+
+
+def test_pod_reuses_a_launched_but_unregistered_nodeclaim() -> None:
+    p = pod(cpu="10m")
+    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("nc-1")], pods=[p])
+    out = solve([p], snapshot=snapshot).to_json_dict()
+    assert out["nodeClaims"] == []
+    assert out["existingNodes"] == [{"name": "nc-1", "pods": [p.key]}]
+
+
+def test_existing_pool_capacity_counts_against_limits() -> None:
+    p = pod(cpu="100m", node_selector={ZONE: "test-zone-2"})  # not where "big" runs
+    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("big", cpu="100")], pods=[p])
+    results = solve([p], [nodepool(limits={"cpu": "20"})], snapshot=snapshot)
+    assert results.new_nodeclaims == []
+    assert "exceed limits" in str(results.pod_errors[p.key])
+
+
+def test_node_limit_of_existing_nodes_blocks_new_nodeclaims() -> None:
+    p = pod(cpu="2")  # does not fit the 1-CPU node already in the pool
+    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("nc-1", cpu="1")], pods=[p])
+    results = solve([p], [nodepool(limits={"nodes": "1"})], snapshot=snapshot)
+    assert results.new_nodeclaims == []
+    assert "node limits have been exhausted" in str(next(iter(results.pod_errors.values())))
+
+
+def test_daemon_selecting_another_arch_adds_no_overhead() -> None:
+    ds = DaemonSet.from_dict(
+        {
+            "metadata": {"name": "arm-only", "namespace": "kube-system"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/arch": "arm64"},
+                        "containers": [
+                            {"name": "d", "image": "d", "resources": {"requests": {"cpu": "3"}}}
+                        ],
+                    }
+                }
+            },
+        }
+    )
+    p = pod(cpu="1", node_selector={"kubernetes.io/arch": "amd64"})
+    results = solve([p], snapshot=ClusterSnapshot(pods=[p], daemonsets=[ds]))
+    assert results.pod_errors == {}
+    assert results.new_nodeclaims[0].requests["cpu"] == 1000
+
+
+def test_second_pod_joins_the_nodeclaim_planned_for_the_first() -> None:
+    results = solve([pod(cpu="1"), pod(cpu="1")])
+    assert len(results.new_nodeclaims) == 1
+    assert len(results.new_nodeclaims[0].pods) == 2
