@@ -745,6 +745,14 @@ class InMemoryApiServer:
                 return None
             return copy_obj(old)
         if not finalizers and grace == 0:
+            if policy == "Foreground":
+                # Dependents go first; the owner follows once they are gone.
+                self._collect_dependents(str(meta.get("uid", "")), policy)
+                old = (
+                    self._objects.get(rt.key, {})
+                    .get(self._ns_of(rt, old), {})
+                    .get(meta["name"], old)
+                )
             self._remove(rt, old, policy)
             return None
         new = deep_copy(old)
@@ -849,6 +857,8 @@ class InMemoryApiServer:
             current = (pod.get("spec") or {}).get("nodeName")
             if current:
                 raise Conflict(f'pod {name} is already assigned to node "{current}"')
+            if (pod.get("spec") or {}).get("schedulingGates"):
+                raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
             new = deep_copy(pod)
             new.setdefault("spec", {})["nodeName"] = node_name
             conditions = [
@@ -909,6 +919,9 @@ class InMemoryApiServer:
         if not rt.namespaced:
             return ""
         return namespace
+
+    def _ns_of(self, rt: ResourceType, obj: Mapping[str, Any]) -> str:
+        return str(_meta(obj).get("namespace") or "") if rt.namespaced else ""
 
     def _need_namespace(self, rt: ResourceType, namespace: str | None) -> str:
         if not rt.namespaced:
@@ -1156,7 +1169,7 @@ class InMemoryApiServer:
                     new["metadata"].pop("ownerReferences", None)
                 self._commit(rt, MODIFIED, new, dep)
             else:
-                self._delete(rt, dep, "Background", None)
+                self._delete(rt, dep, policy, None)
 
     def _commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
         """Store a change under a new resourceVersion, keep indexes, tell watchers."""

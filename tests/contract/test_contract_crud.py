@@ -515,3 +515,27 @@ def test_delete_with_a_stale_resource_version_precondition_conflicts(
             namespace,
             preconditions={"resourceVersion": created["metadata"]["resourceVersion"]},
         )
+
+
+def test_update_status_of_a_kind_without_a_status_subresource_is_not_found(
+    kube_client: KubeClient, namespace: str
+) -> None:
+    created = kube_client.create(configmap("a", namespace))
+    with pytest.raises(NotFound):
+        kube_client.update_status(created)
+
+
+def test_delete_returns_nothing_when_the_object_is_gone(
+    kube_client: KubeClient, namespace: str
+) -> None:
+    kube_client.create(configmap("a", namespace))
+    assert kube_client.delete("configmaps", "a", namespace) is None
+
+
+def test_delete_returns_the_object_while_finalizers_hold_it(
+    kube_client: KubeClient, namespace: str
+) -> None:
+    kube_client.create(configmap("a", namespace, finalizers=["example.com/hold"]))
+    held = kube_client.delete("configmaps", "a", namespace)
+    assert held is not None
+    assert held["metadata"]["deletionTimestamp"]

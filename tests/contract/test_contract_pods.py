@@ -356,3 +356,25 @@ def test_unready_pods_under_a_zero_budget_need_a_healthy_pod_to_spare(
     _wait_budget(backend, namespace, "web", 0)
     with pytest.raises(TooManyRequests):
         client.evict("sick", namespace)
+
+
+def test_binding_a_gated_pod_conflicts(
+    kube_client: KubeClient, namespace: str, unique: Callable[[str], str]
+) -> None:
+    gated = pod("p", namespace)
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    kube_client.create(gated)
+    with pytest.raises(Conflict):
+        kube_client.bind("p", namespace, unique("node"))
+
+
+def test_binding_a_deleting_pod_conflicts(
+    kube_client: KubeClient, namespace: str, unique: Callable[[str], str]
+) -> None:
+    kube_client.create(pod("p", namespace, finalizers=["example.com/hold"]))
+    kube_client.delete("pods", "p", namespace)
+    with pytest.raises(Conflict):
+        kube_client.bind("p", namespace, unique("node"))
+    held = kube_client.get("pods", "p", namespace)
+    held["metadata"]["finalizers"] = []
+    kube_client.update(held)

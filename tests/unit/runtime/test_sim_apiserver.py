@@ -343,3 +343,39 @@ def test_json_patch_rfc6902(ops: list[dict[str, Any]], expected: dict[str, Any])
 def test_json_patch_errors(ops: Any, error: type[Exception]) -> None:
     with pytest.raises(error):
         apply_json_patch({"m": {"k": "v"}, "l": [1, 2]}, ops)
+
+
+def test_foreground_deletion_removes_dependents_before_the_owner() -> None:
+    server = InMemoryApiServer()
+    owner = server.create(cm("owner"))
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+    }
+    server.create(cm("dep", ownerReferences=[ref]))
+    stream = server.watch("configmaps", resource_version=server.resource_version)
+    server.delete("configmaps", "owner", "default", propagation_policy="Foreground")
+    assert [(e.type, e.object["metadata"]["name"]) for e in stream.poll()] == [
+        ("DELETED", "dep"),
+        ("DELETED", "owner"),
+    ]
+
+
+def test_background_deletion_removes_the_owner_first() -> None:
+    server = InMemoryApiServer()
+    owner = server.create(cm("owner"))
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+    }
+    server.create(cm("dep", ownerReferences=[ref]))
+    stream = server.watch("configmaps", resource_version=server.resource_version)
+    server.delete("configmaps", "owner", "default")
+    assert [(e.type, e.object["metadata"]["name"]) for e in stream.poll()] == [
+        ("DELETED", "owner"),
+        ("DELETED", "dep"),
+    ]
