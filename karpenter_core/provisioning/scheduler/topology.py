@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+import yaml
 from attrs import define
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
@@ -57,6 +59,7 @@ from karpenter_core.provisioning.scheduler.topologygroup import (
     TopologyType,
     compile_selector,
     group_signature,
+    is_qualified_name,
 )
 from karpenter_core.provisioning.scheduler.topologynodefilter import (
     MATCH_ALL,
@@ -127,13 +130,36 @@ def _taint_values(taints: Iterable[Any]) -> tuple[Taint, ...]:
     return tuple(out)
 
 
+def _nodepool_name(nodepool: Any) -> str:
+    if isinstance(nodepool, Mapping):
+        return str((nodepool.get("metadata") or {}).get("name") or "")
+    return str(nodepool.name)
+
+
 def _nodepool_requirements(nodepool: Any) -> tuple[Requirements, tuple[Taint, ...]]:
-    """A NodePool's template requirements ∩ template labels, and its template taints."""
-    template = nodepool.spec.template
-    reqs = Requirements.from_node_selector_requirements(template.spec.requirements)
-    labels = template.labels if template.metadata is not None else {}
-    reqs.add(*Requirements.from_labels(labels).values())
-    return reqs, _taint_values(template.spec.taints)
+    """A NodePool's template requirements ∩ template labels, and its template taints.
+
+    Accepts the API model or the Kubernetes JSON shape. Raises ValueError naming the
+    NodePool when a requirement cannot be parsed.
+    """
+    if isinstance(nodepool, Mapping):
+        template = (nodepool.get("spec") or {}).get("template") or {}
+        spec = template.get("spec") or {}
+        raw_reqs: Any = spec.get("requirements") or []
+        labels: Mapping[str, str] = (template.get("metadata") or {}).get("labels") or {}
+        raw_taints: Any = spec.get("taints") or []
+    else:
+        template = nodepool.spec.template
+        raw_reqs = template.spec.requirements
+        labels = template.labels if template.metadata is not None else {}
+        raw_taints = template.spec.taints
+    try:
+        reqs = Requirements.from_node_selector_requirements(raw_reqs)
+        reqs.add(*Requirements.from_labels(labels).values())
+        taints = _taint_values(raw_taints)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"nodepool {_nodepool_name(nodepool)!r}: {e}") from None
+    return reqs, taints
 
 
 def build_domain_groups(
@@ -147,7 +173,7 @@ def build_domain_groups(
     Complement requirements contribute the values they exclude [quirk, as upstream].
     Values are visited in sorted order so the result does not depend on hash order.
     """
-    by_name = {np.name: np for np in nodepools}
+    by_name = {_nodepool_name(np): np for np in nodepools}
     groups: dict[str, TopologyDomainGroup] = {}
 
     def insert(key: str, values: Iterable[str], taints: tuple[Taint, ...]) -> None:
@@ -604,3 +630,219 @@ def _section(affinity: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]
         return {}
     section = affinity.get(name)
     return section if isinstance(section, Mapping) else {}
+
+
+# --- default topology-spread awareness (upstream defaultconstraints.go) ------------------------------
+
+
+class SchedulerConfigError(ValueError):
+    """A ``--scheduler-config`` document kube-scheduler would not accept."""
+
+
+_TSC_FIELDS = frozenset(
+    {
+        "maxSkew",
+        "topologyKey",
+        "whenUnsatisfiable",
+        "labelSelector",
+        "minDomains",
+        "nodeAffinityPolicy",
+        "nodeTaintsPolicy",
+        "matchLabelKeys",
+    }
+)
+
+
+def _strict_keys(value: Any, allowed: frozenset[str], where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SchedulerConfigError(f"decoding scheduler config, {where} must be a mapping")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise SchedulerConfigError(
+            f'decoding scheduler config, {where}: unknown field "{unknown[0]}"'
+        )
+    return value
+
+
+def parse_scheduler_config(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The validated ``podTopologySpread.defaultConstraints`` of a ``--scheduler-config``
+    (``SCHEDULER_CONFIG``) YAML/JSON document; empty input means no defaults.
+
+    Validation mirrors kube-scheduler: unknown fields are rejected, ``maxSkew`` > 0, a
+    qualified ``topologyKey``, ``whenUnsatisfiable`` DoNotSchedule|ScheduleAnyway, no
+    ``labelSelector`` or ``matchLabelKeys`` (selectors are deduced per pod), and no two
+    constraints with the same key and action. Raises :class:`SchedulerConfigError`.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return ()
+    if isinstance(raw, str):
+        try:
+            doc = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise SchedulerConfigError(f"decoding scheduler config, {reason}") from None
+    else:
+        doc = raw
+    if doc is None:
+        return ()
+    top = _strict_keys(doc, frozenset({"podTopologySpread"}), "document")
+    spread_cfg = top.get("podTopologySpread")
+    if spread_cfg is None:
+        return ()
+    spread_cfg = _strict_keys(spread_cfg, frozenset({"defaultConstraints"}), "podTopologySpread")
+    constraints = spread_cfg.get("defaultConstraints") or []
+    if not isinstance(constraints, list):
+        raise SchedulerConfigError(
+            "decoding scheduler config, podTopologySpread.defaultConstraints must be a list"
+        )
+    out: list[dict[str, Any]] = []
+    for i, tsc in enumerate(constraints):
+        where = f"podTopologySpread.defaultConstraints[{i}]"
+        tsc = dict(_strict_keys(tsc, _TSC_FIELDS, where))
+        prefix = f"validating scheduler config, {where}"
+        skew = tsc.get("maxSkew")
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew <= 0:
+            raise SchedulerConfigError(f"{prefix}.maxSkew must be greater than 0")
+        key = tsc.get("topologyKey")
+        if not key:
+            raise SchedulerConfigError(f"{prefix}.topologyKey must be set")
+        if not is_qualified_name(key):
+            raise SchedulerConfigError(f"{prefix}.topologyKey {key!r} is not a valid label name")
+        when = tsc.get("whenUnsatisfiable")
+        if when not in (DO_NOT_SCHEDULE, "ScheduleAnyway"):
+            raise SchedulerConfigError(
+                f'{prefix}.whenUnsatisfiable {when!r} must be one of "DoNotSchedule" or '
+                '"ScheduleAnyway"'
+            )
+        if tsc.get("labelSelector") is not None:
+            raise SchedulerConfigError(
+                f"{prefix}.labelSelector must not be set, as selectors are deduced for each pod"
+            )
+        if tsc.get("matchLabelKeys"):
+            raise SchedulerConfigError(
+                f"{prefix}.matchLabelKeys must not be set, as it has no effect on default "
+                "constraints"
+            )
+        for j, earlier in enumerate(out):
+            if earlier["topologyKey"] == key and earlier["whenUnsatisfiable"] == when:
+                raise SchedulerConfigError(
+                    f"validating scheduler config, {where} is a duplicate of [{j}], "
+                    f"{{{key}, {when}}}"
+                )
+        out.append(tsc)
+    return tuple(out)
+
+
+_OWNER_KINDS = {
+    ("v1", "ReplicationController"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+}
+
+
+class DefaultTopologySpreadInjector:
+    """Stamps the cluster's default spread constraints onto pods that declare none.
+
+    As kube-scheduler does, each pod gets the defaults with a *deduced* selector: the merged
+    selectors of the Services in its namespace that select it (later Services overwrite
+    earlier ones on a shared key), then its controller's contribution: a
+    ReplicationController's selector overwrites those labels; a ReplicaSet's or
+    StatefulSet's selector is appended as expressions (its matchLabels become ``In``). A pod
+    with nothing deducible keeps no constraints (an empty selector would count every pod in
+    the namespace). ``services`` and ``controllers`` are the Kubernetes JSON objects
+    (Services; ReplicationControllers, ReplicaSets, StatefulSets). A controller that is not
+    found contributes nothing, as upstream tolerates lookup failures. Results are cached per
+    (namespace, controller UID, labels).
+    """
+
+    def __init__(
+        self,
+        defaults: Sequence[Mapping[str, Any]],
+        services: Iterable[Mapping[str, Any]] = (),
+        controllers: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
+        self.defaults = tuple(dict(d) for d in defaults)
+        self._services: dict[str, list[Mapping[str, str] | None]] = {}
+        for svc in services:
+            meta = svc.get("metadata") or {}
+            selector = (svc.get("spec") or {}).get("selector")
+            self._services.setdefault(meta.get("namespace") or "default", []).append(
+                selector if isinstance(selector, Mapping) else None
+            )
+        self._controllers: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        for c in controllers:
+            meta = c.get("metadata") or {}
+            key = (
+                str(c.get("apiVersion") or ""),
+                str(c.get("kind") or ""),
+                str(meta.get("namespace") or "default"),
+                str(meta.get("name") or ""),
+            )
+            self._controllers[key] = c
+        self._cache: dict[Hashable, dict[str, Any] | None] = {}
+
+    def inject(self, pods: Sequence[Any]) -> list[Any]:
+        """``pods`` with the defaults applied where they apply (new Pod values; the inputs and
+        their raw dicts are untouched, so nothing is written back)."""
+        if not self.defaults:
+            return list(pods)
+        out: list[Any] = []
+        for p in pods:
+            if p.topology_spread_constraints:
+                out.append(p)
+                continue
+            selector = self.default_selector(p)
+            if selector is None:
+                out.append(p)
+                continue
+            stamped = tuple({**d, "labelSelector": selector} for d in self.defaults)
+            out.append(attrs.evolve(p, topology_spread_constraints=stamped))
+        return out
+
+    def default_selector(self, pod: Any) -> dict[str, Any] | None:
+        """The selector kube-scheduler would deduce for ``pod``, or None."""
+        owner = _controller_of(pod)
+        labels = pod.labels or {}
+        cache_key = (
+            pod.namespace,
+            owner.uid if owner is not None else "",
+            frozenset(labels.items()),
+        )
+        if cache_key in self._cache:
+            return self._cache[cache_key]
+        match_labels: dict[str, str] = {}
+        for selector in self._services.get(pod.namespace, ()):
+            if selector is None:
+                continue  # a nil selector selects nothing
+            if all(labels.get(k) == v for k, v in selector.items()):
+                match_labels.update(selector)
+        match_expressions: list[dict[str, Any]] = []
+        if owner is not None:
+            controller = self._controllers.get(
+                (owner.api_version, owner.kind, pod.namespace, owner.name)
+            )
+            if controller is not None and (owner.api_version, owner.kind) in _OWNER_KINDS:
+                sel = (controller.get("spec") or {}).get("selector")
+                if owner.kind == "ReplicationController":
+                    if isinstance(sel, Mapping):
+                        match_labels.update(sel)
+                elif isinstance(sel, Mapping):
+                    for k, v in (sel.get("matchLabels") or {}).items():
+                        match_expressions.append({"key": k, "operator": "In", "values": [v]})
+                    match_expressions.extend(dict(e) for e in sel.get("matchExpressions") or ())
+        result: dict[str, Any] | None = None
+        if match_labels or match_expressions:
+            result = {}
+            if match_labels:
+                result["matchLabels"] = match_labels
+            if match_expressions:
+                result["matchExpressions"] = match_expressions
+        self._cache[cache_key] = result
+        return result
+
+
+def _controller_of(pod: Any) -> Any:
+    for ref in getattr(pod, "owner_references", ()) or ():
+        if ref.controller:
+            return ref
+    return None

@@ -58,7 +58,8 @@ class SelectorError(ValueError):
     """A label selector Kubernetes would refuse to parse."""
 
 
-def _valid_key(key: Any) -> bool:
+def is_qualified_name(key: Any) -> bool:
+    """A valid label key: optional DNS-subdomain prefix and '/', then a 63-char name."""
     if not isinstance(key, str) or not _QUALIFIED_NAME.match(key):
         return False
     prefix, _, _name = key.rpartition("/")
@@ -109,7 +110,7 @@ class LabelSelector:
             raise SelectorError(f"matchExpressions must be a list, got {match_exprs!r}")
         labels: list[tuple[str, str]] = []
         for k, v in match_labels.items():
-            if not _valid_key(k):
+            if not is_qualified_name(k):
                 raise SelectorError(f"matchLabels: invalid label key {k!r}")
             if not _valid_value(v):
                 raise SelectorError(f"matchLabels[{k}]: invalid label value {v!r}")
@@ -119,7 +120,7 @@ class LabelSelector:
             if not isinstance(e, Mapping):
                 raise SelectorError(f"matchExpressions[{i}] must be a mapping, got {e!r}")
             key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-            if not _valid_key(key):
+            if not is_qualified_name(key):
                 raise SelectorError(f"matchExpressions[{i}]: invalid label key {key!r}")
             if op not in _SELECTOR_OPS:
                 raise SelectorError(
