@@ -414,6 +414,10 @@ class WatchEvent:
     type: str
     object: Obj
 
+    def __iter__(self) -> Iterator[Any]:
+        """Unpack as ``(type, object)``."""
+        return iter((self.type, self.object))
+
 
 @runtime_checkable
 class WatchStream(Protocol):

@@ -67,7 +67,7 @@ from karpenter_core.kube.selectors import (
 )
 from karpenter_core.runtime.clock import Clock, WallClock, format_time
 
-__all__ = ["InMemoryApiServer", "apply_json_patch", "apply_merge_patch", "deep_copy"]
+__all__ = ["InMemoryApiServer", "MemoryWatch", "apply_json_patch", "apply_merge_patch", "deep_copy"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -297,8 +297,9 @@ def _scaled(value: Any, total: int, what: str) -> int:
         raise Invalid(f"{what}: {text!r} is not an integer or a percentage") from None
 
 
-class _Watcher:
-    """One open watch: filters plus a buffer of undelivered events."""
+class MemoryWatch:
+    """One open watch on the in-memory server (a WatchStream): filters plus a buffer of
+    undelivered events."""
 
     def __init__(
         self,
@@ -438,7 +439,7 @@ class InMemoryApiServer:
         self._history: deque[tuple[int, ResourceType, str, Obj, Obj | None]] = deque(
             maxlen=watch_history
         )
-        self._watchers: dict[tuple[str, str], list[_Watcher]] = {}
+        self._watchers: dict[tuple[str, str], list[MemoryWatch]] = {}
         self._pdbs: dict[tuple[str, str], _PdbTrack] = {}
         self._pdbs_by_ns: dict[str, set[str]] = {}
         for ns in namespaces:
@@ -514,7 +515,7 @@ class InMemoryApiServer:
         allow_watch_bookmarks: bool = False,
         send_initial_events: bool = False,
         timeout_seconds: float | None = None,
-    ) -> _Watcher:
+    ) -> MemoryWatch:
         """Open a watch.
 
         No resourceVersion (or "0"): synthetic ADDED events for what exists, then changes.
@@ -528,7 +529,9 @@ class InMemoryApiServer:
             raise Invalid("sendInitialEvents requires allowWatchBookmarks=true")
         with self._lock:
             ns = self._read_namespace(rt, namespace)
-            watcher = _Watcher(self, rt, ns, labels, fields, allow_watch_bookmarks, timeout_seconds)
+            watcher = MemoryWatch(
+                self, rt, ns, labels, fields, allow_watch_bookmarks, timeout_seconds
+            )
             rv = resource_version or ""
             if rv in ("", "0") or send_initial_events:
                 if rv not in ("", "0"):
@@ -574,7 +577,7 @@ class InMemoryApiServer:
                     if w.bookmarks:
                         w.push(WatchEvent(BOOKMARK, self._bookmark(w.rt)))
 
-    def _forget_watcher(self, watcher: _Watcher) -> None:
+    def _forget_watcher(self, watcher: MemoryWatch) -> None:
         with self._lock:
             watchers = self._watchers.get(watcher.rt.key, [])
             if watcher in watchers:

@@ -104,3 +104,13 @@ def test_errors_carry_code_reason_and_message() -> None:
     assert (err.code, err.reason) == (409, "Conflict")
     assert err.to_status()["message"] == "the object has been modified"
     assert "Conflict (409)" in str(err)
+
+
+def test_watch_events_unpack_as_type_and_object() -> None:
+    server = InMemoryApiServer()
+    stream = server.watch("configmaps", resource_version=server.resource_version)
+    server.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}}
+    )
+    [(etype, obj)] = stream.poll()
+    assert (etype, obj["metadata"]["name"]) == ("ADDED", "a")
