@@ -65,6 +65,12 @@ class Controller:
     def enqueue(self, key: Hashable) -> None:
         self.queue.add(key)
 
+    def trigger(self) -> None:
+        """Run a singleton as soon as possible (e.g. when a batch window opens)."""
+        if not self.singleton:
+            raise TypeError(f"controller {self.name!r} is keyed: enqueue a key instead")
+        self.queue.add(self.singleton_key)
+
     def run_one(self, key: Any) -> Result | None:
         """Reconcile ``key`` and requeue it according to the outcome; never raises."""
         with self._lock:

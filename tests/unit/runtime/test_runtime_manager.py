@@ -389,3 +389,21 @@ def test_wall_clock_singleton_runs_after_start() -> None:
     manager.add_singleton("once", Once())
     with manager:
         assert ran.wait(10)
+
+
+def test_triggering_a_singleton_runs_it_before_its_timer() -> None:
+    clock = VirtualClock()
+    manager = Manager(clock)
+    ticker = Ticker(clock, 100)
+    singleton = manager.add_singleton("t", ticker)
+    manager.run_for(30)
+    singleton.trigger()
+    manager.settle()
+    assert ticker.times == [0.0, 30.0]
+
+
+def test_only_singletons_can_be_triggered() -> None:
+    clock = VirtualClock()
+    keyed = Manager(clock).add_controller("c", Recorder(clock))
+    with pytest.raises(TypeError, match="keyed"):
+        keyed.trigger()
