@@ -328,6 +328,9 @@ class Manager:
             try:
                 feed.open(self.client)
                 assert feed.stream is not None
+                if self._stopping.is_set():  # stop() may have run while this opened
+                    feed.stream.stop()
+                    return
                 for event in feed.stream:
                     feed.handle(event)
                     if self._stopping.is_set():
