@@ -7,6 +7,7 @@ one at a time, limits, reserved capacity, minValues) and returns :class:`Results
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -81,6 +82,24 @@ def schedule(
     ``instance_types`` is keyed by NodePool name. Existing capacity is the snapshot's active
     (not deleting) nodes and NodeClaims; DaemonSets in the snapshot add their overhead.
     """
+    # The solve allocates many small, short-lived objects and creates no garbage cycles worth
+    # collecting mid-solve; pausing the cyclic collector saves a sizeable share of the time.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _schedule(snapshot, pods, nodepools, instance_types, options)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _schedule(
+    snapshot: Any,
+    pods: Sequence[Any],
+    nodepools: Sequence[Any],
+    instance_types: Mapping[str, Sequence[Any]],
+    options: SchedulerOptions,
+) -> Results:
     pools = order_nodepools(nodepools)
     state_nodes = list(snapshot.active_state_nodes()) if snapshot is not None else []
     daemon_pods = list(snapshot.daemonset_pods()) if snapshot is not None else []
