@@ -207,7 +207,8 @@ class Snapshot:
 
 
 class MiniScheduler:
-    """Places pods with topology only; each node holds at most ``max_pods`` batch pods."""
+    """Places pods with topology only. A node holds at most ``max_pods`` pods (running ones
+    included); with 0 nothing joins an existing node or claim, so every pod gets a new node."""
 
     def __init__(
         self,
@@ -244,7 +245,10 @@ class MiniScheduler:
         for n in self.nodes:
             reqs = Requirements.from_labels(n.labels)
             reqs.add(Requirement.new(HOST, IN, [n.name]))
-            existing.append(Placement(n.name, reqs, tuple(n.taints), True))
+            running = [
+                p.name for p in self.cluster_pods if p.node_name == n.name and p.phase == "Running"
+            ]
+            existing.append(Placement(n.name, reqs, tuple(n.taints), True, running))
             topology.register(HOST, n.name)
         templates = []
         for np in self.nodepools:
@@ -965,3 +969,129 @@ def test_zone_constraints_report_allowed_zones() -> None:
 def test_unknown_preference_policy_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="Respect, Ignore"):
         _topology([], preference_policy="Maybe")
+
+
+# --- more upstream scenarios ----------------------------------------------------------------------
+
+S2 = {"security": "s2"}
+
+
+def _required_zones(*zones: str) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": ZONE, "operator": "In", "values": list(zones)}]}
+                ]
+            }
+        }
+    }
+
+
+def test_self_affinity_hostname_does_not_bootstrap_a_second_node_later() -> None:
+    aff = pod_affinity(affinity_term(S2, HOST))
+    first = MiniScheduler(max_pods=5).solve(pods(10, S2, affinity=aff))
+    assert scheduled(first) == 5 and node_count(first) == 1
+    # Next round: the five are running on a (full) node; new ones cannot start elsewhere.
+    existing = [node("n1", {ZONE: "z1"})]
+    running = [pod(labels=S2, affinity=aff, node_name="n1", phase="Running") for _ in range(5)]
+    second = MiniScheduler(nodes=existing, cluster_pods=running, max_pods=5)
+    assert scheduled(second.solve(pods(10, S2, affinity=aff))) == 0
+
+
+def test_self_affinity_hostname_counts_pods_outside_the_pods_zones() -> None:
+    aff = pod_affinity(affinity_term(S2, HOST))
+    existing = [node("n1", {ZONE: "z1"})]
+    running = [pod(labels=S2, affinity=aff, node_name="n1", phase="Running")]
+    sched = MiniScheduler(nodes=existing, cluster_pods=running, max_pods=0)
+    constrained = {**aff, **_required_zones("z2", "z3")}
+    # Affinity counts every node (no node filter): the s2 pod on n1 is "compatible" with the
+    # hostname Exists pod domain, so the batch may not bootstrap a new host.
+    assert scheduled(sched.solve(pods(3, S2, affinity=constrained))) == 0
+
+
+def test_matching_affinities_with_incompatible_zones_make_two_nodes() -> None:
+    s1 = {"security": "s1"}
+    aff = pod_affinity(affinity_term(s1, ZONE))
+    p1 = pod("p1", s1, affinity={**aff, **_required_zones("z2")})
+    p2 = pod("p2", s1, affinity={**aff, **_required_zones("z3")})
+    result = MiniScheduler().solve([p1, p2])
+    assert result["p1"] is not None and result["p1"].domain(ZONE) == "z2"
+    assert result["p2"] is not None and result["p2"].domain(ZONE) == "z3"
+
+
+def test_chained_affinities_schedule_in_any_order() -> None:
+    db = {"type": "db"}
+    web = {"type": "web"}
+    cache = {"type": "cache"}
+    ui = {"type": "ui"}
+    batch = [
+        pod("ui", ui, affinity=pod_affinity(affinity_term(cache, HOST))),
+        pod("cache", cache, affinity=pod_affinity(affinity_term(web, HOST))),
+        pod("web", web, affinity=pod_affinity(affinity_term(db, HOST))),
+        pod("db", db),
+    ]
+    result = MiniScheduler().solve(batch)
+    assert scheduled(result) == 4 and node_count(result) == 1
+
+
+def test_affinity_to_a_pod_that_never_comes_ends_the_loop() -> None:
+    web = {"type": "web"}
+    sched = MiniScheduler()
+    result = sched.solve(
+        [pod("db", {"type": "db"}, affinity=pod_affinity(affinity_term(web, HOST)))]
+    )
+    assert result["db"] is None and "pod affinity" in sched.errors["db"]
+
+
+def test_anti_affinity_on_a_custom_key_uses_the_pool_label_domains() -> None:
+    np_a = nodepool("a", labels={"rack": "r1"})
+    np_b = nodepool("b", labels={"rack": "r2"})
+    anti = pod_anti_affinity(affinity_term(APP, "rack"))
+    result = MiniScheduler([np_a, np_b]).solve(pods(3, APP, affinity=anti))
+    assert sorted(p.domain("rack") or "" for p in result.values() if p) == ["r1", "r2"]
+    assert scheduled(result) == 2
+
+
+def test_zone_anti_affinity_spreads_one_pod_per_zone() -> None:
+    anti = pod_anti_affinity(affinity_term(APP, ZONE))
+    sched = MiniScheduler()
+    result = sched.solve(pods(4, APP, affinity=anti))
+    # Upstream's Schrödinger rule: the first pod's zone is undecided, so it blocks all three
+    # zones and no other pod can follow it in this round.
+    assert scheduled(result) == 1
+
+
+def test_zone_anti_affinity_pinned_pods_take_a_zone_each() -> None:
+    anti = pod_anti_affinity(affinity_term(APP, ZONE))
+    batch = [pod(labels=APP, affinity=anti, node_selector={ZONE: z}) for z in (*ZONES, "z1")]
+    result = MiniScheduler().solve(batch)
+    assert zone_counts(result) == [1, 1, 1]
+
+
+def test_capacity_type_spread_without_constraints() -> None:
+    result = MiniScheduler().solve(pods(4, APP, tsc=[spread(key=CT, selector=SEL)]))
+    assert zone_counts(result, CT) == [2, 2]
+
+
+def test_interdependent_selectors_spread_each_selected_set() -> None:
+    # Pods select each other's label with different spreads: both groups count both kinds.
+    a = {"kind": "a", "app": "web"}
+    b = {"kind": "b", "app": "web"}
+    batch = [
+        *pods(3, a, tsc=[spread(selector={"matchLabels": {"app": "web"}})]),
+        *pods(3, b, tsc=[spread(selector={"matchLabels": {"kind": "a"}})]),
+    ]
+    result = MiniScheduler().solve(batch)
+    assert zone_counts(result) == [2, 2, 2]
+
+
+def test_pod_not_selected_by_its_own_spread_does_not_count_itself() -> None:
+    tsc = spread(selector={"matchLabels": {"app": "other"}})
+    existing = [node("n1", {ZONE: "z1"})]
+    running = [pod(labels={"app": "other"}, node_name="n1", phase="Running")]
+    np = nodepool(requirements=[zone_req("z1")])
+    sched = MiniScheduler([np], nodes=existing, cluster_pods=running, max_pods=0)
+    # z1 has 1 other pod, z2/z3 none: z1 is 1 over the minimum, allowed since self doesn't add.
+    result = sched.solve(pods(3, APP, tsc=[tsc]))
+    assert scheduled(result) == 3
