@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from attrs import define, field
+from hypothesis import given
+from hypothesis import strategies as st
 
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologygroup import (
@@ -372,3 +374,79 @@ def test_domain_keeps_every_taint_set_until_untainted() -> None:
     assert dg.taint_sets("z1") == [(NO_SCHEDULE,), (other,)]
     tolerates_other = (Toleration(key="other", operator="Exists"),)
     assert dg.domains(tolerates_other, "Honor") == ["z1"]
+
+
+# --- properties against a brute-force oracle ------------------------------------------------------
+
+DOMAINS = ["a", "b", "c", "d"]
+counts_st = st.dictionaries(st.sampled_from(DOMAINS), st.integers(0, 6), min_size=1)
+subset_st = st.frozensets(st.sampled_from([*DOMAINS, "x"]))
+
+
+def _domain_req(values: frozenset[str] | None) -> Requirement:
+    return exists() if values is None else req(ZONE, "In", *sorted(values))
+
+
+@given(
+    counts=counts_st,
+    pod_vals=st.none() | subset_st,
+    node_vals=st.none() | subset_st,
+    max_skew=st.integers(1, 3),
+    min_domains=st.none() | st.integers(1, 5),
+    self_selecting=st.booleans(),
+)
+def test_spread_matches_the_skew_oracle(
+    counts: dict[str, int],
+    pod_vals: frozenset[str] | None,
+    node_vals: frozenset[str] | None,
+    max_skew: int,
+    min_domains: int | None,
+    self_selecting: bool,
+) -> None:
+    tg = group(counts=counts, max_skew=max_skew, min_domains=min_domains)
+    p = FakePod(labels={"app": "web" if self_selecting else "other"})
+    pod_domains, node_domains = _domain_req(pod_vals), _domain_req(node_vals)
+    eligible = [d for d in counts if pod_domains.has(d)]
+    lowest = min((counts[d] for d in eligible), default=MAX_INT32)
+    if min_domains is not None and len(eligible) < min_domains:
+        lowest = 0
+    own = 1 if self_selecting else 0
+    valid = {d for d in counts if node_domains.has(d) and counts[d] + own - lowest <= max_skew}
+    result, reported = tg.get(p, pod_domains, node_domains)
+    assert reported == valid
+    if not valid:
+        assert result.size() == 0
+    else:
+        (chosen,) = result.values
+        assert chosen in valid
+        assert counts[chosen] == min(counts[d] for d in valid)
+
+
+@given(counts=counts_st, pod_vals=st.none() | subset_st, node_vals=st.none() | subset_st)
+def test_anti_affinity_matches_the_empty_domain_oracle(
+    counts: dict[str, int],
+    pod_vals: frozenset[str] | None,
+    node_vals: frozenset[str] | None,
+) -> None:
+    tg = group(TopologyType.POD_ANTI_AFFINITY, counts=counts)
+    pod_domains, node_domains = _domain_req(pod_vals), _domain_req(node_vals)
+    expected = {
+        d for d, n in counts.items() if n == 0 and pod_domains.has(d) and node_domains.has(d)
+    }
+    result, _ = tg.get(FakePod(), pod_domains, node_domains)
+    assert (set(result.values) if result.size() else set()) == expected
+
+
+@given(counts=counts_st, pod_vals=st.none() | subset_st, node_vals=st.none() | subset_st)
+def test_affinity_for_a_non_selected_pod_matches_the_oracle(
+    counts: dict[str, int],
+    pod_vals: frozenset[str] | None,
+    node_vals: frozenset[str] | None,
+) -> None:
+    tg = group(TopologyType.POD_AFFINITY, counts=counts)
+    pod_domains, node_domains = _domain_req(pod_vals), _domain_req(node_vals)
+    expected = {
+        d for d, n in counts.items() if n > 0 and pod_domains.has(d) and node_domains.has(d)
+    }
+    result, _ = tg.get(FakePod(labels={"app": "other"}), pod_domains, node_domains)
+    assert (set(result.values) if result.size() else set()) == expected
