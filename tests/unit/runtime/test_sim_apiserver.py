@@ -444,3 +444,69 @@ def test_replaying_a_watch_rebuilds_what_list_returns(ops: list[tuple[str, str, 
         for o in server.list("configmaps", "default", label_selector="tier=web")
     }
     assert replay(webs) == listed_webs
+
+
+_pod_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["create", "relabel", "ready", "unready", "delete", "force"]),
+        st.sampled_from(["p1", "p2", "p3", "p4"]),
+        st.sampled_from(["x", "y"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_pod_ops, st.sampled_from([1, "50%", 0]))
+def test_incremental_budget_status_matches_a_recount(
+    ops: list[tuple[str, str, str]], budget: Any
+) -> None:
+    server = InMemoryApiServer(VirtualClock())
+    server.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "b", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "maxUnavailable": budget},
+        }
+    )
+
+    def set_ready(name: str, ready: bool) -> None:
+        current = server.get("pods", name, "default")
+        current["status"] = {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        }
+        server.update_status(current)
+
+    for op, name, app in ops:
+        try:
+            if op == "create":
+                server.create(pod(name, node="n1", labels={"app": app}))
+            elif op == "relabel":
+                server.patch("pods", name, {"metadata": {"labels": {"app": app}}}, "default")
+            elif op in ("ready", "unready"):
+                set_ready(name, op == "ready")
+            elif op == "delete":
+                server.delete("pods", name, "default")
+            else:
+                server.delete("pods", name, "default", grace_period_seconds=0)
+        except (NotFound, AlreadyExists):
+            pass
+
+    pods = server.list("pods", "default", label_selector="app=x").items
+    healthy = [
+        p
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in p["status"].get("conditions", [])
+        )
+    ]
+    status = server.get("poddisruptionbudgets", "b", "default")["status"]
+    assert status["expectedPods"] == len(pods)
+    assert status["currentHealthy"] == len(healthy)
+    assert status["disruptionsAllowed"] == max(
+        0, status["currentHealthy"] - status["desiredHealthy"]
+    )
