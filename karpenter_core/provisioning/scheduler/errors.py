@@ -100,6 +100,7 @@ class InstanceTypeFilterError(SchedulingError):
         "fits_and_offering",
         "has_offering",
         "hint",
+        "largest",
         "max_daemon",
         "min_daemon",
         "min_values_error",
@@ -123,6 +124,22 @@ class InstanceTypeFilterError(SchedulingError):
         self.min_daemon: dict[str, int] | None = None
         self.max_daemon: dict[str, int] | None = None
         self.hint = ""
+        # Largest allocatable among types that meet the requirements and have an offering.
+        self.largest: dict[str, int] = {}
+
+    def track_largest(self, allocatable: Mapping[str, int]) -> None:
+        for k, v in allocatable.items():
+            if v > self.largest.get(k, 0):
+                self.largest[k] = v
+
+    def largest_hint(self) -> str:
+        """Which requested resources no compatible type has, and the most one offers."""
+        wanted = rl.add(self.min_daemon or {}, self.pod_requests)
+        short = {k: self.largest.get(k, 0) for k, v in wanted.items() if v > self.largest.get(k, 0)}
+        if not short or not self.largest:
+            return ""
+        offers = ", ".join(f"{k} {v}" for k, v in sorted(rl.format_list(short).items()))
+        return f" (largest compatible instance type offers {offers})"
 
     def track_daemon_overhead(self, overhead: Mapping[str, int]) -> None:
         if self.max_daemon is None or self.min_daemon is None:
@@ -163,7 +180,7 @@ class InstanceTypeFilterError(SchedulingError):
         if not req:
             return f"no instance type met all requirements, {tail}"
         if not fit:
-            msg = f"no instance type has enough resources, {tail}"
+            msg = f"no instance type has enough resources, {tail}{self.largest_hint()}"
             if self.pod_requests.get("cpu", 0) >= ONE_MILLION_CPU_MILLI:
                 msg += " (CPU request >= 1 Million, m vs M typo?)"
             return msg
@@ -188,7 +205,7 @@ class InstanceTypeFilterError(SchedulingError):
 
 
 def min_values_message(deficient: Mapping[str, int]) -> str:
-    labels = ", ".join(json.dumps(k) for k in sorted(deficient))
+    labels = " ".join(sorted(deficient))
     return f"minValues requirement is not met for label(s) (label(s)=[{labels}])"
 
 

@@ -203,6 +203,8 @@ def filter_instance_types(
             fit = False
             has_offering = bool(e.groups)
             for gi in e.groups:
+                if compat:
+                    err.track_largest(info.groups[gi].allocatable)
                 if rl.fits(gt, info.groups[gi].allocatable):
                     fit = True
                     break

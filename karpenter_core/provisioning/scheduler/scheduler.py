@@ -10,6 +10,7 @@ compared line by line; speed comes from caching, not from a different algorithm.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -147,14 +148,25 @@ class Scheduler:
                 True,
             )
             if not survivors:
-                minvalues = err is not None and err.min_values_error is not None
-                self.skipped_templates[t.nodepool_name] = (
-                    "nodepool requirements filtered out all instance types"
-                    + (" (minValues)" if minvalues else "")
-                )
+                # Upstream only emits an event here; keep the reason so pod errors can say
+                # which pool was dropped and why.
+                if err is not None and err.min_values_error is not None:
+                    reason = err.min_values_error
+                elif not infos:
+                    reason = "no instance types"
+                else:
+                    reason = "requirements matched no instance type with an available offering"
+                self.skipped_templates[t.nodepool_name] = reason
                 continue
             t.set_instance_type_options(survivors)
             self.templates.append(t)
+        self._no_templates_error = NO_TEMPLATES_ERROR
+        if self.skipped_templates:
+            detail = "; ".join(
+                f"nodepool {json.dumps(name)}: {why}"
+                for name, why in sorted(self.skipped_templates.items())
+            )
+            self._no_templates_error = PodError(f"{NO_TEMPLATES_ERROR.text} ({detail})")
         self.daemon_groups: dict[str, list[DaemonOverheadGroup]] = {
             t.nodepool_name: build_daemon_overhead_groups(t, daemon_pods) for t in self.templates
         }
@@ -262,7 +274,7 @@ class Scheduler:
         if self._add_to_inflight_nodeclaim(pod, data):
             return None
         if not self.templates:
-            return NO_TEMPLATES_ERROR
+            return self._no_templates_error
         return self._add_to_new_nodeclaim(pod, data)
 
     def _add_to_existing_node(self, pod: Any, data: PodData) -> bool:

@@ -231,6 +231,25 @@ def test_error_for_oversized_pod_names_pool_and_resources() -> None:
     assert "no instance type has enough resources" in message
 
 
+def test_resources_error_says_what_the_largest_compatible_type_offers() -> None:
+    p = pod(cpu="70", memory="10Gi")
+    message = str(solve([p]).pod_errors[p.key])
+    # arm-instance-type: 16 CPU minus 100m overhead; its 128Gi memory is enough.
+    assert message.endswith("(largest compatible instance type offers cpu 15900m)")
+
+
+def test_unmet_min_values_error_names_the_labels() -> None:
+    p = pod()
+    pool = nodepool(requirements=[req(INSTANCE_TYPE, "Exists", min_values=11)])
+    results = solve([p], [pool], instance_types=instance_types(10))
+    message = str(results.pod_errors[p.key])
+    assert message.startswith("nodepool requirements filtered out all available instance types")
+    assert (
+        'nodepool "default": minValues requirement is not met for label(s) '
+        "(label(s)=[node.kubernetes.io/instance-type])" in message
+    )
+
+
 def test_small_pods_share_one_small_node() -> None:
     results = solve([pod(memory="10M") for _ in range(5)])
     assert len(results.new_nodeclaims) == 1
