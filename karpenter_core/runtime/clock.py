@@ -92,6 +92,19 @@ class Clock(Protocol):
         """Run ``callback`` once when ``monotonic()`` reaches ``when``."""
         ...
 
+    def after(self, delay: float) -> threading.Event:
+        """An event that is set ``delay`` seconds from now (Go's ``clock.After``)."""
+        ...
+
+
+def _after(clock: Clock, delay: float) -> threading.Event:
+    event = threading.Event()
+    if delay <= 0:
+        event.set()
+    else:
+        clock.call_later(delay, event.set)
+    return event
+
 
 class WallClock:
     """Real time. Timers run on one daemon thread, in due order."""
@@ -126,6 +139,9 @@ class WallClock:
                 self._thread.start()
             self._cond.notify()
         return handle
+
+    def after(self, delay: float) -> threading.Event:
+        return _after(self, delay)
 
     def _run(self) -> None:
         while True:
@@ -201,6 +217,9 @@ class VirtualClock:
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         with self._lock:
             return self._push(max(self._now_ns, _to_ns(when)), callback)
+
+    def after(self, delay: float) -> threading.Event:
+        return _after(self, delay)
 
     def _push(self, when_ns: int, callback: Callable[[], None]) -> TimerHandle:
         handle = TimerHandle(when_ns / _NS, callback)

@@ -225,3 +225,20 @@ def test_parse_time_names_the_bad_value() -> None:
 
 def test_format_time_is_rfc3339_seconds() -> None:
     assert format_time(datetime(2024, 1, 2, 3, 4, 5, 999, tzinfo=UTC)) == "2024-01-02T03:04:05Z"
+
+
+def test_after_is_set_once_virtual_time_passes() -> None:
+    clock = VirtualClock()
+    event = clock.after(30)
+    clock.advance(29)
+    assert not event.is_set()
+    clock.advance(1)
+    assert event.is_set()
+
+
+def test_after_with_no_delay_is_already_set() -> None:
+    assert VirtualClock().after(0).is_set()
+
+
+def test_wall_clock_after_is_set() -> None:
+    assert WallClock().after(0.01).wait(10)
