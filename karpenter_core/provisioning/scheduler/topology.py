@@ -240,6 +240,9 @@ class Topology:
         self._version = 0
         self._selecting: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
         self._selector_cache: dict[Hashable, LabelSelector] = {}
+        self._inverse_owned: dict[str, list[TopologyGroup]] = {}
+        self._inverse_version = 0
+        self._inverse_selecting_cache: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
         self._node_reqs_cache: dict[str, Requirements] = {}
 
         cluster_pods: Sequence[Any] = tuple(getattr(snapshot, "pods", ()) or ())
@@ -355,10 +358,8 @@ class Topology:
                 tg.record(*domains.values)
             elif domains.size() == 1:
                 tg.record(next(iter(domains.values)))
-        pid = pod_id(pod)
-        for tg in self.inverse_topology_groups.values():
-            if tg.is_owned_by(pid):
-                tg.record(*requirements.get(tg.key).values)
+        for tg in self._inverse_owned.get(pod_id(pod), ()):
+            tg.record(*requirements.get(tg.key).values)
 
     def register(self, topology_key: str, domain: str) -> None:
         """Make every group on ``topology_key`` aware of ``domain`` (e.g. a new node's hostname)."""
@@ -429,11 +430,29 @@ class Topology:
         """Groups ``pod`` owns plus inverse anti-affinity groups that would count it."""
         matching = list(self._owned.get(pod_id(pod), ()))
         if self.inverse_topology_groups:
-            taints = tuple(taints)
-            for tg in self.inverse_topology_groups.values():
-                if tg.counts(pod, taints, requirements, allow_undefined):
+            for tg in self._inverse_selecting(pod):
+                # Inverse groups are anti-affinity groups: their node filter matches all nodes.
+                if tg.node_filter is MATCH_ALL or tg.node_filter.matches(
+                    tuple(taints), requirements, allow_undefined
+                ):
                     matching.append(tg)
         return matching
+
+    def _inverse_selecting(self, pod: SchedulingPod) -> list[TopologyGroup]:
+        """Inverse groups that select ``pod``, cached per (namespace, labels)."""
+        labels = pod.labels or {}
+        sig = (pod.namespace, frozenset(labels.items()))
+        hit = self._inverse_selecting_cache.get(sig)
+        if hit is not None and hit[0] == self._inverse_version:
+            return hit[1]
+        ns = pod.namespace
+        groups = [
+            tg
+            for tg in self.inverse_topology_groups.values()
+            if ns in tg.namespaces and tg.selector.matches(labels)
+        ]
+        self._inverse_selecting_cache[sig] = (self._inverse_version, groups)
+        return groups
 
     def _selector(self, raw: Mapping[str, Any] | None) -> LabelSelector:
         if raw is None:
@@ -620,9 +639,12 @@ class Topology:
             if tg is None:
                 tg = self.inverse_topology_groups[signature] = build()
                 self._by_key.setdefault(tg.key, []).append(tg)
+                self._inverse_version += 1
             if domains is not None and tg.key in domains:
                 tg.record(domains[tg.key])
-            tg.add_owner(pid)
+            if not tg.is_owned_by(pid):
+                tg.add_owner(pid)
+                self._inverse_owned.setdefault(pid, []).append(tg)
 
 
 def _section(affinity: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
