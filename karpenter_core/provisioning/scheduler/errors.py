@@ -49,6 +49,12 @@ class ReservedOfferingError(PodError):
     __slots__ = ()
 
 
+class DRAError(PodError):
+    """The pod uses Dynamic Resource Allocation, which this solve ignores: never relaxed."""
+
+    __slots__ = ()
+
+
 class NodePoolError(SchedulingError):
     """An error from trying one NodePool, named so users know which pool said no."""
 

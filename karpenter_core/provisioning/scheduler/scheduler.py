@@ -28,6 +28,7 @@ from karpenter_core.provisioning.scheduler.daemons import (
 )
 from karpenter_core.provisioning.scheduler.errors import (
     CombinedError,
+    DRAError,
     NodePoolError,
     PodError,
     is_reserved_offering_error,
@@ -58,6 +59,9 @@ MIN_VALUES_POLICY_STRICT = "Strict"
 MIN_VALUES_POLICY_BEST_EFFORT = "BestEffort"
 
 NODES_RESOURCE = "nodes"
+DRA_ERROR = DRAError(
+    "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
+)
 NO_TEMPLATES_ERROR = PodError("nodepool requirements filtered out all available instance types")
 
 
@@ -73,6 +77,8 @@ class SchedulerOptions:
     ``reserved_capacity`` is the ReservedCapacity feature gate; ``strict_reserved_offerings``
     is the provisioner's mode (a pod compatible with exhausted reservations waits rather than
     falling back). ``max_instance_types`` caps each NodeClaim's options after the solve.
+    ``ignore_dra_requests`` (upstream ``IGNORE_DRA_REQUESTS``, default on) reports pods that
+    use ResourceClaims as unschedulable instead of simulating device allocation.
     """
 
     preference_policy: str = PREFERENCE_POLICY_RESPECT
@@ -80,6 +86,7 @@ class SchedulerOptions:
     reserved_capacity: bool = True
     strict_reserved_offerings: bool = True
     max_instance_types: int = MAX_INSTANCE_TYPES
+    ignore_dra_requests: bool = True
 
     def __attrs_post_init__(self) -> None:
         _check_choice(
@@ -167,6 +174,8 @@ class Scheduler:
                 for name, why in sorted(self.skipped_templates.items())
             )
             self._no_templates_error = PodError(f"{NO_TEMPLATES_ERROR.text} ({detail})")
+        if options.ignore_dra_requests:
+            daemon_pods = [p for p in daemon_pods if not getattr(p, "has_dra_requirements", False)]
         self.daemon_groups: dict[str, list[DaemonOverheadGroup]] = {
             t.nodepool_name: build_daemon_overhead_groups(t, daemon_pods) for t in self.templates
         }
@@ -259,7 +268,7 @@ class Scheduler:
             err = self._add(view, ident)
             if err is None:
                 return None
-            if is_reserved_offering_error(err):
+            if is_reserved_offering_error(err) or isinstance(err, DRAError):
                 return err
             if not self.preferences.relax(view):
                 return err
@@ -268,6 +277,8 @@ class Scheduler:
 
     def _add(self, pod: Any, ident: str) -> object | None:
         data = self.pod_data[ident]
+        if self.options.ignore_dra_requests and getattr(pod, "has_dra_requirements", False):
+            return DRA_ERROR
         self.topology.begin_scan(pod)
         if self._add_to_existing_node(pod, data):
             return None

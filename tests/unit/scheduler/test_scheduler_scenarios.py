@@ -722,3 +722,127 @@ def test_second_pod_joins_the_nodeclaim_planned_for_the_first() -> None:
     results = solve([pod(cpu="1"), pod(cpu="1")])
     assert len(results.new_nodeclaims) == 1
     assert len(results.new_nodeclaims[0].pods) == 2
+
+
+# --- volumes and ephemeral taints ----------------------------------------------------------
+
+
+def _pvc_pod(index: int) -> tuple[Any, list[Any]]:
+    from karpenter_core.apis.objects import PersistentVolumeClaim, Pod
+
+    claims = [f"claim-{index}-a", f"claim-{index}-b"]
+    p = Pod.from_dict(
+        {
+            "metadata": {"name": f"vol-{index}", "namespace": "default", "uid": f"vol-uid-{index}"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": "10m"}}}
+                ],
+                "volumes": [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims],
+            },
+            "status": {"phase": "Pending"},
+        }
+    )
+    pvcs = [
+        PersistentVolumeClaim.from_dict(
+            {
+                "metadata": {"name": c, "namespace": "default"},
+                "spec": {"storageClassName": "ebs"},
+                "status": {"phase": "Pending"},
+            }
+        )
+        for c in claims
+    ]
+    return p, pvcs
+
+
+def test_existing_node_volume_limit_sends_extra_pods_to_a_new_node() -> None:
+    from karpenter_core.apis.objects import CSINode, StorageClass
+
+    pods, pvcs = [], []
+    for i in range(6):
+        p, claims = _pvc_pod(i)
+        pods.append(p)
+        pvcs.extend(claims)
+    storage = StorageClass.from_dict(
+        {
+            "metadata": {"name": "ebs"},
+            "provisioner": "ebs.csi.aws.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    csinode = CSINode.from_dict(
+        {
+            "metadata": {"name": "node-a"},
+            "spec": {"drivers": [{"name": "ebs.csi.aws.com", "allocatable": {"count": 10}}]},
+        }
+    )
+    snapshot = ClusterSnapshot(
+        nodes=[_node("node-a", cpu="8")],
+        pods=pods,
+        pvcs=pvcs,
+        storage_classes=[storage],
+        csinodes=[csinode],
+    )
+    out = solve(pods, snapshot=snapshot).to_json_dict()
+    assert out["podErrors"] == {}
+    assert len(out["existingNodes"]) == 1
+    assert len(out["existingNodes"][0]["pods"]) == 5
+    assert len(out["nodeClaims"]) == 1
+
+
+def _managed_node(name: str, initialized: bool, taints: list[dict[str, Any]]) -> Node:
+    labels = {
+        "kubernetes.io/hostname": name,
+        ZONE: "test-zone-1",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "karpenter.sh/nodepool": "default",
+        INSTANCE_TYPE: "default-instance-type",
+        CAPACITY_TYPE: "on-demand",
+        "karpenter.sh/registered": "true",
+    }
+    if initialized:
+        labels["karpenter.sh/initialized"] = "true"
+    return Node.from_dict(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints, "providerID": f"fake://{name}"},
+            "status": {
+                "capacity": {"cpu": "4", "memory": "4Gi", "pods": "10"},
+                "allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"},
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(("initialized", "reused"), [(False, True), (True, False)])
+def test_not_ready_taint_only_blocks_initialised_nodes(initialized: bool, reused: bool) -> None:
+    name = "node-a"
+    taints = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    claim = _nodeclaim(name)
+    claim["status"]["providerID"] = f"fake://{name}"
+    p = pod(cpu="10m")
+    snapshot = ClusterSnapshot(
+        nodes=[_managed_node(name, initialized, taints)], nodeclaims=[claim], pods=[p]
+    )
+    out = solve([p], snapshot=snapshot).to_json_dict()
+    assert (out["existingNodes"] == [{"name": name, "pods": [p.key]}]) is reused
+    assert (len(out["nodeClaims"]) == 1) is not reused
+
+
+def test_pod_with_resource_claims_is_reported_not_relaxed() -> None:
+    from karpenter_core.apis.objects import Pod
+
+    p = Pod.from_dict(
+        {
+            "metadata": {"name": "dra", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}],
+            },
+        }
+    )
+    results = solve([p])
+    assert results.new_nodeclaims == []
+    assert "Dynamic Resource Allocation" in str(results.pod_errors[p.key])
