@@ -199,6 +199,27 @@ def build_domain_groups(
     return groups
 
 
+def _namespace_labels_of(namespaces: Any) -> dict[str, Mapping[str, str]]:
+    """Namespace name -> labels from a snapshot's namespaces, if it has any: a mapping of
+    name to labels, Kubernetes Namespace JSON objects, or objects with name and labels."""
+    out: dict[str, Mapping[str, str]] = {}
+    if not namespaces:
+        return out
+    if isinstance(namespaces, Mapping):
+        for name, labels in namespaces.items():
+            out[str(name)] = dict(labels or {})
+        return out
+    for ns in namespaces:
+        if isinstance(ns, Mapping):
+            meta = ns.get("metadata") or {}
+            name, labels = meta.get("name"), meta.get("labels")
+        else:
+            name, labels = getattr(ns, "name", None), getattr(ns, "labels", None)
+        if isinstance(name, str) and name:
+            out[name] = dict(labels or {})
+    return out
+
+
 def _int_or(value: Any, default: int | None) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -212,7 +233,8 @@ class Topology:
     existing capacity (whose domains every new group learns even if empty), ``nodepools`` and
     ``instance_types`` (keyed by NodePool name) the domain universe, and ``pods`` the batch
     being scheduled (never counted as already running). ``namespace_labels`` maps namespace
-    name -> labels for ``namespaceSelector``; namespaces not listed are known by name only.
+    name -> labels for ``namespaceSelector`` (default: the snapshot's ``namespaces``, when it
+    has that attribute); other namespaces are known by name only.
     """
 
     def __init__(
@@ -261,7 +283,9 @@ class Topology:
         namespaces: dict[str, dict[str, str]] = {}
         for p in (*cluster_pods, *pods):
             namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
-        for ns, labels in (namespace_labels or {}).items():
+        if namespace_labels is None:
+            namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
+        for ns, labels in namespace_labels.items():
             namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
         self._namespaces = namespaces
         for p in cluster_pods:

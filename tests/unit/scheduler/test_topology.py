@@ -1095,3 +1095,29 @@ def test_pod_not_selected_by_its_own_spread_does_not_count_itself() -> None:
     # z1 has 1 other pod, z2/z3 none: z1 is 1 over the minimum, allowed since self doesn't add.
     result = sched.solve(pods(3, APP, tsc=[tsc]))
     assert scheduled(result) == 3
+
+
+@pytest.mark.parametrize(
+    "namespaces",
+    [
+        {"data": {"team": "storage"}},
+        [{"metadata": {"name": "data", "labels": {"team": "storage"}}}],
+    ],
+)
+def test_namespace_labels_come_from_the_snapshot(namespaces: Any) -> None:
+    running = [pod(labels={"app": "db"}, node_name="n2", phase="Running", namespace="data")]
+
+    @define
+    class WithNamespaces:
+        nodes: tuple[Node, ...]
+        pods: tuple[Pod, ...]
+        namespaces: Any
+
+    snapshot = WithNamespaces((node("n2", {ZONE: "z2"}),), tuple(running), namespaces)
+    term = affinity_term(
+        {"app": "db"}, ZONE, namespaceSelector={"matchLabels": {"team": "storage"}}
+    )
+    p = pod("p", affinity=pod_affinity(term))
+    topo = Topology(snapshot, [], [nodepool()], {"default": [instance_type()]}, [p])
+    (tg,) = topo.groups_owned_by(p)
+    assert tg.namespaces == {"data"} and tg.domains["z2"] == 1
