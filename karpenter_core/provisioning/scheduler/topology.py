@@ -490,7 +490,11 @@ class Topology:
     def _namespace_list(self, namespace: str, namespaces: Any, selector: Any) -> frozenset[str]:
         """The pod's namespace when the term names none; else the listed namespaces plus
         those matching ``namespaceSelector`` (``{}`` matches every namespace)."""
-        listed = [n for n in namespaces or () if isinstance(n, str)]
+        if isinstance(namespaces, str):
+            namespaces = [namespaces]
+        elif not isinstance(namespaces, list | tuple):
+            namespaces = ()
+        listed = [n for n in namespaces if isinstance(n, str)]
         if not listed and selector is None:
             return frozenset((namespace,))
         if selector is None:

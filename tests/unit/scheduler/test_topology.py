@@ -1121,3 +1121,38 @@ def test_namespace_labels_come_from_the_snapshot(namespaces: Any) -> None:
     topo = Topology(snapshot, [], [nodepool()], {"default": [instance_type()]}, [p])
     (tg,) = topo.groups_owned_by(p)
     assert tg.namespaces == {"data"} and tg.domains["z2"] == 1
+
+
+def test_malformed_constraints_never_raise() -> None:
+    weird = Pod.from_dict(
+        {
+            "metadata": {"name": "weird", "namespace": "default", "uid": "weird"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "topologySpreadConstraints": [
+                    {"topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"},
+                ],
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": ZONE, "labelSelector": {"matchLabels": "nope"}},
+                            "not a term",
+                        ]
+                    },
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": HOST, "namespaces": "data", "labelSelector": {}}
+                        ]
+                    },
+                },
+            },
+        }
+    )
+    topo = _topology([weird])
+    kinds = sorted(str(tg.type) for tg in topo.groups_owned_by(weird))
+    assert kinds == ["pod affinity", "pod anti-affinity", "topology spread"]
+    anti = next(tg for tg in topo.groups_owned_by(weird) if tg.key == HOST)
+    assert anti.namespaces == {"data"}
+    # The spread without a selector selects nothing; the affinity's bad selector neither.
+    out = topo.add_requirements(weird, (), Requirements(), Requirements())
+    assert isinstance(out, TopologyError) and "pod affinity" in str(out)
