@@ -229,22 +229,34 @@ class Scheduler:
     def solve(self, pods: Sequence[Any]) -> Results:
         errors: dict[str, object] = {}
         by_ident: dict[str, Any] = {}
+        schedulable = []
         for p in pods:
             ident = pod_identity(p)
             by_ident[ident] = p
-            self.pod_data[ident] = self._pod_data(p)
+            try:
+                self.pod_data[ident] = self._pod_data(p)
+            except ValueError as e:
+                # A malformed node selector term is the pod's problem, not the solve's.
+                errors[ident] = PodError("invalid pod requirements", e)
+                continue
+            schedulable.append(p)
 
         def sort_key(p: Any) -> tuple[int, int, float, str]:
             r = self.pod_data[pod_identity(p)].requests
             return (-r.get("cpu", 0), -r.get("memory", 0), p.creation_timestamp or 0.0, str(p.uid))
 
-        queue: Queue[Any] = Queue(pods, sort_key, pod_identity)
+        queue: Queue[Any] = Queue(schedulable, sort_key, pod_identity)
         while True:
             pod = queue.pop()
             if pod is None:
                 break
             ident = pod_identity(pod)
-            err = self._try_schedule(PodSchedulingView.of(pod), ident)
+            try:
+                err = self._try_schedule(PodSchedulingView.of(pod), ident)
+            except ValueError as e:
+                # Only reachable for terms first parsed during relaxation: give up on the pod.
+                errors[ident] = PodError("invalid pod requirements", e)
+                continue
             if err is None:
                 errors.pop(ident, None)
                 continue

@@ -50,6 +50,12 @@ def preferred_affinity(*weighted: tuple[int, list[dict[str, Any]]]) -> dict[str,
     }
 
 
+def both_affinities(required: dict[str, Any], preferred: dict[str, Any]) -> dict[str, Any]:
+    """One nodeAffinity holding the required terms of ``required`` and the preferences of
+    ``preferred`` (a plain dict merge would keep only one of them)."""
+    return {"nodeAffinity": {**required["nodeAffinity"], **preferred["nodeAffinity"]}}
+
+
 # --- requirements and labels ---------------------------------------------------------------
 
 
@@ -180,12 +186,12 @@ def test_heaviest_satisfiable_preference_wins() -> None:
 
 def test_unsatisfiable_preference_is_relaxed() -> None:
     p = pod(
-        affinity={
-            **required_affinity(
+        affinity=both_affinities(
+            required_affinity(
                 [req(ZONE, "In", "test-zone-1", "test-zone-2", "test-zone-3", "unknown")]
             ),
-            **preferred_affinity((1, [req(ZONE, "In", "unknown")])),
-        }
+            preferred_affinity((1, [req(ZONE, "In", "unknown")])),
+        )
     )
     results = solve([p])
     assert results.pod_errors == {}
@@ -846,3 +852,66 @@ def test_pod_with_resource_claims_is_reported_not_relaxed() -> None:
     results = solve([p])
     assert results.new_nodeclaims == []
     assert "Dynamic Resource Allocation" in str(results.pod_errors[p.key])
+
+
+def test_malformed_node_affinity_is_a_pod_error_not_a_crash() -> None:
+    bad = pod(affinity=required_affinity([req("integer", "Gt", "not-a-number")]))
+    good = pod()
+    results = solve([bad, good])
+    assert "invalid pod requirements" in str(results.pod_errors[bad.key])
+    assert good.key not in results.pod_errors
+
+
+def test_malformed_later_preference_is_a_pod_error_not_a_crash() -> None:
+    bad = pod(
+        affinity=preferred_affinity(
+            (10, [req(ZONE, "In", "nowhere")]), (1, [req("integer", "Lt", "x")])
+        )
+    )
+    results = solve([bad])
+    assert "invalid pod requirements" in str(results.pod_errors[bad.key])
+
+
+def test_selector_required_terms_and_preferences_combine() -> None:
+    p = pod(
+        node_selector={ZONE: "test-zone-3", INSTANCE_TYPE: "arm-instance-type"},
+        affinity=both_affinities(
+            required_affinity(
+                [
+                    req(ZONE, "In", "test-zone-1", "test-zone-3"),
+                    req(INSTANCE_TYPE, "In", "default-instance-type", "arm-instance-type"),
+                ]
+            ),
+            preferred_affinity(
+                (1, [req(ZONE, "NotIn", "unknown"), req(INSTANCE_TYPE, "NotIn", "unknown")])
+            ),
+        ),
+    )
+    results = solve([p])
+    assert label_of(results, 0, ZONE) == {"test-zone-3"}
+    assert instance_type_names(results) == [["arm-instance-type"]]
+
+
+def test_preference_against_the_only_required_zone_is_relaxed() -> None:
+    p = pod(
+        affinity=both_affinities(
+            required_affinity([req(ZONE, "In", "test-zone-3")]),
+            preferred_affinity((1, [req(ZONE, "NotIn", "test-zone-3")])),
+        )
+    )
+    results = solve([p])
+    assert label_of(results, 0, ZONE) == {"test-zone-3"}
+
+
+def test_preferred_zone_not_in_steers_the_choice() -> None:
+    p = pod(
+        affinity=both_affinities(
+            required_affinity(
+                [req(ZONE, "In", "test-zone-1", "test-zone-2", "test-zone-3", "unknown")]
+            ),
+            preferred_affinity((1, [req(ZONE, "NotIn", "test-zone-1", "test-zone-3")])),
+        )
+    )
+    results = solve([p])
+    real_zones = {"test-zone-1", "test-zone-2", "test-zone-3"}
+    assert label_of(results, 0, ZONE) & real_zones == {"test-zone-2"}
