@@ -27,6 +27,11 @@ Call sequence (as upstream's scheduler)::
 ``pod`` may be a :class:`~karpenter_core.apis.objects.Pod` or a
 :class:`~karpenter_core.provisioning.scheduler.preferences.PodSchedulingView` (the relaxed
 copy); ownership is keyed by UID (``namespace/name`` when a pod has none).
+
+Cluster-level default spreads (``--scheduler-config``, spec §10.7) are applied before the
+Topology is built: ``parse_scheduler_config(raw)`` validates the document and
+``DefaultTopologySpreadInjector(defaults, services, controllers).inject(pods)`` returns the
+pods with the defaults stamped on (each with its deduced selector).
 """
 
 from __future__ import annotations
@@ -77,10 +82,13 @@ from karpenter_core.scheduling.taints import Taint
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",
+    "DefaultTopologySpreadInjector",
+    "SchedulerConfigError",
     "Topology",
     "TopologyError",
     "build_domain_groups",
     "ignored_for_topology",
+    "parse_scheduler_config",
 ]
 
 #: Every namespace carries this label (the API server sets it), so a namespaceSelector can
