@@ -89,6 +89,8 @@ class InstanceTypeIndex:
         # Interned NodeClaim signatures (template id, requirement signature) -> int token.
         self.signature_tokens: dict[tuple[int, Signature], int] = {}
         self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
+        # Reference mode (tests): no bisection shortcuts in instance-type filtering.
+        self.reference = False
 
     def wrap(self, its: Iterable[Any]) -> list[ITInfo]:
         out = []

@@ -311,7 +311,7 @@ class NodeClaim:
         if err is not None:
             return err
         requests = self.requests
-        if not want_error and len(self.daemon_groups) == 1:
+        if not want_error and len(self.daemon_groups) == 1 and not self.index.reference:
             # Cheap exit: no remaining option could hold the pod, whatever the requirements.
             optset = self._option_set()
             overhead = self.daemon_groups[0].overhead
@@ -378,7 +378,7 @@ class NodeClaim:
             total,
             relax_min_values,
             want_error,
-            self._option_set(),
+            None if self.index.reference else self._option_set(),
         )
         if not survivors:
             return ferr if ferr is not None else _NO_FIT

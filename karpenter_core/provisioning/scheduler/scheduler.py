@@ -123,10 +123,16 @@ class Scheduler:
         options: SchedulerOptions = DEFAULT_OPTIONS,
         volume_requirements: Mapping[str, Sequence[Requirements]] | None = None,
         pod_volumes: Any | None = None,
+        reference: bool = False,
     ) -> None:
+        """``reference=True`` turns off every shortcut (memoised topology answers, skipped
+        NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
+        never change a decision."""
         self.options = options
+        self.reference = reference
         self.index = InstanceTypeIndex()
-        self.topology = TopologyAdapter(topology)
+        self.index.reference = reference
+        self.topology = TopologyAdapter(topology, reference=reference)
         self.ignore_preferences = options.preference_policy == PREFERENCE_POLICY_IGNORE
         self.relax_min_values = options.min_values_policy == MIN_VALUES_POLICY_BEST_EFFORT
         self.volume_requirements = dict(volume_requirements or {})
@@ -304,7 +310,7 @@ class Scheduler:
         if not self.existing_nodes:
             return False
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
-        blockers = self.topology.hostname_blockers(pod)
+        blockers = [] if self.reference else self.topology.hostname_blockers(pod)
         for node in self.existing_nodes:
             if blockers and any(b.get(node.hostname) for b in blockers):
                 continue
@@ -320,6 +326,8 @@ class Scheduler:
         blockers = self.topology.hostname_blockers(pod)
         if not blockers:
             return None
+        if self.reference:
+            return sorted(self.new_nodeclaims, key=_scan_order)
         entries = []
         for domains in blockers:
             entry = self._blocker_index.get(id(domains))
@@ -336,7 +344,7 @@ class Scheduler:
     def _add_to_inflight_nodeclaim(self, pod: Any, data: PodData) -> bool:
         """First in-flight NodeClaim that takes the pod, fewest pods first (upstream order;
         among equal counts upstream's order is unspecified, ours groups by signature)."""
-        shareable = not data.requirements.has(LABEL_HOSTNAME)
+        shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
         if unblocked is not None:

@@ -21,10 +21,11 @@ class TopologyAdapter:
     not change during a scan, so answers are memoised by what they depend on: the node's
     requirements for the topology keys involved (plus taints and the compatibility mode)."""
 
-    __slots__ = ("_keys", "_memo", "_relevant", "hostname_free", "topology")
+    __slots__ = ("_keys", "_memo", "_relevant", "hostname_free", "reference", "topology")
 
-    def __init__(self, topology: Any | None) -> None:
+    def __init__(self, topology: Any | None, reference: bool = False) -> None:
         self.topology = topology
+        self.reference = reference
         self._relevant = True
         self._keys: tuple[str, ...] | None = None
         self._memo: dict[Any, Any] = {}
@@ -40,6 +41,10 @@ class TopologyAdapter:
             self._relevant = False
             self._keys = None
             self.hostname_free = True
+            return
+        if self.reference:
+            self._relevant = True
+            self._keys = None
             return
         owned = topology.groups_owned_by(pod)
         # Inverse groups only matter to pods they count, and (with the always-true node

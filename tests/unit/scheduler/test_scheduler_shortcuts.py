@@ -1,0 +1,65 @@
+"""The solver's shortcuts never change a decision.
+
+``Scheduler(reference=True)`` runs without memoised topology answers, hostname
+anti-affinity indexes, signature-shared rejections and bisected instance-type filtering;
+for the benchmark's diverse pod mix (and variants) both must produce identical results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from karpenter_core.provisioning.scheduler import SchedulerOptions, build_topology
+from karpenter_core.provisioning.scheduler.fakecatalog import instance_types, register_labels
+from karpenter_core.provisioning.scheduler.scheduler import Scheduler
+from karpenter_core.state.snapshot import ClusterSnapshot
+
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "scheduling.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_scheduling_shortcuts", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scheduling_shortcuts"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _solve(pods: list[Any], its: list[Any], reference: bool, policy: str) -> dict[str, Any]:
+    bench = _bench()
+    pool = bench.nodepool()
+    options = SchedulerOptions(preference_policy=policy)
+    snapshot = ClusterSnapshot(pods=pods)
+    topology = build_topology(snapshot, [], [pool], {"default": its}, pods, options)
+    scheduler = Scheduler(
+        [pool], {"default": its}, topology=topology, options=options, reference=reference
+    )
+    return scheduler.solve(pods).to_json_dict()
+
+
+@pytest.mark.parametrize(
+    ("seed", "count", "n_types"),
+    [(1, 60, 8), (2, 120, 20), (3, 200, 40), (4, 90, 3), (42, 250, 400)],
+)
+def test_diverse_mix_decisions_match_reference(seed: int, count: int, n_types: int) -> None:
+    register_labels()
+    its = instance_types(n_types)
+    pods = _bench().PodFactory(seed).diverse(count)
+    fast = _solve(pods, its, reference=False, policy="Respect")
+    slow = _solve(pods, its, reference=True, policy="Respect")
+    assert fast == slow
+
+
+@pytest.mark.parametrize("policy", ["Respect", "Ignore"])
+def test_preference_mix_decisions_match_reference(policy: str) -> None:
+    register_labels()
+    its = instance_types(30)
+    pods = _bench().PodFactory(7).preference(80)
+    assert _solve(pods, its, False, policy) == _solve(pods, its, True, policy)
