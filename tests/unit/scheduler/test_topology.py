@@ -1156,3 +1156,40 @@ def test_malformed_constraints_never_raise() -> None:
     # The spread without a selector selects nothing; the affinity's bad selector neither.
     out = topo.add_requirements(weird, (), Requirements(), Requirements())
     assert isinstance(out, TopologyError) and "pod affinity" in str(out)
+
+
+def test_taint_honoring_spread_ignores_domains_of_untolerated_pools() -> None:
+    np = nodepool(
+        "plain", requirements=[{"key": "fake-label", "operator": "In", "values": ["foo"]}]
+    )
+    tainted = nodepool(
+        "tainted",
+        requirements=[{"key": "fake-label", "operator": "In", "values": ["bar"]}],
+        taints=[{"key": "taint-key", "value": "v", "effect": "NoSchedule"}],
+    )
+    tsc = spread(key="fake-label", selector=SEL, nodeTaintsPolicy="Honor")
+    result = MiniScheduler([np, tainted]).solve(pods(2, APP, tsc=[tsc]))
+    assert zone_counts(result, "fake-label") == [2]
+
+
+def test_mutually_exclusive_tainted_pools_sharing_a_domain() -> None:
+    pools = [
+        nodepool(
+            f"np{i}",
+            requirements=[{"key": "fake-label", "operator": "In", "values": domains}],
+            taints=[{"key": "taint-key", "value": f"nodepool-{i}", "effect": "NoSchedule"}],
+        )
+        for i, domains in enumerate((["foo", "bar"], ["foo", "baz"]))
+    ]
+    tsc = spread(key="fake-label", selector=SEL, nodeTaintsPolicy="Honor")
+
+    def tolerating(i: int, n: int) -> list[Pod]:
+        toleration = {"key": "taint-key", "value": f"nodepool-{i}", "effect": "NoSchedule"}
+        return pods(n, APP, tsc=[tsc], tolerations=[toleration])
+
+    result = MiniScheduler(pools).solve([*tolerating(0, 2), *tolerating(1, 4)])
+    # Each deployment only counts nodes of the pool it tolerates (foo/bar and foo/baz), so
+    # each balances on its own: 1 foo + 1 bar, then 2 foo + 2 baz. Upstream asserts the
+    # multiset {3, 2, 1}.
+    counts = Counter(p.domain("fake-label") for p in result.values() if p)
+    assert counts == {"foo": 3, "bar": 1, "baz": 2}
