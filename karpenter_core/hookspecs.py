@@ -21,6 +21,7 @@ keeps the two in step.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from karpenter_core.apis.v1 import NodePool
     from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind
     from karpenter_core.cloudprovider.types import InstanceType
+    from karpenter_core.kube.client import KubeClient
+    from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.events import EventRecorder
 
 PROJECT_NAME = "karpenter"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -79,13 +83,47 @@ class ProviderSetting:
     env: str | None = None
 
 
+def _settings_map(value: Mapping[str, str]) -> Mapping[str, str]:
+    """attrs converter: a private, read-only copy so a provider cannot change what the
+    core resolved (nor see later changes to the caller's dict)."""
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class ProviderContext:
+    """Everything a cloud provider factory may use to build its provider.
+
+    - ``settings``: the provider's resolved settings (unknown keys rejected, defaults
+      filled in, required ones present), read-only.
+    - ``kube``: a client for the cluster the provider serves, or None when there is no
+      cluster (``karpenter instance-types``, ``karpenter schedule``). A provider whose
+      launching writes to the cluster (KWOK creates Nodes) needs it for ``create`` /
+      ``delete`` / ``get`` / ``list``; without it those calls must fail with a clear
+      error while the catalogue calls keep working.
+    - ``clock``: the time source (a virtual clock under ``karpenter simulate``); a
+      provider schedules delayed work with ``clock.call_later`` and never sleeps or
+      reads wall time itself. None outside a running operator.
+    - ``recorder``: the Kubernetes event recorder, or None.
+
+    A context rather than positional arguments so that adding a capability later does not
+    break every installed plugin's factory signature.
+    """
+
+    settings: Mapping[str, str] = field(factory=dict, converter=_settings_map)
+    kube: KubeClient | None = None
+    clock: Clock | None = None
+    recorder: EventRecorder | None = None
+
+
 @frozen
 class CloudProviderSpec:
     """A cloud provider a plugin offers; ``karpenter serve --cloud-provider NAME`` picks one.
 
-    - ``factory(settings)`` builds the provider (a
-      :class:`karpenter_core.cloudprovider.protocol.CloudProvider`); it is called only
-      when this provider is selected, so a plugin may defer heavy SDK imports to it.
+    - ``factory(context)`` builds the provider (a
+      :class:`karpenter_core.cloudprovider.protocol.CloudProvider`) from a
+      :class:`ProviderContext` (resolved settings, and the cluster client, clock and
+      event recorder when there is a cluster); it is called only when this provider is
+      selected, so a plugin may defer heavy SDK imports to it.
     - ``node_classes``: the NodeClass kinds a NodePool's ``nodeClassRef`` may name.
     - ``well_known_labels`` / ``restricted_label_domains`` extend
       :mod:`karpenter_core.apis.labels` when this provider is selected
@@ -96,7 +134,7 @@ class CloudProviderSpec:
     """
 
     name: str = field(validator=_non_empty)
-    factory: Callable[[Mapping[str, str]], CloudProvider]
+    factory: Callable[[ProviderContext], CloudProvider]
     node_classes: tuple[NodeClassKind, ...] = field(default=(), converter=_node_classes)
     well_known_labels: frozenset[str] = field(default=frozenset(), converter=_str_set)
     restricted_label_domains: frozenset[str] = field(default=frozenset(), converter=_str_set)
@@ -220,6 +258,7 @@ __all__ = [
     "DisruptionMethodSpec",
     "InstanceTypeOverlayFn",
     "InstanceTypeOverlaySpec",
+    "ProviderContext",
     "ProviderSetting",
     "hookspec",
     "karpenter_cloud_providers",

@@ -37,10 +37,14 @@ from karpenter_core.hookspecs import (
     DisruptionMethodSpec,
     DRADriverSpec,
     InstanceTypeOverlaySpec,
+    ProviderContext,
 )
 
 if TYPE_CHECKING:
     from karpenter_core.cloudprovider.protocol import CloudProvider
+    from karpenter_core.kube.client import KubeClient
+    from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.events import EventRecorder
 
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 """Mark a plugin function as an implementation of the hook of the same name."""
@@ -399,8 +403,17 @@ def get_cloud_provider(
     name: str,
     settings: Mapping[str, str] | None = None,
     pm: KarpenterPluginManager | None = None,
+    *,
+    kube: KubeClient | None = None,
+    clock: Clock | None = None,
+    recorder: EventRecorder | None = None,
 ) -> CloudProvider:
     """Build the cloud provider called ``name`` with ``settings``.
+
+    ``kube``, ``clock`` and ``recorder`` reach the factory in its
+    :class:`~karpenter_core.hookspecs.ProviderContext`; leave them None where there is no
+    cluster (``karpenter instance-types``, ``karpenter schedule``): the catalogue still
+    works, launching does not.
 
     Selecting a provider registers its well-known labels and restricted label domains
     (before its factory runs), so requirements and validation treat its keys the way its
@@ -422,7 +435,8 @@ def get_cloud_provider(
         raise PluginError(msg)
     resolved = resolve_settings(spec, settings or {})
     register_provider_labels(spec)
-    return spec.factory(resolved)
+    context = ProviderContext(settings=resolved, kube=kube, clock=clock, recorder=recorder)
+    return spec.factory(context)
 
 
 __all__ = [

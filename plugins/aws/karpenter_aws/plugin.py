@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from karpenter_aws.labels import EC2_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_aws.provider import NAME, AWSCloudProvider
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import hookimpl
 
 SETTINGS = (
@@ -50,12 +50,17 @@ SETTINGS = (
 )
 
 
+def make_provider(context: ProviderContext) -> AWSCloudProvider:
+    """The spec's factory: this skeleton needs only its resolved settings."""
+    return AWSCloudProvider(context.settings)
+
+
 @hookimpl
 def karpenter_cloud_providers() -> list[CloudProviderSpec]:
     return [
         CloudProviderSpec(
             name=NAME,
-            factory=AWSCloudProvider,
+            factory=make_provider,
             node_classes=(EC2_NODE_CLASS,),
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,

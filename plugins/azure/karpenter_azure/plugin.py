@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from karpenter_azure.labels import AKS_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_azure.provider import NAME, AzureCloudProvider
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import hookimpl
 
 SETTINGS = (
@@ -52,12 +52,17 @@ SETTINGS = (
 )
 
 
+def make_provider(context: ProviderContext) -> AzureCloudProvider:
+    """The spec's factory: this skeleton needs only its resolved settings."""
+    return AzureCloudProvider(context.settings)
+
+
 @hookimpl
 def karpenter_cloud_providers() -> list[CloudProviderSpec]:
     return [
         CloudProviderSpec(
             name=NAME,
-            factory=AzureCloudProvider,
+            factory=make_provider,
             node_classes=(AKS_NODE_CLASS,),
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,

@@ -10,7 +10,7 @@ from karpenter_azure.labels import GROUP
 
 from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.hookspecs import CloudProviderSpec
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import (
     PluginError,
     cloud_providers,
@@ -119,3 +119,9 @@ def test_provider_reports_its_name_and_node_class() -> None:
     assert provider.supported_node_classes() == (
         NodeClassKind("karpenter.azure.com", "AKSNodeClass", "v1beta1"),
     )
+
+
+def test_factory_builds_the_provider_from_the_context_settings() -> None:
+    provider = _spec().factory(ProviderContext(settings=SETTINGS))
+    assert provider.name == "azure"
+    assert provider.settings == SETTINGS  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ instances yet (``can_launch=False``).
 
 from __future__ import annotations
 
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import hookimpl
 from karpenter_gcp.labels import GCE_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_gcp.provider import NAME, GCPCloudProvider
@@ -45,12 +45,17 @@ SETTINGS = (
 )
 
 
+def make_provider(context: ProviderContext) -> GCPCloudProvider:
+    """The spec's factory: this skeleton needs only its resolved settings."""
+    return GCPCloudProvider(context.settings)
+
+
 @hookimpl
 def karpenter_cloud_providers() -> list[CloudProviderSpec]:
     return [
         CloudProviderSpec(
             name=NAME,
-            factory=GCPCloudProvider,
+            factory=make_provider,
             node_classes=(GCE_NODE_CLASS,),
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,

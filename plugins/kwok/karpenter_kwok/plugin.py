@@ -27,7 +27,7 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
     return [
         CloudProviderSpec(
             name=NAME,
-            factory=KwokCloudProvider.from_settings,
+            factory=KwokCloudProvider.from_context,
             node_classes=(KWOK_NODE_CLASS,),
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,

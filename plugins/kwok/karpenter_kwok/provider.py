@@ -20,6 +20,7 @@ from karpenter_kwok.labels import KWOK_NODE_CLASS
 
 if TYPE_CHECKING:
     from karpenter_core.cloudprovider.types import InstanceType
+    from karpenter_core.hookspecs import ProviderContext
 
 NAME = "kwok"
 INSTANCE_TYPES_FILE_SETTING = "instance-types-file-path"
@@ -37,6 +38,12 @@ class KwokCloudProvider:
 
     def __init__(self, instance_types: Sequence[InstanceType]) -> None:
         self._instance_types = tuple(instance_types)
+
+    @classmethod
+    def from_context(cls, context: ProviderContext) -> KwokCloudProvider:
+        """The spec's factory: the catalogue from the context's settings (see
+        :meth:`from_settings`)."""
+        return cls.from_settings(context.settings)
 
     @classmethod
     def from_settings(

@@ -12,7 +12,7 @@ from karpenter_kwok.instance_types import InstanceTypesFileError
 from karpenter_kwok.provider import KwokCloudProvider
 
 from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind, RepairPolicy
-from karpenter_core.hookspecs import CloudProviderSpec
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import cloud_providers, get_cloud_provider, get_plugin_manager
 
 ENTRY = {
@@ -144,7 +144,7 @@ def test_hookimpl_returns_one_catalogue_only_spec() -> None:
 
 def test_spec_factory_builds_the_provider(custom_file: str) -> None:
     (spec,) = plugin.karpenter_cloud_providers()
-    p = spec.factory({"instance-types-file-path": custom_file})
+    p = spec.factory(ProviderContext(settings={"instance-types-file-path": custom_file}))
     assert [it.name for it in p.get_instance_types(None)] == ["tiny"]
 
 

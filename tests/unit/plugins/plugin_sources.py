@@ -14,8 +14,9 @@ from karpenter_core.plugins import hookimpl
 
 
 class Provider:
-    def __init__(self, settings):
-        self.settings = dict(settings)
+    def __init__(self, context):
+        self.context = context
+        self.settings = dict(context.settings)
 
     name = "{name}"
 

@@ -19,7 +19,7 @@ from plugin_sources import (
 from karpenter_core import builtins
 from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
+from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import (
     BUILTIN_PLUGIN_NAME,
     PluginError,
@@ -33,6 +33,9 @@ from karpenter_core.plugins import (
     instance_type_overlays,
     resolve_settings,
 )
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.sim.apiserver import InMemoryApiServer
 
 NO_FILTER: dict[str, str] = {}
 
@@ -241,6 +244,46 @@ def test_get_cloud_provider_builds_with_resolved_settings(fake_plugins: FakePlug
     fake_plugins("acme", provider_plugin("acme"))
     provider = get_cloud_provider("acme", {"region": "mars-1"}, get_plugin_manager(NO_FILTER))
     assert provider.settings == {"region": "mars-1", "zone-count": "3"}  # type: ignore[attr-defined]
+
+
+def test_get_cloud_provider_without_a_cluster_gives_the_factory_none(
+    fake_plugins: FakePlugins,
+) -> None:
+    fake_plugins("acme", provider_plugin("acme"))
+    provider = get_cloud_provider("acme", {"region": "mars-1"}, get_plugin_manager(NO_FILTER))
+    context = provider.context  # type: ignore[attr-defined]
+    assert (context.kube, context.clock, context.recorder) == (None, None, None)
+
+
+def test_get_cloud_provider_hands_kube_clock_and_recorder_to_the_factory(
+    fake_plugins: FakePlugins,
+) -> None:
+    fake_plugins("acme", provider_plugin("acme"))
+    clock = VirtualClock()
+    kube = InMemoryApiServer(clock)
+    recorder = EventRecorder(clock)
+    provider = get_cloud_provider(
+        "acme",
+        {"region": "mars-1"},
+        get_plugin_manager(NO_FILTER),
+        kube=kube,
+        clock=clock,
+        recorder=recorder,
+    )
+    context = provider.context  # type: ignore[attr-defined]
+    assert isinstance(context, ProviderContext)
+    assert context.kube is kube
+    assert context.clock is clock
+    assert context.recorder is recorder
+
+
+def test_provider_context_settings_are_a_read_only_copy() -> None:
+    given = {"region": "mars-1"}
+    context = ProviderContext(settings=given)
+    given["region"] = "venus-2"
+    assert context.settings == {"region": "mars-1"}
+    with pytest.raises(TypeError):
+        context.settings["region"] = "x"  # type: ignore[index]
 
 
 def test_get_cloud_provider_unknown_name_lists_installed(fake_plugins: FakePlugins) -> None:
