@@ -86,6 +86,7 @@ class InstanceTypeIndex:
         self._by_id: dict[int, ITInfo] = {}
         self._cache: dict[Signature, dict[int, CompatEntry]] = {}
         self._prices: dict[Signature, dict[ITInfo, float]] = {}
+        self._capacity_types: dict[Signature, dict[ITInfo, tuple[str, ...]]] = {}
         # Interned NodeClaim signatures (template id, requirement signature) -> int token.
         self.signature_tokens: dict[tuple[int, Signature], int] = {}
         self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
@@ -132,6 +133,30 @@ class InstanceTypeIndex:
             table = {}
             self._prices[sig] = table
         return table
+
+    def capacity_type_table(self, sig: Signature) -> dict[ITInfo, tuple[str, ...]]:
+        table = self._capacity_types.get(sig)
+        if table is None:
+            table = self._capacity_types[sig] = {}
+        return table
+
+    def capacity_types(
+        self, table: dict[ITInfo, tuple[str, ...]], info: ITInfo, reqs: Any
+    ) -> tuple[str, ...]:
+        """Capacity types of ``info``'s available offerings compatible with ``reqs``, cached
+        in ``table`` (from :meth:`capacity_type_table` for the signature of ``reqs``)."""
+        hit = table.get(info)
+        if hit is None:
+            from karpenter_core.provisioning.scheduler.offerings import capacity_type_of
+
+            found: list[str] = []
+            for o in info.it.offerings:
+                if o.available and self.offering_compatible(reqs, o):
+                    ct = capacity_type_of(o)
+                    if ct and ct not in found:
+                        found.append(ct)
+            hit = table[info] = tuple(found)
+        return hit
 
     def offering_compatible(self, reqs: Any, offering: Any) -> bool:
         return bool(reqs.is_compatible(offering.requirements, self.allow_undefined))

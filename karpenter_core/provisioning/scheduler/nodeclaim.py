@@ -500,13 +500,14 @@ class NodeClaim:
         ordered = self.instance_types_by_price()[:max_instance_types]
         min_values = reqs.get(LABEL_INSTANCE_TYPE).min_values
         reqs.add(Requirement.new(LABEL_INSTANCE_TYPE, IN, [i.name for i in ordered], min_values))
+        # Offerings never carry the instance-type key, so the NodeClaim's own signature
+        # answers offering compatibility for the requirements with it added.
+        table = self.index.capacity_type_table(signature(self.requirements))
         capacity_types: list[str] = []
         for info in ordered:
-            for o in info.it.offerings:
-                if o.available and self.index.offering_compatible(reqs, o):
-                    ct = capacity_type_of(o)
-                    if ct and ct not in capacity_types:
-                        capacity_types.append(ct)
+            for ct in self.index.capacity_types(table, info, self.requirements):
+                if ct not in capacity_types:
+                    capacity_types.append(ct)
         if capacity_types:
             reqs.add(Requirement.new(CAPACITY_TYPE_LABEL_KEY, IN, capacity_types))
         out = Requirements()

@@ -915,3 +915,47 @@ def test_preferred_zone_not_in_steers_the_choice() -> None:
     results = solve([p])
     real_zones = {"test-zone-1", "test-zone-2", "test-zone-3"}
     assert label_of(results, 0, ZONE) & real_zones == {"test-zone-2"}
+
+
+# --- with topology -------------------------------------------------------------------------
+
+_ANY_CAPACITY = [req(CAPACITY_TYPE, "Exists")]
+
+
+def test_zone_spread_balances_new_nodeclaims() -> None:
+    tsc = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "x"}},
+        }
+    ]
+    pods = [pod(labels={"app": "x"}, tsc=tsc) for _ in range(4)]
+    results = solve(pods, [nodepool(requirements=_ANY_CAPACITY)])
+    per_zone: dict[str, int] = {}
+    for nc in results.new_nodeclaims:
+        (zone,) = nc.requirements.get(ZONE).values
+        per_zone[zone] = per_zone.get(zone, 0) + len(nc.pods)
+    assert sorted(per_zone.values()) == [1, 1, 2]
+
+
+def test_hostname_self_affinity_fills_one_node_then_fails() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "y"}}, "topologyKey": "kubernetes.io/hostname"}
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    pods = [pod(labels={"app": "y"}, affinity=aff) for _ in range(10)]
+    results = solve(pods, [nodepool(requirements=_ANY_CAPACITY)])
+    assert [len(nc.pods) for nc in results.new_nodeclaims] == [5]
+    assert len(results.pod_errors) == 5
+
+
+def test_hostname_anti_affinity_gives_each_pod_its_own_node() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "z"}}, "topologyKey": "kubernetes.io/hostname"}
+    aff = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    pods = [pod(labels={"app": "z"}, affinity=aff) for _ in range(4)] + [pod() for _ in range(4)]
+    results = solve(pods, [nodepool(requirements=_ANY_CAPACITY)])
+    assert results.pod_errors == {}
+    anti_per_node = [
+        sum(1 for p in nc.pods if p.labels.get("app") == "z") for nc in results.new_nodeclaims
+    ]
+    assert sorted(anti_per_node) == [1, 1, 1, 1]
