@@ -23,6 +23,9 @@ def _single_value(reqs: Any, key: str) -> str:
 
 
 def capacity_type_of(offering: Any) -> str:
+    ct = getattr(offering, "capacity_type", None)  # precomputed by cloudprovider.Offering
+    if isinstance(ct, str) and ct:
+        return ct
     return _single_value(offering.requirements, CAPACITY_TYPE_LABEL_KEY)
 
 

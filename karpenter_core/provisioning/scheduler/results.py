@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,10 +34,11 @@ class Results:
             if strict_min_values and len(truncated) < len(ordered):
                 deficient = min_values_check(truncated, nc.requirements)
                 if deficient:
+                    # Upstream's text, typographic apostrophes included, so searches match.
                     err = PodError(
-                        "pod didn't schedule because NodePool couldn't meet minValues "
+                        "pod didn\u2019t schedule because NodePool couldn\u2019t meet minValues "
                         "requirements, validating minValues",
-                        min_values_message(deficient),
+                        f"{min_values_message(deficient)} (nodepool {json.dumps(nc.nodepool_name)})",
                     )
                     for p in nc.pods:
                         self.pod_errors[p.key] = err

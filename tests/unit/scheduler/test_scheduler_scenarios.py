@@ -959,3 +959,32 @@ def test_hostname_anti_affinity_gives_each_pod_its_own_node() -> None:
         sum(1 for p in nc.pods if p.labels.get("app") == "z") for nc in results.new_nodeclaims
     ]
     assert sorted(anti_per_node) == [1, 1, 1, 1]
+
+
+def test_truncation_that_breaks_min_values_drops_the_nodeclaim() -> None:
+    pool = nodepool(requirements=[req(INSTANCE_TYPE, "In", "t1", "t2", min_values=2)])
+    pods = [pod(), pod()]
+    results = solve(
+        pods, [pool], instance_types=_two_types(), options=SchedulerOptions(max_instance_types=1)
+    )
+    assert results.new_nodeclaims == []
+    message = str(results.pod_errors[pods[0].key])
+    assert message.startswith(
+        "pod didn\u2019t schedule because NodePool couldn\u2019t meet minValues requirements, "
+        "validating minValues, minValues requirement is not met for label(s)"
+    )
+    assert set(results.pod_errors) == {p.key for p in pods}
+
+
+def test_best_effort_min_values_pool_is_preferred_by_weight() -> None:
+    heavy = nodepool(
+        "heavy", requirements=[req(INSTANCE_TYPE, "In", "t1", "t2", "t3", min_values=3)], weight=10
+    )
+    light = nodepool("light", weight=1)
+    results = solve(
+        [pod()],
+        [heavy, light],
+        instance_types=_two_types(),
+        options=SchedulerOptions(min_values_policy="BestEffort"),
+    )
+    assert results.to_json_dict()["nodeClaims"][0]["nodePool"] == "heavy"
