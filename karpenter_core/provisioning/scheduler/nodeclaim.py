@@ -516,6 +516,39 @@ class NodeClaim:
                 out[key] = r
         return out
 
+    def to_nodeclaim_dict(self) -> dict[str, Any]:
+        """The ``karpenter.sh/v1`` NodeClaim to create (upstream ``ToNodeClaim``): the pool's
+        template with the launch requirements, custom requirement keys as labels, the pods'
+        requests plus daemon overhead, and an owner reference to the NodePool."""
+        spec: dict[str, Any] = {
+            k: v for k, v in self.template.spec.items() if k not in ("requirements", "resources")
+        }
+        spec["requirements"] = sorted(
+            self.launch_requirements().to_node_selector_requirements(),
+            key=lambda r: (r["key"], r["operator"]),
+        )
+        spec["resources"] = {"requests": rl.format_list(self.requests)}
+        labels = {**self.labels, **self.custom_labels()}
+        return {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {
+                "generateName": f"{self.nodepool_name}-",
+                "labels": dict(sorted(labels.items())),
+                "annotations": dict(sorted(self.annotations.items())),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "karpenter.sh/v1",
+                        "kind": "NodePool",
+                        "name": self.nodepool_name,
+                        "uid": self.template.nodepool_uid,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec,
+        }
+
     def custom_labels(self) -> dict[str, str]:
         """Custom requirement keys materialised as labels (upstream uses any allowed value)."""
         labels: dict[str, str] = {}

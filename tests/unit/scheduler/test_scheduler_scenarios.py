@@ -988,3 +988,25 @@ def test_best_effort_min_values_pool_is_preferred_by_weight() -> None:
         options=SchedulerOptions(min_values_policy="BestEffort"),
     )
     assert results.to_json_dict()["nodeClaims"][0]["nodePool"] == "heavy"
+
+
+def test_nodeclaim_manifest_carries_template_requests_and_owner() -> None:
+    pool = nodepool(
+        labels={"team": "a"},
+        taints=[{"key": "dedicated", "value": "a", "effect": "NoSchedule"}],
+    )
+    p = pod(cpu="1", tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    results = solve([p], [pool])
+    manifest = results.new_nodeclaims[0].to_nodeclaim_dict()
+    assert manifest["kind"] == "NodeClaim"
+    assert manifest["metadata"]["generateName"] == "default-"
+    assert manifest["metadata"]["labels"]["team"] == "a"
+    assert manifest["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    assert manifest["metadata"]["ownerReferences"][0]["name"] == "default"
+    assert manifest["spec"]["taints"] == [
+        {"key": "dedicated", "value": "a", "effect": "NoSchedule"}
+    ]
+    assert manifest["spec"]["nodeClassRef"]["name"] == "default"
+    assert manifest["spec"]["resources"]["requests"] == {"cpu": "1", "pods": "1"}
+    keys = {r["key"] for r in manifest["spec"]["requirements"]}
+    assert INSTANCE_TYPE in keys and "karpenter.sh/registered" not in keys
