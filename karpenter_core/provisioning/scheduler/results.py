@@ -53,6 +53,42 @@ class Results:
     def reserved_offering_errors(self) -> dict[str, object]:
         return {k: v for k, v in self.pod_errors.items() if is_reserved_offering_error(v)}
 
+    def _non_pending_errors(self) -> dict[str, object]:
+        out = {}
+        for key, err in self.pod_errors.items():
+            pod = self.pods_by_key.get(key)
+            if pod is not None and pod.is_provisionable():
+                continue
+            out[key] = err
+        return out
+
+    def all_non_pending_pods_scheduled(self) -> bool:
+        """Every pod that was running somewhere (e.g. on a consolidation candidate) found a
+        place; pods that were already pending may stay pending (upstream semantics)."""
+        return not self._non_pending_errors()
+
+    def non_pending_pod_scheduling_errors(self, max_errors: int = 5) -> str:
+        """Why running pods would not reschedule, for disruption decisions (upstream text)."""
+        errs = self._non_pending_errors()
+        if not errs:
+            return "No Pod Scheduling Errors"
+        parts = [f"{k} => {errs[k]}" for k in sorted(errs)[:max_errors]]
+        msg = "not all pods would schedule, " + " ".join(parts)
+        if len(errs) > max_errors:
+            msg += f"  and {len(errs) - max_errors} other(s)"
+        return msg
+
+    def nodepool_to_pods(self) -> dict[str, list[str]]:
+        """Pod keys per NodePool, across new NodeClaims and existing managed nodes."""
+        out: dict[str, list[str]] = {}
+        for nc in self.new_nodeclaims:
+            out.setdefault(nc.nodepool_name, []).extend(p.key for p in nc.pods)
+        for node in self.existing_nodes:
+            pool = node.state_node.nodepool_name()
+            if node.pods and pool:
+                out.setdefault(pool, []).extend(p.key for p in node.pods)
+        return out
+
     def to_json_dict(self) -> dict[str, Any]:
         """The ``karpenter schedule -o json`` shape: NodeClaims, existing-node placements
         (only nodes receiving pods) and pod errors, all deterministically ordered."""

@@ -255,3 +255,39 @@ def test_never_more_nodeclaims_than_first_fit_decreasing(tenths: list[int]) -> N
     results = solve(pods, [nodepool()], instance_types=catalog)
     assert results.pod_errors == {}
     assert len(results.new_nodeclaims) <= _ffd_bins([t * 100 for t in tenths], 3900)
+
+
+# --- results helpers for disruption --------------------------------------------------------
+
+
+def _bound_pod(name: str, cpu: str) -> object:
+    from karpenter_core.apis.objects import Pod
+
+    return Pod.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "nodeName": "candidate",
+                "containers": [
+                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+
+
+def test_running_pod_that_cannot_move_is_reported() -> None:
+    p = _bound_pod("stuck", "500")
+    results = solve([p])  # type: ignore[list-item]
+    assert not results.all_non_pending_pods_scheduled()
+    assert results.non_pending_pod_scheduling_errors().startswith(
+        "not all pods would schedule, default/stuck => "
+    )
+
+
+def test_running_pods_that_move_leave_no_errors() -> None:
+    results = solve([_bound_pod("ok", "1")])  # type: ignore[list-item]
+    assert results.all_non_pending_pods_scheduled()
+    assert results.non_pending_pod_scheduling_errors() == "No Pod Scheduling Errors"
+    assert results.nodepool_to_pods() == {"default": ["default/ok"]}
