@@ -1010,3 +1010,33 @@ def test_nodeclaim_manifest_carries_template_requests_and_owner() -> None:
     assert manifest["spec"]["resources"]["requests"] == {"cpu": "1", "pods": "1"}
     keys = {r["key"] for r in manifest["spec"]["requirements"]}
     assert INSTANCE_TYPE in keys and "karpenter.sh/registered" not in keys
+
+
+def _override_catalog(available: bool) -> list[Any]:
+    from karpenter_core.cloudprovider.types import Offering
+
+    base = offering("on-demand", "test-zone-1", 1.0)
+    slots = Offering(
+        requirements=offering("spot", "test-zone-1", 0.5).requirements,
+        price=0.5,
+        available=available,
+        capacity_override={"test.com/extended-slots": 4000},
+    )
+    return [
+        instance_type("with-slots", offerings=[base, slots]),
+        instance_type("plain", offerings=[offering("on-demand", "test-zone-1", 0.1)]),
+    ]
+
+
+def test_offering_capacity_override_makes_a_type_eligible() -> None:
+    p = pod(extra={"test.com/extended-slots": "1"})
+    results = solve([p], instance_types=_override_catalog(available=True))
+    assert results.pod_errors == {}
+    assert instance_type_names(results) == [["with-slots"]]
+
+
+def test_unavailable_override_offering_gives_no_nodeclaim() -> None:
+    p = pod(extra={"test.com/extended-slots": "1"})
+    results = solve([p], instance_types=_override_catalog(available=False))
+    assert results.new_nodeclaims == []
+    assert p.key in results.pod_errors
