@@ -218,7 +218,7 @@ class OptionSet:
     all suffix minima reach the request fits, without checking them one by one.
     """
 
-    __slots__ = ("_max", "cols", "cpu_keys", "options", "sig", "simple", "suffix_min")
+    __slots__ = ("_max", "cols", "cpu_keys", "options", "sig", "simple", "sorted", "suffix_min")
 
     def __init__(
         self,
@@ -228,6 +228,7 @@ class OptionSet:
         simple: bool | None = None,
         sig: Signature | None = None,
         cols: dict[str, list[int]] | None = None,
+        is_sorted: bool | None = None,
     ) -> None:
         self.options = options
         # The requirement signature under which every option is known to be compatible and
@@ -237,9 +238,13 @@ class OptionSet:
         if cpu_keys is None:
             cpu_keys = [i.max_alloc.get("cpu", 0) for i in options]
         self.cpu_keys = cpu_keys
+        # Bisection needs CPU order; lists in any other order are scanned in full.
+        if is_sorted is None:
+            is_sorted = all(a <= b for a, b in itertools.pairwise(cpu_keys))
+        self.sorted = is_sorted
         if simple is None:
-            simple = all(len(i.groups) == 1 and i.groups[0].nonnegative for i in options) and all(
-                a <= b for a, b in itertools.pairwise(cpu_keys)
+            simple = self.sorted and all(
+                len(i.groups) == 1 and i.groups[0].nonnegative for i in options
             )
         self.simple = simple
         if suffix_min is None and simple:
@@ -266,6 +271,7 @@ class OptionSet:
             self.simple,
             sig,
             {k: v[j:] for k, v in self.cols.items()},
+            self.sorted,
         )
 
     def max_allocatable(self, key: str) -> int:

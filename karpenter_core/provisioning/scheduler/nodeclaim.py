@@ -114,7 +114,7 @@ def filter_instance_types(
     trusted: list[ITInfo] = []
     entry = index.entry
     scan: Sequence[ITInfo] = options
-    if optset is not None and single is not None:
+    if optset is not None and single is not None and optset.sorted:
         lo = bisect_left(optset.cpu_keys, single.get("cpu", 0))
         scan = optset.options[lo:]
         if optset.simple and all(k in FAST_KEYS for k in single):

@@ -291,3 +291,14 @@ def test_running_pods_that_move_leave_no_errors() -> None:
     assert results.all_non_pending_pods_scheduled()
     assert results.non_pending_pod_scheduling_errors() == "No Pod Scheduling Errors"
     assert results.nodepool_to_pods() == {"default": ["default/ok"]}
+
+
+def test_option_set_bisects_only_cpu_sorted_lists() -> None:
+    from karpenter_core.provisioning.scheduler.instancetypes import InstanceTypeIndex, OptionSet
+
+    index = InstanceTypeIndex()
+    small, big = index.wrap([instance_type("small", cpu=2), instance_type("big", cpu=8)])
+    assert OptionSet([small, big]).sorted
+    unsorted = OptionSet([big, small])
+    assert not unsorted.sorted and not unsorted.simple
+    assert unsorted.max_allocatable("cpu") == 7900
