@@ -92,9 +92,27 @@ def is_daemon_compatible(template: NodeClaimTemplate, info: ITInfo, pod: Any) ->
 def build_daemon_overhead_groups(
     template: NodeClaimTemplate, daemon_pods: Sequence[Any]
 ) -> list[DaemonOverheadGroup]:
+    allow = frozenset(WELL_KNOWN_LABELS)
+    # Per daemon, the OR-term alternatives that suit the template; only the instance-type
+    # intersection differs between instance types.
+    candidates: list[tuple[Any, list[Requirements]]] = []
+    for p in daemon_pods:
+        if tolerates(template.taints, daemon_tolerations(p)) is not None:
+            continue
+        alts = [
+            r
+            for r in daemon_requirement_alternatives(p)
+            if template.requirements.is_compatible(r, allow)
+        ]
+        if alts:
+            candidates.append((p, alts))
     groups: dict[tuple[str, ...], DaemonOverheadGroup] = {}
     for info in template.instance_type_options:
-        compatible = [p for p in daemon_pods if is_daemon_compatible(template, info, p)]
+        compatible = [
+            p
+            for p, alts in candidates
+            if any(info.requirements.intersects(r) is None for r in alts)
+        ]
         key = tuple(sorted(p.key for p in compatible))
         g = groups.get(key)
         if g is None:

@@ -51,3 +51,20 @@ def test_bad_sizes_are_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exc:
         _bench().main(["--sizes", "ten"])
     assert exc.value.code == 2
+
+
+def test_diverse_mix_uses_the_fewest_nodeclaims_possible() -> None:
+    """Each hostname anti-affinity pod needs its own node; the solve uses no more."""
+    from karpenter_core.provisioning.scheduler import schedule
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types, register_labels
+    from karpenter_core.state.snapshot import ClusterSnapshot
+
+    register_labels()
+    bench = _bench()
+    pods = bench.PodFactory(42).diverse(500)
+    anti = sum(1 for p in pods if (p.affinity or {}).get("podAntiAffinity"))
+    results = schedule(
+        ClusterSnapshot(pods=pods), pods, [bench.nodepool()], {"default": instance_types(400)}
+    )
+    assert results.pod_errors == {}
+    assert len(results.new_nodeclaims) == anti

@@ -234,27 +234,20 @@ def test_min_of_treats_missing_as_zero() -> None:
 # --- packing quality -----------------------------------------------------------------------
 
 
-def _ffd_bins(sizes: list[int], capacity: int) -> int:
-    bins: list[int] = []
-    for s in sorted(sizes, reverse=True):
-        for i, free in enumerate(bins):
-            if s <= free:
-                bins[i] -= s
-                break
-        else:
-            bins.append(capacity - s)
-    return len(bins)
-
-
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=39), min_size=1, max_size=40))
-def test_never_more_nodeclaims_than_first_fit_decreasing(tenths: list[int]) -> None:
-    """One 4-CPU type (3.9 CPU allocatable after overhead), pods of 0.1..3.9 CPU."""
+def test_packing_never_leaves_two_half_empty_nodeclaims(tenths: list[int]) -> None:
+    """A new NodeClaim opens only when the pod fits no planned one (any-fit), so at most one
+    NodeClaim is half empty: count <= 2 * total / capacity + 1. One 4-CPU type (3.9 CPU
+    allocatable), pods of 0.1..3.9 CPU. (Upstream tries the emptiest NodeClaim first, which
+    can need one more node than first-fit-decreasing; we keep upstream's order.)"""
     catalog = [instance_type("only", cpu=4, memory_gi=64, pods=110)]
     pods = [pod(cpu=f"{t * 100}m") for t in tenths]
     results = solve(pods, [nodepool()], instance_types=catalog)
     assert results.pod_errors == {}
-    assert len(results.new_nodeclaims) <= _ffd_bins([t * 100 for t in tenths], 3900)
+    assert len(results.new_nodeclaims) <= 2 * sum(tenths) / 39 + 1
+    half_empty = [nc for nc in results.new_nodeclaims if 2 * nc.requests["cpu"] <= 3900]
+    assert len(half_empty) <= 1
 
 
 # --- results helpers for disruption --------------------------------------------------------
