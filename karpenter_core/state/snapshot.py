@@ -62,6 +62,9 @@ class ClusterSnapshot:
     pvs: tuple[PersistentVolume, ...] = field(default=(), converter=_tuple)
     storage_classes: tuple[StorageClass, ...] = field(default=(), converter=_tuple)
     csinodes: tuple[CSINode, ...] = field(default=(), converter=_tuple)
+    prebuilt_state_nodes: tuple[StateNode, ...] | None = field(default=None, kw_only=True)
+    """Existing capacity already merged by live cluster state (with its deletion marks and
+    nominations); when given, it is used instead of merging ``nodes`` and ``nodeclaims``."""
     _cache: dict[str, Any] = field(factory=dict, init=False, repr=False, eq=False)
 
     def _index(self, name: str, build: Any) -> Any:
@@ -194,6 +197,8 @@ class ClusterSnapshot:
     # -- existing capacity --
 
     def _build_state_nodes(self) -> list[StateNode]:
+        if self.prebuilt_state_nodes is not None:
+            return list(self.prebuilt_state_nodes)
         by_provider: dict[str, list[Any]] = {}  # provider id -> [node, nodeclaim]
         order: list[str] = []
         for nc in self.nodeclaims:

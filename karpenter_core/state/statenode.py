@@ -113,6 +113,7 @@ class StateNode:
         "_daemonset_requests",
         "_host_port_usage",
         "_marked",
+        "_nominated_until",
         "_pod_requests",
         "_pod_requests_total",
         "_volume_limits",
@@ -143,6 +144,7 @@ class StateNode:
         self.nodeclaim = nodeclaim
         self.nodeclaim_view = NodeClaimView.of(nodeclaim) if nodeclaim is not None else None
         self._marked = marked_for_deletion
+        self._nominated_until = 0.0
         self.pods: list[Pod] = []
         self._pod_requests: dict[str, Mapping[str, int]] = {}
         self._daemonset_requests: dict[str, Mapping[str, int]] = {}
@@ -157,7 +159,10 @@ class StateNode:
     # -- usage --
 
     def add_pod(self, pod: Pod, volumes: Mapping[str, frozenset[str]] | None = None) -> None:
-        """Account for a pod bound to this node (upstream ``updateForPod``)."""
+        """Account for a pod bound to this node (upstream ``updateForPod``); a pod already
+        counted here is replaced, so re-adding an updated pod never double-counts it."""
+        if pod.key in self._pod_requests:
+            self.remove_pod(pod.key)
         reqs = pod.scheduling_requests
         self.pods.append(pod)
         self._pod_requests[pod.key] = reqs
@@ -167,6 +172,20 @@ class StateNode:
         self._host_port_usage.add(pod.key, pod.host_ports)
         self._volume_usage.add(pod.key, volumes or {})
 
+    def remove_pod(self, pod_key: str) -> bool:
+        """Stop counting a pod (upstream ``cleanupForPod``); False if it was not counted."""
+        if self._pod_requests.pop(pod_key, None) is None:
+            return False
+        self._daemonset_requests.pop(pod_key, None)
+        self.pods = [p for p in self.pods if p.key != pod_key]
+        self._pod_requests_total = None
+        self._host_port_usage.delete_pod(pod_key)
+        self._volume_usage.delete_pod(pod_key)
+        return True
+
+    def has_pod(self, pod_key: str) -> bool:
+        return pod_key in self._pod_requests
+
     def copy(self) -> StateNode:
         """An independent copy: usage can be changed without touching this node."""
         n = StateNode.__new__(StateNode)
@@ -174,6 +193,7 @@ class StateNode:
         n.nodeclaim = self.nodeclaim
         n.nodeclaim_view = self.nodeclaim_view
         n._marked = self._marked
+        n._nominated_until = self._nominated_until
         n.pods = list(self.pods)
         n._pod_requests = dict(self._pod_requests)
         n._daemonset_requests = dict(self._daemonset_requests)
@@ -331,6 +351,14 @@ class StateNode:
 
     def mark_for_deletion(self, marked: bool = True) -> None:
         self._marked = marked
+
+    def nominate(self, now: float, window: float) -> None:
+        """A pending pod was planned onto this node: keep it from being disrupted until
+        ``now + window`` (monotonic seconds); a later nomination extends the window."""
+        self._nominated_until = max(self._nominated_until, now + window)
+
+    def nominated(self, now: float) -> bool:
+        return now < self._nominated_until
 
     def __repr__(self) -> str:
         return f"StateNode({self.name()!r}, pods={len(self.pods)})"

@@ -1,0 +1,231 @@
+"""The state informers: controllers that keep :class:`~karpenter_core.state.cluster.Cluster`
+current from watches (upstream ``pkg/controllers/state/informer``, spec §4.10).
+
+Each reconcile reads the object fresh from the KubeClient: present means update, NotFound
+means delete. Nodes, NodeClaims and pods are re-read every minute as a safety net, which a
+simulation may stretch or switch off with ``ctx.extras["state.resync_seconds"]`` (a number,
+or None) since its watches never miss an event.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from karpenter_core.apis.objects import ObjectError
+from karpenter_core.apis.v1 import APIError
+from karpenter_core.kube.client import NotFound
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.state.cluster import Cluster, NodeNotFoundError, is_managed_nodeclaim
+
+__all__ = [
+    "RESYNC_SECONDS",
+    "DaemonSetInformer",
+    "NodeClaimInformer",
+    "NodeInformer",
+    "NodePoolInformer",
+    "PodInformer",
+    "cluster_of",
+    "is_managed_nodepool",
+    "register",
+]
+
+log = logging.getLogger("karpenter.state")
+
+RESYNC_SECONDS = 60.0
+"""Upstream's state retry period: tracked objects are re-read this often."""
+
+WORKERS = 10
+
+
+def cluster_of(ctx: ControllerContext) -> Cluster:
+    """The context's Cluster, created on first use."""
+    if ctx.cluster is None:
+        ctx.cluster = Cluster.from_context(ctx)
+    cluster: Cluster = ctx.cluster
+    return cluster
+
+
+def _resync(ctx: ControllerContext) -> Result:
+    seconds = ctx.extras.get("state.resync_seconds", RESYNC_SECONDS)
+    return Result.after(float(seconds)) if seconds else Result()
+
+
+def _describe(kind: str, key: ObjectKey, err: Exception) -> str:
+    return f"ignoring {kind} {key}: {err}"
+
+
+class NodeInformer:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            node = self.ctx.kube.get("nodes", key.name)
+        except NotFound:
+            self.cluster.delete_node(key.name)
+            return Result()
+        try:
+            self.cluster.update_node(node)
+        except ObjectError as e:
+            log.warning(_describe("node", key, e))
+            return Result()
+        return _resync(self.ctx)
+
+
+class NodeClaimInformer:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            nc = self.ctx.kube.get("nodeclaims", key.name)
+        except NotFound:
+            self.cluster.delete_nodeclaim(key.name)
+            return Result()
+        if not is_managed_nodeclaim(nc, self.ctx.cloud_provider):
+            return Result()
+        try:
+            self.cluster.update_nodeclaim(nc)
+        except (APIError, ObjectError, ValueError) as e:
+            log.warning(_describe("nodeclaim", key, e))
+            return Result()
+        return _resync(self.ctx)
+
+
+class PodInformer:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            pod = self.ctx.kube.get("pods", key.name, key.namespace)
+        except NotFound:
+            self.cluster.delete_pod(str(key))
+            return Result()
+        try:
+            self.cluster.update_pod(pod)
+        except NodeNotFoundError:
+            return Result(requeue=True)  # the node's informer has not caught up yet
+        except ObjectError as e:
+            log.warning(_describe("pod", key, e))
+            return Result()
+        return _resync(self.ctx)
+
+
+class DaemonSetInformer:
+    """Only creations are watched; after that each DaemonSet polls itself every minute."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            ds = self.ctx.kube.get("daemonsets", key.name, key.namespace)
+        except NotFound:
+            self.cluster.delete_daemonset(str(key))
+            return Result()
+        try:
+            self.cluster.update_daemonset(ds)
+        except ObjectError as e:
+            log.warning(_describe("daemonset", key, e))
+            return Result()
+        return Result.after(RESYNC_SECONDS)
+
+
+def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: Any) -> bool:
+    """A NodePool is this operator's when its template's NodeClass kind is supported."""
+    ref = (((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "nodeClassRef"
+    ) or {}
+    return is_managed_nodeclaim({"spec": {"nodeClassRef": ref}}, cloud_provider)
+
+
+class NodePoolInformer:
+    """A managed NodePool's spec changed (or it appeared): consolidation should look again."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            np = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
+            return Result()
+        if is_managed_nodepool(np, self.ctx.cloud_provider):
+            self.cluster.mark_unconsolidated()
+        return Result()
+
+
+class _GenerationChanged:
+    """Watch predicate: creations, deletions, and updates that moved ``metadata.generation``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, Any] = {}
+
+    def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        gen = meta.get("generation")
+        with self._lock:
+            if event_type == "DELETED":
+                self._seen.pop(name, None)
+                return True
+            previous = self._seen.get(name)
+            self._seen[name] = gen
+            return event_type == "ADDED" or previous != gen
+
+
+def _added(event_type: str, obj: dict[str, Any]) -> bool:
+    return event_type == "ADDED"
+
+
+def register(manager: Manager, ctx: ControllerContext) -> None:
+    """Add the state.node / state.nodeclaim / state.pod / state.daemonset / state.nodepool
+    controllers feeding ``ctx.cluster`` (created if absent)."""
+    cluster_of(ctx)
+    provider = ctx.cloud_provider
+
+    def managed(event_type: str, obj: dict[str, Any]) -> bool:
+        return is_managed_nodeclaim(obj, provider)
+
+    def managed_pool(event_type: str, obj: dict[str, Any]) -> bool:
+        return is_managed_nodepool(obj, provider)
+
+    generation_changed = _GenerationChanged()
+
+    def nodepool_predicate(event_type: str, obj: dict[str, Any]) -> bool:
+        return generation_changed(event_type, obj) and managed_pool(event_type, obj)
+
+    manager.add_controller(
+        "state.node", NodeInformer(ctx), watches=[Watch("nodes")], workers=WORKERS
+    )
+    manager.add_controller(
+        "state.nodeclaim",
+        NodeClaimInformer(ctx),
+        watches=[Watch("nodeclaims", predicate=managed)],
+        workers=WORKERS,
+    )
+    manager.add_controller("state.pod", PodInformer(ctx), watches=[Watch("pods")], workers=WORKERS)
+    manager.add_controller(
+        "state.daemonset",
+        DaemonSetInformer(ctx),
+        watches=[Watch("daemonsets", predicate=_added)],
+        workers=WORKERS,
+    )
+    manager.add_controller(
+        "state.nodepool",
+        NodePoolInformer(ctx),
+        watches=[Watch("nodepools", predicate=nodepool_predicate)],
+        workers=WORKERS,
+    )

@@ -1,0 +1,527 @@
+"""Cluster state fed by the state informers, on the in-memory API server and a virtual clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.state import informers, nodeclaimgc
+from karpenter_core.state.cluster import Cluster
+
+NP = "karpenter.sh/nodepool"
+GI = 1024**3 * 1000
+
+
+class Env:
+    """An API server, a virtual clock, a manager running the state informers."""
+
+    def __init__(self, server: InMemoryApiServer | None = None, clock: VirtualClock | None = None):
+        self.clock = clock or VirtualClock()
+        self.server = server or InMemoryApiServer(self.clock)
+        self.ctx = ControllerContext(
+            kube=self.server,
+            clock=self.clock,
+            cloud_provider=None,  # type: ignore[arg-type]
+            recorder=EventRecorder(self.clock),
+        )
+        self.manager = Manager(self.clock, self.server)
+        informers.register(self.manager, self.ctx)
+        nodeclaimgc.register(self.manager, self.ctx)
+        self.manager.start()
+        self.cluster: Cluster = self.ctx.cluster
+
+    def settle(self) -> None:
+        self.manager.settle()
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        out = self.server.create(obj)
+        self.settle()
+        return out
+
+
+@pytest.fixture
+def env() -> Env:
+    return Env()
+
+
+def node(
+    name: str = "n1",
+    pid: str | None = "kwok://n1",
+    *,
+    labels: dict[str, str] | None = None,
+    cpu: str = "4",
+    memory: str = "8Gi",
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if pid is not None:
+        spec["providerID"] = pid
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+        },
+    }
+
+
+MANAGED = {
+    NP: "default",
+    "node.kubernetes.io/instance-type": "c-4x",
+    "karpenter.sh/registered": "true",
+    "karpenter.sh/initialized": "true",
+}
+
+
+def nodeclaim(
+    name: str = "nc1", pid: str = "kwok://n1", *, pool: str = "default"
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {NP: pool}},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"},
+            "requirements": [],
+        },
+    }
+    if pid:
+        obj["status"] = {
+            "providerID": pid,
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        }
+    return obj
+
+
+def pod(
+    name: str = "p1",
+    node_name: str | None = None,
+    *,
+    cpu: str = "1",
+    ns: str = "default",
+    owner: dict[str, Any] | None = None,
+    anti_affinity: bool = False,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    if anti_affinity:
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
+                ]
+            }
+        }
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": {"app": "a"}}
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def create_status(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create a NodeClaim and then write its status (the status subresource ignores status
+    on create), as the lifecycle controller would."""
+    status = obj.pop("status", None)
+    out = env.server.create(obj)
+    if status is not None:
+        out["status"] = status
+        out = env.server.update_status(out)
+    env.settle()
+    return out
+
+
+# -- merging by provider id ---------------------------------------------------------------
+
+
+def test_node_then_nodeclaim_merge_into_one_state_node(env: Env) -> None:
+    env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    (sn,) = env.cluster.state_nodes()
+    assert sn.node is not None and sn.nodeclaim is not None
+    assert sn.provider_id() == "kwok://n1"
+
+
+def test_nodeclaim_then_node_merge_into_one_state_node(env: Env) -> None:
+    create_status(env, nodeclaim())
+    (sn,) = env.cluster.state_nodes()
+    assert sn.node is None and sn.name() == "nc1"
+    env.create(node(labels=MANAGED))
+    (sn,) = env.cluster.state_nodes()
+    assert sn.node is not None and sn.nodeclaim is not None and sn.name() == "n1"
+
+
+def test_unlaunched_nodeclaim_is_not_capacity(env: Env) -> None:
+    env.create(nodeclaim(pid=""))
+    assert env.cluster.state_nodes() == []
+    assert env.cluster.unlaunched_nodeclaim_exists("nc1")
+
+
+def test_unmanaged_node_without_provider_id_is_keyed_by_name(env: Env) -> None:
+    env.create(node("plain", pid=None))
+    (sn,) = env.cluster.state_nodes()
+    assert sn.name() == "plain" and not sn.managed()
+    assert env.cluster.provider_id_for_node("plain") == "plain"
+
+
+def test_managed_node_without_provider_id_is_ignored(env: Env) -> None:
+    env.create(node(pid=None, labels=MANAGED))
+    assert env.cluster.state_nodes() == []
+
+
+def test_managed_uninitialized_node_without_instance_type_waits(env: Env) -> None:
+    env.create(node(labels={NP: "default"}))
+    assert env.cluster.state_nodes() == []
+
+
+def test_deleting_node_keeps_nodeclaim_half(env: Env) -> None:
+    env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    env.server.delete("nodes", "n1")
+    env.settle()
+    (sn,) = env.cluster.state_nodes()
+    assert sn.node is None and sn.nodeclaim is not None
+
+
+def test_deleting_both_halves_removes_state_node(env: Env) -> None:
+    env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    env.server.delete("nodes", "n1")
+    env.server.delete("nodeclaims", "nc1")
+    env.settle()
+    assert env.cluster.state_nodes() == []
+    assert not env.cluster.nodeclaim_exists("nc1")
+
+
+# -- pods and usage -----------------------------------------------------------------------
+
+
+def test_binding_a_pod_counts_its_requests(env: Env) -> None:
+    env.create(node())
+    env.create(pod())
+    assert env.cluster.state_nodes()[0].pod_requests().get("cpu", 0) == 0
+    env.server.bind("p1", "default", "n1")
+    env.settle()
+    (sn,) = env.cluster.state_nodes()
+    assert sn.pod_requests()["cpu"] == 1000
+    assert sn.available()["cpu"] == 3000
+    assert env.cluster.binding("default/p1") == "n1"
+
+
+def test_deleting_a_pod_frees_its_usage(env: Env) -> None:
+    env.create(node())
+    env.create(pod(node_name="n1"))
+    env.server.delete("pods", "p1", "default", grace_period_seconds=0)
+    env.settle()
+    (sn,) = env.cluster.state_nodes()
+    assert sn.pod_requests().get("cpu", 0) == 0
+    assert env.cluster.binding("default/p1") is None
+    assert env.cluster.pod("default/p1") is None
+
+
+def test_terminal_pod_frees_usage(env: Env) -> None:
+    env.create(node())
+    p = env.create(pod(node_name="n1"))
+    p["status"] = {"phase": "Succeeded"}
+    env.server.update_status(p)
+    env.settle()
+    assert env.cluster.state_nodes()[0].pod_requests().get("cpu", 0) == 0
+
+
+def test_pod_bound_before_its_node_is_counted_once_node_arrives(env: Env) -> None:
+    env.create(pod(node_name="n1"))
+    env.create(node())
+    (sn,) = env.cluster.state_nodes()
+    assert sn.pod_requests()["cpu"] == 1000
+
+
+def test_pod_bound_to_unknown_node_is_retried_not_lost(env: Env) -> None:
+    env.create(pod(node_name="n1"))
+    assert env.cluster.binding("default/p1") is None
+    # the node arrives later, by another path than its informer's rebuild: the pod's own
+    # retry books it (once)
+    env.cluster.update_node(node())
+    env.manager.run_for(5)
+    assert env.cluster.binding("default/p1") == "n1"
+    assert env.cluster.state_nodes()[0].pod_requests()["cpu"] == 1000
+
+
+def test_reapplying_the_same_pod_does_not_double_count(env: Env) -> None:
+    env.create(node())
+    p = env.create(pod(node_name="n1"))
+    env.cluster.update_pod(p)
+    env.manager.run_for(180)  # several periodic re-reads
+    assert env.cluster.state_nodes()[0].pod_requests()["cpu"] == 1000
+
+
+def test_node_update_keeps_pod_usage(env: Env) -> None:
+    n = env.create(node())
+    env.create(pod(node_name="n1"))
+    n["metadata"]["labels"] = {"team": "a"}
+    env.server.update(n)
+    env.settle()
+    (sn,) = env.cluster.state_nodes()
+    assert sn.labels()["team"] == "a" and sn.pod_requests()["cpu"] == 1000
+
+
+def test_state_nodes_are_independent_copies(env: Env) -> None:
+    env.create(node())
+    copy = env.cluster.state_nodes()[0]
+    from karpenter_core.apis.objects import Pod
+
+    copy.add_pod(Pod.from_dict(pod("ghost")))
+    assert env.cluster.state_nodes()[0].pod_requests().get("cpu", 0) == 0
+
+
+# -- synced -------------------------------------------------------------------------------
+
+
+def test_synced_false_until_every_node_and_nodeclaim_is_seen() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    server.create(node(labels=MANAGED))
+    nc = nodeclaim()
+    status = nc.pop("status")
+    created = server.create(nc)
+    created["status"] = status
+    server.update_status(created)
+    cluster = Cluster(server, clock)
+    assert not cluster.synced()
+    cluster.update_node(server.get("nodes", "n1"))
+    assert not cluster.synced()
+    cluster.update_nodeclaim(server.get("nodeclaims", "nc1"))
+    assert cluster.synced()
+
+
+def test_synced_false_while_a_launch_is_in_flight(env: Env) -> None:
+    assert env.cluster.synced()
+    env.create(nodeclaim("nc2", pid=""))
+    assert not env.cluster.synced()
+
+
+def test_nodeclaimgc_forgets_unlaunched_nodeclaim_deleted_unseen(env: Env) -> None:
+    created = env.create(nodeclaim("nc2", pid=""))
+    # the informer misses the delete (say, its watch was down): only the gc can heal it
+    env.server.delete("nodeclaims", "nc2")
+    env.cluster.update_nodeclaim(created)  # stale seed re-applied after the delete
+    env.manager.run_for(20)
+    assert not env.cluster.nodeclaim_exists("nc2")
+    assert env.cluster.synced()
+
+
+# -- marks, nominations, nodepool resources ---------------------------------------------------
+
+
+def test_mark_for_deletion_survives_updates(env: Env) -> None:
+    n = env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    env.cluster.mark_for_deletion("kwok://n1")
+    n["metadata"]["labels"]["team"] = "a"
+    env.server.update(n)
+    env.settle()
+    nc = env.server.get("nodeclaims", "nc1")
+    nc["metadata"]["labels"]["x"] = "y"
+    env.server.update(nc)
+    env.settle()
+    assert env.cluster.state_nodes()[0].marked_for_deletion
+    env.cluster.unmark_for_deletion("kwok://n1")
+    assert not env.cluster.state_nodes()[0].marked_for_deletion
+
+
+def test_marked_node_leaves_nodepool_resources(env: Env) -> None:
+    env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    assert env.cluster.nodepool_resources("default")["cpu"] == 4000
+    assert env.cluster.nodepool_node_count("default") == 1
+    env.cluster.mark_for_deletion("kwok://n1")
+    assert env.cluster.nodepool_resources("default") == {}
+    assert env.cluster.nodepool_state.node_counts("default").deleting == 1
+    env.cluster.unmark_for_deletion("kwok://n1")
+    assert env.cluster.nodepool_resources("default")["cpu"] == 4000
+    assert env.cluster.nodepool_state.node_counts("default").active == 1
+
+
+def test_nodepool_resources_sum_nodes(env: Env) -> None:
+    env.create(node("n1", "kwok://n1", labels=MANAGED))
+    env.create(node("n2", "kwok://n2", labels=MANAGED, cpu="8"))
+    create_status(env, nodeclaim("nc1", "kwok://n1"))
+    create_status(env, nodeclaim("nc2", "kwok://n2"))
+    res = env.cluster.nodepool_resources("default")
+    assert res["cpu"] == 12000 and res["nodes"] == 2000
+
+
+def test_nomination_expires_after_window(env: Env) -> None:
+    env.create(node())
+    env.cluster.nominate_node_for_pod("kwok://n1")
+    assert env.cluster.is_node_nominated("kwok://n1")
+    env.clock.advance(env.cluster.nomination_seconds + 1)
+    assert not env.cluster.is_node_nominated("kwok://n1")
+
+
+def test_consolidation_state_moves_on_binding_and_restamps_after_five_minutes(env: Env) -> None:
+    env.create(node())
+    before = env.cluster.consolidation_state()
+    env.clock.advance(1)
+    env.create(pod(node_name="n1"))
+    after = env.cluster.consolidation_state()
+    assert after > before
+    assert env.cluster.consolidation_state() == after
+    env.clock.advance(301)
+    assert env.cluster.consolidation_state() > after
+
+
+# -- daemonsets -----------------------------------------------------------------------------
+
+
+def daemonset(name: str = "ds") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}
+                    ]
+                },
+            },
+        },
+    }
+
+
+def test_daemonset_cache_prefers_newest_pod_over_template(env: Env) -> None:
+    ds = env.create(daemonset())
+    assert [p.requests["cpu"] for p in env.cluster.daemonset_pods()] == [100]
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "name": "ds",
+        "uid": ds["metadata"]["uid"],
+        "controller": True,
+    }
+    env.create(pod("ds-a", cpu="250m", owner=owner))
+    assert env.cluster.daemonset_pod("default/ds") is not None
+    assert [p.requests["cpu"] for p in env.cluster.daemonset_pods()] == [250]
+
+
+def test_deleted_daemonset_leaves_cache_within_a_poll(env: Env) -> None:
+    env.create(daemonset())
+    env.server.delete("daemonsets", "ds", "default")
+    env.manager.run_for(61)
+    assert env.cluster.daemonset_pods() == []
+
+
+# -- snapshot and restart -------------------------------------------------------------------
+
+
+def test_snapshot_carries_marks_and_pods(env: Env) -> None:
+    env.create(node(labels=MANAGED))
+    create_status(env, nodeclaim())
+    env.create(pod(node_name="n1"))
+    env.create(pod("pending"))
+    env.cluster.mark_for_deletion("kwok://n1")
+    snap = env.cluster.snapshot()
+    assert [p.key for p in snap.pending_pods()] == ["default/pending"]
+    assert snap.active_state_nodes() == []
+    assert snap.state_nodes()[0].pod_requests()["cpu"] == 1000
+
+
+def _fingerprint(c: Cluster) -> Any:
+    return [
+        (
+            sn.provider_id(),
+            sn.name(),
+            sn.pod_requests(),
+            sorted(p.key for p in sn.pods),
+            sn.managed(),
+            sn.initialized(),
+        )
+        for sn in c.state_nodes()
+    ], {np: c.nodepool_resources(np) for np in ("default", "other")}
+
+
+def test_restart_rebuilds_identical_state(env: Env) -> None:
+    env.create(node("n1", "kwok://n1", labels=MANAGED))
+    create_status(env, nodeclaim("nc1", "kwok://n1"))
+    create_status(env, nodeclaim("nc2", "kwok://n2", pool="other"))
+    env.create(node("plain", pid=None))
+    env.create(pod("a", node_name="n1"))
+    env.create(pod("b", node_name="plain", cpu="2"))
+    env.create(pod("c"))
+    env.manager.stop()
+    again = Env(server=env.server, clock=env.clock)
+    again.settle()
+    assert _fingerprint(again.cluster) == _fingerprint(env.cluster)
+    assert again.cluster.synced()
+
+
+# -- scheduling bookkeeping ------------------------------------------------------------------
+
+
+def test_pod_ack_kept_and_cleared_on_delete(env: Env) -> None:
+    from karpenter_core.apis.objects import Pod
+
+    env.create(pod())
+    p = Pod.from_dict(env.server.get("pods", "p1", "default"))
+    env.cluster.ack_pods([p])
+    first = env.cluster.pod_ack_time(p.key)
+    env.clock.advance(5)
+    env.cluster.ack_pods([p])
+    assert env.cluster.pod_ack_time(p.key) == first
+    env.clock.advance(5)
+    durations = env.cluster.mark_pod_scheduling_decisions([], {"default": [p]})
+    assert durations == [10.0]
+    assert env.cluster.pod_scheduling_success(p.key) is not None
+    env.cluster.mark_pod_scheduling_decisions([p], {})
+    assert env.cluster.pod_scheduling_success(p.key) is None
+    env.server.delete("pods", "p1", "default")
+    env.settle()
+    assert env.cluster.pod_ack_time(p.key) is None
+    assert env.cluster.pod_scheduling_decision(p.key) is None
+
+
+def test_anti_affinity_pods_are_reported_with_their_node(env: Env) -> None:
+    env.create(node())
+    env.create(pod("anti", node_name="n1", anti_affinity=True))
+    env.create(pod("plain", node_name="n1"))
+    seen: list[tuple[str, str]] = []
+    env.cluster.for_pods_with_anti_affinity(lambda p, n: seen.append((p.key, n.name)) or True)
+    assert seen == [("default/anti", "n1")]
+
+
+def test_listeners_hear_changes(env: Env) -> None:
+    heard: list[tuple[str, str]] = []
+    env.cluster.on_change(lambda kind, name: heard.append((kind, name)))
+    env.create(node())
+    assert ("node", "n1") in heard
+
+
+def test_nodepool_generation_change_marks_unconsolidated(env: Env) -> None:
+    np = env.create(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": {"template": {"spec": {"requirements": []}}},
+        }
+    )
+    stamp = env.cluster.consolidation_state()
+    env.clock.advance(10)
+    np["spec"]["weight"] = 5
+    env.server.update(np)
+    env.settle()
+    assert env.cluster.consolidation_state() > stamp
