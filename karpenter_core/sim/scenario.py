@@ -1,0 +1,731 @@
+"""Scenarios for ``karpenter simulate``: what the cluster holds and what happens to it, when.
+
+A scenario is one YAML (or JSON) mapping; the format is documented in ``docs/simulate.md``::
+
+    name: quickstart
+    until: 30m                 # how long to run (virtual time); --until overrides
+    seed: 1                    # --seed overrides
+    nodePools: [<NodePool>]    # karpenter.sh/v1 manifests, validated like the CRDs
+    nodeOverlays: [<NodeOverlay>]
+    objects: [<any manifest>]  # namespaces, PDBs, DaemonSets, NodeClasses... created at t=0
+    workloads:
+      - deployment: web        # shorthand (deployment | job | pod) ...
+        replicas: 10
+        requests: {cpu: 500m, memory: 512Mi}
+        scale: [{at: 10m, replicas: 30}]
+      - manifest: <Deployment | ReplicaSet | Job | Pod manifest>   # ... or a full manifest
+    events:
+      - {at: 12m, type: SpotInterruption, count: 1}
+      - {at: 15m, type: NodeFailure, nodePool: default}
+      - {at: 5m, type: OfferingOutage, zone: test-zone-a, capacityType: spot, duration: 10m}
+
+Everything is parsed and checked here, before any controller runs, so a mistake is one
+line naming the file, the entry and the field instead of a confusing simulation. Times are
+offsets from the start of the simulation: Go durations (``90s``, ``1h30m``) or plain
+numbers of seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from attrs import field, frozen
+
+from karpenter_core.apis.durations import DurationError, parse_go_duration
+from karpenter_core.apis.quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "EVENT_TYPES",
+    "ScaleStep",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioEvent",
+    "Workload",
+    "load_scenario",
+    "parse_duration",
+    "parse_scenario",
+]
+
+NODE_FAILURE = "NodeFailure"
+SPOT_INTERRUPTION = "SpotInterruption"
+OFFERING_OUTAGE = "OfferingOutage"
+NODE_DELETION = "NodeDeletion"
+EVENT_TYPES = (NODE_FAILURE, SPOT_INTERRUPTION, OFFERING_OUTAGE, NODE_DELETION)
+"""Events a scenario can inject (see ``docs/simulate.md`` for what each one does)."""
+
+RUN_FOR_ANNOTATION = "simulate.karpenter.sh/run-for"
+"""On a Job's pod template: seconds a pod runs before it succeeds (the simulator's stand-in
+for the work a real container would do)."""
+
+WORKLOAD_KINDS: Mapping[str, str] = {
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Job": "batch/v1",
+    "Pod": "v1",
+}
+_SHORTHAND = {"deployment": "Deployment", "job": "Job", "pod": "Pod", "replicaset": "ReplicaSet"}
+
+_TOP_KEYS = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "name",
+        "description",
+        "seed",
+        "until",
+        "sampleInterval",
+        "options",
+        "cloudProvider",
+        "nodePools",
+        "nodeOverlays",
+        "objects",
+        "workloads",
+        "events",
+    }
+)
+_WORKLOAD_KEYS = frozenset(
+    {
+        "manifest",
+        "deployment",
+        "job",
+        "pod",
+        "replicaset",
+        "namespace",
+        "replicas",
+        "completions",
+        "parallelism",
+        "runFor",
+        "requests",
+        "labels",
+        "annotations",
+        "podSpec",
+        "at",
+        "scale",
+        "deleteAt",
+    }
+)
+_EVENT_KEYS = frozenset(
+    {
+        "at",
+        "type",
+        "node",
+        "nodePool",
+        "count",
+        "zone",
+        "capacityType",
+        "instanceType",
+        "duration",
+        "mode",
+    }
+)
+NODE_FAILURE_MODES = ("NotReady", "InstanceGone")
+
+DEFAULT_SAMPLE_INTERVAL = 10.0
+MIN_DEFAULT_UNTIL = 600.0
+SETTLE_AFTER_LAST = 600.0
+
+
+class ScenarioError(ValueError):
+    """The scenario cannot be run; the message is one line naming file, entry and field."""
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """Seconds from a Go duration string or a plain number (seconds); negative is an error."""
+    if isinstance(value, bool) or value is None:
+        raise ScenarioError(f"{where}: expected a duration like 90s or 1h30m, got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                seconds = parse_go_duration(text) / 1e9
+            except DurationError as e:
+                raise ScenarioError(f"{where}: {e}") from None
+    else:
+        raise ScenarioError(f"{where}: expected a duration like 90s or 1h30m, got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ScenarioError(
+            f"{where}: a duration must be a finite, non-negative time, got {value!r}"
+        )
+    return seconds
+
+
+@frozen
+class ScaleStep:
+    """At ``at`` seconds, set the workload's replica count (a Job's parallelism)."""
+
+    at: float
+    replicas: int
+
+
+@frozen
+class Workload:
+    """A Deployment, ReplicaSet, Job or a group of bare Pods, and how its size changes.
+
+    ``manifest`` is the object created at ``at`` (for bare pods, the pod template: the
+    simulator creates ``replicas`` pods named ``<name>-<i>``).
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    manifest: dict[str, Any]
+    replicas: int
+    at: float = 0.0
+    scale: tuple[ScaleStep, ...] = ()
+    delete_at: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@frozen
+class ScenarioEvent:
+    """Something that happens to the cluster at ``at`` seconds (see :data:`EVENT_TYPES`)."""
+
+    at: float
+    type: str
+    node: str | None = None
+    nodepool: str | None = None
+    count: int = 1
+    zone: str | None = None
+    capacity_type: str | None = None
+    instance_type: str | None = None
+    duration: float | None = None
+    mode: str = "NotReady"
+
+    def describe(self) -> str:
+        """One human line: what is hit."""
+        if self.type == OFFERING_OUTAGE:
+            parts = [
+                f"{k}={v}"
+                for k, v in (
+                    ("zone", self.zone),
+                    ("capacityType", self.capacity_type),
+                    ("instanceType", self.instance_type),
+                )
+                if v
+            ]
+            window = f" for {self.duration:g}s" if self.duration else ""
+            return f"offerings {' '.join(parts) or '(all)'} unavailable{window}"
+        target = self.node or (f"nodePool {self.nodepool}" if self.nodepool else "any node")
+        return f"{self.count} x {target}" if not self.node else target
+
+
+@frozen
+class Scenario:
+    """A parsed, checked scenario (see the module docstring)."""
+
+    name: str
+    source: str = "<scenario>"
+    description: str = ""
+    seed: int | None = None
+    until: float | None = None
+    sample_interval: float = DEFAULT_SAMPLE_INTERVAL
+    options: dict[str, str] = field(factory=dict)
+    cloud_provider: str = "kwok"
+    provider_settings: dict[str, str] = field(factory=dict)
+    nodepools: tuple[dict[str, Any], ...] = ()
+    nodeoverlays: tuple[dict[str, Any], ...] = ()
+    objects: tuple[dict[str, Any], ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    events: tuple[ScenarioEvent, ...] = ()
+
+    def last_scheduled(self) -> float:
+        """The latest time anything is scheduled to happen."""
+        times = [0.0]
+        for w in self.workloads:
+            times.append(w.at)
+            times.extend(s.at for s in w.scale)
+            if w.delete_at is not None:
+                times.append(w.delete_at)
+        for e in self.events:
+            times.append(e.at + (e.duration or 0.0))
+        return max(times)
+
+    def default_until(self) -> float:
+        """``until`` if given, else 10 minutes after the last scheduled change (at least 10 m)."""
+        if self.until is not None:
+            return self.until
+        return max(MIN_DEFAULT_UNTIL, self.last_scheduled() + SETTLE_AFTER_LAST)
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and check a scenario file; raises :class:`ScenarioError` naming what is wrong."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{source}: is a directory, expected a scenario file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"{source}: cannot read: {e}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"{source}: invalid YAML: {_yaml_problem(e)}") from None
+    if len(docs) != 1:
+        raise ScenarioError(
+            f"{source}: expected exactly one YAML document (the scenario), found {len(docs)}"
+        )
+    return parse_scenario(docs[0], source)
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(problem)
+
+
+def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
+    """Check a scenario mapping (as loaded from YAML) and build a :class:`Scenario`."""
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{source}: a scenario is a mapping, got {_type(data)}")
+    unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
+    if unknown:
+        raise ScenarioError(
+            f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})"
+        )
+    name = data.get("name", Path(source).stem if source != "<scenario>" else "scenario")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{source}: name: expected a non-empty string")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ScenarioError(f"{source}: description: expected a string")
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ScenarioError(f"{source}: seed: expected an integer, got {seed!r}")
+    until = None if data.get("until") is None else parse_duration(data["until"], f"{source}: until")
+    sample = DEFAULT_SAMPLE_INTERVAL
+    if data.get("sampleInterval") is not None:
+        sample = parse_duration(data["sampleInterval"], f"{source}: sampleInterval")
+        if sample <= 0:
+            raise ScenarioError(f"{source}: sampleInterval: must be more than 0")
+    options = _string_map(data.get("options"), f"{source}: options")
+    provider, settings = _cloud_provider(data.get("cloudProvider"), source)
+
+    nodepools = tuple(
+        _manifests(data.get("nodePools"), f"{source}: nodePools", "karpenter.sh/v1", "NodePool")
+    )
+    overlays = tuple(
+        _manifests(
+            data.get("nodeOverlays"),
+            f"{source}: nodeOverlays",
+            "karpenter.sh/v1alpha1",
+            "NodeOverlay",
+        )
+    )
+    _check_unique(nodepools, f"{source}: nodePools")
+    _check_unique(overlays, f"{source}: nodeOverlays")
+    for where, objs in ((f"{source}: nodePools", nodepools), (f"{source}: nodeOverlays", overlays)):
+        for i, obj in enumerate(objs):
+            _validate_api_object(obj, f"{where}[{i}] ({obj['metadata']['name']})")
+    objects = tuple(_manifests(data.get("objects"), f"{source}: objects", None, None))
+    workloads = tuple(_workloads(data.get("workloads"), f"{source}: workloads"))
+    seen: dict[str, int] = {}
+    for i, w in enumerate(workloads):
+        if w.key in seen:
+            raise ScenarioError(
+                f"{source}: workloads[{i}]: {w.kind} {w.namespace}/{w.name} is already "
+                f"defined by workloads[{seen[w.key]}]"
+            )
+        seen[w.key] = i
+    events = tuple(_events(data.get("events"), f"{source}: events"))
+    return Scenario(
+        name=name,
+        source=source,
+        description=description,
+        seed=seed,
+        until=until,
+        sample_interval=sample,
+        options=options,
+        cloud_provider=provider,
+        provider_settings=settings,
+        nodepools=nodepools,
+        nodeoverlays=overlays,
+        objects=objects,
+        workloads=workloads,
+        events=events,
+    )
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ScenarioError(f"{where}: expected a list, got {_type(value)}")
+    return value
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping of names to values, got {_type(value)}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        if not isinstance(v, str | int | float):
+            raise ScenarioError(f"{where}.{k}: expected a string, got {_type(v)}")
+        out[str(k)] = str(v)
+    return out
+
+
+def _cloud_provider(value: Any, source: str) -> tuple[str, dict[str, str]]:
+    where = f"{source}: cloudProvider"
+    if value is None:
+        return "kwok", {}
+    if isinstance(value, str):
+        return value, {}
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a provider name or {{name, settings}}")
+    unknown = sorted(str(k) for k in value if k not in ("name", "settings"))
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field {unknown[0]!r} (known: name, settings)")
+    name = value.get("name", "kwok")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{where}.name: expected a provider name")
+    return name, _string_map(value.get("settings"), f"{where}.settings")
+
+
+def _manifests(
+    value: Any, where: str, api_version: str | None, kind: str | None
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, obj in enumerate(_list(value, where)):
+        here = f"{where}[{i}]"
+        if not isinstance(obj, Mapping):
+            raise ScenarioError(f"{here}: expected a Kubernetes object, got {_type(obj)}")
+        obj = copy.deepcopy(dict(obj))
+        if kind is not None:
+            obj.setdefault("apiVersion", api_version)
+            obj.setdefault("kind", kind)
+            if obj["kind"] != kind:
+                raise ScenarioError(f"{here}: kind: expected {kind}, got {obj['kind']!r}")
+        for key in ("apiVersion", "kind"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise ScenarioError(f"{here}: {key}: required")
+        meta = obj.get("metadata")
+        if (
+            not isinstance(meta, Mapping)
+            or not isinstance(meta.get("name"), str)
+            or not meta["name"]
+        ):
+            raise ScenarioError(f"{here}: metadata.name: required")
+        out.append(obj)
+    return out
+
+
+def _check_unique(objs: Sequence[Mapping[str, Any]], where: str) -> None:
+    seen: set[str] = set()
+    for i, obj in enumerate(objs):
+        name = obj["metadata"]["name"]
+        if name in seen:
+            raise ScenarioError(f"{where}[{i}]: metadata.name: {name!r} is defined twice")
+        seen.add(name)
+
+
+def _validate_api_object(obj: Mapping[str, Any], where: str) -> None:
+    from karpenter_core.apis.validation import validate
+
+    errors = validate(obj)
+    if errors:
+        raise ScenarioError(f"{where}: {errors[0]}")
+
+
+# ---------------------------------------------------------------------------- workloads
+
+
+def _workloads(value: Any, where: str) -> list[Workload]:
+    return [_workload(w, f"{where}[{i}]") for i, w in enumerate(_list(value, where))]
+
+
+def _int(value: Any, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ScenarioError(f"{where}: expected an integer of at least {minimum}, got {value!r}")
+    return value
+
+
+def _workload(entry: Any, where: str) -> Workload:
+    if not isinstance(entry, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping, got {_type(entry)}")
+    unknown = sorted(str(k) for k in entry if k not in _WORKLOAD_KEYS)
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_WORKLOAD_KEYS))})"
+        )
+    short = [k for k in _SHORTHAND if k in entry]
+    if "manifest" in entry and short:
+        raise ScenarioError(f"{where}: give either manifest or {short[0]}, not both")
+    if len(short) > 1:
+        raise ScenarioError(
+            f"{where}: give one of {', '.join(_SHORTHAND)}, found {', '.join(short)}"
+        )
+    if "manifest" in entry:
+        for key in ("requests", "labels", "annotations", "podSpec", "namespace"):
+            if key in entry:
+                raise ScenarioError(
+                    f"{where}: {key} is shorthand; with a manifest, set it in the manifest"
+                )
+        manifest = _full_manifest(entry["manifest"], f"{where}.manifest")
+    elif short:
+        manifest = _shorthand_manifest(entry, short[0], where)
+    else:
+        raise ScenarioError(f"{where}: needs manifest or one of {', '.join(_SHORTHAND)}")
+
+    kind = manifest["kind"]
+    meta = manifest["metadata"]
+    namespace = str(meta.get("namespace") or "default")
+    meta["namespace"] = namespace
+    name = str(meta["name"])
+    spec = manifest.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{where}: spec: expected a mapping")
+    if kind == "Pod":
+        replicas = _int(entry.get("replicas", 1), f"{where}.replicas")
+    elif kind == "Job":
+        if "replicas" in entry:
+            raise ScenarioError(f"{where}.replicas: a Job has parallelism and completions")
+        replicas = _int(spec.get("parallelism", 1), f"{where}: spec.parallelism")
+        _int(spec.get("completions", replicas), f"{where}: spec.completions")
+    else:
+        if "replicas" in entry and "manifest" in entry:
+            raise ScenarioError(f"{where}.replicas: set spec.replicas in the manifest")
+        replicas = _int(spec.get("replicas", 1), f"{where}: spec.replicas")
+    if kind != "Pod":
+        _check_template(spec, where)
+    at = parse_duration(entry.get("at", 0), f"{where}.at")
+    steps: list[ScaleStep] = []
+    for j, step in enumerate(_list(entry.get("scale"), f"{where}.scale")):
+        here = f"{where}.scale[{j}]"
+        if not isinstance(step, Mapping) or set(step) - {"at", "replicas"}:
+            raise ScenarioError(f"{here}: expected {{at, replicas}}")
+        if "at" not in step or "replicas" not in step:
+            raise ScenarioError(f"{here}: needs both at and replicas")
+        t = parse_duration(step["at"], f"{here}.at")
+        if t < at:
+            raise ScenarioError(f"{here}.at: {t:g}s is before the workload is created ({at:g}s)")
+        steps.append(ScaleStep(t, _int(step["replicas"], f"{here}.replicas")))
+    steps.sort(key=lambda s: s.at)
+    delete_at = None
+    if entry.get("deleteAt") is not None:
+        delete_at = parse_duration(entry["deleteAt"], f"{where}.deleteAt")
+        if delete_at < at:
+            raise ScenarioError(f"{where}.deleteAt: before the workload is created")
+    return Workload(kind, namespace, name, manifest, replicas, at, tuple(steps), delete_at)
+
+
+def _full_manifest(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a Kubernetes object, got {_type(value)}")
+    manifest = copy.deepcopy(dict(value))
+    kind = manifest.get("kind")
+    if not isinstance(kind, str) or kind not in WORKLOAD_KINDS:
+        raise ScenarioError(
+            f"{where}: kind: expected one of {', '.join(WORKLOAD_KINDS)}, got {kind!r}"
+        )
+    manifest.setdefault("apiVersion", WORKLOAD_KINDS[kind])
+    if manifest["apiVersion"] != WORKLOAD_KINDS[kind]:
+        raise ScenarioError(
+            f"{where}: apiVersion: {kind} is {WORKLOAD_KINDS[kind]}, got {manifest['apiVersion']!r}"
+        )
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise ScenarioError(f"{where}: metadata.name: required")
+    if kind == "Pod":
+        spec = manifest.get("spec")
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("containers"), list):
+            raise ScenarioError(f"{where}: spec.containers: required")
+    return manifest
+
+
+def _check_template(spec: Mapping[str, Any], where: str) -> None:
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        raise ScenarioError(f"{where}: spec.template: required")
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, Mapping) or not isinstance(pod_spec.get("containers"), list):
+        raise ScenarioError(f"{where}: spec.template.spec.containers: required")
+    if not pod_spec["containers"]:
+        raise ScenarioError(f"{where}: spec.template.spec.containers: needs at least one container")
+
+
+def _shorthand_manifest(entry: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    kind = _SHORTHAND[key]
+    name = entry[key]
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{where}.{key}: expected the workload's name")
+    namespace = entry.get("namespace", "default")
+    if not isinstance(namespace, str) or not namespace:
+        raise ScenarioError(f"{where}.namespace: expected a namespace name")
+    requests = entry.get("requests") or {}
+    if not isinstance(requests, Mapping):
+        raise ScenarioError(f"{where}.requests: expected a mapping like {{cpu: 500m}}")
+    for res, qty in requests.items():
+        try:
+            parse_quantity(qty)
+        except (QuantityError, TypeError, ValueError) as e:
+            raise ScenarioError(f"{where}.requests.{res}: {e}") from None
+    labels = {"app": name, **_string_map(entry.get("labels"), f"{where}.labels")}
+    annotations = _string_map(entry.get("annotations"), f"{where}.annotations")
+    pod_spec_extra = entry.get("podSpec") or {}
+    if not isinstance(pod_spec_extra, Mapping):
+        raise ScenarioError(f"{where}.podSpec: expected a mapping (pod spec fields)")
+    container: dict[str, Any] = {"name": "app", "image": "registry.k8s.io/pause:3.9"}
+    if requests:
+        container["resources"] = {"requests": {str(k): str(v) for k, v in requests.items()}}
+    pod_spec: dict[str, Any] = {"containers": [container]}
+    pod_spec.update(copy.deepcopy(dict(pod_spec_extra)))
+    if kind in ("Job",):
+        pod_spec.setdefault("restartPolicy", "Never")
+    if kind != "Job":
+        for k in ("completions", "parallelism", "runFor"):
+            if k in entry:
+                raise ScenarioError(f"{where}.{k}: only for a job")
+    template_annotations = dict(annotations)
+    if kind == "Job" and entry.get("runFor") is not None:
+        run_for = parse_duration(entry["runFor"], f"{where}.runFor")
+        template_annotations[RUN_FOR_ANNOTATION] = f"{run_for:g}"
+    template_meta: dict[str, Any] = {"labels": dict(labels)}
+    if template_annotations:
+        template_meta["annotations"] = template_annotations
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    if kind == "Pod":
+        if annotations:
+            meta["annotations"] = annotations
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    template = {"metadata": template_meta, "spec": pod_spec}
+    if kind == "Job":
+        parallelism = _int(entry.get("parallelism", 1), f"{where}.parallelism")
+        completions = _int(entry.get("completions", parallelism), f"{where}.completions")
+        spec: dict[str, Any] = {
+            "parallelism": parallelism,
+            "completions": completions,
+            "template": template,
+        }
+    else:
+        replicas = _int(entry.get("replicas", 1), f"{where}.replicas")
+        spec = {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(labels)},
+            "template": template,
+        }
+    return {"apiVersion": WORKLOAD_KINDS[kind], "kind": kind, "metadata": meta, "spec": spec}
+
+
+# ---------------------------------------------------------------------------- events
+
+
+def _events(value: Any, where: str) -> list[ScenarioEvent]:
+    out = [_event(e, f"{where}[{i}]") for i, e in enumerate(_list(value, where))]
+    # stable: equal times keep file order
+    return sorted(out, key=lambda e: e.at)
+
+
+def _opt_str(entry: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{where}.{key}: expected a non-empty string, got {_type(value)}")
+    return value
+
+
+def _event(entry: Any, where: str) -> ScenarioEvent:
+    if not isinstance(entry, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping, got {_type(entry)}")
+    unknown = sorted(str(k) for k in entry if k not in _EVENT_KEYS)
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_EVENT_KEYS))})"
+        )
+    etype = entry.get("type")
+    if etype not in EVENT_TYPES:
+        raise ScenarioError(
+            f"{where}.type: expected one of {', '.join(EVENT_TYPES)}, got {etype!r}"
+        )
+    if "at" not in entry:
+        raise ScenarioError(f"{where}.at: required (when the event happens)")
+    at = parse_duration(entry["at"], f"{where}.at")
+    duration = None
+    if entry.get("duration") is not None:
+        duration = parse_duration(entry["duration"], f"{where}.duration")
+    node = _opt_str(entry, "node", where)
+    nodepool = _opt_str(entry, "nodePool", where)
+    zone = _opt_str(entry, "zone", where)
+    capacity_type = _opt_str(entry, "capacityType", where)
+    instance_type = _opt_str(entry, "instanceType", where)
+    count = _int(entry.get("count", 1), f"{where}.count", minimum=1)
+    mode = entry.get("mode", "NotReady")
+    if etype == OFFERING_OUTAGE:
+        for key in ("node", "nodePool", "count", "mode"):
+            if key in entry:
+                raise ScenarioError(f"{where}.{key}: not used by {etype} (it hits offerings)")
+    else:
+        for key in ("zone", "capacityType", "instanceType", "duration"):
+            if key in entry:
+                raise ScenarioError(f"{where}.{key}: not used by {etype} (it hits nodes)")
+        if node is not None and "count" in entry:
+            raise ScenarioError(f"{where}.count: not used with node (that names one node)")
+    if etype == NODE_FAILURE:
+        if mode not in NODE_FAILURE_MODES:
+            raise ScenarioError(
+                f"{where}.mode: expected one of {', '.join(NODE_FAILURE_MODES)}, got {mode!r}"
+            )
+    elif "mode" in entry:
+        raise ScenarioError(f"{where}.mode: only for {NODE_FAILURE}")
+    return ScenarioEvent(
+        at=at,
+        type=etype,
+        node=node,
+        nodepool=nodepool,
+        count=count,
+        zone=zone,
+        capacity_type=capacity_type,
+        instance_type=instance_type,
+        duration=duration,
+        mode=str(mode),
+    )
+
+
+def scenario_to_json(scenario: Scenario) -> str:
+    """A compact JSON dump of the parsed scenario (for debugging and reports)."""
+    return json.dumps(
+        {
+            "name": scenario.name,
+            "until": scenario.default_until(),
+            "nodePools": [p["metadata"]["name"] for p in scenario.nodepools],
+            "workloads": [w.key for w in scenario.workloads],
+            "events": [{"at": e.at, "type": e.type} for e in scenario.events],
+        },
+        sort_keys=True,
+    )
