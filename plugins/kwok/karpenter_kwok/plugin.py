@@ -8,8 +8,20 @@ from karpenter_kwok.labels import KWOK_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WEL
 from karpenter_kwok.provider import (
     INSTANCE_TYPES_FILE_ENV,
     INSTANCE_TYPES_FILE_SETTING,
+    INSUFFICIENT_CAPACITY_SETTING,
+    LAUNCH_LATENCY_JITTER_SETTING,
+    LAUNCH_LATENCY_SETTING,
     NAME,
+    NEVER_REGISTER_SETTING,
+    SEED_SETTING,
+    UNAVAILABLE_OFFERINGS_TTL_SETTING,
     KwokCloudProvider,
+)
+
+_RULES = (
+    "a JSON/YAML list of rules {instanceTypes, zones, capacityTypes, attempts, after, until} "
+    "matching the chosen offering (empty lists match all; after/until are durations since "
+    "start)"
 )
 
 SETTINGS = (
@@ -18,6 +30,38 @@ SETTINGS = (
         "JSON file of instance types in the KWOK format; the built-in 144-type catalogue "
         "when empty.",
         env=INSTANCE_TYPES_FILE_ENV,
+    ),
+    ProviderSetting(
+        SEED_SETTING,
+        "Seed for node name suffixes and ties between equally cheap offerings.",
+        default="0",
+    ),
+    ProviderSetting(
+        LAUNCH_LATENCY_SETTING,
+        "Extra time before a launched Node appears, on top of the KWOKNodeClass "
+        "nodeRegistrationDelay (a duration such as 30s).",
+        default="0s",
+    ),
+    ProviderSetting(
+        LAUNCH_LATENCY_JITTER_SETTING,
+        "Up to this much more launch latency, drawn from the seeded random source.",
+        default="0s",
+    ),
+    ProviderSetting(
+        INSUFFICIENT_CAPACITY_SETTING,
+        f"Failure injection: launches raise InsufficientCapacityError for {_RULES}.",
+        default="",
+    ),
+    ProviderSetting(
+        NEVER_REGISTER_SETTING,
+        f"Failure injection: instances are created but their Node never appears, for {_RULES}.",
+        default="",
+    ),
+    ProviderSetting(
+        UNAVAILABLE_OFFERINGS_TTL_SETTING,
+        "How long an offering that ran out of capacity is reported unavailable "
+        "(0s disables the cache).",
+        default="3m",
     ),
 )
 
@@ -32,9 +76,9 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
             settings=SETTINGS,
-            can_launch=False,
+            can_launch=True,
             description="Simulated nodes for KWOK clusters: a generated catalogue of 144 "
             "instance types (c/s/m families, 1-256 vCPUs, amd64/arm64, linux/windows) in "
-            "four test zones; catalogue only until launching lands.",
+            "four test zones; launches create Nodes for KWOK (or the simulated kubelet).",
         )
     ]

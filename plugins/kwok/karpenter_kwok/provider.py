@@ -1,30 +1,112 @@
-"""The KWOK CloudProvider: upstream's simulated provider, whose "instances" are KWOK Nodes.
+"""The KWOK CloudProvider: upstream's simulated provider, whose "instances" are Nodes.
 
-What is here describes capacity: the instance-type catalogue (the same list for every
-NodePool), the repair policies, the NodeClass kind, and no provider-specific drift.
-Launching (``create`` writes a Node for the KWOK controller to animate; ``delete``,
-``get`` and ``list`` read Nodes back) needs a Kubernetes client and arrives with the
-launch work; until then those calls raise ``NotImplementedError`` saying so.
+There is no machine behind a KWOK node: ``create`` picks an instance type and offering,
+and writes a Node object (after the KWOKNodeClass ``nodeRegistrationDelay``) for a
+simulated kubelet (the KWOK controller, or :mod:`karpenter_core.sim.kubelet`) to animate.
+``get`` and ``list`` read those Nodes back; ``delete`` deletes the NodeClaim object and
+reports the instance gone, exactly as upstream does (the core deletes the Node itself).
+
+Behaviour follows upstream ``kwok/cloudprovider`` including its oddities, kept on purpose
+so simulations match a real KWOK cluster:
+
+- the Node's ``capacity`` is the NodeClaim's *requests*, and ``allocatable`` is those
+  requests overlaid with the instance type's allocatable;
+- ``kubernetes.io/hostname`` is the NodeClaim name, not the Node name;
+- a missing KWOKNodeClass is an ``InsufficientCapacityError``, a KWOKNodeClass whose
+  ``Ready`` condition is False a ``NodeClassNotReadyError``.
+
+Where this differs from upstream, deliberately:
+
+- **No KWOKNodeClass at all** in the cluster: the launch goes ahead as if a default,
+  Ready KWOKNodeClass with no registration delay existed, so a simulation does not need
+  one. As soon as any KWOKNodeClass exists, the named one must exist.
+- The Node is created by a timer on the provider's clock (``clock.call_later``), never a
+  thread or a sleep, so virtual time drives it; ``delete`` cancels a registration that is
+  still pending, so a Node never appears for a NodeClaim already gone.
+- A type with no compatible available offering is skipped (upstream would crash), and a
+  launch where no type has one is an ``InsufficientCapacityError``.
+- An offering that raised insufficient capacity is reported unavailable by
+  ``get_instance_types`` for ``unavailable-offerings-ttl`` (3 minutes by default, like the
+  AWS provider's cache), so the scheduler picks another offering next time, and so does
+  ``create``.
+- Failure injection (:mod:`karpenter_kwok.faults`): insufficient capacity for chosen
+  offerings, launch latency, and instances whose Node never appears.
+
+Random choices (the name suffix, ties between equally cheap offerings) come from one
+``random.Random(seed)``: the same launches in the same order give the same Nodes.
+
+Without a cluster client (``karpenter instance-types``, ``karpenter schedule``) the
+catalogue works and ``create``/``delete``/``get``/``list`` raise
+:class:`ClusterRequiredError`.
 """
 
 from __future__ import annotations
 
+import builtins
+import logging
 import os
+import random
+import string
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any
 
+import attrs
+
+from karpenter_core.apis import labels as wk
+from karpenter_core.apis import resources as res
+from karpenter_core.apis.durations import DurationError, parse_go_duration
+from karpenter_core.apis.v1 import NodeClaim, NodeClaimStatus, ObjectMeta
+from karpenter_core.cloudprovider.errors import (
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
 from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
+from karpenter_core.cloudprovider.types import InstanceType, Offering
+from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
+from karpenter_core.scheduling.requirements import IN, Requirements
+from karpenter_kwok.faults import (
+    FaultRule,
+    FaultSettingError,
+    KwokFaults,
+    parse_duration_seconds,
+    parse_rules,
+)
 from karpenter_kwok.instance_types import load_instance_types
-from karpenter_kwok.labels import KWOK_NODE_CLASS
+from karpenter_kwok.labels import (
+    KWOK_LABEL_KEY,
+    KWOK_LABEL_VALUE,
+    KWOK_NODE_CLASS,
+    KWOK_PARTITION_LABEL_KEY,
+    NODE_VIEWER_LABEL_KEY,
+    PROVIDER_ID_PREFIX,
+)
 
 if TYPE_CHECKING:
-    from karpenter_core.cloudprovider.types import InstanceType
     from karpenter_core.hookspecs import ProviderContext
+    from karpenter_core.kube.client import KubeClient
+    from karpenter_core.runtime.clock import Clock, TimerHandle
+    from karpenter_core.runtime.events import EventRecorder
+
+log = logging.getLogger("karpenter.kwok")
 
 NAME = "kwok"
 INSTANCE_TYPES_FILE_SETTING = "instance-types-file-path"
 INSTANCE_TYPES_FILE_ENV = "INSTANCE_TYPES_FILE_PATH"
+SEED_SETTING = "seed"
+LAUNCH_LATENCY_SETTING = "launch-latency"
+LAUNCH_LATENCY_JITTER_SETTING = "launch-latency-jitter"
+INSUFFICIENT_CAPACITY_SETTING = "insufficient-capacity"
+NEVER_REGISTER_SETTING = "never-register"
+UNAVAILABLE_OFFERINGS_TTL_SETTING = "unavailable-offerings-ttl"
+DEFAULT_UNAVAILABLE_OFFERINGS_TTL = 180.0
+
+KWOK_PARTITIONS = ("a",)
+"""Upstream spreads nodes over pre-created KWOK partitions; it ships only one."""
+
+NODECLASS_RESOURCE = (KWOK_NODE_CLASS.api_version, KWOK_NODE_CLASS.kind)
 
 REPAIR_POLICIES: tuple[RepairPolicy, ...] = (
     RepairPolicy("Ready", "False", timedelta(minutes=10)),
@@ -32,39 +114,138 @@ REPAIR_POLICIES: tuple[RepairPolicy, ...] = (
 )
 """Kubelet's Ready condition, False or Unknown for 10 minutes, as upstream."""
 
+_REGISTRATION_BACKOFF = (0.01, 0.05, 0.25, 1.25)
+"""client-go's retry.DefaultBackoff (10 ms, x5, 4 steps), for creating the Node."""
+
+_WORDS_A = (
+    "amber", "brave", "calm", "dusty", "eager", "fuzzy", "gentle", "hazy", "icy", "jolly",
+    "keen", "lucky", "misty", "noble", "odd", "proud", "quiet", "rusty", "shy", "tidy",
+)  # fmt: skip
+_WORDS_B = (
+    "badger", "crane", "dingo", "eagle", "ferret", "gecko", "heron", "ibis", "jackal",
+    "koala", "lemur", "marten", "newt", "otter", "panda", "quail", "raven", "stoat",
+    "tapir", "walrus",
+)  # fmt: skip
+_ALNUM = string.ascii_lowercase + string.digits
+
+
+class ClusterRequiredError(RuntimeError):
+    """A launch operation was called on a provider built without a cluster client."""
+
+
+class KwokLaunchError(Exception):
+    """A NodeClaim the KWOK provider cannot turn into a Node (a core bug or a bad object);
+    the core reports it as ``LaunchFailed`` and retries."""
+
+
+@attrs.frozen
+class _Choice:
+    instance_type: InstanceType
+    offering: Offering
+
 
 class KwokCloudProvider:
-    """Serves a fixed instance-type catalogue; see the module docstring for what is missing."""
+    """Launches KWOK Nodes; see the module docstring for the exact behaviour."""
 
-    def __init__(self, instance_types: Sequence[InstanceType]) -> None:
+    def __init__(
+        self,
+        instance_types: Sequence[InstanceType],
+        *,
+        kube: KubeClient | None = None,
+        clock: Clock | None = None,
+        recorder: EventRecorder | None = None,
+        faults: KwokFaults | None = None,
+        seed: int = 0,
+        unavailable_offerings_ttl: float = DEFAULT_UNAVAILABLE_OFFERINGS_TTL,
+    ) -> None:
         self._instance_types = tuple(instance_types)
+        self._by_name = {it.name: it for it in self._instance_types}
+        self.kube = kube
+        self.clock = clock
+        self.recorder = recorder
+        self._faults = faults or KwokFaults()
+        self._attempts: dict[tuple[str, int], int] = {}
+        self._rng = random.Random(seed)
+        self._sequence = 0
+        self._lock = threading.RLock()
+        self._started = clock.monotonic() if clock is not None else 0.0
+        self._unavailable_ttl = unavailable_offerings_ttl
+        self._unavailable: dict[tuple[str, str, str], float] = {}
+        self._view_key: frozenset[tuple[str, str, str]] = frozenset()
+        self._view: tuple[InstanceType, ...] = self._instance_types
+        self._pending: dict[str, TimerHandle] = {}
+
+    # ------------------------------------------------------------------ construction
 
     @classmethod
     def from_context(cls, context: ProviderContext) -> KwokCloudProvider:
-        """The spec's factory: the catalogue from the context's settings (see
-        :meth:`from_settings`)."""
-        return cls.from_settings(context.settings)
+        """The spec's factory: settings (see :meth:`from_settings`) plus the cluster
+        client, clock and recorder of the context."""
+        return cls.from_settings(
+            context.settings, kube=context.kube, clock=context.clock, recorder=context.recorder
+        )
 
     @classmethod
     def from_settings(
-        cls, settings: Mapping[str, str], environ: Mapping[str, str] | None = None
+        cls,
+        settings: Mapping[str, str],
+        environ: Mapping[str, str] | None = None,
+        *,
+        kube: KubeClient | None = None,
+        clock: Clock | None = None,
+        recorder: EventRecorder | None = None,
     ) -> KwokCloudProvider:
-        """Build from plugin settings: ``instance-types-file-path``, else the
-        ``INSTANCE_TYPES_FILE_PATH`` environment variable, else the built-in catalogue.
+        """Build from plugin settings.
 
-        A file that cannot be loaded raises ``InstanceTypesFileError`` naming it.
+        The catalogue comes from ``instance-types-file-path``, else the
+        ``INSTANCE_TYPES_FILE_PATH`` environment variable, else the built-in one; a file
+        that cannot be loaded raises ``InstanceTypesFileError`` naming it. The other
+        settings (seed, failure injection) raise ``FaultSettingError`` naming the setting
+        when malformed.
         """
         env = os.environ if environ is None else environ
         path = settings.get(INSTANCE_TYPES_FILE_SETTING) or env.get(INSTANCE_TYPES_FILE_ENV) or None
-        return cls(load_instance_types(path))
+        faults = faults_from_settings(settings)
+        seed_text = settings.get(SEED_SETTING, "") or "0"
+        try:
+            seed = int(seed_text)
+        except ValueError:
+            raise FaultSettingError(
+                f"setting {SEED_SETTING}: expected an integer, got {seed_text!r}"
+            ) from None
+        ttl_text = settings.get(UNAVAILABLE_OFFERINGS_TTL_SETTING, "") or "3m"
+        ttl = parse_duration_seconds(ttl_text, f"setting {UNAVAILABLE_OFFERINGS_TTL_SETTING}")
+        return cls(
+            load_instance_types(path),
+            kube=kube,
+            clock=clock,
+            recorder=recorder,
+            faults=faults,
+            seed=seed,
+            unavailable_offerings_ttl=ttl,
+        )
+
+    # ------------------------------------------------------------------ catalogue
 
     @property
     def name(self) -> str:
         return NAME
 
+    @property
+    def faults(self) -> KwokFaults:
+        return self._faults
+
+    def set_faults(self, faults: KwokFaults) -> None:
+        """Replace the injected failures (attempt counters start again)."""
+        with self._lock:
+            self._faults = faults
+            self._attempts.clear()
+
     def get_instance_types(self, nodepool: object | None = None) -> list[InstanceType]:
-        """Every instance type, whatever the NodePool (KWOK has no per-NodeClass filtering)."""
-        return list(self._instance_types)
+        """Every instance type, whatever the NodePool (KWOK has no per-NodeClass
+        filtering); offerings that recently ran out of capacity are unavailable."""
+        with self._lock:
+            return list(self._current_view())
 
     def is_drifted(self, nodeclaim: object) -> DriftReason:
         """KWOK instances never drift on the provider side."""
@@ -76,20 +257,363 @@ class KwokCloudProvider:
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         return (KWOK_NODE_CLASS,)
 
-    def _cannot_launch(self, operation: str) -> NoReturn:
-        raise NotImplementedError(
-            f"the {NAME} cloud provider cannot launch nodes yet: {operation}() is not "
-            "implemented (it serves instance types only)"
+    # ------------------------------------------------------------------ launching
+
+    def create(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
+        """Choose an instance type and offering, and register a Node for them later."""
+        kube = self._require_kube("create")
+        nc = _as_nodeclaim(nodeclaim)
+        with self._lock:
+            choice = self._choose(nc)
+            node = self._to_node(nc, choice)
+            delay = self._registration_delay(kube, nc)
+            self._inject_insufficient_capacity(choice)
+            if self._take(self._faults.never_register, "never-register", choice):
+                log.info(
+                    "kwok: instance %s for nodeclaim %s will never register (injected)",
+                    node["metadata"]["name"],
+                    nc.name,
+                )
+            else:
+                delay += self._launch_latency()
+                self._schedule_registration(kube, nc.name, node, delay)
+        return _to_nodeclaim(node)
+
+    def delete(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> None:
+        """Delete the NodeClaim object and report the instance gone (upstream's way);
+        a Node still waiting to register is cancelled."""
+        kube = self._require_kube("delete")
+        nc = _as_nodeclaim(nodeclaim)
+        with self._lock:
+            pending = self._pending.pop(nc.name, None)
+        if pending is not None:
+            pending.cancel()
+        try:
+            kube.delete("nodeclaims", nc.name)
+        except NotFound as e:
+            raise NodeClaimNotFoundError(e) from e
+        raise NodeClaimNotFoundError("instance terminated")
+
+    def get(self, provider_id: str) -> NodeClaim:
+        """The NodeClaim view of the Node behind ``provider_id``; NotFound when the Node
+        is missing or being deleted."""
+        kube = self._require_kube("get")
+        name = provider_id.replace(PROVIDER_ID_PREFIX, "")
+        try:
+            node = kube.get("nodes", name)
+        except NotFound as e:
+            raise NodeClaimNotFoundError(e) from e
+        if (node.get("metadata") or {}).get("deletionTimestamp"):
+            raise NodeClaimNotFoundError(f"node {name!r} is being deleted")
+        return _to_nodeclaim(node)
+
+    def list(self) -> list[NodeClaim]:
+        """Every Node with a ``kwok://`` provider id, as NodeClaims (instances whose Node
+        has not appeared yet are not listed, as upstream)."""
+        kube = self._require_kube("list")
+        out = []
+        for node in kube.list("nodes"):
+            provider_id = str((node.get("spec") or {}).get("providerID") or "")
+            if provider_id.startswith(PROVIDER_ID_PREFIX):
+                out.append(_to_nodeclaim(node))
+        return out
+
+    def pending_registrations(self) -> builtins.list[str]:
+        """NodeClaim names whose Node is still to be created (sorted)."""
+        with self._lock:
+            return sorted(n for n, h in self._pending.items() if not h.cancelled and not h.fired)
+
+    # ------------------------------------------------------------------ internals
+
+    def _require_kube(self, operation: str) -> KubeClient:
+        if self.kube is None:
+            raise ClusterRequiredError(
+                f"the {NAME} cloud provider needs a cluster client for {operation}(): it was "
+                "built without one (get_cloud_provider(..., kube=client)); only the "
+                "instance-type catalogue is available"
+            )
+        return self.kube
+
+    def _elapsed(self) -> float:
+        return self.clock.monotonic() - self._started if self.clock is not None else 0.0
+
+    def _now(self) -> float:
+        return self.clock.monotonic() if self.clock is not None else 0.0
+
+    def _current_view(self) -> tuple[InstanceType, ...]:
+        now = self._now()
+        for key in [k for k, until in self._unavailable.items() if until <= now]:
+            del self._unavailable[key]
+        marks = frozenset(self._unavailable)
+        if marks != self._view_key:
+            self._view_key = marks
+            self._view = (
+                tuple(_mark_unavailable(it, marks) for it in self._instance_types)
+                if marks
+                else self._instance_types
+            )
+        return self._view
+
+    def _choose(self, nc: NodeClaim) -> _Choice:
+        """Upstream's choice: over the instance-type requirement's values, the type whose
+        cheapest available compatible offering is cheapest (first one wins a tie between
+        types; a seeded random pick between equally cheap offerings of one type)."""
+        raw = [r for r in nc.spec.requirements if r.key == wk.LABEL_INSTANCE_TYPE]
+        if not raw:
+            raise KwokLaunchError(
+                f"nodeclaim {nc.name!r}: no {wk.LABEL_INSTANCE_TYPE} requirement to choose "
+                "an instance type from"
+            )
+        try:
+            reqs = Requirements.from_node_selector_requirements(nc.spec.requirements)
+        except ValueError as e:
+            raise KwokLaunchError(f"nodeclaim {nc.name!r}: bad requirements: {e}") from None
+        view = {it.name: it for it in self._current_view()}
+        best: _Choice | None = None
+        for value in raw[0].values:
+            it = view.get(value)
+            if it is None:
+                raise KwokLaunchError(
+                    f"nodeclaim {nc.name!r}: instance type {value!r} is not in the kwok catalogue"
+                )
+            offerings = it.offerings.available().compatible(reqs)
+            if not offerings:
+                continue
+            price = min(o.price for o in offerings)
+            if best is None or price < best.offering.price:
+                cheapest = [o for o in offerings if o.price == price]
+                pick = (
+                    cheapest[self._rng.randrange(len(cheapest))]
+                    if len(cheapest) > 1
+                    else cheapest[0]
+                )
+                best = _Choice(it, pick)
+        if best is None:
+            raise InsufficientCapacityError(
+                f"no available offering of instance types {', '.join(raw[0].values)} is "
+                f"compatible with nodeclaim {nc.name!r}"
+            )
+        return best
+
+    def _random_name(self) -> str:
+        self._sequence += 1
+        rng = self._rng
+        silly = rng.choice(_WORDS_A) + rng.choice(_WORDS_B)
+        suffix = "".join(rng.choice(_ALNUM) for _ in range(10))
+        return f"{silly}-{self._sequence}-{suffix}"
+
+    def _to_node(self, nc: NodeClaim, choice: _Choice) -> dict[str, Any]:
+        name = f"kwok-{nc.name}-{self._random_name()}-{self._rng.getrandbits(32)}"
+        labels: dict[str, str] = dict(nc.metadata.labels)
+        for r in nc.spec.requirements:
+            if r.operator == IN and len(r.values) == 1:
+                labels[r.key] = r.values[0]
+        labels[wk.LABEL_INSTANCE_TYPE] = choice.instance_type.name
+        for reqs in (choice.instance_type.requirements, choice.offering.requirements):
+            for req in reqs.values():
+                if req.operator() == IN and len(req.values) == 1:
+                    labels[req.key] = next(iter(req.values))
+        labels[NODE_VIEWER_LABEL_KEY] = f"{choice.offering.price:f}"
+        labels[KWOK_PARTITION_LABEL_KEY] = KWOK_PARTITIONS[
+            self._rng.randrange(len(KWOK_PARTITIONS))
+        ]
+        labels[wk.LABEL_HOSTNAME] = nc.name
+        labels[KWOK_LABEL_KEY] = KWOK_LABEL_VALUE
+        requests = res.parse_resource_list(
+            nc.spec.resources.requests if nc.spec.resources is not None else None
+        )
+        allocatable = res.merge_over(requests, choice.instance_type.allocatable())
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": _with_kwok_annotation(nc.metadata.annotations),
+            },
+            "spec": {
+                "providerID": PROVIDER_ID_PREFIX + name,
+                "taints": [{"key": wk.UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}],
+            },
+            "status": {
+                "capacity": res.format_resource_list(requests),
+                "allocatable": res.format_resource_list(allocatable),
+                "phase": "Pending",
+            },
+        }
+
+    def _registration_delay(self, kube: KubeClient, nc: NodeClaim) -> float:
+        """The KWOKNodeClass's ``nodeRegistrationDelay``; raises the launch errors of a
+        missing or not-ready NodeClass (see the module docstring for "none at all")."""
+        ref = nc.spec.node_class_ref
+        ref_name = ref.name if ref is not None else ""
+        try:
+            nodeclass = kube.get(NODECLASS_RESOURCE, ref_name) if ref_name else None
+        except NotFound:
+            nodeclass = None
+        if nodeclass is None:
+            if len(kube.list(NODECLASS_RESOURCE)) == 0:
+                return 0.0
+            raise InsufficientCapacityError(
+                f"resolving node class from nodeclaim, {KWOK_NODE_CLASS.kind} "
+                f"{ref_name!r} not found"
+            )
+        for cond in (nodeclass.get("status") or {}).get("conditions") or []:
+            if (
+                isinstance(cond, Mapping)
+                and cond.get("type") == "Ready"
+                and cond.get("status") == "False"
+            ):
+                raise NodeClassNotReadyError(str(cond.get("message") or ""))
+        text = (nodeclass.get("spec") or {}).get("nodeRegistrationDelay")
+        if not text:
+            return 0.0
+        try:
+            return parse_go_duration(str(text)) / 1e9
+        except DurationError as e:
+            raise KwokLaunchError(
+                f"{KWOK_NODE_CLASS.kind} {ref_name!r}: spec.nodeRegistrationDelay: {e}"
+            ) from None
+
+    def _take(self, rules: Sequence[FaultRule], family: str, choice: _Choice) -> bool:
+        """True (and one attempt used) when an active rule of ``rules`` hits ``choice``."""
+        elapsed = self._elapsed()
+        for i, rule in enumerate(rules):
+            if not rule.active_at(elapsed) or not rule.matches(
+                choice.instance_type.name, choice.offering.zone, choice.offering.capacity_type
+            ):
+                continue
+            used = self._attempts.get((family, i), 0)
+            if rule.attempts is not None and used >= rule.attempts:
+                continue
+            self._attempts[(family, i)] = used + 1
+            return True
+        return False
+
+    def _inject_insufficient_capacity(self, choice: _Choice) -> None:
+        if not self._take(self._faults.insufficient_capacity, "insufficient-capacity", choice):
+            return
+        it, o = choice.instance_type.name, choice.offering
+        if self._unavailable_ttl > 0:
+            self._unavailable[(it, o.zone, o.capacity_type)] = self._now() + self._unavailable_ttl
+        raise InsufficientCapacityError(
+            f"no {o.capacity_type} capacity for {it} in {o.zone} (injected)"
         )
 
-    def create(self, nodeclaim: object) -> NoReturn:
-        self._cannot_launch("create")
+    def _launch_latency(self) -> float:
+        f = self._faults
+        jitter = f.launch_latency_jitter * self._rng.random() if f.launch_latency_jitter else 0.0
+        return f.launch_latency + jitter
 
-    def delete(self, nodeclaim: object) -> NoReturn:
-        self._cannot_launch("delete")
+    def _schedule_registration(
+        self, kube: KubeClient, nodeclaim: str, node: dict[str, Any], delay: float
+    ) -> None:
+        if self.clock is None:
+            if delay > 0:
+                raise KwokLaunchError(
+                    f"a registration delay of {delay}s needs a clock: build the {NAME} "
+                    "provider with one (get_cloud_provider(..., clock=clock))"
+                )
+            self._register(kube, nodeclaim, node, 0)
+            return
+        clock = self.clock
 
-    def get(self, provider_id: str) -> NoReturn:
-        self._cannot_launch("get")
+        def fire() -> None:
+            self._register(kube, nodeclaim, node, 0)
 
-    def list(self) -> NoReturn:
-        self._cannot_launch("list")
+        self._pending[nodeclaim] = clock.call_later(delay, fire)
+
+    def _register(
+        self, kube: KubeClient, nodeclaim: str, node: dict[str, Any], attempt: int
+    ) -> None:
+        """Create the Node, retrying failed writes with client-go's default back-off."""
+        try:
+            kube.create(node)
+        except AlreadyExists:
+            pass
+        except ApiError as e:
+            if attempt < len(_REGISTRATION_BACKOFF) and self.clock is not None:
+                clock = self.clock
+
+                def retry() -> None:
+                    self._register(kube, nodeclaim, node, attempt + 1)
+
+                with self._lock:
+                    self._pending[nodeclaim] = clock.call_later(
+                        _REGISTRATION_BACKOFF[attempt], retry
+                    )
+                return
+            log.error(
+                "kwok: failed creating node %s from nodeclaim %s: %s",
+                node["metadata"]["name"],
+                nodeclaim,
+                e,
+            )
+        with self._lock:
+            self._pending.pop(nodeclaim, None)
+
+
+def faults_from_settings(settings: Mapping[str, str]) -> KwokFaults:
+    """The failure injection the settings ask for (none by default)."""
+    latency = parse_duration_seconds(
+        settings.get(LAUNCH_LATENCY_SETTING, "") or "0", f"setting {LAUNCH_LATENCY_SETTING}"
+    )
+    jitter = parse_duration_seconds(
+        settings.get(LAUNCH_LATENCY_JITTER_SETTING, "") or "0",
+        f"setting {LAUNCH_LATENCY_JITTER_SETTING}",
+    )
+    return KwokFaults(
+        insufficient_capacity=parse_rules(
+            settings.get(INSUFFICIENT_CAPACITY_SETTING, ""), INSUFFICIENT_CAPACITY_SETTING
+        ),
+        never_register=parse_rules(
+            settings.get(NEVER_REGISTER_SETTING, ""), NEVER_REGISTER_SETTING
+        ),
+        launch_latency=latency,
+        launch_latency_jitter=jitter,
+    )
+
+
+def _mark_unavailable(it: InstanceType, marks: frozenset[tuple[str, str, str]]) -> InstanceType:
+    if not any(m[0] == it.name for m in marks):
+        return it
+    return it.with_offerings(
+        attrs.evolve(o, available=False)
+        if (it.name, o.zone, o.capacity_type) in marks and o.available
+        else o
+        for o in it.offerings
+    )
+
+
+def _as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
+    if isinstance(nodeclaim, NodeClaim):
+        return nodeclaim
+    if isinstance(nodeclaim, Mapping):
+        return NodeClaim.from_dict(nodeclaim)
+    raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")
+
+
+def _with_kwok_annotation(annotations: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(annotations or {})
+    out[KWOK_LABEL_KEY] = KWOK_LABEL_VALUE
+    return out
+
+
+def _to_nodeclaim(node: Mapping[str, Any]) -> NodeClaim:
+    """The NodeClaim view of a KWOK Node (named after the Node, as upstream)."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    return NodeClaim(
+        metadata=ObjectMeta(
+            name=str(meta.get("name") or ""),
+            labels=dict(meta.get("labels") or {}),
+            annotations=_with_kwok_annotation(meta.get("annotations")),
+        ),
+        status=NodeClaimStatus(
+            node_name=str(meta.get("name") or ""),
+            provider_id=str(spec.get("providerID") or ""),
+            capacity=dict(status.get("capacity") or {}),
+            allocatable=dict(status.get("allocatable") or {}),
+        ),
+    )

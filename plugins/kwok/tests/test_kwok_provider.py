@@ -110,25 +110,14 @@ def test_supported_node_class_is_kwoknodeclass(provider: KwokCloudProvider) -> N
     assert kind.label_key == "karpenter.kwok.sh/kwoknodeclass"
 
 
-@pytest.mark.parametrize(
-    ("method", "args"),
-    [("create", (None,)), ("delete", (None,)), ("get", ("kwok://n",)), ("list", ())],
-)
-def test_launch_operations_say_they_are_not_implemented(
-    provider: KwokCloudProvider, method: str, args: tuple[object, ...]
-) -> None:
-    with pytest.raises(NotImplementedError, match=rf"cannot launch nodes yet: {method}\(\)"):
-        getattr(provider, method)(*args)
-
-
 # --- plugin registration -------------------------------------------------------------------
 
 
-def test_hookimpl_returns_one_catalogue_only_spec() -> None:
+def test_hookimpl_returns_one_launching_spec() -> None:
     (spec,) = plugin.karpenter_cloud_providers()
     assert isinstance(spec, CloudProviderSpec)
     assert spec.name == "kwok"
-    assert spec.can_launch is False
+    assert spec.can_launch is True
     assert spec.node_classes == (NodeClassKind("karpenter.kwok.sh", "KWOKNodeClass", "v1alpha1"),)
     assert spec.well_known_labels == {
         "karpenter.kwok.sh/instance-size",
@@ -138,7 +127,13 @@ def test_hookimpl_returns_one_catalogue_only_spec() -> None:
     }
     assert spec.restricted_label_domains == {"karpenter.kwok.sh"}
     assert [(s.name, s.env) for s in spec.settings] == [
-        ("instance-types-file-path", "INSTANCE_TYPES_FILE_PATH")
+        ("instance-types-file-path", "INSTANCE_TYPES_FILE_PATH"),
+        ("seed", None),
+        ("launch-latency", None),
+        ("launch-latency-jitter", None),
+        ("insufficient-capacity", None),
+        ("never-register", None),
+        ("unavailable-offerings-ttl", None),
     ]
 
 
