@@ -9,7 +9,8 @@ benchmark use this so their numbers compare with upstream's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.types import (
@@ -52,6 +53,26 @@ def register_labels() -> None:
     )
     if not reservation_id_label():
         register_reservation_labels(RESERVATION_ID_LABEL)
+
+
+@contextmanager
+def registered_labels() -> Iterator[None]:
+    """:func:`register_labels` for the duration of a block, then the previous registrations
+    back: tests must not leak the fake provider's labels into unrelated tests."""
+    from karpenter_core.cloudprovider import types
+
+    saved_well_known = set(labels.WELL_KNOWN_LABELS)
+    saved_label = types.reservation_id_label()
+    saved_extra = types.reserved_capacity_labels()
+    register_labels()
+    try:
+        yield
+    finally:
+        labels.WELL_KNOWN_LABELS.clear()
+        labels.WELL_KNOWN_LABELS.update(saved_well_known)
+        types._reservation_id_label = saved_label
+        types._reserved_capacity_labels.clear()
+        types._reserved_capacity_labels.update(saved_extra)
 
 
 def price_from_resources(capacity: Mapping[str, int]) -> float:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import pytest
 
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.v1 import NodePool
@@ -14,9 +16,16 @@ from karpenter_core.provisioning.scheduler import (
     SchedulerOptions,
     schedule,
 )
-from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog, register_labels
+from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog, registered_labels
 
-register_labels()
+
+@pytest.fixture(autouse=True)
+def fake_labels() -> Iterator[None]:
+    """The fake provider's labels, registered for one test and removed after (import this
+    fixture into a test module to activate it there)."""
+    with registered_labels():
+        yield
+
 
 _ids = itertools.count()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "scheduling.py"
 
@@ -56,10 +57,9 @@ def test_bad_sizes_are_a_usage_error() -> None:
 def test_diverse_mix_uses_the_fewest_nodeclaims_possible() -> None:
     """Each hostname anti-affinity pod needs its own node; the solve uses no more."""
     from karpenter_core.provisioning.scheduler import schedule
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types, register_labels
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
     from karpenter_core.state.snapshot import ClusterSnapshot
 
-    register_labels()
     bench = _bench()
     pods = bench.PodFactory(42).diverse(500)
     anti = sum(1 for p in pods if (p.affinity or {}).get("podAntiAffinity"))

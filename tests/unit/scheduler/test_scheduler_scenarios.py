@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import instance_type_names, label_of, nodepool, pod, solve
 
 from karpenter_core.apis.objects import DaemonSet, Node

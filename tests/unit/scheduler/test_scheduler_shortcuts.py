@@ -14,9 +14,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 
 from karpenter_core.provisioning.scheduler import SchedulerOptions, build_topology
-from karpenter_core.provisioning.scheduler.fakecatalog import instance_types, register_labels
+from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
 from karpenter_core.provisioning.scheduler.scheduler import Scheduler
 from karpenter_core.state.snapshot import ClusterSnapshot
 
@@ -49,7 +50,6 @@ def _solve(pods: list[Any], its: list[Any], reference: bool, policy: str) -> dic
     [(1, 60, 8), (2, 120, 20), (3, 200, 40), (4, 90, 3), (42, 250, 400)],
 )
 def test_diverse_mix_decisions_match_reference(seed: int, count: int, n_types: int) -> None:
-    register_labels()
     its = instance_types(n_types)
     pods = _bench().PodFactory(seed).diverse(count)
     fast = _solve(pods, its, reference=False, policy="Respect")
@@ -59,7 +59,6 @@ def test_diverse_mix_decisions_match_reference(seed: int, count: int, n_types: i
 
 @pytest.mark.parametrize("policy", ["Respect", "Ignore"])
 def test_preference_mix_decisions_match_reference(policy: str) -> None:
-    register_labels()
     its = instance_types(30)
     pods = _bench().PodFactory(7).preference(80)
     assert _solve(pods, its, False, policy) == _solve(pods, its, True, policy)

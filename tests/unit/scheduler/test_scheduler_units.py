@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import nodepool, pod, solve
 
 from karpenter_core.provisioning.scheduler import resourcelist as rl

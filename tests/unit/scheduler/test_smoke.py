@@ -1,3 +1,4 @@
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import pod, solve
 
 
