@@ -1,0 +1,2 @@
+"""Controllers, one package per upstream controller family; each exposes
+``register(manager, ctx)``."""

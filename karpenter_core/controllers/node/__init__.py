@@ -1,0 +1,1 @@
+"""Node controllers (upstream ``pkg/controllers/node``)."""
