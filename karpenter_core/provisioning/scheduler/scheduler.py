@@ -109,10 +109,19 @@ DEFAULT_OPTIONS = SchedulerOptions()
 
 
 def pod_identity(pod: Any) -> str:
+    """How the solve keys a pod (and its relaxed views): the UID, else ``namespace/name``."""
     return str(pod.uid or pod.key)
 
 
 class Scheduler:
+    """One scheduling simulation (upstream ``NewScheduler`` + ``Solve``).
+
+    Built from NodePools (heaviest first), their instance types, existing capacity
+    (state nodes), DaemonSet pods and the solve's ``Topology``; ``solve(pods)`` places the
+    pods and returns :class:`Results`. Shortcuts that skip work never change a decision;
+    ``reference=True`` disables them for differential tests.
+    """
+
     def __init__(
         self,
         nodepools: Sequence[Any],
