@@ -11,6 +11,7 @@ compared line by line; speed comes from caching, not from a different algorithm.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ NODES_RESOURCE = "nodes"
 DRA_ERROR = DRAError(
     "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
 )
+TIMEOUT_ERROR = PodError("scheduling simulation timed out before this pod was placed")
 NO_TEMPLATES_ERROR = PodError("nodepool requirements filtered out all available instance types")
 
 
@@ -79,6 +81,8 @@ class SchedulerOptions:
     falling back). ``max_instance_types`` caps each NodeClaim's options after the solve.
     ``ignore_dra_requests`` (upstream ``IGNORE_DRA_REQUESTS``, default on) reports pods that
     use ResourceClaims as unschedulable instead of simulating device allocation.
+    ``timeout_seconds`` bounds the solve (the provisioner uses 60): placements made so far
+    are kept and pods not yet placed report that the simulation timed out.
     """
 
     preference_policy: str = PREFERENCE_POLICY_RESPECT
@@ -87,6 +91,7 @@ class SchedulerOptions:
     strict_reserved_offerings: bool = True
     max_instance_types: int = MAX_INSTANCE_TYPES
     ignore_dra_requests: bool = True
+    timeout_seconds: float | None = None
 
     def __attrs_post_init__(self) -> None:
         _check_choice(
@@ -99,6 +104,8 @@ class SchedulerOptions:
             self.min_values_policy,
             (MIN_VALUES_POLICY_STRICT, MIN_VALUES_POLICY_BEST_EFFORT),
         )
+        if self.timeout_seconds is not None and self.timeout_seconds <= 0:
+            raise ValueError(f"timeout must be positive (got {self.timeout_seconds})")
         if self.max_instance_types < 1:
             raise ValueError(
                 f"max instance types must be at least 1 (got {self.max_instance_types})"
@@ -261,7 +268,16 @@ class Scheduler:
             return (-r.get("cpu", 0), -r.get("memory", 0), p.creation_timestamp or 0.0, str(p.uid))
 
         queue: Queue[Any] = Queue(schedulable, sort_key, pod_identity)
+        deadline = (
+            time.monotonic() + self.options.timeout_seconds
+            if self.options.timeout_seconds is not None
+            else None
+        )
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                for waiting in queue.items():
+                    errors.setdefault(pod_identity(waiting), TIMEOUT_ERROR)
+                break
             pod = queue.pop()
             if pod is None:
                 break
