@@ -46,6 +46,9 @@ class ExistingNode:
         topology.register(LABEL_HOSTNAME, hostname)
         self.pods: list[Any] = []
         self._initialized = bool(state_node.initialized())
+        # Consolidation simulations only: the node changed too recently to receive pods
+        # moved off other nodes (set by the Scheduler).
+        self.under_consolidate_after = False
         self._tolerates_cache: dict[Any, object | None] = {}
 
     def initialized(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
@@ -140,10 +140,17 @@ class Scheduler:
         volume_requirements: Mapping[str, Sequence[Requirements]] | None = None,
         pod_volumes: Any | None = None,
         reference: bool = False,
+        under_consolidate_after: Callable[[Any], bool] | None = None,
+        deleting_node_names: Iterable[str] = (),
     ) -> None:
         """``reference=True`` turns off every shortcut (memoised topology answers, skipped
         NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
-        never change a decision."""
+        never change a decision.
+
+        Consolidation simulations (upstream ``IsConsolidationSimulation``) pass
+        ``under_consolidate_after`` (is this state node still inside its pool's
+        consolidateAfter?) and the names of nodes being deleted: running pods are not moved
+        onto such recently changed nodes, except pods leaving deleting nodes."""
         self.options = options
         self.reference = reference
         self.index = InstanceTypeIndex()
@@ -211,6 +218,7 @@ class Scheduler:
         self._buckets: dict[int, dict[int, dict[NodeClaim, None]]] = {}
         # Hostname anti-affinity counts -> in-flight NodeClaims they do not rule out.
         self._blocker_index: dict[int, tuple[dict[str, int], dict[NodeClaim, None]]] = {}
+        self.deleting_node_names = frozenset(deleting_node_names)
         self.existing_nodes: list[ExistingNode] = []
         for sn in state_nodes:
             taints = sn.taints()
@@ -223,7 +231,11 @@ class Scheduler:
                 )
             ]
             daemon_requests = rl.total(p.scheduling_requests for p in daemons)
-            self.existing_nodes.append(ExistingNode(sn, self.topology, taints, daemon_requests))
+            node = ExistingNode(sn, self.topology, taints, daemon_requests)
+            node.under_consolidate_after = bool(
+                under_consolidate_after is not None and under_consolidate_after(sn)
+            )
+            self.existing_nodes.append(node)
             pool = sn.nodepool_name()
             if pool in self.remaining:
                 self.remaining[pool] = rl.subtract_known(self.remaining[pool], sn.capacity())
@@ -336,7 +348,10 @@ class Scheduler:
             return False
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
         blockers = [] if self.reference else self.topology.hostname_blockers(pod)
+        moving = pod.phase != "Pending" and pod.node_name not in self.deleting_node_names
         for node in self.existing_nodes:
+            if node.under_consolidate_after and moving:
+                continue
             if blockers and any(b.get(node.hostname) for b in blockers):
                 continue
             result = node.can_add(pod, data, volumes)

@@ -1041,3 +1041,48 @@ def test_unavailable_override_offering_gives_no_nodeclaim() -> None:
     results = solve([p], instance_types=_override_catalog(available=False))
     assert results.new_nodeclaims == []
     assert p.key in results.pod_errors
+
+
+def _daemon_pod_on(node: str, cpu: str) -> Any:
+    from karpenter_core.apis.objects import Pod
+
+    return Pod.from_dict(
+        {
+            "metadata": {
+                "name": "ds-pod",
+                "namespace": "kube-system",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "DaemonSet",
+                        "name": "ds",
+                        "uid": "u",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {"name": "d", "image": "d", "resources": {"requests": {"cpu": cpu}}}
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("daemon_bound", "pod_cpu", "fits_existing"),
+    [(False, "2.9", True), (False, "3.1", False), (True, "2.9", True), (True, "3.1", False)],
+)
+def test_existing_node_reserves_room_for_daemons_not_yet_running(
+    daemon_bound: bool, pod_cpu: str, fits_existing: bool
+) -> None:
+    p = pod(cpu=pod_cpu)
+    pods = [p, _daemon_pod_on("node-a", "1")] if daemon_bound else [p]
+    snapshot = ClusterSnapshot(
+        nodes=[_node("node-a", cpu="4")], pods=pods, daemonsets=[_daemonset("1", "10Mi")]
+    )
+    out = solve([p], snapshot=snapshot).to_json_dict()
+    assert (out["existingNodes"] == [{"name": "node-a", "pods": [p.key]}]) is fits_existing

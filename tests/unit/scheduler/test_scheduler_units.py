@@ -313,3 +313,36 @@ def test_timed_out_solve_keeps_placements_and_reports_the_rest(
     assert placed == [pods[0].key, pods[1].key]
     assert set(results.pod_errors) == {pods[2].key}
     assert "timed out" in str(results.pod_errors[pods[2].key])
+
+
+def test_consolidation_simulation_keeps_moved_pods_off_recently_changed_nodes() -> None:
+    from karpenter_core.apis.objects import Node
+    from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog
+    from karpenter_core.provisioning.scheduler.scheduler import Scheduler
+    from karpenter_core.state.snapshot import ClusterSnapshot
+
+    node = Node.from_dict(
+        {
+            "metadata": {"name": "fresh", "labels": {"kubernetes.io/hostname": "fresh"}},
+            "spec": {"providerID": "fake://fresh"},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"},
+                "capacity": {"cpu": "4", "memory": "4Gi", "pods": "10"},
+            },
+        }
+    )
+    moving = _bound_pod("moving", "1")
+    snapshot = ClusterSnapshot(nodes=[node])
+
+    def plan(deleting: tuple[str, ...]) -> dict[str, object]:
+        scheduler = Scheduler(
+            [nodepool()],
+            {"default": default_catalog()},
+            state_nodes=snapshot.active_state_nodes(),
+            under_consolidate_after=lambda sn: True,
+            deleting_node_names=deleting,
+        )
+        return scheduler.solve([moving]).to_json_dict()
+
+    assert plan(())["existingNodes"] == []
+    assert plan(("candidate",))["existingNodes"] == [{"name": "fresh", "pods": ["default/moving"]}]
