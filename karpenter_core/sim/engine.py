@@ -1,0 +1,739 @@
+"""The simulation engine: the real controllers on a virtual clock against an in-memory cluster.
+
+What runs, and why it is split in two Managers sharing one :class:`VirtualClock` and one
+:class:`InMemoryApiServer`:
+
+- **the cluster** (``self.cluster``): what Kubernetes itself would do — the simulated
+  kube-scheduler and kubelet (:mod:`karpenter_core.sim.kubescheduler`,
+  :mod:`karpenter_core.sim.kubelet`), the workload controllers
+  (:mod:`karpenter_core.sim.workloads`) and the :class:`~karpenter_core.sim.report.Observer`
+  watching pods, nodes and NodeClaims for the report;
+- **Karpenter** (``self.karpenter``): every controller :func:`register_all` registers,
+  built from a :class:`ControllerContext` exactly as ``karpenter serve`` builds it. Only
+  this Manager is rebuilt by :meth:`Simulation.restart_karpenter`, as a pod restart would:
+  the new one has nothing but the API server to rebuild its state from.
+
+The cloud provider (KWOK) is the "cloud": it outlives Karpenter restarts.
+
+Scenario changes (workloads created and scaled, node failures, spot interruptions,
+offering outages) are clock timers, so they interleave with reconciles deterministically.
+Reconciles take no virtual time; the same scenario and seed always give the same report.
+Anything a scenario cannot do (a controller package not installed yet, an event with no
+node to hit) becomes a note in the report, never a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.operator.controllers import Registration, register_all
+from karpenter_core.operator.options import Options, OptionsError
+from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.sim import workloads as workload_controllers
+from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.sim.report import (
+    CAPACITY_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    Observer,
+    Report,
+    build_report,
+)
+from karpenter_core.sim.scenario import (
+    NODE_DELETION,
+    NODE_FAILURE,
+    OFFERING_OUTAGE,
+    SPOT_INTERRUPTION,
+    Scenario,
+    ScenarioEvent,
+    Workload,
+)
+
+__all__ = ["DEFAULT_START", "Simulation", "SimulationError", "simulate"]
+
+log = logging.getLogger("karpenter.sim")
+
+DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
+"""Virtual wall time at the start of every simulation (fixed, so reports are repeatable)."""
+
+NODE_MONITOR_GRACE = 40.0
+"""kube-controller-manager's node-monitor-grace-period: a silent kubelet's node goes Unknown."""
+NOT_READY_EVICTION = 300.0
+"""DefaultTolerationSeconds: pods tolerate an unreachable node for 5 minutes, then go."""
+
+_UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+
+
+class SimulationError(Exception):
+    """The simulation cannot start; the message names what is wrong."""
+
+
+class _WatchOnly:
+    """A reconciler for controllers that only observe (their mappers do the work)."""
+
+    def reconcile(self, key: Any) -> Result:
+        return Result()
+
+
+def _disruption_reasons() -> dict[tuple[str, ...], float]:
+    """``karpenter_nodeclaims_disrupted_total`` by (reason, nodepool, capacity type)."""
+    try:
+        from karpenter_core import metrics
+    except ImportError:
+        return {}
+    out: dict[tuple[str, ...], float] = {}
+    for family in metrics.NODECLAIMS_DISRUPTED_TOTAL.collect():
+        for s in family.samples:
+            if s.name.endswith("_total"):
+                labels = (
+                    s.labels.get("reason", ""),
+                    s.labels.get("nodepool", ""),
+                    s.labels.get("capacity_type", ""),
+                )
+                out[labels] = out.get(labels, 0.0) + float(s.value)
+    return out
+
+
+def _optional_register(module: str) -> Callable[[Manager, ControllerContext], Any] | None:
+    if importlib.util.find_spec(module) is None:
+        return None
+    register = getattr(importlib.import_module(module), "register", None)
+    return register if callable(register) else None
+
+
+class Simulation:
+    """One run of a :class:`Scenario` (see the module docstring)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int | None = None,
+        environ: Mapping[str, str] | None = None,
+        start: datetime = DEFAULT_START,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = seed if seed is not None else (scenario.seed or 0)
+        self.wall_started = time.perf_counter()
+        try:
+            from karpenter_core import metrics
+
+            metrics.reset()
+        except ImportError:
+            pass
+        self.clock = VirtualClock(start)
+        self.server = InMemoryApiServer(self.clock, seed=self.seed)
+        self.recorder = EventRecorder(self.clock, None, max_events=2_000_000)
+        self.cluster_recorder = EventRecorder(self.clock, None, component="kubernetes")
+        self.options = self._options(scenario.options)
+        self.provider = self._provider(environ)
+        self._prices: dict[tuple[str, str, str], float] | None = None
+        self.observer = Observer(self.clock, self._price_of, _disruption_reasons)
+        self._rng = random.Random(self.seed)
+        self._kubelet: Any = None
+        self.restarts = 0
+        self.cluster = Manager(self.clock, self.server, seed=self.seed)
+        self._setup_cluster()
+        self._create_objects()
+        self.karpenter: Manager
+        self.ctx: ControllerContext
+        self.registration: Registration = Registration()
+        self._start_karpenter()
+        self._schedule_scenario()
+
+    # ------------------------------------------------------------------ construction
+
+    def _options(self, raw: Mapping[str, str]) -> Options:
+        names = {f.name.upper() for f in attrs.fields(Options)}
+        environ: dict[str, str] = {}
+        for key, value in raw.items():
+            env = key.upper().replace("-", "_")
+            if env not in names:
+                raise SimulationError(
+                    f"{self.scenario.source}: options.{key}: unknown option (known: "
+                    + ", ".join(sorted(names))
+                    + ")"
+                )
+            environ[env] = value
+        try:
+            return Options.from_env(environ)
+        except OptionsError as e:
+            raise SimulationError(f"{self.scenario.source}: options: {e}") from None
+
+    def _provider(self, environ: Mapping[str, str] | None) -> Any:
+        from karpenter_core.plugins import get_cloud_provider
+
+        settings = dict(self.scenario.provider_settings)
+        if self.scenario.cloud_provider == "kwok":
+            settings.setdefault("seed", str(self.seed))
+        try:
+            return get_cloud_provider(
+                self.scenario.cloud_provider,
+                settings,
+                kube=self.server,
+                clock=self.clock,
+                recorder=self.recorder,
+            )
+        except Exception as e:
+            raise SimulationError(
+                f"{self.scenario.source}: cloudProvider {self.scenario.cloud_provider!r}: {e}"
+            ) from None
+
+    def _cluster_ctx(self) -> ControllerContext:
+        return ControllerContext(
+            kube=self.server,
+            clock=self.clock,
+            cloud_provider=self.provider,
+            recorder=self.cluster_recorder,
+            options=self.options,
+        )
+
+    def _setup_cluster(self) -> None:
+        """The simulated Kubernetes side: scheduler, kubelet, workloads, observer."""
+        ctx = self._cluster_ctx()
+        for module, what in (
+            ("karpenter_core.sim.kubescheduler", "kube-scheduler"),
+            ("karpenter_core.sim.kubelet", "kubelet"),
+        ):
+            try:
+                register = _optional_register(module)
+                if register is None:
+                    self.observer.note(
+                        f"no simulated {what} ({module} is not available): pods are never "
+                        + ("bound" if what == "kube-scheduler" else "started, nodes never Ready")
+                    )
+                    continue
+                handle = register(self.cluster, ctx)
+                if what == "kubelet":
+                    self._kubelet = handle
+            except Exception as e:
+                self.observer.note(f"simulated {what} failed to start: {type(e).__name__}: {e}")
+        self.workloads = workload_controllers.register(self.cluster, self.server, self.clock)
+        obs = self.observer
+        self.cluster.add_controller(
+            "sim.observer",
+            _WatchOnly(),
+            watches=[
+                Watch("pods", mapper=obs.on_pod),
+                Watch("nodes", mapper=obs.on_node),
+                Watch("nodeclaims", mapper=obs.on_nodeclaim),
+            ],
+        )
+
+    def _create(self, obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+        try:
+            return self.server.create(obj)
+        except ApiError as e:
+            raise SimulationError(f"{self.scenario.source}: {where}: {e}") from None
+        except (KeyError, ValueError, TypeError) as e:
+            raise SimulationError(f"{self.scenario.source}: {where}: cannot create: {e}") from None
+
+    def _create_objects(self) -> None:
+        sc = self.scenario
+        objects = sorted(enumerate(sc.objects), key=lambda p: p[1].get("kind") != "Namespace")
+        for i, obj in objects:
+            created = self._create(
+                obj, f"objects[{i}] ({obj.get('kind')} {obj['metadata']['name']})"
+            )
+            if obj.get("status") and created.get("status") != obj["status"]:
+                with contextlib.suppress(ApiError):
+                    self.server.update_status({**created, "status": obj["status"]})
+        self._ensure_node_classes()
+        for i, pool in enumerate(sc.nodepools):
+            self._create(pool, f"nodePools[{i}] ({pool['metadata']['name']})")
+        for i, overlay in enumerate(sc.nodeoverlays):
+            self._create(overlay, f"nodeOverlays[{i}] ({overlay['metadata']['name']})")
+
+    def _ensure_node_classes(self) -> None:
+        """Create the NodeClasses the NodePools name (Ready), unless the scenario has them:
+        a simulation should not need provider boilerplate to launch anything."""
+        supported = {}
+        try:
+            for nck in self.provider.supported_node_classes():
+                if getattr(nck, "version", ""):
+                    supported[(nck.group, nck.kind)] = nck.api_version
+        except Exception:
+            return
+        wanted: dict[tuple[str, str, str], str] = {}
+        for pool in self.scenario.nodepools:
+            ref = ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+                "nodeClassRef"
+            ) or {}
+            key = (str(ref.get("group", "")), str(ref.get("kind", "")))
+            if key in supported and ref.get("name"):
+                wanted[(key[0], key[1], str(ref["name"]))] = supported[key]
+        for (_, kind, name), api_version in sorted(wanted.items()):
+            try:
+                self.server.get((api_version, kind), name)
+                continue
+            except NotFound:
+                pass
+            except Exception:
+                continue
+            try:
+                created = self.server.create(
+                    {
+                        "apiVersion": api_version,
+                        "kind": kind,
+                        "metadata": {"name": name},
+                        "spec": {},
+                    }
+                )
+                now = format_time(self.clock.now())
+                created["status"] = {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "Ready",
+                            "message": "",
+                            "lastTransitionTime": now,
+                            "observedGeneration": created["metadata"].get("generation", 1),
+                        }
+                    ]
+                }
+                self.server.update_status(created)
+            except ApiError as e:
+                self.observer.note(f"could not create {kind} {name}: {e}")
+
+    def _start_karpenter(self) -> None:
+        """Build Karpenter's Manager from a fresh context, as the operator's main does."""
+        from karpenter_core.state.cluster import Cluster
+
+        self.karpenter = Manager(self.clock, self.server, seed=self.seed)
+        self.ctx = ControllerContext(
+            kube=self.server,
+            clock=self.clock,
+            cloud_provider=self.provider,
+            recorder=self.recorder,
+            options=self.options,
+            cluster=Cluster(self.server, self.clock, self.provider),
+        )
+        self.registration = register_all(self.karpenter, self.ctx)
+        for note in self.registration.notes():
+            self.observer.note(note)
+
+    def restart_karpenter(self) -> None:
+        """Stop Karpenter's Manager and start a new one with empty in-memory state: it
+        must rebuild everything from the API server (the cloud and cluster carry on)."""
+        self.karpenter.stop()
+        self.restarts += 1
+        self.observer.decide("Restart", "the Karpenter controller restarted", source="scenario")
+        self._start_karpenter()
+
+    # ------------------------------------------------------------------ the scenario
+
+    def _at(self, offset: float, fn: Callable[[], None], what: str) -> None:
+        def run() -> None:
+            try:
+                fn()
+            except Exception as e:  # a scenario step must never crash the run
+                log.warning("scenario step %s failed: %s", what, e, exc_info=True)
+                self.observer.note(f"{what} at +{offset:g}s failed: {type(e).__name__}: {e}")
+
+        self.clock.call_at(self.observer.t0 + offset, run)
+
+    def _schedule_scenario(self) -> None:
+        for w in self.scenario.workloads:
+            self._at(w.at, lambda w=w: self._create_workload(w), f"creating {w.key}")  # type: ignore[misc]
+            for step in w.scale:
+                self._at(
+                    step.at,
+                    lambda w=w, n=step.replicas: self._scale(w, n),  # type: ignore[misc]
+                    f"scaling {w.key}",
+                )
+            if w.delete_at is not None:
+                self._at(w.delete_at, lambda w=w: self._delete_workload(w), f"deleting {w.key}")  # type: ignore[misc]
+        for e in self.scenario.events:
+            self._at(e.at, lambda e=e: self._apply(e), f"event {e.type}")  # type: ignore[misc]
+            if e.type == OFFERING_OUTAGE and e.duration is not None:
+                self._at(e.at + e.duration, lambda e=e: self._outage_end(e), f"end of {e.type}")  # type: ignore[misc]
+        self._install_outages()
+        self._schedule_sample(0.0)
+
+    def _schedule_sample(self, offset: float) -> None:
+        def sample() -> None:
+            self.observer.sample()
+            self._schedule_sample(offset + self.scenario.sample_interval)
+
+        self.clock.call_at(self.observer.t0 + offset, sample)
+
+    def _create_workload(self, w: Workload) -> None:
+        if w.kind == "Pod":
+            self._scale_pods(w, w.replicas)
+        else:
+            self.server.create(w.manifest)
+        self.observer.decide(
+            "CreateWorkload",
+            f"{w.kind} {w.namespace}/{w.name} with {w.replicas} "
+            + ("parallel pods" if w.kind == "Job" else "replicas"),
+            source="scenario",
+            workload=w.key,
+        )
+
+    def _scale(self, w: Workload, replicas: int) -> None:
+        if w.kind == "Pod":
+            self._scale_pods(w, replicas)
+        else:
+            resource = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}[
+                w.kind
+            ]
+            field = "parallelism" if w.kind == "Job" else "replicas"
+            self.server.patch(resource, w.name, {"spec": {field: replicas}}, w.namespace)
+        self.observer.decide(
+            "ScaleWorkload",
+            f"{w.kind} {w.namespace}/{w.name} to {replicas}",
+            source="scenario",
+            workload=w.key,
+        )
+
+    def _scale_pods(self, w: Workload, replicas: int) -> None:
+        existing = {
+            p["metadata"]["name"]
+            for p in self.server.list("pods", w.namespace).items
+            if p["metadata"]["name"].startswith(f"{w.name}-")
+            and (p["metadata"].get("labels") or {}).get("simulate.karpenter.sh/group") == w.name
+        }
+        for i in range(max(replicas, len(existing) + replicas)):
+            name = f"{w.name}-{i}"
+            if i < replicas and name not in existing:
+                pod = {**w.manifest, "metadata": {**w.manifest["metadata"], "name": name}}
+                pod["metadata"]["labels"] = {
+                    **(pod["metadata"].get("labels") or {}),
+                    "simulate.karpenter.sh/group": w.name,
+                }
+                with contextlib.suppress(AlreadyExists):
+                    self.server.create(pod)
+            elif i >= replicas and name in existing:
+                with contextlib.suppress(NotFound):
+                    self.server.delete("pods", name, w.namespace)
+
+    def _delete_workload(self, w: Workload) -> None:
+        if w.kind == "Pod":
+            self._scale_pods(w, 0)
+        else:
+            resource = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}[
+                w.kind
+            ]
+            with contextlib.suppress(NotFound):
+                self.server.delete(resource, w.name, w.namespace, propagation_policy="Background")
+        self.observer.decide(
+            "DeleteWorkload", f"{w.kind} {w.namespace}/{w.name}", source="scenario", workload=w.key
+        )
+
+    # -- events
+
+    def _apply(self, e: ScenarioEvent) -> None:
+        if e.type == OFFERING_OUTAGE:
+            self.observer.decide("OfferingOutage", e.describe(), source="scenario")
+            return
+        if e.type == SPOT_INTERRUPTION:
+            self._spot_interruption(e)
+        elif e.type == NODE_FAILURE:
+            self._node_failure(e)
+        elif e.type == NODE_DELETION:
+            self._node_deletion(e)
+
+    def _pick_nodes(self, e: ScenarioEvent, *, spot_only: bool = False) -> list[dict[str, Any]]:
+        """The Karpenter nodes an event hits: the named one, else ``count`` chosen with
+        the seeded generator among live nodes (of ``nodePool``, spot when asked)."""
+        nodes = sorted(self.server.list("nodes").items, key=lambda n: n["metadata"]["name"])
+        live = [
+            n
+            for n in nodes
+            if not n["metadata"].get("deletionTimestamp")
+            and (n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL)
+        ]
+        if e.node is not None:
+            return [n for n in nodes if n["metadata"]["name"] == e.node]
+        if e.nodepool is not None:
+            live = [n for n in live if n["metadata"]["labels"].get(NODEPOOL_LABEL) == e.nodepool]
+        if spot_only:
+            live = [n for n in live if n["metadata"]["labels"].get(CAPACITY_TYPE_LABEL) == "spot"]
+        if len(live) <= e.count:
+            return live
+        return self._rng.sample(live, e.count)
+
+    def _nodeclaim_of(self, node: Mapping[str, Any]) -> str | None:
+        provider_id = (node.get("spec") or {}).get("providerID")
+        for nc in self.server.list("nodeclaims").items:
+            if provider_id and (nc.get("status") or {}).get("providerID") == provider_id:
+                return str(nc["metadata"]["name"])
+        return None
+
+    def _miss(self, e: ScenarioEvent, what: str) -> None:
+        self.observer.note(f"{e.type} at +{e.at:g}s ({e.describe()}): no {what} to hit")
+        self.observer.decide(e.type, f"nothing to hit: no {what}", source="scenario")
+
+    def _spot_interruption(self, e: ScenarioEvent) -> None:
+        """The cloud reclaims spot capacity: the NodeClaim is deleted (as upstream's
+        interruption handling does) and Karpenter drains and replaces it."""
+        nodes = self._pick_nodes(e, spot_only=e.node is None)
+        if not nodes:
+            self._miss(e, "spot node")
+            return
+        for node in nodes:
+            name = self._nodeclaim_of(node)
+            if name is None:
+                continue
+            self.observer.removal_hints[name] = "spot interruption"
+            self.observer.decide(
+                "SpotInterruption",
+                "the cloud reclaims the spot instance",
+                source="scenario",
+                nodeClaim=name,
+                node=node["metadata"]["name"],
+            )
+            with contextlib.suppress(NotFound):
+                self.server.delete("nodeclaims", name)
+
+    def _node_deletion(self, e: ScenarioEvent) -> None:
+        """``kubectl delete node``: Karpenter's termination finalizer drains it."""
+        nodes = self._pick_nodes(e)
+        if not nodes:
+            self._miss(e, "node")
+            return
+        for node in nodes:
+            name = self._nodeclaim_of(node)
+            if name is not None:
+                self.observer.removal_hints[name] = "node deleted"
+            self.observer.decide(
+                "NodeDeletion",
+                "the node is deleted",
+                source="scenario",
+                node=node["metadata"]["name"],
+            )
+            with contextlib.suppress(NotFound):
+                self.server.delete("nodes", node["metadata"]["name"])
+
+    def _stop_kubelet(self, node_name: str) -> None:
+        for method in ("fail_node", "stop_node", "fail"):
+            fn = getattr(self._kubelet, method, None)
+            if callable(fn):
+                fn(node_name)
+                return
+        self.observer.note(
+            "the simulated kubelet cannot stop a node; a failed node may report Ready again"
+        )
+
+    def _node_failure(self, e: ScenarioEvent) -> None:
+        """A node stops: its kubelet goes silent, kube-controller-manager marks it
+        Unknown and taints it unreachable, and evicts its pods 5 minutes later.
+        ``InstanceGone``: the instance vanishes with its Node (and the pods bound there)."""
+        nodes = self._pick_nodes(e)
+        if not nodes:
+            self._miss(e, "node")
+            return
+        for node in nodes:
+            name = node["metadata"]["name"]
+            self._stop_kubelet(name)
+            self.observer.decide(
+                "NodeFailure",
+                "the instance vanished"
+                if e.mode == "InstanceGone"
+                else "the kubelet stopped reporting",
+                source="scenario",
+                node=name,
+            )
+            if e.mode == "InstanceGone":
+                self._vanish(name)
+            else:
+                self._mark_unreachable(name)
+                self._at(
+                    self.observer.now() + NOT_READY_EVICTION,
+                    lambda n=name: self._evict_unreachable(n),  # type: ignore[misc]
+                    f"evicting pods from failed node {name}",
+                )
+
+    def _mark_unreachable(self, name: str) -> None:
+        try:
+            node = self.server.get("nodes", name)
+        except NotFound:
+            return
+        now = format_time(self.clock.now())
+        conditions = [
+            c
+            for c in (node.get("status") or {}).get("conditions") or ()
+            if c.get("type") != "Ready"
+        ]
+        conditions.append(
+            {
+                "type": "Ready",
+                "status": "Unknown",
+                "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+        )
+        node.setdefault("status", {})["conditions"] = conditions
+        node = self.server.update_status(node)
+        taints = list((node.get("spec") or {}).get("taints") or ())
+        if not any(t.get("key") == _UNREACHABLE_TAINT["key"] for t in taints):
+            taints.append({**_UNREACHABLE_TAINT, "timeAdded": now})
+            self.server.patch("nodes", name, {"spec": {"taints": taints}})
+
+    def _evict_unreachable(self, name: str) -> None:
+        try:
+            node = self.server.get("nodes", name)
+        except NotFound:
+            return
+        ready = next(
+            (
+                c
+                for c in (node.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "Ready"
+            ),
+            None,
+        )
+        if ready is not None and ready.get("status") == "True":
+            return
+        for pod in self.server.pods_on_node(name):
+            if any(
+                r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or ()
+            ):
+                continue
+            with contextlib.suppress(NotFound):
+                self.server.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+
+    def _vanish(self, name: str) -> None:
+        pods = self.server.pods_on_node(name)
+        try:
+            node = self.server.get("nodes", name)
+            if node["metadata"].get("finalizers"):
+                self.server.patch("nodes", name, {"metadata": {"finalizers": None}})
+            self.server.delete("nodes", name)
+        except NotFound:
+            pass
+        # kube-controller-manager's pod GC removes pods bound to a node that is gone
+        for pod in pods:
+            with contextlib.suppress(NotFound):
+                self.server.delete(
+                    "pods",
+                    pod["metadata"]["name"],
+                    pod["metadata"]["namespace"],
+                    grace_period_seconds=0,
+                )
+
+    def _install_outages(self) -> None:
+        """Offering outages are KWOK insufficient-capacity rules with a time window."""
+        outages = [e for e in self.scenario.events if e.type == OFFERING_OUTAGE]
+        if not outages:
+            return
+        set_faults = getattr(self.provider, "set_faults", None)
+        faults = getattr(self.provider, "faults", None)
+        if not callable(set_faults) or faults is None:
+            self.observer.note(
+                f"cloud provider {self.scenario.cloud_provider!r} cannot inject offering outages; "
+                "OfferingOutage events have no effect"
+            )
+            return
+        try:
+            fault_rule: Any = importlib.import_module("karpenter_kwok.faults").FaultRule
+        except ImportError:
+            self.observer.note("OfferingOutage needs the KWOK provider's failure injection")
+            return
+        rules = tuple(
+            fault_rule(
+                instance_types=(e.instance_type,) if e.instance_type else (),
+                zones=(e.zone,) if e.zone else (),
+                capacity_types=(e.capacity_type,) if e.capacity_type else (),
+                start=e.at,
+                end=None if e.duration is None else e.at + e.duration,
+            )
+            for e in outages
+        )
+        set_faults(
+            attrs.evolve(faults, insufficient_capacity=tuple(faults.insufficient_capacity) + rules)
+        )
+
+    def _outage_end(self, e: ScenarioEvent) -> None:
+        self.observer.decide(
+            "OfferingRestored",
+            e.describe().replace(" unavailable", " available again").split(" for ")[0],
+            source="scenario",
+        )
+
+    # ------------------------------------------------------------------ pricing
+
+    def _price_of(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
+        if self._prices is None:
+            self._prices = {}
+            try:
+                pools = [None, *self.scenario.nodepools]
+                for pool in pools:
+                    for it in self.provider.get_instance_types(pool):
+                        for o in it.offerings:
+                            self._prices.setdefault(
+                                (it.name, o.zone, o.capacity_type), float(o.price)
+                            )
+            except Exception as e:
+                self.observer.note(f"prices unavailable: {type(e).__name__}: {e}")
+        return self._prices.get((instance_type, zone, capacity_type))
+
+    # ------------------------------------------------------------------ running
+
+    def run_until(self, offset: float, stop_when: Callable[[], bool] | None = None) -> None:
+        """Run both Managers and the scenario until ``offset`` seconds into the run (or
+        until ``stop_when()`` holds, checked each time virtual time moves)."""
+        target = self.observer.t0 + offset
+        managers = (self.cluster, self.karpenter)
+        last_t = self.clock.monotonic()
+        while True:
+            ran = 0
+            for m in managers:
+                ran += m.settle()
+            if ran:
+                continue
+            now = self.clock.monotonic()
+            if stop_when is not None and now != last_t:
+                last_t = now
+                if stop_when():
+                    return
+            nxt = self.clock.next_timer()
+            if nxt is None or nxt > target:
+                if now < target:
+                    self.clock.run_until(target)
+                    continue
+                return
+            self.clock.step()
+
+    def run(self, until: float | None = None) -> Report:
+        """Run to ``until`` seconds (default: the scenario's) and report."""
+        self.run_until(self.scenario.default_until() if until is None else until)
+        return self.report()
+
+    def report(self) -> Report:
+        return build_report(
+            self.observer,
+            scenario=self.scenario.name,
+            seed=self.seed,
+            wall_seconds=time.perf_counter() - self.wall_started,
+            recorded_events=self.recorder.events,
+            controllers=self.registration.controllers,
+        )
+
+
+def simulate(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    until: float | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Report:
+    """Run ``scenario`` and return its report (the whole of ``karpenter simulate``)."""
+    return Simulation(scenario, seed=seed, environ=environ).run(until)

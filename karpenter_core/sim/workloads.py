@@ -1,0 +1,381 @@
+"""The workload controllers a simulated cluster needs: Deployment, ReplicaSet and Job.
+
+kube-controller-manager keeps workloads at their replica counts; without it a simulation
+would lose every pod a drain evicts. These controllers do the part that matters for
+capacity: a Deployment owns a ReplicaSet per pod template (old ones scaled to zero, a
+simplified rolling update), a ReplicaSet keeps ``spec.replicas`` live pods (a pod that is
+terminating, evicted or deleted is replaced at once, as upstream's ReplicaSet controller
+does), and a Job runs ``parallelism`` pods until ``completions`` succeeded. A Job pod whose
+template carries ``simulate.karpenter.sh/run-for: <seconds>`` succeeds that long after it
+started (``status.startTime``, else when it was bound) — the stand-in for real work.
+
+Pods are indexed from the pod watch by their controlling owner's uid, so a reconcile costs
+what its own pods cost rather than a list of the namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+from attrs import define
+
+from karpenter_core.apis.workloads import template_hash
+from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
+from karpenter_core.runtime.clock import Clock, format_time, parse_time
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.sim.scenario import RUN_FOR_ANNOTATION
+
+__all__ = ["WorkloadController", "register"]
+
+WorkloadKey = tuple[str, str, str]
+"""(kind, namespace, name)"""
+
+_TERMINAL = ("Succeeded", "Failed")
+_OWNER_KINDS = ("ReplicaSet", "Job")
+
+
+@define(slots=True)
+class _PodState:
+    name: str
+    created_seq: int
+    deleting: bool = False
+    phase: str = "Pending"
+    bound: bool = False
+    bound_at: float | None = None
+    started_at: float | None = None
+    run_for: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return not self.deleting and self.phase not in _TERMINAL
+
+
+def _controller_of(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") in _OWNER_KINDS:
+            return ref
+    return None
+
+
+def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return default
+    return value
+
+
+class WorkloadController:
+    """One reconciler for Deployments, ReplicaSets and Jobs (keys ``(kind, ns, name)``)."""
+
+    def __init__(self, kube: KubeClient, clock: Clock) -> None:
+        self.kube = kube
+        self.clock = clock
+        self._pods: dict[str, dict[str, _PodState]] = {}  # owner uid -> pod name -> state
+        self._owner_of_pod: dict[tuple[str, str], tuple[str, WorkloadKey]] = {}
+        self._seq = 0
+        self.pods_created = 0
+        self.pods_replaced = 0
+
+    # -- watch mappers
+
+    def on_owner(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+        if event_type == "DELETED":
+            self._pods.pop(str(meta.get("uid") or ""), None)
+            return ()
+        return (key,)
+
+    def on_pod(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        """Index the pod under its owner; enqueue the owner when the pod stops counting
+        (terminating, finished, gone) or, for a Job, when it starts running."""
+        meta = obj.get("metadata") or {}
+        ns = str(meta.get("namespace") or "")
+        name = str(meta.get("name") or "")
+        ref = _controller_of(meta)
+        if ref is None:
+            return ()
+        owner_uid = str(ref.get("uid") or "")
+        owner_key: WorkloadKey = (str(ref.get("kind")), ns, str(ref.get("name")))
+        pods = self._pods.setdefault(owner_uid, {})
+        if event_type == "DELETED":
+            state = pods.pop(name, None)
+            self._owner_of_pod.pop((ns, name), None)
+            return (owner_key,) if state is None or state.active else ()
+        state = pods.get(name)
+        if state is None:
+            self._seq += 1
+            state = _PodState(name, self._seq)
+            pods[name] = state
+            self._owner_of_pod[(ns, name)] = (owner_uid, owner_key)
+        was_active, was_running = state.active, state.started_at is not None
+        status = obj.get("status") or {}
+        state.deleting = bool(meta.get("deletionTimestamp"))
+        state.phase = str(status.get("phase") or "Pending")
+        now = self.clock.monotonic()
+        if (obj.get("spec") or {}).get("nodeName") and not state.bound:
+            state.bound, state.bound_at = True, now
+        run_for = (meta.get("annotations") or {}).get(RUN_FOR_ANNOTATION)
+        if run_for is not None and state.run_for is None:
+            try:
+                state.run_for = float(run_for)
+            except ValueError:
+                state.run_for = None
+        if state.started_at is None and state.active:
+            if status.get("startTime") and state.phase == "Running":
+                try:
+                    elapsed = (self.clock.now() - parse_time(status["startTime"])).total_seconds()
+                    state.started_at = now - max(0.0, elapsed)
+                except (ValueError, TypeError):
+                    state.started_at = now
+            elif state.phase == "Running" or (state.bound and state.run_for is not None):
+                state.started_at = state.bound_at if state.bound_at is not None else now
+        if was_active != state.active:
+            return (owner_key,)
+        if owner_key[0] == "Job" and not was_running and state.started_at is not None:
+            return (owner_key,)
+        return ()
+
+    # -- reconcile
+
+    def reconcile(self, key: WorkloadKey) -> Result:
+        kind, ns, name = key
+        resource = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}.get(
+            kind
+        )
+        if resource is None:
+            return Result()
+        try:
+            obj = self.kube.get(resource, name, ns)
+        except NotFound:
+            return Result()
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()
+        try:
+            if kind == "Deployment":
+                return self._deployment(obj)
+            if kind == "ReplicaSet":
+                return self._replicaset(obj)
+            return self._job(obj)
+        except Conflict:
+            return Result(requeue=True)
+
+    def _deployment(self, dep: dict[str, Any]) -> Result:
+        meta, spec = dep["metadata"], dep.get("spec") or {}
+        ns, name, uid = meta.get("namespace") or "default", meta["name"], meta["uid"]
+        template = spec.get("template") or {}
+        phash = template_hash(template)
+        rs_name = f"{name}-{phash}"
+        replicas = _replicas(spec, "replicas", 1)
+        owned = [
+            rs
+            for rs in self.kube.list("replicasets", ns).items
+            if any(
+                r.get("uid") == uid for r in (rs.get("metadata") or {}).get("ownerReferences") or ()
+            )
+        ]
+        current = next((rs for rs in owned if rs["metadata"]["name"] == rs_name), None)
+        if current is None:
+            labels = {**((template.get("metadata") or {}).get("labels") or {})}
+            labels["pod-template-hash"] = phash
+            tmpl = copy.deepcopy(template)
+            tmpl.setdefault("metadata", {})["labels"] = dict(labels)
+            selector = copy.deepcopy(spec.get("selector") or {"matchLabels": {}})
+            selector.setdefault("matchLabels", {})["pod-template-hash"] = phash
+            rs = {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": rs_name,
+                    "namespace": ns,
+                    "labels": labels,
+                    "ownerReferences": [_owner_ref(dep)],
+                },
+                "spec": {"replicas": replicas, "selector": selector, "template": tmpl},
+            }
+            try:
+                self.kube.create(rs)
+            except AlreadyExists:
+                return Result(requeue=True)
+        elif _replicas(current.get("spec") or {}, "replicas", 0) != replicas:
+            self.kube.patch("replicasets", rs_name, {"spec": {"replicas": replicas}}, ns)
+        for old in owned:
+            if old["metadata"]["name"] != rs_name and (old.get("spec") or {}).get("replicas"):
+                self.kube.patch(
+                    "replicasets", old["metadata"]["name"], {"spec": {"replicas": 0}}, ns
+                )
+        return Result()
+
+    def _replicaset(self, rs: dict[str, Any]) -> Result:
+        meta, spec = rs["metadata"], rs.get("spec") or {}
+        ns, uid = meta.get("namespace") or "default", meta["uid"]
+        want = _replicas(spec, "replicas", 1)
+        pods = self._pods.setdefault(uid, {})
+        active = [p for p in pods.values() if p.active]
+        if len(active) < want:
+            self._create_pods(rs, want - len(active), replaced=len(pods) > len(active))
+        elif len(active) > want:
+            # upstream's ranking, simplified: unbound before bound, pending before running,
+            # newer before older
+            victims = sorted(active, key=lambda p: (p.bound, p.phase == "Running", -p.created_seq))[
+                : len(active) - want
+            ]
+            for p in victims:
+                self._delete_pod(ns, p)
+        self._status(rs, {"replicas": min(want, len(active)) if active else 0})
+        return Result()
+
+    def _job(self, job: dict[str, Any]) -> Result:
+        meta, spec = job["metadata"], job.get("spec") or {}
+        ns, uid = meta.get("namespace") or "default", meta["uid"]
+        status = job.get("status") or {}
+        if any(
+            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        ):
+            return Result()
+        parallelism = _replicas(spec, "parallelism", 1)
+        completions = _replicas(spec, "completions", parallelism)
+        pods = self._pods.setdefault(uid, {})
+        now = self.clock.monotonic()
+        requeue: float | None = None
+        for p in list(pods.values()):
+            if p.active and p.run_for is not None and p.started_at is not None:
+                due = p.started_at + p.run_for
+                if now >= due:
+                    self._finish(ns, p)
+                else:
+                    requeue = due - now if requeue is None else min(requeue, due - now)
+        succeeded = sum(1 for p in pods.values() if p.phase == "Succeeded")
+        failed = sum(1 for p in pods.values() if p.phase == "Failed")
+        active = [p for p in pods.values() if p.active]
+        want = max(0, min(parallelism, completions - succeeded))
+        if len(active) < want:
+            self._create_pods(job, want - len(active), replaced=failed > 0)
+        elif len(active) > want:
+            for p in sorted(active, key=lambda p: (p.bound, -p.created_seq))[: len(active) - want]:
+                self._delete_pod(ns, p)
+        new_status: dict[str, Any] = {
+            "active": min(want, max(len(active), want)),
+            "succeeded": succeeded,
+            "failed": failed,
+        }
+        if status.get("startTime") is None:
+            new_status["startTime"] = format_time(self.clock.now())
+        if succeeded >= completions:
+            new_status["active"] = 0
+            new_status["completionTime"] = format_time(self.clock.now())
+            new_status["conditions"] = [
+                {
+                    "type": "Complete",
+                    "status": "True",
+                    "lastTransitionTime": format_time(self.clock.now()),
+                }
+            ]
+            requeue = None
+        self._status(job, new_status)
+        return Result(requeue_after=requeue) if requeue else Result()
+
+    # -- writes
+
+    def _create_pods(self, owner: dict[str, Any], count: int, *, replaced: bool) -> None:
+        meta, spec = owner["metadata"], owner.get("spec") or {}
+        template = spec.get("template") or {}
+        tmeta = template.get("metadata") or {}
+        labels = dict(tmeta.get("labels") or {})
+        if owner["kind"] == "Job":
+            labels.setdefault("job-name", meta["name"])
+            labels.setdefault("batch.kubernetes.io/job-name", meta["name"])
+        pods = self._pods.setdefault(meta["uid"], {})
+        ns = str(meta.get("namespace") or "default")
+        for _ in range(count):
+            pod: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "generateName": f"{meta['name']}-",
+                    "namespace": ns,
+                    "labels": labels,
+                    "annotations": dict(tmeta.get("annotations") or {}),
+                    "ownerReferences": [_owner_ref(owner)],
+                },
+                "spec": copy.deepcopy(template.get("spec") or {}),
+            }
+            created = self.kube.create(pod)
+            name = created["metadata"]["name"]
+            self._seq += 1
+            pods[name] = _PodState(name, self._seq)
+            self._owner_of_pod[(ns, name)] = (
+                meta["uid"],
+                (owner["kind"], ns, meta["name"]),
+            )
+            self.pods_created += 1
+            if replaced:
+                self.pods_replaced += 1
+
+    def _delete_pod(self, ns: str, p: _PodState) -> None:
+        with contextlib.suppress(NotFound):
+            self.kube.delete("pods", p.name, ns)
+        p.deleting = True
+
+    def _finish(self, ns: str, p: _PodState) -> None:
+        try:
+            pod = self.kube.get("pods", p.name, ns)
+        except NotFound:
+            p.deleting = True
+            return
+        status = pod.setdefault("status", {})
+        status["phase"] = "Succeeded"
+        status["conditions"] = [
+            {**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
+            for c in status.get("conditions") or ()
+        ]
+        try:
+            self.kube.update_status(pod)
+        except (Conflict, NotFound):
+            return
+        p.phase = "Succeeded"
+
+    def _status(self, obj: dict[str, Any], status: Mapping[str, Any]) -> None:
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in status.items()):
+            return
+        obj["status"] = {**current, **status}
+        try:
+            self.kube.update_status(obj)
+        except (Conflict, NotFound):
+            pass
+        except ApiError:
+            pass
+
+
+def register(manager: Manager, kube: KubeClient, clock: Clock) -> WorkloadController:
+    """Add the ``sim.workloads`` controller (Deployments, ReplicaSets, Jobs) to ``manager``."""
+    controller = WorkloadController(kube, clock)
+    manager.add_controller(
+        "sim.workloads",
+        controller,
+        watches=[
+            Watch("deployments", mapper=controller.on_owner),
+            Watch("replicasets", mapper=controller.on_owner),
+            Watch("jobs", mapper=controller.on_owner),
+            Watch("pods", mapper=controller.on_pod),
+        ],
+    )
+    return controller
