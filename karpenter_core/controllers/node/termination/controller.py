@@ -183,7 +183,11 @@ class NodeTerminationController:
         nodeclaim = found[0] if len(found) == 1 else None
         if nodeclaim is not None and not (nodeclaim.get("metadata") or {}).get("deletionTimestamp"):
             with contextlib.suppress(NotFound):
-                self.kube.delete("nodeclaims", nodeclaim["metadata"]["name"])
+                # The NodeClaim keeps its own finalizer, so it comes back marked; carry on
+                # with that copy so the status write below is not a needless conflict.
+                marked = self.kube.delete("nodeclaims", nodeclaim["metadata"]["name"])
+                if marked is not None:
+                    nodeclaim = marked
 
         if not _node_ready(node):
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
