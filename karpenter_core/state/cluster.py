@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,9 @@ log = logging.getLogger("karpenter.state")
 CONSOLIDATION_STATE_TTL = timedelta(minutes=5)
 """``consolidation_state()`` re-stamps itself when older than this, so disruption re-checks
 now and then for changes state cannot see (say, an instance type becoming available)."""
+
+MAX_TOMBSTONES = 10_000
+"""Recently deleted pods remembered so a concurrent node rebuild does not count them."""
 
 UNSYNCED_LOG_AFTER = 30.0
 UNSYNCED_LOG_EVERY = 10.0
@@ -289,6 +293,15 @@ def _rv(obj: Pod) -> str:
     return str((obj.raw.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def _rv_int(obj: Pod) -> int:
+    """Resource versions are opaque to clients, but both our servers use integers; an
+    unparseable one compares as oldest, which only ever keeps a listed pod."""
+    try:
+        return int(_rv(obj))
+    except ValueError:
+        return -1
+
+
 class Cluster:
     """In-memory cluster state (see the module docstring)."""
 
@@ -326,6 +339,7 @@ class Cluster:
         self._bindings: dict[str, str] = {}  # pod key -> node name
         self._nodepool_resources: dict[str, dict[str, int]] = {}
         self._pods: dict[str, Pod] = {}  # every pod seen, for snapshots
+        self._tombstones: OrderedDict[str, str] = OrderedDict()  # deleted pod key -> uid
         self._anti_affinity_pods: dict[str, Pod] = {}
         self._daemonsets: dict[str, DaemonSet] = {}
         self._daemonset_pods: dict[str, Pod] = {}
@@ -690,8 +704,11 @@ class Cluster:
                     rebuilt.nodeclaim_view = sn.nodeclaim_view
                     rebuilt.mark_for_deletion(sn._marked)
                     rebuilt._nominated_until = sn._nominated_until
-                for p in rebuilt.pods:
-                    self._rebind(p.key, n.name)
+                for p in list(rebuilt.pods):
+                    if self._stale(p, n.name):
+                        rebuilt.remove_pod(p.key)
+                    else:
+                        self._rebind(p.key, n.name)
                 sn = rebuilt
             else:
                 assert sn is not None
@@ -731,6 +748,19 @@ class Cluster:
             pods.append(pod)
         vols = {p.key: self._pod_volumes(p) for p in pods if p.pvc_names}
         return StateNode(node, None, pods=pods, volume_limits=limits, pod_volumes=vols)
+
+    def _stale(self, listed: Pod, node_name: str) -> bool:
+        """The pod informer has already seen this listed pod go away (deleted, finished or
+        moved) — possible when a node is rebuilt while pod events are processed concurrently."""
+        tomb = self._tombstones.get(listed.key)
+        if tomb is not None and tomb in ("", listed.uid):
+            return True
+        cached = self._pods.get(listed.key)
+        if cached is None or cached.uid != listed.uid:
+            return False
+        return _rv_int(cached) > _rv_int(listed) and (
+            cached.is_terminal() or cached.node_name != node_name
+        )
 
     def _volume_limits(self, node_name: str) -> dict[str, int]:
         try:
@@ -788,6 +818,7 @@ class Cluster:
         try:
             with self._lock:
                 self._pods[p.key] = p
+                self._tombstones.pop(p.key, None)
                 if p.has_required_pod_anti_affinity():
                     self._anti_affinity_pods[p.key] = p
                 else:
@@ -858,7 +889,11 @@ class Cluster:
     def delete_pod(self, key: str) -> None:
         """Forget a pod (``namespace/name``): free its usage and its scheduling bookkeeping."""
         with self._lock:
-            self._pods.pop(key, None)
+            gone = self._pods.pop(key, None)
+            self._tombstones[key] = gone.uid if gone is not None else ""
+            self._tombstones.move_to_end(key)
+            while len(self._tombstones) > MAX_TOMBSTONES:
+                self._tombstones.popitem(last=False)
             self._anti_affinity_pods.pop(key, None)
             self._release(key)
             self._clear_pod_scheduling(key)
