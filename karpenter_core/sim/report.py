@@ -550,8 +550,8 @@ class Report:
                 "pendingSeconds": self.pending_stats(),
             },
             "cost": {
-                "total": round(self.cost_total, 6),
-                "perHourAtEnd": round(self.cost_per_hour_at_end, 6),
+                "total": round(float(self.cost_total), 6),
+                "perHourAtEnd": round(float(self.cost_per_hour_at_end), 6),
                 "currency": "USD",
             },
             "utilization": {
