@@ -168,7 +168,12 @@ class NodeTerminationController:
         meta = node.get("metadata") or {}
         if not meta.get("deletionTimestamp"):
             return Result()
-        return self.finalize(node)
+        try:
+            return self.finalize(node)
+        except TerminationError as e:
+            # A user has to fix the object; say what is wrong and retry with back-off.
+            log.error("node %s: cannot terminate: %s", key.name, e)
+            return Result(requeue=True)
 
     # ------------------------------------------------------------------ finalize
 

@@ -653,3 +653,18 @@ def test_evictions_count_requests_and_drained_pods() -> None:
     env.run(60)
     assert metrics.sample("karpenter_pods_eviction_requests_total", {"code": "200"}) == 2
     assert metrics.sample("karpenter_pods_drained_total", {"reason": "Forceful Termination"}) == 2
+
+
+def test_a_malformed_termination_timestamp_holds_the_node_with_a_clear_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = Env()
+    node = env.node()
+    env.nodeclaim(node, annotations={wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY: "soon"})
+    env.delete_node()
+    with caplog.at_level("ERROR", logger="karpenter.termination"):
+        env.run(30)
+    assert env.get_node() is not None
+    assert env.manager.controller("node.termination").errors == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("node-a-claim" in m and "'soon'" in m and "RFC 3339" in m for m in messages)
