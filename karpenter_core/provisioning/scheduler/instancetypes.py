@@ -87,6 +87,7 @@ class InstanceTypeIndex:
         self._cache: dict[Signature, dict[int, CompatEntry]] = {}
         self._prices: dict[Signature, dict[ITInfo, float]] = {}
         self._capacity_types: dict[Signature, dict[ITInfo, tuple[str, ...]]] = {}
+        self._flags: dict[tuple[Signature, int], tuple[list[ITInfo], list[bool]]] = {}
         # Interned NodeClaim signatures (template id, requirement signature) -> int token.
         self.signature_tokens: dict[tuple[int, Signature], int] = {}
         self.allow_undefined = frozenset(WELL_KNOWN_LABELS)
@@ -126,6 +127,24 @@ class InstanceTypeIndex:
                     groups.append(gi)
                     break
         return CompatEntry(compatible, tuple(groups))
+
+    def compatible_flags(self, sig: Signature, root: list[ITInfo], reqs: Any) -> list[bool]:
+        """For each of ``root``'s types: meets ``reqs`` and has a compatible offering."""
+        key = (sig, id(root))
+        hit = self._flags.get(key)
+        if hit is not None and hit[0] is root:
+            return hit[1]
+        table = self.entries(sig)
+        flags = []
+        for info in root:
+            e = table.get(info.index)
+            if e is None:
+                e = self.entry(table, info, reqs)
+            flags.append(e.compatible and bool(e.groups))
+        if len(self._flags) > 512:  # bound memory when many ad-hoc option lists appear
+            self._flags.clear()
+        self._flags[key] = (root, flags)
+        return flags
 
     def prices(self, sig: Signature) -> dict[ITInfo, float]:
         table = self._prices.get(sig)
@@ -218,7 +237,18 @@ class OptionSet:
     all suffix minima reach the request fits, without checking them one by one.
     """
 
-    __slots__ = ("_max", "cols", "cpu_keys", "options", "sig", "simple", "sorted", "suffix_min")
+    __slots__ = (
+        "_max",
+        "cols",
+        "cpu_keys",
+        "offset",
+        "options",
+        "root",
+        "sig",
+        "simple",
+        "sorted",
+        "suffix_min",
+    )
 
     def __init__(
         self,
@@ -229,8 +259,14 @@ class OptionSet:
         sig: Signature | None = None,
         cols: dict[str, list[int]] | None = None,
         is_sorted: bool | None = None,
+        root: list[ITInfo] | None = None,
+        offset: int = 0,
     ) -> None:
         self.options = options
+        # ``options == root[offset:]`` when this set is a suffix of a template's options, so
+        # per-signature compatibility flags computed once over ``root`` can be sliced.
+        self.root = root if root is not None else options
+        self.offset = offset if root is not None else 0
         # The requirement signature under which every option is known to be compatible and
         # to have a compatible offering (None: unknown).
         self.sig = sig
@@ -272,6 +308,8 @@ class OptionSet:
             sig,
             {k: v[j:] for k, v in self.cols.items()},
             self.sorted,
+            self.root,
+            self.offset + j,
         )
 
     def max_allocatable(self, key: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 from karpenter_core.apis.labels import (
@@ -162,12 +163,20 @@ def filter_instance_types(
             else:
                 survivors.append(info)
                 break
-    for info in tail:
-        e = table.get(info.index)
-        if e is None:
-            e = entry(table, info, reqs)
-        if e.compatible and e.groups:
-            survivors.append(info)
+    if tail:
+        assert optset is not None
+        if len(tail) > 16:
+            # Flags per signature over the template's list, sliced: a C-level filter.
+            flags = index.compatible_flags(sig, optset.root, reqs)
+            start = optset.offset + len(optset.options) - len(tail)
+            survivors.extend(compress(tail, flags[start:]))
+        else:
+            for info in tail:
+                e = table.get(info.index)
+                if e is None:
+                    e = entry(table, info, reqs)
+                if e.compatible and e.groups:
+                    survivors.append(info)
     if trusted:
         survivors.extend(trusted)
     unsatisfiable: dict[str, int] = {}
