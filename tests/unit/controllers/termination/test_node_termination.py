@@ -668,3 +668,24 @@ def test_a_malformed_termination_timestamp_holds_the_node_with_a_clear_error(
     assert env.manager.controller("node.termination").errors == 0
     messages = [r.getMessage() for r in caplog.records]
     assert any("node-a-claim" in m and "'soon'" in m and "RFC 3339" in m for m in messages)
+
+
+@pytest.mark.parametrize("seed", [None, 3, 11])
+def test_many_nodes_deleted_at_once_are_each_drained_and_released(seed: int | None) -> None:
+    env = Env(seed=seed)
+    names = [f"node-{i}" for i in range(10)]
+    for name in names:
+        node = env.node(name)
+        env.nodeclaim(node)
+        env.pod(f"{name}-app", node=name, grace=5)
+    for name in names:
+        env.delete_node(name)
+    env.run(120)
+    assert all(env.get_node(name) is None for name in names)
+    assert all(env.get_pod(f"{name}-app") is None for name in names)
+    assert env.cloud.instances == set()
+    terminated = metrics.sample(
+        "karpenter_nodes_terminated_total", {"nodepool": NODEPOOL, "zone": "test-zone-a"}
+    )
+    assert terminated == 10
+    assert metrics.sample("karpenter_nodes_drained_total", {"nodepool": NODEPOOL}) == 10
