@@ -1,0 +1,158 @@
+"""register_all: upstream's registry, feature gates, and missing packages reported, not fatal."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.operator.controllers import (
+    CONTROLLER_PACKAGES,
+    ControllerPackage,
+    RegistrationError,
+    register_all,
+)
+from karpenter_core.operator.options import Options
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import Result
+from karpenter_core.sim.apiserver import InMemoryApiServer
+
+
+class _Noop:
+    def reconcile(self) -> Result:
+        return Result()
+
+
+class _Provider:
+    def __init__(self, policies: tuple[Any, ...] = ()) -> None:
+        self._policies = policies
+
+    def repair_policies(self) -> tuple[Any, ...]:
+        return self._policies
+
+
+def ctx(options: Options | None = None, provider: Any = None) -> ControllerContext:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    return ControllerContext(
+        kube=server,
+        clock=clock,
+        cloud_provider=provider or _Provider(),
+        recorder=EventRecorder(clock),
+        options=options or Options(),
+    )
+
+
+@pytest.fixture
+def fake_package() -> Iterator[str]:
+    name = "karpenter_test_fake_controllers"
+    module = types.ModuleType(name)
+
+    def register(manager: Manager, c: ControllerContext) -> None:
+        manager.add_singleton("fake.one", _Noop())
+        manager.add_singleton("fake.two", _Noop())
+
+    module.register = register  # type: ignore[attr-defined]
+    sys.modules[name] = module
+    module.__spec__ = types.SimpleNamespace(name=name)  # type: ignore[assignment]
+    yield name
+    del sys.modules[name]
+
+
+def test_a_package_registers_its_controllers(fake_package: str) -> None:
+    c = ctx()
+    manager = Manager(c.clock, c.kube)
+    reg = register_all(manager, c, packages=[ControllerPackage("fake", fake_package, ())])
+    assert reg.registered == (("fake", ("fake.one", "fake.two")),)
+    assert reg.controllers == ("fake.one", "fake.two")
+    assert reg.missing == () and reg.notes() == []
+
+
+def test_a_missing_package_is_a_note_not_a_crash() -> None:
+    c = ctx()
+    manager = Manager(c.clock, c.kube)
+    reg = register_all(
+        manager, c, packages=[ControllerPackage("ghost", "karpenter_no_such_pkg", ())]
+    )
+    assert reg.registered == ()
+    assert reg.notes() == ["controllers ghost not running: karpenter_no_such_pkg is not available"]
+
+
+def test_strict_mode_refuses_a_missing_package() -> None:
+    c = ctx()
+    with pytest.raises(RegistrationError, match="ghost"):
+        register_all(
+            Manager(c.clock, c.kube),
+            c,
+            packages=[ControllerPackage("ghost", "karpenter_no_such_pkg", ())],
+            strict=True,
+        )
+
+
+def test_a_register_that_raises_is_reported_with_the_error(fake_package: str) -> None:
+    def boom(manager: Manager, c: ControllerContext) -> None:
+        raise ValueError("bad wiring")
+
+    sys.modules[fake_package].register = boom  # type: ignore[attr-defined]
+    c = ctx()
+    reg = register_all(
+        Manager(c.clock, c.kube), c, packages=[ControllerPackage("f", fake_package, ())]
+    )
+    assert "ValueError: bad wiring" in reg.notes()[0]
+
+
+@pytest.mark.parametrize(
+    ("gates", "provider_policies", "expect_on"),
+    [
+        ("", (), set()),
+        ("NodeRepair=true", (), set()),  # no repair policies: node.health stays off
+        ("NodeRepair=true", ("Ready",), {"node.health"}),
+        (
+            "StaticCapacity=true,NodeOverlay=true,CapacityBuffer=true",
+            (),
+            {"static", "nodeoverlay", "capacitybuffer"},
+        ),
+    ],
+)
+def test_feature_gated_packages_follow_their_gates(
+    gates: str, provider_policies: tuple[str, ...], expect_on: set[str]
+) -> None:
+    options = Options.from_env({"FEATURE_GATES": gates} if gates else {})
+    c = ctx(options, _Provider(provider_policies))
+    gated = [
+        p
+        for p in CONTROLLER_PACKAGES
+        if p.name in {"node.health", "static", "nodeoverlay", "capacitybuffer"}
+    ]
+    reg = register_all(Manager(c.clock, c.kube), c, packages=gated)
+    skipped = {name for name, _ in reg.skipped}
+    assert {p.name for p in gated} - skipped == expect_on
+
+
+def test_observability_off_skips_metrics_controllers() -> None:
+    c = ctx(Options(disable_cluster_state_observability=True))
+    metrics = [p for p in CONTROLLER_PACKAGES if p.name == "metrics"]
+    reg = register_all(Manager(c.clock, c.kube), c, packages=metrics)
+    assert reg.skipped == (("metrics", "DISABLE_CLUSTER_STATE_OBSERVABILITY is set"),)
+
+
+def test_registry_names_upstreams_always_on_controllers() -> None:
+    names = {n for p in CONTROLLER_PACKAGES if not p.optional for n in p.controllers}
+    for upstream in (
+        "provisioner",
+        "disruption",
+        "nodeclaim.lifecycle",
+        "nodeclaim.garbagecollection",
+        "node.termination",
+        "state.node",
+        "state.nodeclaimgc",
+        "nodepool.counter",
+        "nodepool.validation",
+    ):
+        assert upstream in names

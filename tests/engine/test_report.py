@@ -1,0 +1,170 @@
+"""The report: pending-time percentiles, cost integrated over node lifetimes, removal
+reasons, and the three renderings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.sim.report import Observer, build_report, percentile, render_html, render_text
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        ([], 0.5, 0.0),
+        ([3.0], 0.95, 3.0),
+        ([1.0, 2.0, 3.0, 4.0], 0.5, 2.5),
+        ([0.0, 10.0], 0.95, 9.5),
+    ],
+)
+def test_percentile_interpolates_between_ranks(
+    values: list[float], q: float, expected: float
+) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def pod(clock: VirtualClock, name: str, node: str = "", cpu: str = "1") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": format_time(clock.now()),
+        },
+        "spec": {
+            "nodeName": node or None,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def nodeclaim(name: str, provider_id: str = "", deleting: bool = False) -> dict[str, Any]:
+    labels = {
+        "karpenter.sh/nodepool": "default",
+        "node.kubernetes.io/instance-type": "c-4x",
+        "topology.kubernetes.io/zone": "z1",
+        "karpenter.sh/capacity-type": "spot",
+    }
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if deleting:
+        meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    return {"metadata": meta, "status": {"providerID": provider_id, "nodeName": f"node-{name}"}}
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+@pytest.fixture
+def observed() -> tuple[VirtualClock, Observer]:
+    clock = VirtualClock()
+    prices = {("c-4x", "z1", "spot"): 0.36}
+    obs = Observer(clock, lambda it, z, ct: prices.get((it, z, ct)))
+    # t=0: two pods pending; a NodeClaim is created
+    obs.on_pod("ADDED", pod(clock, "a"))
+    obs.on_pod("ADDED", pod(clock, "b"))
+    obs.on_nodeclaim("ADDED", nodeclaim("nc1"))
+    clock.advance(60)  # launched at 60 s
+    obs.on_nodeclaim("MODIFIED", nodeclaim("nc1", "kwok://n1"))
+    clock.advance(30)  # node ready, pod a bound at 90 s
+    obs.on_node("ADDED", node("node-nc1"))
+    obs.on_pod("MODIFIED", pod(clock, "a", "node-nc1"))
+    clock.advance(30)  # pod b bound at 120 s
+    obs.on_pod("MODIFIED", pod(clock, "b", "node-nc1"))
+    clock.advance(3600 - 60)  # removed (and gone) one hour after launch
+    obs.removal_hints["nc1"] = "spot interruption"
+    obs.on_nodeclaim("MODIFIED", nodeclaim("nc1", "kwok://n1", deleting=True))
+    obs.on_nodeclaim("DELETED", nodeclaim("nc1", "kwok://n1", deleting=True))
+    return clock, obs
+
+
+def test_pending_seconds_run_from_creation_to_binding(observed: Any) -> None:
+    clock, obs = observed
+    report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0)
+    assert sorted(report.pending_seconds) == [90.0, 120.0]
+    assert report.pending_stats() == {"p50": 105.0, "p95": 118.5, "max": 120.0}
+
+
+def test_cost_integrates_price_over_launch_to_gone(observed: Any) -> None:
+    clock, obs = observed
+    report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0)
+    assert report.cost_total == pytest.approx(0.36)
+    assert report.cost_per_hour_at_end == 0.0
+
+
+def test_removal_reason_comes_from_the_hint(observed: Any) -> None:
+    clock, obs = observed
+    data = build_report(obs, scenario="t", seed=0, wall_seconds=0.0).to_json_dict()
+    assert data["nodesLaunched"] == 1 and data["nodesRemoved"] == 1
+    assert data["removalReasons"] == {"spot interruption": 1}
+    actions = [d["action"] for d in data["decisions"]]
+    assert actions == ["CreateNodeClaim", "Launch", "DeleteNodeClaim"]
+    assert data["decisions"][2]["reason"] == "spot interruption"
+
+
+def test_removal_reason_falls_back_to_the_disruption_counter() -> None:
+    clock = VirtualClock()
+    counter = {("registration_timeout", "default", ""): 0.0}
+    obs = Observer(clock, None, lambda: dict(counter))
+    obs.on_nodeclaim("ADDED", nodeclaim("nc1"))
+    clock.advance(900)
+    counter[("registration_timeout", "default", "")] = 1.0
+    obs.on_nodeclaim("MODIFIED", nodeclaim("nc1", deleting=True))
+    assert obs.nodeclaims["nc1"].reason == "registration timeout"
+    assert obs.decisions[-1].action == "AbandonNodeClaim"  # it never launched
+
+
+def test_utilization_is_the_average_of_requests_over_allocatable(observed: Any) -> None:
+    clock = VirtualClock()
+    obs = Observer(clock)
+    obs.on_node("ADDED", node("n1", cpu="4", memory="8Gi"))
+    obs.on_node("ADDED", node("n2", cpu="4", memory="8Gi"))
+    obs.on_pod("ADDED", pod(clock, "a", "n1", cpu="2"))
+    obs.on_pod("ADDED", pod(clock, "b", "n2", cpu="4"))
+    cpu, mem = obs.utilization()
+    assert cpu == pytest.approx((0.5 + 1.0) / 2)
+    assert mem == pytest.approx(1 / 8)
+
+
+def test_json_report_has_the_documented_shape(observed: Any) -> None:
+    clock, obs = observed
+    data = json.loads(build_report(obs, scenario="t", seed=3, wall_seconds=1.0).to_json())
+    assert isinstance(data["nodesLaunched"], int) and isinstance(data["nodesRemoved"], int)
+    assert set(data["pods"]) >= {"bound", "pending", "pendingSeconds"}
+    assert set(data["pods"]["pendingSeconds"]) == {"p50", "p95", "max"}
+    assert all(isinstance(v, float) for v in data["pods"]["pendingSeconds"].values())
+    assert isinstance(data["cost"]["total"], float) and isinstance(
+        data["cost"]["perHourAtEnd"], float
+    )
+    for d in data["decisions"]:
+        assert isinstance(d["time"], str) and d["action"] and d["reason"]
+
+
+def test_html_is_one_self_contained_page_with_three_charts(observed: Any) -> None:
+    clock, obs = observed
+    obs.sample()
+    page = render_html(build_report(obs, scenario="t<1>", seed=0, wall_seconds=0.0))
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 3
+    for title in ("Nodes", "Pending pods", "Cost"):
+        assert f">{title} (" in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    assert "t&lt;1&gt;" in page
+
+
+def test_text_report_lists_nodes_and_decisions(observed: Any) -> None:
+    clock, obs = observed
+    text = render_text(build_report(obs, scenario="t", seed=0, wall_seconds=0.0))
+    assert "launched 1, removed 1 (spot interruption: 1)" in text
+    assert "nc1" in text and "DeleteNodeClaim" in text

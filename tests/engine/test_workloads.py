@@ -1,0 +1,138 @@
+"""The simulator's workload controllers: replica counts hold, lost pods come back, Jobs finish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.sim import workloads
+from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.sim.scenario import RUN_FOR_ANNOTATION
+
+
+@pytest.fixture
+def env() -> tuple[VirtualClock, InMemoryApiServer, Manager]:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    manager = Manager(clock, server)
+    workloads.register(manager, server, clock)
+    return clock, server, manager
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+
+
+def live_pods(server: InMemoryApiServer) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in server.list("pods", "default").items
+        if not p["metadata"].get("deletionTimestamp")
+        and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+
+
+def test_deployment_creates_its_replicas_through_a_replicaset(env: Any) -> None:
+    clock, server, manager = env
+    server.create(deployment("web", 3))
+    manager.run_for(1)
+    pods = live_pods(server)
+    assert len(pods) == 3
+    (rs,) = server.list("replicasets", "default").items
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"] for p in pods)
+    assert all(p["metadata"]["labels"]["pod-template-hash"] for p in pods)
+
+
+def test_scaling_a_deployment_adds_and_removes_pods(env: Any) -> None:
+    clock, server, manager = env
+    server.create(deployment("web", 2))
+    manager.run_for(1)
+    server.patch("deployments", "web", {"spec": {"replicas": 5}}, "default")
+    manager.run_for(1)
+    assert len(live_pods(server)) == 5
+    server.patch("deployments", "web", {"spec": {"replicas": 1}}, "default")
+    manager.run_for(1)
+    assert len(live_pods(server)) == 1
+
+
+def test_a_deleted_pod_is_replaced(env: Any) -> None:
+    clock, server, manager = env
+    server.create(deployment("web", 2))
+    manager.run_for(1)
+    victim = live_pods(server)[0]["metadata"]["name"]
+    server.delete("pods", victim, "default")
+    manager.run_for(1)
+    names = {p["metadata"]["name"] for p in live_pods(server)}
+    assert len(names) == 2 and victim not in names
+
+
+def test_an_evicted_terminating_pod_is_replaced_before_it_is_gone(env: Any) -> None:
+    clock, server, manager = env
+    server.create(deployment("web", 1))
+    manager.run_for(1)
+    (pod,) = live_pods(server)
+    server.bind(pod["metadata"]["name"], "default", "node-a")
+    pod = server.get("pods", pod["metadata"]["name"], "default")
+    pod["status"]["phase"] = "Running"
+    server.update_status(pod)
+    server.evict(pod["metadata"]["name"], "default")  # graceful: 30 s deletionTimestamp
+    manager.settle()
+    assert server.get("pods", pod["metadata"]["name"], "default")["metadata"]["deletionTimestamp"]
+    assert len(live_pods(server)) == 1
+
+
+def start_running(clock: VirtualClock, server: InMemoryApiServer) -> None:
+    for pod in live_pods(server):
+        if pod.get("status", {}).get("phase") != "Running":
+            server.bind(pod["metadata"]["name"], "default", "node-a")
+            pod = server.get("pods", pod["metadata"]["name"], "default")
+            pod["status"]["phase"] = "Running"
+            pod["status"]["startTime"] = format_time(clock.now())
+            server.update_status(pod)
+
+
+def test_job_runs_parallel_pods_until_completions_succeed(env: Any) -> None:
+    clock, server, manager = env
+    server.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "default"},
+            "spec": {
+                "parallelism": 2,
+                "completions": 3,
+                "template": {
+                    "metadata": {"annotations": {RUN_FOR_ANNOTATION: "60"}},
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        }
+    )
+    manager.run_for(1)
+    assert len(live_pods(server)) == 2
+    start_running(clock, server)
+    manager.run_for(59)
+    assert len(live_pods(server)) == 2  # still running
+    manager.run_for(2)
+    start_running(clock, server)  # the third pod
+    assert len(live_pods(server)) == 1
+    manager.run_for(61)
+    job = server.get("jobs", "batch", "default")
+    assert job["status"]["succeeded"] == 3
+    assert job["status"]["conditions"][0]["type"] == "Complete"
+    assert live_pods(server) == []
