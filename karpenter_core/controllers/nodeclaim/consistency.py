@@ -1,0 +1,136 @@
+"""``nodeclaim.consistency``: check that a Node is what its NodeClaim promised.
+
+Spec: operator-and-lifecycle §5.7. At most once per 10 minutes per NodeClaim (earlier
+events wait out the remainder), for a NodeClaim with a providerID and exactly one Node:
+the *node shape* check flags every requested resource whose Node capacity is below 90 % of
+the capacity the provider reported at launch. Each issue is logged and published as a
+``FailedConsistencyCheck`` event; the NodeClaim gets ``ConsistentStateFound=False``
+(``ConsistencyCheckFailed``) when there are issues and ``True`` otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from karpenter_core.apis.quantity import QuantityError, format_quantity, parse_quantity
+from karpenter_core.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_INITIALIZED
+from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
+from karpenter_core.controllers.nodeclaim.utils import (
+    DuplicateNodeError,
+    NodeNotFoundError,
+    deletion_timestamp,
+    is_managed,
+    merge_patch,
+    node_for_nodeclaim,
+    provider_id,
+)
+from karpenter_core.kube.client import Conflict, NotFound
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.reconciler import ObjectKey, Result
+
+__all__ = ["NAME", "SCAN_PERIOD", "Consistency", "node_shape_issues"]
+
+log = logging.getLogger("karpenter.nodeclaim.consistency")
+
+NAME = "nodeclaim.consistency"
+SCAN_PERIOD = 600.0
+NODECLAIMS = "nodeclaims"
+EVENT_FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
+
+
+def _milli(value: Any) -> int:
+    try:
+        return parse_quantity(value)
+    except (QuantityError, ValueError, TypeError):
+        return 0
+
+
+def _show(name: str, milli: int) -> str:
+    fmt = "BinarySI" if name in ("memory", "ephemeral-storage") else "DecimalSI"
+    return format_quantity(milli, fmt)
+
+
+def node_shape_issues(node: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> list[str]:
+    """Requested resources the Node has less than 90 % of the launched capacity of."""
+    if deletion_timestamp(nodeclaim):
+        return []
+    conds = (nodeclaim.get("status") or {}).get("conditions") or ()
+    if not any(c.get("type") == CONDITION_INITIALIZED and c.get("status") == "True" for c in conds):
+        return []
+    requests = ((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    expected = (nodeclaim.get("status") or {}).get("capacity") or {}
+    have = (node.get("status") or {}).get("capacity") or {}
+    issues = []
+    for name in sorted(requests):
+        want = _milli(expected.get(name, 0))
+        if _milli(requests[name]) == 0 or want == 0:
+            continue
+        got = _milli(have.get(name, 0))
+        pct = got / want
+        if pct < 0.90:
+            issues.append(
+                f"expected {_show(name, want)} of resource {name}, but found {_show(name, got)} "
+                f"({pct * 100:.1f}% of expected)"
+            )
+    return issues
+
+
+class Consistency:
+    """The keyed reconciler behind ``nodeclaim.consistency``."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self._last_scanned: dict[str, float] = {}
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
+        except NotFound:
+            return Result()
+        if not is_managed(nodeclaim, self.ctx.cloud_provider) or not provider_id(nodeclaim):
+            return Result()
+        uid = str((nodeclaim.get("metadata") or {}).get("uid") or key.name)
+        now = self.ctx.clock.monotonic()
+        last = self._last_scanned.get(uid)
+        if last is not None and now - last < SCAN_PERIOD:
+            return Result(requeue_after=SCAN_PERIOD - (now - last))
+        if len(self._last_scanned) > 4096:
+            self._last_scanned = {
+                k: t for k, t in self._last_scanned.items() if now - t < SCAN_PERIOD
+            }
+        self._last_scanned[uid] = now
+        try:
+            node = node_for_nodeclaim(self.ctx.kube, nodeclaim)
+        except (NodeNotFoundError, DuplicateNodeError):
+            return Result()
+        stored = copy.deepcopy(nodeclaim)
+        issues = node_shape_issues(node, nodeclaim)
+        for issue in issues:
+            log.info("failed consistency check for nodeclaim %s: %s", key.name, issue)
+            self.ctx.recorder.warning(nodeclaim, EVENT_FAILED_CONSISTENCY_CHECK, issue, uid, issue)
+        conds = ConditionSet(nodeclaim, self.ctx.clock)
+        if issues:
+            conds.set_false(
+                CONDITION_CONSISTENT_STATE_FOUND,
+                "ConsistencyCheckFailed",
+                "Consistency Check Failed",
+            )
+        elif not conds.is_true(CONDITION_CONSISTENT_STATE_FOUND):
+            conds.set_true(CONDITION_CONSISTENT_STATE_FOUND)
+        if nodeclaim != stored:
+            patch = {
+                "metadata": {
+                    "resourceVersion": (stored.get("metadata") or {}).get("resourceVersion")
+                },
+                "status": merge_patch(stored.get("status") or {}, nodeclaim.get("status") or {}),
+            }
+            try:
+                self.ctx.kube.patch(NODECLAIMS, key.name, patch, subresource="status")
+            except NotFound:
+                return Result()
+            except Conflict:
+                return Result(requeue=True)
+        return Result(requeue_after=SCAN_PERIOD)
