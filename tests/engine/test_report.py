@@ -90,21 +90,21 @@ def observed() -> tuple[VirtualClock, Observer]:
 
 
 def test_pending_seconds_run_from_creation_to_binding(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0)
     assert sorted(report.pending_seconds) == [90.0, 120.0]
     assert report.pending_stats() == {"p50": 105.0, "p95": 118.5, "max": 120.0}
 
 
 def test_cost_integrates_price_over_launch_to_gone(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0)
     assert report.cost_total == pytest.approx(0.36)
     assert report.cost_per_hour_at_end == 0.0
 
 
 def test_removal_reason_comes_from_the_hint(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     data = build_report(obs, scenario="t", seed=0, wall_seconds=0.0).to_json_dict()
     assert data["nodesLaunched"] == 1 and data["nodesRemoved"] == 1
     assert data["removalReasons"] == {"spot interruption": 1}
@@ -138,7 +138,7 @@ def test_utilization_is_the_average_of_requests_over_allocatable(observed: Any) 
 
 
 def test_json_report_has_the_documented_shape(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     data = json.loads(build_report(obs, scenario="t", seed=3, wall_seconds=1.0).to_json())
     assert isinstance(data["nodesLaunched"], int) and isinstance(data["nodesRemoved"], int)
     assert set(data["pods"]) >= {"bound", "pending", "pendingSeconds"}
@@ -152,7 +152,7 @@ def test_json_report_has_the_documented_shape(observed: Any) -> None:
 
 
 def test_html_is_one_self_contained_page_with_three_charts(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     obs.sample()
     page = render_html(build_report(obs, scenario="t<1>", seed=0, wall_seconds=0.0))
     assert page.startswith("<!DOCTYPE html>")
@@ -164,7 +164,7 @@ def test_html_is_one_self_contained_page_with_three_charts(observed: Any) -> Non
 
 
 def test_text_report_lists_nodes_and_decisions(observed: Any) -> None:
-    clock, obs = observed
+    _clock, obs = observed
     text = render_text(build_report(obs, scenario="t", seed=0, wall_seconds=0.0))
     assert "launched 1, removed 1 (spot interruption: 1)" in text
     assert "nc1" in text and "DeleteNodeClaim" in text

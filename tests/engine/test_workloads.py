@@ -48,7 +48,7 @@ def live_pods(server: InMemoryApiServer) -> list[dict[str, Any]]:
 
 
 def test_deployment_creates_its_replicas_through_a_replicaset(env: Any) -> None:
-    clock, server, manager = env
+    _clock, server, manager = env
     server.create(deployment("web", 3))
     manager.run_for(1)
     pods = live_pods(server)
@@ -59,7 +59,7 @@ def test_deployment_creates_its_replicas_through_a_replicaset(env: Any) -> None:
 
 
 def test_scaling_a_deployment_adds_and_removes_pods(env: Any) -> None:
-    clock, server, manager = env
+    _clock, server, manager = env
     server.create(deployment("web", 2))
     manager.run_for(1)
     server.patch("deployments", "web", {"spec": {"replicas": 5}}, "default")
@@ -71,7 +71,7 @@ def test_scaling_a_deployment_adds_and_removes_pods(env: Any) -> None:
 
 
 def test_a_deleted_pod_is_replaced(env: Any) -> None:
-    clock, server, manager = env
+    _clock, server, manager = env
     server.create(deployment("web", 2))
     manager.run_for(1)
     victim = live_pods(server)[0]["metadata"]["name"]
@@ -82,7 +82,7 @@ def test_a_deleted_pod_is_replaced(env: Any) -> None:
 
 
 def test_an_evicted_terminating_pod_is_replaced_before_it_is_gone(env: Any) -> None:
-    clock, server, manager = env
+    _clock, server, manager = env
     server.create(deployment("web", 1))
     manager.run_for(1)
     (pod,) = live_pods(server)
