@@ -1,0 +1,458 @@
+"""The provisioner: turn a batch of pods nobody can place into NodeClaims.
+
+One singleton loop (spec operator-and-lifecycle §3.4-§3.7):
+
+1. wait for the batch window to close (:mod:`.batcher`); 2. do nothing until cluster state
+   is synced (acting on a partial view would launch capacity that already exists);
+3. schedule: existing nodes are copied *before* pods are listed (capacity seen is never
+   less than reality, so a race under- rather than over-provisions), then the pending
+   provisionable pods, then the currently reschedulable pods of nodes being deleted (so
+   replacements start while those nodes drain); 4. create a NodeClaim per new claim of the
+   result, nominating its pods.
+
+Everything that can be wrong with user input — a pod with an unusable selector, a NodePool
+that is invalid or not ready, a provider failing for one pool — is reported (events, logs,
+pod decisions) and skipped; only API failures surface as reconcile errors (back-off).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from karpenter_core import metrics
+from karpenter_core.apis.labels import (
+    LABEL_INSTANCE_TYPE,
+    NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
+    NODEPOOL_LABEL_KEY,
+)
+from karpenter_core.apis.objects import ObjectError, Pod
+from karpenter_core.apis.quantity import QuantityError, format_quantity
+from karpenter_core.apis.resources import parse_resource_list
+from karpenter_core.apis.v1 import APIError, NodePool
+from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
+from karpenter_core.cloudprovider.metrics import controller_scope
+from karpenter_core.controllers.provisioning import events
+from karpenter_core.controllers.provisioning.batcher import Batcher
+from karpenter_core.kube.client import ApiError, NotFound
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
+from karpenter_core.provisioning.scheduler import Results, SchedulerOptions, schedule
+from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
+    NodeClaimTemplate,
+    TemplateError,
+)
+from karpenter_core.runtime.manager import Controller
+from karpenter_core.runtime.reconciler import Result
+from karpenter_core.state.cluster import Cluster
+from karpenter_core.state.informers import cluster_of, is_managed_nodepool
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.utils.pod import PdbLimits
+
+__all__ = [
+    "NAME",
+    "NO_DYNAMIC_NODEPOOLS",
+    "CreateError",
+    "Provisioner",
+    "ProvisioningError",
+    "limits_exceeded",
+]
+
+log = logging.getLogger("karpenter.provisioner")
+
+NAME = "provisioner"
+NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
+
+# The scheduler's reasons for dropping a pool that are *not* a minValues shortfall.
+_NOT_MIN_VALUES = frozenset(
+    {"no instance types", "requirements matched no instance type with an available offering"}
+)
+
+
+class ProvisioningError(RuntimeError):
+    """Some NodeClaims could not be created; the message lists each failure."""
+
+
+class CreateError(RuntimeError):
+    """One NodeClaim could not be created (limits exceeded, API error, ...)."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = obj.get("status")
+    conds = status.get("conditions") if isinstance(status, Mapping) else None
+    return [c for c in conds if isinstance(c, Mapping)] if isinstance(conds, list) else []
+
+
+def _condition_true(obj: Mapping[str, Any], type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in _conditions(obj))
+
+
+def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) -> str | None:
+    """Upstream ``Limits.ExceededBy``: the first limit that usage already *strictly* exceeds,
+    as a message, or None. A limit that cannot be parsed is reported as such."""
+    if not limits:
+        return None
+    try:
+        parsed = parse_resource_list(limits)
+    except QuantityError as e:
+        return f"invalid limits: {e}"
+    for name in sorted(parsed):
+        used = usage.get(name, 0)
+        if used > parsed[name]:
+            return (
+                f"{name} resource usage of {format_quantity(used)} exceeds limit of "
+                f"{format_quantity(parsed[name])}"
+            )
+    return None
+
+
+class Provisioner:
+    """The ``provisioner`` singleton; also the shared handle other controllers use
+    (``ctx.extras["provisioner"]``): :meth:`trigger` and :meth:`create_nodeclaims`."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster: Cluster = cluster_of(ctx)
+        self.controller: Controller | None = None
+        self.batcher = Batcher(
+            ctx.clock,
+            ctx.options.batch_idle_duration,
+            ctx.options.batch_max_duration,
+            on_token=self._wake,
+        )
+
+    # ------------------------------------------------------------------ wiring
+
+    def bind(self, controller: Controller) -> None:
+        """Attach the manager's controller so a new batch wakes the singleton at once."""
+        self.controller = controller
+
+    def _wake(self) -> None:
+        if self.controller is not None:
+            self.controller.trigger()
+
+    def trigger(self, uid: str) -> None:
+        """A pod (or a draining node) wants provisioning: open or extend a batch window."""
+        self.batcher.trigger(uid)
+
+    # ------------------------------------------------------------------ the loop
+
+    def reconcile(self) -> Result:
+        with controller_scope(NAME):
+            waited = self.batcher.wait()
+            if not waited.ready:
+                if waited.retry_after is not None:
+                    return Result.after(waited.retry_after)
+                return Result()
+            if not self.cluster.synced():
+                # The window is dropped; provisionable pods re-trigger within 10 s.
+                return Result()
+            results = self.schedule()
+            if results is None or not results.new_nodeclaims:
+                return Result()
+            self.create_nodeclaims(
+                results.new_nodeclaims,
+                reason=metrics.REASON_PROVISIONED,
+                record_pod_nomination=True,
+            )
+            return Result()
+
+    # ------------------------------------------------------------------ scheduling
+
+    def scheduler_options(self) -> SchedulerOptions:
+        opts = self.ctx.options
+        return SchedulerOptions(
+            preference_policy=opts.preference_policy,
+            min_values_policy=opts.min_values_policy,
+            reserved_capacity=opts.gate("ReservedCapacity"),
+            strict_reserved_offerings=True,
+            ignore_dra_requests=opts.ignore_dra_requests,
+        )
+
+    def _parse_pods(self, objs: Iterable[Mapping[str, Any]]) -> list[Pod]:
+        out = []
+        for obj in objs:
+            try:
+                out.append(Pod.from_dict(obj))
+            except ObjectError as e:
+                meta = _meta(obj)
+                log.warning(
+                    "ignoring pod %s/%s: %s", meta.get("namespace", ""), meta.get("name", ""), e
+                )
+        return out
+
+    def pending_pods(self, snapshot: ClusterSnapshot) -> list[Pod]:
+        """Provisionable pods that pass validation; the rest get a decision error and (except
+        pods that opted out of Karpenter nodes) a FailedScheduling event."""
+        pods = [
+            p for p in self._parse_pods(self.ctx.kube.list("pods").items) if p.is_provisionable()
+        ]
+        kept: list[Pod] = []
+        rejected = 0
+        for pod in pods:
+            why = validate_pod(pod, snapshot)
+            if why is None:
+                kept.append(pod)
+                continue
+            rejected += 1
+            self.cluster.mark_pod_scheduling_decisions([pod], {})
+            log.debug("ignoring pod %s: %s", pod.key, why)
+            if why != KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST:
+                self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, why))
+        metrics.SCHEDULER_IGNORED_PODS_COUNT.set(rejected)
+        return kept
+
+    def deleting_node_pods(self, snapshot: ClusterSnapshot) -> list[Pod]:
+        """Pods of nodes being deleted that would move now (not held by do-not-disrupt or a
+        PDB that never allows an eviction)."""
+        limits = PdbLimits(snapshot.pdbs)
+        now = self.ctx.clock.now()
+        out: list[Pod] = []
+        for sn in snapshot.state_nodes():
+            if not sn.marked_for_deletion or sn.node is None:
+                continue
+            items = self.ctx.kube.list("pods", field_selector=f"spec.nodeName={sn.node.name}")
+            for pod in self._parse_pods(items.items):
+                if limits.is_currently_reschedulable(pod, now, self.ctx.recorder):
+                    out.append(pod)
+        return out
+
+    def dynamic_nodepools(self) -> list[dict[str, Any]]:
+        """Managed, Ready, non-static, non-deleting NodePools the scheduler can read."""
+        out = []
+        for np in self.ctx.kube.list("nodepools").items:
+            name = str(_meta(np).get("name") or "")
+            if not is_managed_nodepool(np, self.ctx.cloud_provider):
+                continue
+            spec = _spec(np)
+            if spec.get("replicas") is not None or _meta(np).get("deletionTimestamp"):
+                continue
+            if not _condition_true(np, "Ready"):
+                log.debug("ignoring nodepool %s: not ready", name)
+                continue
+            try:
+                NodeClaimTemplate(np)
+            except TemplateError as e:
+                log.error("ignoring nodepool %s: %s", name, e)
+                continue
+            out.append(np)
+        return out
+
+    def instance_types(self, nodepools: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+        """Instance types per pool; a pool whose provider call fails is left out (the
+        scheduler then reports it as having none)."""
+        out: dict[str, list[Any]] = {}
+        for np in nodepools:
+            name = str(_meta(np).get("name") or "")
+            try:
+                model = NodePool.from_dict(np)
+            except APIError as e:
+                log.error("skipping nodepool %s: %s", name, e)
+                continue
+            try:
+                its = list(self.ctx.cloud_provider.get_instance_types(model))
+            except Exception as e:
+                if is_unevaluated_nodepool(e):
+                    log.debug("skipping nodepool %s: awaiting nodeoverlay evaluation", name)
+                else:
+                    log.error("skipping nodepool %s: unable to resolve instance types: %s", name, e)
+                continue
+            if not its:
+                log.info("skipping nodepool %s: no resolved instance types found", name)
+                continue
+            out[name] = its
+        return out
+
+    def schedule(self) -> Results | None:
+        """One scheduling pass over pending pods and pods of deleting nodes; records
+        decisions, events and metrics. None when there was nothing to schedule."""
+        start = time.perf_counter()
+        try:
+            return self._schedule(start)
+        finally:
+            metrics.SCHEDULER_SCHEDULING_DURATION_SECONDS.labels(controller=NAME).observe(
+                time.perf_counter() - start
+            )
+
+    def _schedule(self, start: float) -> Results | None:
+        snapshot = self.cluster.snapshot()  # nodes first, then pods (see module docstring)
+        pending = self.pending_pods(snapshot)
+        deleting = self.deleting_node_pods(snapshot)
+        pending_keys = {p.key for p in pending}
+        pods = pending + [p for p in deleting if p.key not in pending_keys]
+        if not pods:
+            return None
+        log.debug(
+            "computing scheduling decision for %d pending and %d deleting-node pod(s)",
+            len(pending),
+            len(deleting),
+        )
+        nodepools = self.dynamic_nodepools()
+        if not nodepools:
+            log.info(NO_DYNAMIC_NODEPOOLS)
+            self.cluster.mark_pod_scheduling_decisions(pods, {})
+            for pod in pods:
+                self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, NO_DYNAMIC_NODEPOOLS))
+            return None
+        instance_types = self.instance_types(nodepools)
+        results = schedule(snapshot, pods, nodepools, instance_types, self.scheduler_options())
+        by_name = {str(_meta(np).get("name") or ""): np for np in nodepools}
+        for name, why in sorted(results.skipped_nodepools.items()):
+            np = by_name.get(name)
+            if np is not None:
+                log.info("skipping nodepool %s: %s", name, why)
+                self.ctx.recorder.publish(
+                    events.no_compatible_instance_types(np, why not in _NOT_MIN_VALUES)
+                )
+        self._record(results, pods, nodepools, start)
+        return results
+
+    def _record(
+        self,
+        results: Results,
+        pods: Sequence[Pod],
+        nodepools: Sequence[Mapping[str, Any]],
+        start: float,
+    ) -> None:
+        by_key = {p.key: p for p in pods}
+        reserved = results.reserved_offering_errors()
+        if reserved:
+            log.debug(
+                "deferring scheduling decision for %d pod(s) to a future pass: limited "
+                "reserved offering capacity",
+                len(reserved),
+            )
+        metrics.SCHEDULER_UNSCHEDULABLE_PODS_COUNT.labels(controller=NAME).set(
+            len(results.pod_errors) - len(reserved)
+        )
+        if results.new_nodeclaims:
+            log.info(
+                "found provisionable pod(s): %s (%.3fs)",
+                ", ".join(p.key for p in list(pods)[:5]),
+                time.perf_counter() - start,
+            )
+        errored = [by_key[k] for k in results.pod_errors if k in by_key]
+        placed: dict[str, list[Pod]] = {}
+        for nc in results.new_nodeclaims:
+            placed.setdefault(nc.nodepool_name, []).extend(nc.pods)
+        for existing in results.existing_nodes:
+            if existing.pods:
+                placed.setdefault("", []).extend(existing.pods)
+        healthy = [
+            str(_meta(np).get("name") or "")
+            for np in nodepools
+            if _condition_true(np, "NodeRegistrationHealthy")
+        ]
+        for seconds in self.cluster.mark_pod_scheduling_decisions(errored, placed, None, healthy):
+            metrics.PODS_SCHEDULING_DECISION_DURATION_SECONDS.observe(seconds)
+        # Upstream Results.Record: failures, then nominations onto existing nodes.
+        for key in sorted(results.pod_errors):
+            err = results.pod_errors[key]
+            pod = by_key.get(key)
+            if pod is None or key in reserved:
+                continue
+            log.info("could not schedule pod %s: %s", key, err)
+            self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, err))
+        for existing in results.existing_nodes:
+            if not existing.pods:
+                continue
+            sn = existing.state_node
+            self.cluster.nominate_node_for_pod(sn.provider_id())
+            node_name = sn.node.name if sn.node is not None else ""
+            nc_name = sn.nodeclaim_view.name if sn.nodeclaim_view is not None else ""
+            for pod in existing.pods:
+                self.ctx.recorder.publish(events.nominate_pod(pod, node_name, nc_name))
+        if results.new_nodeclaims:
+            log.info(
+                "computed %d new nodeclaim(s) to fit %d pod(s)",
+                len(results.new_nodeclaims),
+                sum(len(nc.pods) for nc in results.new_nodeclaims),
+            )
+
+    # ------------------------------------------------------------------ creating
+
+    def create_nodeclaims(
+        self,
+        nodeclaims: Sequence[Any],
+        *,
+        reason: str = metrics.REASON_PROVISIONED,
+        record_pod_nomination: bool = False,
+    ) -> list[str]:
+        """Create each planned NodeClaim (scheduler ``NodeClaim``s); returns the names
+        created. Every claim is attempted; failures are raised together afterwards as
+        :class:`ProvisioningError`."""
+        names: list[str] = []
+        errors: list[str] = []
+        for nc in nodeclaims:
+            try:
+                names.append(
+                    self.create(nc, reason=reason, record_pod_nomination=record_pod_nomination)
+                )
+            except (CreateError, ApiError) as e:
+                errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {e}")
+        if errors:
+            raise ProvisioningError("; ".join(errors))
+        return names
+
+    def create(
+        self,
+        nc: Any,
+        *,
+        reason: str = metrics.REASON_PROVISIONED,
+        record_pod_nomination: bool = False,
+    ) -> str:
+        """Create one NodeClaim unless its NodePool's limits are already exceeded; state is
+        updated at once (not when the watch catches up) so the next pass counts it."""
+        pool = nc.nodepool_name
+        try:
+            latest = self.ctx.kube.get("nodepools", pool)
+        except NotFound:
+            raise CreateError(
+                f"getting current resource usage, nodepool {pool!r} not found"
+            ) from None
+        exceeded = limits_exceeded(
+            _spec(latest).get("limits"), self.cluster.nodepool_resources(pool)
+        )
+        if exceeded is not None:
+            raise CreateError(exceeded)
+        manifest = nc.to_nodeclaim_dict()
+        created = self.ctx.kube.create(manifest)
+        name = str(_meta(created).get("name") or "")
+        self.cluster.mark_pod_scheduling_decisions((), {}, {name: list(nc.pods)})
+        its = [
+            v
+            for r in (created.get("spec") or {}).get("requirements") or ()
+            if r.get("key") == LABEL_INSTANCE_TYPE
+            for v in r.get("values") or ()
+        ]
+        shown = ", ".join(its[:5]) + (f" and {len(its) - 5} other(s)" if len(its) > 5 else "")
+        log.info("created nodeclaim %s for nodepool %s (instance types: %s)", name, pool, shown)
+        labels = _meta(created).get("labels") or {}
+        annotations = _meta(created).get("annotations") or {}
+        metrics.NODECLAIMS_CREATED_TOTAL.labels(
+            reason=reason,
+            nodepool=str(labels.get(NODEPOOL_LABEL_KEY, pool)),
+            min_values_relaxed=str(
+                annotations.get(NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY, "false")
+            ),
+        ).inc()
+        try:
+            self.cluster.update_nodeclaim(created)
+        except (APIError, ObjectError, ValueError) as e:  # the watch will try again
+            log.warning("nodeclaim %s not yet in cluster state: %s", name, e)
+        if record_pod_nomination:
+            for pod in nc.pods:
+                self.ctx.recorder.publish(events.nominate_pod(pod, nodeclaim_name=name))
+        return name

@@ -1,0 +1,1 @@
+"""Small shared predicates and helpers (upstream ``pkg/utils``)."""
