@@ -74,6 +74,18 @@ CONSOLIDATION_STATE_TTL = timedelta(minutes=5)
 """``consolidation_state()`` re-stamps itself when older than this, so disruption re-checks
 now and then for changes state cannot see (say, an instance type becoming available)."""
 
+# Resources by (apiVersion, kind): resolved by a dict lookup, not a registry scan.
+PODS = ("v1", "Pod")
+NODES = ("v1", "Node")
+NODECLAIMS = ("karpenter.sh/v1", "NodeClaim")
+NODEPOOLS = ("karpenter.sh/v1", "NodePool")
+DAEMONSETS = ("apps/v1", "DaemonSet")
+CSINODES = ("storage.k8s.io/v1", "CSINode")
+PVCS = ("v1", "PersistentVolumeClaim")
+PVS = ("v1", "PersistentVolume")
+STORAGECLASSES = ("storage.k8s.io/v1", "StorageClass")
+PDBS = ("policy/v1", "PodDisruptionBudget")
+
 MAX_TOMBSTONES = 10_000
 """Recently deleted pods remembered so a concurrent node rebuild does not count them."""
 
@@ -495,15 +507,17 @@ class Cluster:
             nodeclaims=nodeclaims,
             pods=pods,
             daemonsets=daemonsets,
-            pdbs=self._list("poddisruptionbudgets", PodDisruptionBudget.from_dict),
-            pvcs=self._list("persistentvolumeclaims", PersistentVolumeClaim.from_dict),
-            pvs=self._list("persistentvolumes", PersistentVolume.from_dict),
-            storage_classes=self._list("storageclasses", StorageClass.from_dict),
-            csinodes=self._list("csinodes", CSINode.from_dict),
+            pdbs=self._list(PDBS, PodDisruptionBudget.from_dict),
+            pvcs=self._list(PVCS, PersistentVolumeClaim.from_dict),
+            pvs=self._list(PVS, PersistentVolume.from_dict),
+            storage_classes=self._list(STORAGECLASSES, StorageClass.from_dict),
+            csinodes=self._list(CSINODES, CSINode.from_dict),
             prebuilt_state_nodes=state_nodes,
         )
 
-    def _list(self, resource: str, parse: Callable[[Mapping[str, Any]], Any]) -> list[Any]:
+    def _list(
+        self, resource: tuple[str, str], parse: Callable[[Mapping[str, Any]], Any]
+    ) -> list[Any]:
         out = []
         for obj in self.kube.list(resource).items:
             try:
@@ -567,10 +581,10 @@ class Cluster:
         try:
             nodeclaims = [
                 nc
-                for nc in self.kube.list("nodeclaims").items
+                for nc in self.kube.list(NODECLAIMS).items
                 if is_managed_nodeclaim(nc, self.cloud_provider)
             ]
-            nodes = self.kube.list("nodes").items
+            nodes = self.kube.list(NODES).items
         except Exception as e:
             log.error("failed checking cluster state sync: %s", e)
             return False
@@ -686,47 +700,65 @@ class Cluster:
         limits = self._volume_limits(n.name)
         with self._lock:
             sn = self._nodes.get(pid)
-            old = _Facts(sn) if sn is not None else None
-            reuse = (
-                sn is not None
-                and sn.node is not None
-                and sn.node.name == n.name
-                and dict(sn.volume_limits()) == limits
-            )
-        rebuilt: StateNode | None = None
+            reuse = self._can_reuse(sn, n, limits)
+            if reuse:
+                self._install_node(pid, n, sn, None, limits)
         if not reuse:
+            # List the node's pods without holding the lock; installing re-checks for pods
+            # that went away meanwhile (and pods bound meanwhile retry on their own).
             rebuilt = self._build_usage(n, limits)
-        with self._lock:
-            sn = self._nodes.get(pid)
-            if rebuilt is not None:
-                if sn is not None:
-                    rebuilt.nodeclaim = sn.nodeclaim
-                    rebuilt.nodeclaim_view = sn.nodeclaim_view
-                    rebuilt.mark_for_deletion(sn._marked)
-                    rebuilt._nominated_until = sn._nominated_until
-                for p in list(rebuilt.pods):
-                    if self._stale(p, n.name):
-                        rebuilt.remove_pod(p.key)
-                    else:
-                        self._rebind(p.key, n.name)
-                sn = rebuilt
-            else:
-                assert sn is not None
-                sn.node = n
-            known = self._node_name_to_pid.get(n.name)
-            if known is not None and known != pid:
-                self._cleanup_node(n.name)
-            self._nodes[pid] = sn
-            self._node_name_to_pid[n.name] = pid
-            self._changed(old, sn)
-            self._update_count_gauge()
-            self._notify("node", n.name)
+            with self._lock:
+                self._install_node(pid, n, self._nodes.get(pid), rebuilt, limits)
         self._flush()
+
+    def _can_reuse(self, sn: StateNode | None, n: Node, limits: Mapping[str, int]) -> bool:
+        """Keep the usage already booked when the same node is re-seen with the same volume
+        limits: every pod event since it joined state has been applied to it."""
+        return (
+            sn is not None
+            and sn.node is not None
+            and sn.node.name == n.name
+            and dict(sn.volume_limits()) == dict(limits)
+        )
+
+    def _install_node(
+        self,
+        pid: str,
+        n: Node,
+        sn: StateNode | None,
+        rebuilt: StateNode | None,
+        limits: Mapping[str, int],
+    ) -> None:
+        known = self._node_name_to_pid.get(n.name)
+        if known is not None and known != pid:
+            self._cleanup_node(n.name)
+            sn = self._nodes.get(pid)
+        old = _Facts(sn) if sn is not None else None
+        if sn is not None and rebuilt is None and self._can_reuse(sn, n, limits):
+            sn.node = n
+        else:
+            if rebuilt is None:  # state kept changing under us: list while holding the lock
+                rebuilt = self._build_usage(n, limits)
+            if sn is not None:
+                rebuilt.nodeclaim = sn.nodeclaim
+                rebuilt.nodeclaim_view = sn.nodeclaim_view
+                rebuilt.inherit_intent(sn)
+            for p in list(rebuilt.pods):
+                if self._stale(p, n.name):
+                    rebuilt.remove_pod(p.key)
+                else:
+                    self._rebind(p.key, n.name)
+            sn = rebuilt
+        self._nodes[pid] = sn
+        self._node_name_to_pid[n.name] = pid
+        self._changed(old, sn)
+        self._update_count_gauge()
+        self._notify("node", n.name)
 
     def _build_usage(self, node: Node, limits: Mapping[str, int]) -> StateNode:
         """A StateNode for ``node`` counting the non-terminal pods bound to it (listed from the
         API; pods the pod informer already parsed at the same version are reused)."""
-        items = self.kube.list("pods", field_selector=f"spec.nodeName={node.name}").items
+        items = self.kube.list(PODS, field_selector=f"spec.nodeName={node.name}").items
         pods: list[Pod] = []
         for obj in items:
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -764,13 +796,13 @@ class Cluster:
 
     def _volume_limits(self, node_name: str) -> dict[str, int]:
         try:
-            csinode = self.kube.get("csinodes", node_name)
+            csinode = self.kube.get(CSINODES, node_name)
         except NotFound:
             return {}
         return limits_from_csinode(csinode)
 
     def _pod_volumes(self, pod: Pod) -> dict[str, frozenset[str]]:
-        def get(resource: str, name: str, namespace: str | None = None) -> Any:
+        def get(resource: tuple[str, str], name: str, namespace: str | None = None) -> Any:
             try:
                 return self.kube.get(resource, name, namespace)
             except NotFound:
@@ -779,9 +811,9 @@ class Cluster:
         return pod_volumes(
             pod.namespace,
             pod.pvc_names,
-            lambda ns, name: get("persistentvolumeclaims", name, ns),
-            lambda name: get("persistentvolumes", name),
-            lambda name: get("storageclasses", name),
+            lambda ns, name: get(PVCS, name, ns),
+            lambda name: get(PVS, name),
+            lambda name: get(STORAGECLASSES, name),
         )
 
     def delete_node(self, name: str) -> None:
@@ -798,12 +830,19 @@ class Cluster:
         sn = self._nodes.get(pid)
         if sn is not None:
             old = _Facts(sn)
+            # The node's pods went with it: forget their bindings so they are counted afresh
+            # wherever they show up again.
+            for p in sn.pods:
+                if self._bindings.get(p.key) == name:
+                    del self._bindings[p.key]
             if sn.nodeclaim is None:
                 del self._nodes[pid]
                 self._apply_resources(old, _Facts(None))
             else:
-                sn.node = None
-                self._apply_resources(old, _Facts(sn))
+                remaining = StateNode(None, sn.nodeclaim)
+                remaining.inherit_intent(sn)
+                self._nodes[pid] = remaining
+                self._apply_resources(old, _Facts(remaining))
         self._mark_unconsolidated_locked()
 
     # ------------------------------------------------------------------ Pods

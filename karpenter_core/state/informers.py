@@ -2,9 +2,9 @@
 current from watches (upstream ``pkg/controllers/state/informer``, spec §4.10).
 
 Each reconcile reads the object fresh from the KubeClient: present means update, NotFound
-means delete. Nodes, NodeClaims and pods are re-read every minute as a safety net, which a
-simulation may stretch or switch off with ``ctx.extras["state.resync_seconds"]`` (a number,
-or None) since its watches never miss an event.
+means delete. Against a real API server, Nodes, NodeClaims and pods are re-read every minute
+as a safety net (see :func:`resync_seconds`); DaemonSets always poll every minute, because
+only their creation is watched.
 """
 
 from __future__ import annotations
@@ -18,11 +18,22 @@ from karpenter_core.apis.objects import ObjectError
 from karpenter_core.apis.v1 import APIError
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
-from karpenter_core.state.cluster import Cluster, NodeNotFoundError, is_managed_nodeclaim
+from karpenter_core.state.cluster import (
+    DAEMONSETS,
+    NODECLAIMS,
+    NODEPOOLS,
+    NODES,
+    PODS,
+    Cluster,
+    NodeNotFoundError,
+    is_managed_nodeclaim,
+)
 
 __all__ = [
+    "RESYNC_KEY",
     "RESYNC_SECONDS",
     "DaemonSetInformer",
     "NodeClaimInformer",
@@ -32,12 +43,15 @@ __all__ = [
     "cluster_of",
     "is_managed_nodepool",
     "register",
+    "resync_seconds",
 ]
 
 log = logging.getLogger("karpenter.state")
 
 RESYNC_SECONDS = 60.0
 """Upstream's state retry period: tracked objects are re-read this often."""
+
+RESYNC_KEY = "state.resync_seconds"
 
 WORKERS = 10
 
@@ -50,9 +64,26 @@ def cluster_of(ctx: ControllerContext) -> Cluster:
     return cluster
 
 
+def resync_seconds(ctx: ControllerContext) -> float | None:
+    """How often tracked Nodes, NodeClaims and pods are re-read: upstream's minute against a
+    real API server, where a watch can silently miss an event; never on a virtual clock, whose
+    in-memory watches cannot (re-reading thousands of pods every simulated minute would
+    dominate a long simulation). ``ctx.extras["state.resync_seconds"]`` overrides both."""
+    if RESYNC_KEY in ctx.extras:
+        value = ctx.extras[RESYNC_KEY]
+        if value is None:
+            return None
+        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            raise ValueError(
+                f"{RESYNC_KEY} must be a positive number of seconds or None, got {value!r}"
+            )
+        return float(value)
+    return None if isinstance(ctx.clock, VirtualClock) else RESYNC_SECONDS
+
+
 def _resync(ctx: ControllerContext) -> Result:
-    seconds = ctx.extras.get("state.resync_seconds", RESYNC_SECONDS)
-    return Result.after(float(seconds)) if seconds else Result()
+    seconds = resync_seconds(ctx)
+    return Result.after(seconds) if seconds else Result()
 
 
 def _describe(kind: str, key: ObjectKey, err: Exception) -> str:
@@ -66,7 +97,7 @@ class NodeInformer:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            node = self.ctx.kube.get("nodes", key.name)
+            node = self.ctx.kube.get(NODES, key.name)
         except NotFound:
             self.cluster.delete_node(key.name)
             return Result()
@@ -85,7 +116,7 @@ class NodeClaimInformer:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            nc = self.ctx.kube.get("nodeclaims", key.name)
+            nc = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:
             self.cluster.delete_nodeclaim(key.name)
             return Result()
@@ -106,7 +137,7 @@ class PodInformer:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            pod = self.ctx.kube.get("pods", key.name, key.namespace)
+            pod = self.ctx.kube.get(PODS, key.name, key.namespace)
         except NotFound:
             self.cluster.delete_pod(str(key))
             return Result()
@@ -129,7 +160,7 @@ class DaemonSetInformer:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            ds = self.ctx.kube.get("daemonsets", key.name, key.namespace)
+            ds = self.ctx.kube.get(DAEMONSETS, key.name, key.namespace)
         except NotFound:
             self.cluster.delete_daemonset(str(key))
             return Result()
@@ -158,7 +189,7 @@ class NodePoolInformer:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            np = self.ctx.kube.get("nodepools", key.name)
+            np = self.ctx.kube.get(NODEPOOLS, key.name)
         except NotFound:
             return Result()
         if is_managed_nodepool(np, self.ctx.cloud_provider):
@@ -207,25 +238,23 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     def nodepool_predicate(event_type: str, obj: dict[str, Any]) -> bool:
         return generation_changed(event_type, obj) and managed_pool(event_type, obj)
 
-    manager.add_controller(
-        "state.node", NodeInformer(ctx), watches=[Watch("nodes")], workers=WORKERS
-    )
+    manager.add_controller("state.node", NodeInformer(ctx), watches=[Watch(NODES)], workers=WORKERS)
     manager.add_controller(
         "state.nodeclaim",
         NodeClaimInformer(ctx),
-        watches=[Watch("nodeclaims", predicate=managed)],
+        watches=[Watch(NODECLAIMS, predicate=managed)],
         workers=WORKERS,
     )
-    manager.add_controller("state.pod", PodInformer(ctx), watches=[Watch("pods")], workers=WORKERS)
+    manager.add_controller("state.pod", PodInformer(ctx), watches=[Watch(PODS)], workers=WORKERS)
     manager.add_controller(
         "state.daemonset",
         DaemonSetInformer(ctx),
-        watches=[Watch("daemonsets", predicate=_added)],
+        watches=[Watch(DAEMONSETS, predicate=_added)],
         workers=WORKERS,
     )
     manager.add_controller(
         "state.nodepool",
         NodePoolInformer(ctx),
-        watches=[Watch("nodepools", predicate=nodepool_predicate)],
+        watches=[Watch(NODEPOOLS, predicate=nodepool_predicate)],
         workers=WORKERS,
     )

@@ -17,7 +17,7 @@ from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.manager import Controller, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
-from karpenter_core.state.cluster import Cluster
+from karpenter_core.state.cluster import NODECLAIMS, Cluster
 from karpenter_core.state.informers import cluster_of
 
 __all__ = ["GRACE_PERIOD", "NodeClaimGC", "register"]
@@ -35,7 +35,7 @@ class NodeClaimGC:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            self.ctx.kube.get("nodeclaims", key.name)
+            self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:
             if self.cluster.unlaunched_nodeclaim_exists(key.name):
                 log.info("garbage collecting stale unlaunched nodeclaim %s from cluster state", key)
@@ -57,6 +57,6 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
         manager.add_controller(
             "state.nodeclaimgc",
             NodeClaimGC(ctx, cluster_of(ctx)),
-            watches=[Watch("nodeclaims", mapper=delayed)],
+            watches=[Watch(NODECLAIMS, mapper=delayed)],
         )
     )

@@ -352,6 +352,12 @@ class StateNode:
     def mark_for_deletion(self, marked: bool = True) -> None:
         self._marked = marked
 
+    def inherit_intent(self, other: StateNode) -> None:
+        """Take over Karpenter's intentions for ``other`` (its explicit deletion mark and
+        nomination) when cluster state replaces it with a rebuilt StateNode."""
+        self._marked = other._marked
+        self._nominated_until = other._nominated_until
+
     def nominate(self, now: float, window: float) -> None:
         """A pending pod was planned onto this node: keep it from being disrupted until
         ``now + window`` (monotonic seconds); a later nomination extends the window."""
