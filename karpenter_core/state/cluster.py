@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from karpenter_core import metrics
 from karpenter_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     NODE_INITIALIZED_LABEL_KEY,
@@ -248,21 +249,6 @@ class NodePoolState:
         with self._lock:
             self._pools.clear()
             self._nodeclaim_pool.clear()
-
-
-# --- metrics hook -------------------------------------------------------------------------
-
-
-def _set_gauge(name: str, value: float) -> None:
-    """Set a cluster-state gauge from ``karpenter_core.metrics`` when that module defines it
-    (the metric definitions live there so every controller shares one registry)."""
-    try:
-        from karpenter_core import metrics
-    except ImportError:
-        return
-    gauge = getattr(metrics, name, None)
-    if gauge is not None:
-        gauge.set(value)
 
 
 # --- Cluster ------------------------------------------------------------------------------
@@ -570,8 +556,8 @@ class Cluster:
                     log.error(
                         "cluster is waiting on sync for extended duration (%ds)", int(unsynced_for)
                     )
-        _set_gauge("CLUSTER_STATE_SYNCED", 1.0 if result else 0.0)
-        _set_gauge("CLUSTER_STATE_UNSYNCED_TIME_SECONDS", unsynced_for)
+        metrics.CLUSTER_STATE_SYNCED.set(1.0 if result else 0.0)
+        metrics.CLUSTER_STATE_UNSYNCED_TIME_SECONDS.set(unsynced_for)
         return result
 
     def _synced(self) -> bool:
@@ -627,7 +613,7 @@ class Cluster:
             self._mark_unconsolidated_locked()
 
     def _update_count_gauge(self) -> None:
-        _set_gauge("CLUSTER_STATE_NODE_COUNT", float(len(self._nodes)))
+        metrics.CLUSTER_STATE_NODE_COUNT.set(float(len(self._nodes)))
 
     # ------------------------------------------------------------------ NodeClaims
 

@@ -314,6 +314,7 @@ def test_nodeclaimgc_forgets_unlaunched_nodeclaim_deleted_unseen(env: Env) -> No
     created = env.create(nodeclaim("nc2", pid=""))
     # the informer misses the delete (say, its watch was down): only the gc can heal it
     env.server.delete("nodeclaims", "nc2")
+    env.settle()
     env.cluster.update_nodeclaim(created)  # stale seed re-applied after the delete
     env.manager.run_for(20)
     assert not env.cluster.nodeclaim_exists("nc2")
