@@ -1,0 +1,596 @@
+"""A simulated kube-scheduler: binds pending pods to nodes that fit, or says why not.
+
+Karpenter only acts on pods kube-scheduler gave up on (``PodScheduled=False``, reason
+``Unschedulable``), and its disruption decisions depend on where pods actually land; a
+simulation therefore needs a scheduler that behaves like the real one closely enough.
+
+Each pass (one reconcile of the single key, run after any pod or node change) lists nodes
+and pods, then takes the pending pods — unbound, not terminating or terminal, handled by a
+scheduler name this instance serves — in queue order (priority descending, then creation
+time, then namespace/name) and, for each, runs the filters of the default profile in
+kube-scheduler's order, stopping at a node's first failure:
+
+1. NodeUnschedulable — ``spec.unschedulable`` unless tolerated;
+2. TaintToleration — every ``NoSchedule``/``NoExecute`` taint tolerated (so
+   ``karpenter.sh/unregistered``, ``karpenter.sh/disrupted`` and startup taints keep pods
+   off until removed). A node that is not Ready counts as carrying
+   ``node.kubernetes.io/not-ready:NoSchedule``, the taint the kubelet and node lifecycle
+   controller would give it;
+3. NodeAffinity — ``nodeSelector`` and the required node-affinity terms (ORed; each term's
+   expressions through :class:`~karpenter_core.scheduling.requirements.Requirements`
+   strict compatibility against the node's labels; ``matchFields`` on ``metadata.name``);
+4. NodePorts — host-port conflicts;
+5. NodeResourcesFit — the pod's requests plus one ``pods`` against allocatable minus what
+   bound, non-terminal pods request;
+6. PodTopologySpread — ``DoNotSchedule`` constraints only;
+7. InterPodAffinity — required affinity, required anti-affinity, and existing pods'
+   required anti-affinity.
+
+Feasible nodes are scored by NodeResourcesFit alone (``LeastAllocated`` by default, or
+``MostAllocated``), ties going to the node name that sorts first, and the pod is bound
+(``pods/binding``). Pods bound earlier in the pass count against later ones. A pod that
+fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with kube-scheduler's message
+(``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
+{karpenter.sh/unregistered: }.``); a gated pod gets reason ``SchedulingGated``.
+
+Approximations, on purpose:
+
+- The condition is written only when its status or reason changes, not when just the
+  message would; the real scheduler rewrites it on message changes too, and every write
+  is a pod event that re-triggers Karpenter's provisioning batch for nothing.
+- Topology spread: ``minDomains``, ``nodeAffinityPolicy``/``nodeTaintsPolicy`` are
+  taken at their defaults (eligible domains = nodes matching the pod's node affinity,
+  taints ignored) and ``matchLabelKeys`` is honoured; ``ScheduleAnyway`` and preferred
+  (anti-)affinity do not score. Affinity terms' ``namespaceSelector`` is treated as
+  "all namespaces" when present and empty, else ignored (the term's ``namespaces``, or
+  the pod's own namespace, decide).
+- No preemption, no volume filters (binding, zone, limits), no DRA, no extenders, no
+  image-locality or balanced-allocation scores, no ``nominatedNodeName``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attrs import field, frozen
+
+from karpenter_core.apis.objects import Node, ObjectError, Pod, label_selector_matches
+from karpenter_core.kube.client import ApiError, KubeClient
+from karpenter_core.runtime.clock import Clock, format_time
+from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.scheduling.hostports import HostPortUsage
+from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.scheduling.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    TAINT_NODE_NOT_READY,
+    Taint,
+    Toleration,
+)
+
+if TYPE_CHECKING:
+    from karpenter_core.operator.context import ControllerContext
+    from karpenter_core.runtime.manager import Manager
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "KubeScheduler",
+    "KubeSchedulerOptions",
+    "register",
+]
+
+log = logging.getLogger("karpenter.sim.kube-scheduler")
+
+CONTROLLER_NAME = "sim.kube-scheduler"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_PASS = "pass"
+
+# Reasons, worded as kube-scheduler's filter plugins word them.
+REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+REASON_TOO_MANY_PODS = "Too many pods"
+REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
+REASON_SPREAD_LABEL = (
+    "node(s) didn't match pod topology spread constraints (missing required label)"
+)
+REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+NO_NODES_MESSAGE = "no nodes available to schedule pods"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def _scoring(_instance: object, _attribute: object, value: str) -> None:
+    if value not in (LEAST_ALLOCATED, MOST_ALLOCATED):
+        raise ValueError(
+            f"kube-scheduler scoring must be {LEAST_ALLOCATED} or {MOST_ALLOCATED}, got {value!r}"
+        )
+
+
+def _names(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+@frozen
+class KubeSchedulerOptions:
+    """``scoring``: NodeResourcesFit strategy. ``scheduler_names``: the
+    ``spec.schedulerName`` values this scheduler serves (pods naming another are left
+    alone, as a second scheduler would own them)."""
+
+    scoring: str = field(default=LEAST_ALLOCATED, validator=_scoring)
+    scheduler_names: frozenset[str] = field(
+        default=frozenset({DEFAULT_SCHEDULER_NAME}), converter=_names
+    )
+
+
+def _toleration_covers(tolerations: Sequence[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+class _NodeState:
+    """What the scheduler's cache knows about one node during a pass."""
+
+    __slots__ = (
+        "allocatable",
+        "label_reqs",
+        "labels",
+        "name",
+        "node",
+        "pods",
+        "ports",
+        "requested",
+        "taints",
+    )
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.name = node.name
+        self.labels = node.labels
+        self.label_reqs = Requirements.from_labels(node.labels)
+        taints = [t for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
+        if not node.ready:
+            taints.append(Taint(TAINT_NODE_NOT_READY, NO_SCHEDULE))
+        self.taints = tuple(taints)
+        self.allocatable = dict(node.allocatable)
+        self.requested: dict[str, int] = {}
+        self.ports = HostPortUsage()
+        self.pods: list[Pod] = []
+
+    def add(self, pod: Pod) -> None:
+        for name, qty in pod.scheduling_requests.items():
+            self.requested[name] = self.requested.get(name, 0) + qty
+        if pod.host_ports:
+            self.ports.add(pod.key, pod.host_ports)
+        self.pods.append(pod)
+
+
+def _node_selector_terms(pod: Pod) -> list[tuple[Requirements, list[Mapping[str, Any]]]] | None:
+    """The pod's node-affinity alternatives: per required term, the expressions (with
+    ``nodeSelector`` folded in) and its ``matchFields``. None when a term is malformed."""
+    base = [{"key": k, "operator": "In", "values": [v]} for k, v in pod.node_selector.items()]
+    required = ((pod.affinity or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    out: list[tuple[Requirements, list[Mapping[str, Any]]]] = []
+    try:
+        if not terms:
+            out.append((Requirements.from_node_selector_requirements(base), []))
+            return out
+        for term in terms:
+            if not isinstance(term, Mapping):
+                return None
+            exprs = list(term.get("matchExpressions") or [])
+            fields = [f for f in term.get("matchFields") or [] if isinstance(f, Mapping)]
+            if not exprs and not fields:
+                continue  # an empty term matches nothing
+            out.append((Requirements.from_node_selector_requirements(base + exprs), fields))
+    except (ValueError, TypeError):
+        return None
+    return out
+
+
+def _fields_match(fields: Sequence[Mapping[str, Any]], node_name: str) -> bool:
+    for f in fields:
+        if f.get("key") != "metadata.name":
+            return False
+        values = f.get("values") or []
+        if f.get("operator") == "In" and node_name not in values:
+            return False
+        if f.get("operator") == "NotIn" and node_name in values:
+            return False
+        if f.get("operator") not in ("In", "NotIn"):
+            return False
+    return True
+
+
+def _matches_node_affinity(
+    terms: list[tuple[Requirements, list[Mapping[str, Any]]]], node: _NodeState
+) -> bool:
+    return any(
+        node.label_reqs.is_compatible(reqs) and _fields_match(fields, node.name)
+        for reqs, fields in terms
+    )
+
+
+def _term_namespaces(term: Mapping[str, Any], owner_namespace: str) -> frozenset[str] | None:
+    """The namespaces an affinity term selects from; None means all of them."""
+    namespaces = term.get("namespaces") or []
+    if term.get("namespaceSelector") == {} and not namespaces:
+        return None
+    return frozenset(namespaces) if namespaces else frozenset({owner_namespace})
+
+
+def _term_selects(term: Mapping[str, Any], owner_namespace: str, pod: Pod) -> bool:
+    namespaces = _term_namespaces(term, owner_namespace)
+    if namespaces is not None and pod.namespace not in namespaces:
+        return False
+    return label_selector_matches(term.get("labelSelector"), pod.labels)
+
+
+def _required_terms(pod: Pod, kind: str) -> list[Mapping[str, Any]]:
+    section = (pod.affinity or {}).get(kind) or {}
+    terms = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey")]
+
+
+class KubeScheduler:
+    """The reconciler; see the module docstring. Every key means "run a pass"."""
+
+    def __init__(
+        self, kube: KubeClient, clock: Clock, options: KubeSchedulerOptions | None = None
+    ) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.options = options or KubeSchedulerOptions()
+        self.bindings = 0
+
+    # ------------------------------------------------------------------ the pass
+
+    def reconcile(self, key: object = None) -> Result:
+        nodes: list[_NodeState] = []
+        for obj in self.kube.list("nodes"):
+            try:
+                nodes.append(_NodeState(Node.from_dict(obj)))
+            except ObjectError as e:
+                log.warning("kube-scheduler: skipping node %s: %s", _name(obj), e)
+        nodes.sort(key=lambda n: n.name)
+        by_name = {n.name: n for n in nodes}
+        pending: list[Pod] = []
+        bound: list[Pod] = []
+        for obj in self.kube.list("pods"):
+            try:
+                pod = Pod.from_dict(obj)
+            except ObjectError as e:
+                log.warning("kube-scheduler: skipping pod %s: %s", _name(obj), e)
+                continue
+            if pod.node_name:
+                state = by_name.get(pod.node_name)
+                if state is not None and not pod.is_terminal():
+                    state.add(pod)
+                    bound.append(pod)
+            elif self._serves(pod) and pod.is_active():
+                pending.append(pod)
+        pending.sort(key=lambda p: (-p.priority, p.creation_timestamp, p.key))
+        anti_holders = [p for p in bound if p.has_required_pod_anti_affinity()]
+        for pod in pending:
+            if pod.scheduling_gates:
+                self._mark(pod, "SchedulingGated", GATED_MESSAGE)
+                continue
+            self._schedule_one(pod, nodes, bound, anti_holders)
+        return Result()
+
+    def _serves(self, pod: Pod) -> bool:
+        name = (pod.raw.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        return name in self.options.scheduler_names
+
+    def _schedule_one(
+        self, pod: Pod, nodes: list[_NodeState], bound: list[Pod], anti_holders: list[Pod]
+    ) -> None:
+        terms = _node_selector_terms(pod)
+        if terms is None:
+            self._mark(pod, "Unschedulable", "pod has a malformed node affinity")
+            return
+        ctx = _PodContext(pod, terms, nodes, bound, anti_holders)
+        reasons: dict[str, int] = {}
+        best: _NodeState | None = None
+        best_score = -1.0
+        for node in nodes:
+            failed = self._filter(ctx, node)
+            if failed:
+                for r in failed:
+                    reasons[r] = reasons.get(r, 0) + 1
+                continue
+            score = self._score(pod, node)
+            if score > best_score:
+                best, best_score = node, score
+        if best is None:
+            self._mark(pod, "Unschedulable", _fit_error(len(nodes), reasons))
+            return
+        try:
+            self.kube.bind(pod.name, pod.namespace, best.name)
+        except ApiError as e:
+            log.info("kube-scheduler: binding %s to %s failed: %s", pod.key, best.name, e)
+            return
+        self.bindings += 1
+        best.add(pod)
+        bound.append(pod)
+        if pod.has_required_pod_anti_affinity():
+            anti_holders.append(pod)
+
+    # ------------------------------------------------------------------ filters
+
+    def _filter(self, ctx: _PodContext, node: _NodeState) -> list[str]:
+        pod = ctx.pod
+        if node.node.unschedulable and not _toleration_covers(
+            pod.tolerations, Taint(TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE)
+        ):
+            return [REASON_UNSCHEDULABLE_NODE]
+        for taint in node.taints:
+            if not _toleration_covers(pod.tolerations, taint):
+                return [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"]
+        if not _matches_node_affinity(ctx.terms, node):
+            return [REASON_AFFINITY]
+        if pod.host_ports and node.ports.conflicts(pod.key, pod.host_ports) is not None:
+            return [REASON_PORTS]
+        insufficient = self._insufficient(pod, node)
+        if insufficient:
+            return insufficient
+        spread = ctx.spread_failure(node)
+        if spread:
+            return [spread]
+        affinity = ctx.affinity_failure(node)
+        if affinity:
+            return [affinity]
+        return []
+
+    @staticmethod
+    def _insufficient(pod: Pod, node: _NodeState) -> list[str]:
+        out = []
+        for name, qty in sorted(pod.scheduling_requests.items()):
+            if qty <= 0:
+                continue
+            if node.requested.get(name, 0) + qty > node.allocatable.get(name, 0):
+                out.append(REASON_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
+        return out
+
+    def _score(self, pod: Pod, node: _NodeState) -> float:
+        """NodeResourcesFit over cpu and memory: the free (LeastAllocated) or used
+        (MostAllocated) fraction after placing the pod, averaged."""
+        total = 0.0
+        for name in ("cpu", "memory"):
+            alloc = node.allocatable.get(name, 0)
+            if alloc <= 0:
+                continue
+            used = node.requested.get(name, 0) + pod.scheduling_requests.get(name, 0)
+            fraction = min(1.0, used / alloc)
+            total += (1.0 - fraction) if self.options.scoring == LEAST_ALLOCATED else fraction
+        return total / 2
+
+    # ------------------------------------------------------------------ status
+
+    def _mark(self, pod: Pod, reason: str, message: str) -> None:
+        """Write ``PodScheduled=False`` with ``reason`` unless it already says so."""
+        conditions = [dict(c) for c in pod.conditions]
+        for c in conditions:
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == reason
+            ):
+                return
+        conditions = [c for c in conditions if c.get("type") != "PodScheduled"]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": format_time(self.clock.now()),
+            }
+        )
+        try:
+            self.kube.patch(
+                "pods",
+                pod.name,
+                {"status": {"conditions": conditions}},
+                pod.namespace,
+                subresource="status",
+            )
+        except ApiError as e:
+            log.info("kube-scheduler: updating %s failed: %s", pod.key, e)
+
+
+class _PodContext:
+    """Per-pod precomputation for the spread and inter-pod affinity filters."""
+
+    def __init__(
+        self,
+        pod: Pod,
+        terms: list[tuple[Requirements, list[Mapping[str, Any]]]],
+        nodes: list[_NodeState],
+        bound: list[Pod],
+        anti_holders: list[Pod],
+    ) -> None:
+        self.pod = pod
+        self.terms = terms
+        self.nodes = nodes
+        self.bound = bound
+        self.anti_holders = [
+            p
+            for p in anti_holders
+            if any(
+                _term_selects(t, p.namespace, pod) for t in _required_terms(p, "podAntiAffinity")
+            )
+        ]
+        self._spread: list[tuple[str, int, dict[str, int], bool]] | None = None
+        self._node_of = {n.name: n for n in nodes}
+        self._selected_anywhere: dict[int, bool] = {}
+
+    # -- topology spread
+
+    def _spread_counts(self) -> list[tuple[str, int, dict[str, int], bool]]:
+        if self._spread is not None:
+            return self._spread
+        pod = self.pod
+        constraints = [
+            c
+            for c in pod.topology_spread_constraints
+            if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+            and c.get("topologyKey")
+        ]
+        keys = [str(c["topologyKey"]) for c in constraints]
+        eligible = [
+            n
+            for n in self.nodes
+            if all(k in n.labels for k in keys) and _matches_node_affinity(self.terms, n)
+        ]
+        out = []
+        for c in constraints:
+            key = str(c["topologyKey"])
+            selector = _with_match_label_keys(c.get("labelSelector"), c.get("matchLabelKeys"), pod)
+            counts: dict[str, int] = {n.labels[key]: 0 for n in eligible}
+            for n in eligible:
+                domain = n.labels[key]
+                counts[domain] += sum(
+                    1
+                    for p in n.pods
+                    if p.namespace == pod.namespace
+                    and not p.is_terminating()
+                    and label_selector_matches(selector, p.labels)
+                )
+            self_match = label_selector_matches(selector, pod.labels)
+            try:
+                max_skew = int(c.get("maxSkew", 1))
+            except (TypeError, ValueError):
+                max_skew = 1
+            out.append((key, max_skew, counts, self_match))
+        self._spread = out
+        return out
+
+    def spread_failure(self, node: _NodeState) -> str:
+        if not self.pod.topology_spread_constraints:
+            return ""
+        for key, max_skew, counts, self_match in self._spread_counts():
+            if key not in node.labels:
+                return REASON_SPREAD_LABEL
+            if not counts:
+                continue
+            minimum = min(counts.values())
+            skew = counts.get(node.labels[key], 0) + (1 if self_match else 0) - minimum
+            if skew > max_skew:
+                return REASON_SPREAD
+        return ""
+
+    # -- inter-pod affinity
+
+    def _pods_in_domain(self, node: _NodeState, key: str) -> Iterable[Pod]:
+        value = node.labels.get(key)
+        if value is None:
+            return ()
+        return (p for n in self.nodes if n.labels.get(key) == value for p in n.pods)
+
+    def affinity_failure(self, node: _NodeState) -> str:
+        pod = self.pod
+        # Existing pods' required anti-affinity against this pod.
+        for existing in self.anti_holders:
+            for term in _required_terms(existing, "podAntiAffinity"):
+                key = str(term["topologyKey"])
+                home = self._node_of.get(existing.node_name)
+                if (
+                    home is not None
+                    and key in node.labels
+                    and home.labels.get(key) == node.labels[key]
+                    and _term_selects(term, existing.namespace, pod)
+                ):
+                    return REASON_EXISTING_ANTI_AFFINITY
+        for term in _required_terms(pod, "podAffinity"):
+            key = str(term["topologyKey"])
+            if key not in node.labels:
+                return REASON_POD_AFFINITY
+            if any(_term_selects(term, pod.namespace, p) for p in self._pods_in_domain(node, key)):
+                continue
+            # The first pod of a group that selects itself may go anywhere.
+            anywhere = self._selected_anywhere.get(id(term))
+            if anywhere is None:
+                anywhere = any(_term_selects(term, pod.namespace, p) for p in self.bound)
+                self._selected_anywhere[id(term)] = anywhere
+            if anywhere or not _term_selects(term, pod.namespace, pod):
+                return REASON_POD_AFFINITY
+        for term in _required_terms(pod, "podAntiAffinity"):
+            key = str(term["topologyKey"])
+            if any(
+                _term_selects(term, pod.namespace, p) and p.key != pod.key
+                for p in self._pods_in_domain(node, key)
+            ):
+                return REASON_POD_ANTI_AFFINITY
+        return ""
+
+
+def _with_match_label_keys(selector: Any, keys: Any, pod: Pod) -> Mapping[str, Any] | None:
+    if not isinstance(selector, Mapping):
+        return None
+    if not keys:
+        return selector
+    exprs = list(selector.get("matchExpressions") or [])
+    for k in keys:
+        if k in pod.labels:
+            exprs.append({"key": k, "operator": "In", "values": [pod.labels[k]]})
+    return {**selector, "matchExpressions": exprs}
+
+
+def _fit_error(node_count: int, reasons: Mapping[str, int]) -> str:
+    if node_count == 0:
+        return NO_NODES_MESSAGE
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"0/{node_count} nodes are available: {', '.join(parts)}."
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns, name = meta.get("namespace"), meta.get("name")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def _pass_key(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+    return (_PASS,)
+
+
+def _pod_event_matters(event_type: str, obj: dict[str, Any]) -> bool:
+    """Pending pods, and anything that frees capacity: deletions, terminal or terminating
+    pods. A bound pod just turning Running changes nothing the scheduler uses."""
+    if event_type == "DELETED":
+        return True
+    spec = obj.get("spec") or {}
+    if not spec.get("nodeName"):
+        return True
+    phase = (obj.get("status") or {}).get("phase")
+    return phase in ("Succeeded", "Failed") or bool(
+        (obj.get("metadata") or {}).get("deletionTimestamp")
+    )
+
+
+def register(
+    manager: Manager, ctx: ControllerContext, options: KubeSchedulerOptions | None = None
+) -> KubeScheduler:
+    """Add the simulated kube-scheduler (controller ``sim.kube-scheduler``); it runs a
+    pass after pod and node changes."""
+    scheduler = KubeScheduler(ctx.kube, ctx.clock, options)
+    manager.add_controller(
+        CONTROLLER_NAME,
+        scheduler,
+        watches=[
+            Watch("pods", mapper=_pass_key, predicate=_pod_event_matters),
+            Watch("nodes", mapper=_pass_key),
+        ],
+    )
+    return scheduler
