@@ -346,6 +346,7 @@ class Cluster:
         self._pod_schedulable: dict[str, datetime] = {}
         self._pod_healthy_scheduled: dict[str, datetime] = {}
         self._pod_to_nodeclaim: dict[str, str] = {}
+        self._buffer_pod_counts: dict[str, int] = {}
         self._consolidation_state: datetime = self.clock.now()
         self._has_synced = False
         self._unsynced_since: float | None = None
@@ -968,6 +969,21 @@ class Cluster:
             sn = self._nodes.get(provider_id)
             return sn is not None and sn.nominated(self.clock.monotonic())
 
+    # ------------------------------------------------------------------ CapacityBuffer pods
+
+    def update_buffer_pod_counts(self, counts: Mapping[str, int]) -> None:
+        """Replace, after a provisioning pass, how many virtual CapacityBuffer pods it placed
+        on each existing node (by provider id); emptiness must not remove those nodes."""
+        with self._lock:
+            self._buffer_pod_counts = {k: v for k, v in counts.items() if v}
+
+    def buffer_pod_count(self, provider_id: str) -> int:
+        with self._lock:
+            return self._buffer_pod_counts.get(provider_id, 0)
+
+    def has_buffer_pods(self, provider_id: str) -> bool:
+        return self.buffer_pod_count(provider_id) > 0
+
     # ------------------------------------------------------------------ consolidation state
 
     def _mark_unconsolidated_locked(self) -> datetime:
@@ -1040,10 +1056,18 @@ class Cluster:
                         self._pod_healthy_scheduled.setdefault(p.key, now)
                     else:
                         self._pod_healthy_scheduled.pop(p.key, None)
-            for nc_name, pods in (nodeclaim_pods or {}).items():
-                for p in pods:
-                    self._pod_to_nodeclaim[p.key] = nc_name
+            self._map_pods_to_nodeclaims(nodeclaim_pods or {})
         return durations
+
+    def update_pod_to_nodeclaim_mapping(self, nodeclaim_pods: Mapping[str, Sequence[Pod]]) -> None:
+        """Remember which NodeClaim each pod was planned onto (for pod metrics)."""
+        with self._lock:
+            self._map_pods_to_nodeclaims(nodeclaim_pods)
+
+    def _map_pods_to_nodeclaims(self, nodeclaim_pods: Mapping[str, Sequence[Pod]]) -> None:
+        for nc_name, pods in nodeclaim_pods.items():
+            for p in pods:
+                self._pod_to_nodeclaim[p.key] = nc_name
 
     def pod_scheduling_decision(self, key: str) -> datetime | None:
         """When Karpenter first decided whether the pod could schedule."""

@@ -526,3 +526,123 @@ def test_nodepool_generation_change_marks_unconsolidated(env: Env) -> None:
     env.server.update(np)
     env.settle()
     assert env.cluster.consolidation_state() > stamp
+
+
+# -- the scheduler reads the snapshot ----------------------------------------------------------
+
+
+def _schedule_on(env: Env, cpu: str) -> dict[str, Any]:
+    from karpenter_core.apis.objects import Pod
+    from karpenter_core.apis.v1 import NodePool
+    from karpenter_core.provisioning.scheduler import schedule
+    from karpenter_core.provisioning.scheduler.fakecatalog import (
+        default_catalog,
+        registered_labels,
+    )
+
+    pending = Pod.from_dict(env.server.create(pod("pending", cpu=cpu)))
+    env.settle()
+    pool = NodePool.from_dict(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {
+                            "group": "karpenter.test.sh",
+                            "kind": "TestNodeClass",
+                            "name": "default",
+                        },
+                        "requirements": [],
+                    }
+                }
+            },
+        }
+    )
+    with registered_labels():
+        results = schedule(
+            env.cluster.snapshot(), [pending], [pool], {"default": default_catalog()}
+        )
+    out: dict[str, Any] = results.to_json_dict()
+    return out
+
+
+def _existing_node(env: Env) -> None:
+    n = node(labels={"kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"})
+    n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    env.create(n)
+    env.create(pod("running", node_name="n1", cpu="3"))
+
+
+def test_scheduler_places_a_pod_in_the_room_state_leaves(env: Env) -> None:
+    _existing_node(env)
+    out = _schedule_on(env, "500m")
+    assert out["existingNodes"] == [{"name": "n1", "pods": ["default/pending"]}]
+
+
+def test_scheduler_sees_usage_of_bound_pods(env: Env) -> None:
+    _existing_node(env)
+    out = _schedule_on(env, "2")
+    assert out["existingNodes"] == [] and len(out["nodeClaims"]) == 1
+
+
+def test_scheduler_skips_nodes_marked_for_deletion(env: Env) -> None:
+    _existing_node(env)
+    env.cluster.mark_for_deletion("kwok://n1")
+    out = _schedule_on(env, "500m")
+    assert out["existingNodes"] == [] and len(out["nodeClaims"]) == 1
+
+
+# -- NodePoolState, buffer pods, pod-to-NodeClaim mapping ---------------------------------------
+
+
+def test_reserve_node_count_grants_only_what_the_limit_leaves() -> None:
+    from karpenter_core.state.cluster import NodePoolState
+
+    state = NodePoolState()
+    state.update_nodeclaim("default", "a", marked_for_deletion=False)
+    state.update_nodeclaim("default", "b", marked_for_deletion=True)
+    assert state.reserve_node_count("default", limit=5, wanted=2) == 2
+    assert state.reserve_node_count("default", limit=5, wanted=4) == 1
+    assert state.reserve_node_count("default", limit=5, wanted=1) == 0
+    state.release_node_count("default", 10)
+    assert state.reserved("default") == 0
+    assert state.reserve_node_count("default", limit=1, wanted=1) == 0  # already over
+
+
+def test_nodepool_state_drops_a_pool_when_its_last_claim_goes() -> None:
+    from karpenter_core.state.cluster import NodePoolState
+
+    state = NodePoolState()
+    state.update_nodeclaim("default", "a", marked_for_deletion=False)
+    state.reserve_node_count("default", limit=10, wanted=3)
+    state.cleanup("a")
+    assert state.node_counts("default").total == 0
+    assert state.reserved("default") == 0
+
+
+def test_deleted_nodeclaim_leaves_nodepool_state(env: Env) -> None:
+    create_status(env, nodeclaim())
+    assert env.cluster.nodepool_state.node_counts("default").active == 1
+    env.server.delete("nodeclaims", "nc1")
+    env.settle()
+    assert env.cluster.nodepool_state.node_counts("default").total == 0
+
+
+def test_buffer_pod_counts_are_replaced_wholesale(env: Env) -> None:
+    env.cluster.update_buffer_pod_counts({"kwok://n1": 2, "kwok://n2": 1})
+    env.cluster.update_buffer_pod_counts({"kwok://n2": 3})
+    assert not env.cluster.has_buffer_pods("kwok://n1")
+    assert env.cluster.buffer_pod_count("kwok://n2") == 3
+
+
+def test_pod_to_nodeclaim_mapping_cleared_by_a_scheduling_error(env: Env) -> None:
+    from karpenter_core.apis.objects import Pod
+
+    p = Pod.from_dict(env.create(pod()))
+    env.cluster.update_pod_to_nodeclaim_mapping({"nc-a": [p]})
+    assert env.cluster.pod_nodeclaim(p.key) == "nc-a"
+    env.cluster.mark_pod_scheduling_decisions([p], {})
+    assert env.cluster.pod_nodeclaim(p.key) == ""
