@@ -252,6 +252,9 @@ class KubeScheduler:
         self.clock = clock
         self.options = options or KubeSchedulerOptions()
         self.bindings = 0
+        # Parsed pods by namespace/name, reused while the resourceVersion is unchanged:
+        # a pass lists every pod, and most have not changed since the last one.
+        self._parsed: dict[str, tuple[str, Pod]] = {}
 
     # ------------------------------------------------------------------ the pass
 
@@ -266,11 +269,10 @@ class KubeScheduler:
         by_name = {n.name: n for n in nodes}
         pending: list[Pod] = []
         bound: list[Pod] = []
+        parsed: dict[str, tuple[str, Pod]] = {}
         for obj in self.kube.list("pods"):
-            try:
-                pod = Pod.from_dict(obj)
-            except ObjectError as e:
-                log.warning("kube-scheduler: skipping pod %s: %s", _name(obj), e)
+            pod = self._parse(obj, parsed)
+            if pod is None:
                 continue
             if pod.node_name:
                 state = by_name.get(pod.node_name)
@@ -279,8 +281,9 @@ class KubeScheduler:
                     bound.append(pod)
             elif self._serves(pod) and pod.is_active():
                 pending.append(pod)
+        self._parsed = parsed
         pending.sort(key=lambda p: (-p.priority, p.creation_timestamp, p.key))
-        anti_holders = [p for p in bound if p.has_required_pod_anti_affinity()]
+        anti_holders = [(p, p.node_name) for p in bound if p.has_required_pod_anti_affinity()]
         for pod in pending:
             if pod.scheduling_gates:
                 self._mark(pod, "SchedulingGated", GATED_MESSAGE)
@@ -288,12 +291,32 @@ class KubeScheduler:
             self._schedule_one(pod, nodes, bound, anti_holders)
         return Result()
 
+    def _parse(self, obj: Mapping[str, Any], parsed: dict[str, tuple[str, Pod]]) -> Pod | None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        rv = str(meta.get("resourceVersion") or "")
+        cached = self._parsed.get(key)
+        if cached is not None and rv and cached[0] == rv:
+            parsed[key] = cached
+            return cached[1]
+        try:
+            pod = Pod.from_dict(obj)
+        except ObjectError as e:
+            log.warning("kube-scheduler: skipping pod %s: %s", _name(obj), e)
+            return None
+        parsed[key] = (rv, pod)
+        return pod
+
     def _serves(self, pod: Pod) -> bool:
         name = (pod.raw.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
         return name in self.options.scheduler_names
 
     def _schedule_one(
-        self, pod: Pod, nodes: list[_NodeState], bound: list[Pod], anti_holders: list[Pod]
+        self,
+        pod: Pod,
+        nodes: list[_NodeState],
+        bound: list[Pod],
+        anti_holders: list[tuple[Pod, str]],
     ) -> None:
         terms = _node_selector_terms(pod)
         if terms is None:
@@ -324,7 +347,7 @@ class KubeScheduler:
         best.add(pod)
         bound.append(pod)
         if pod.has_required_pod_anti_affinity():
-            anti_holders.append(pod)
+            anti_holders.append((pod, best.name))
 
     # ------------------------------------------------------------------ filters
 
@@ -419,15 +442,16 @@ class _PodContext:
         terms: list[tuple[Requirements, list[Mapping[str, Any]]]],
         nodes: list[_NodeState],
         bound: list[Pod],
-        anti_holders: list[Pod],
+        anti_holders: list[tuple[Pod, str]],
     ) -> None:
         self.pod = pod
         self.terms = terms
         self.nodes = nodes
         self.bound = bound
+        # Bound pods (with their node) whose required anti-affinity selects this pod.
         self.anti_holders = [
-            p
-            for p in anti_holders
+            (p, home)
+            for p, home in anti_holders
             if any(
                 _term_selects(t, p.namespace, pod) for t in _required_terms(p, "podAntiAffinity")
             )
@@ -500,19 +524,9 @@ class _PodContext:
         return (p for n in self.nodes if n.labels.get(key) == value for p in n.pods)
 
     def affinity_failure(self, node: _NodeState) -> str:
+        """InterPodAffinity's checks in its order: the pod's affinity, its
+        anti-affinity, then existing pods' anti-affinity."""
         pod = self.pod
-        # Existing pods' required anti-affinity against this pod.
-        for existing in self.anti_holders:
-            for term in _required_terms(existing, "podAntiAffinity"):
-                key = str(term["topologyKey"])
-                home = self._node_of.get(existing.node_name)
-                if (
-                    home is not None
-                    and key in node.labels
-                    and home.labels.get(key) == node.labels[key]
-                    and _term_selects(term, existing.namespace, pod)
-                ):
-                    return REASON_EXISTING_ANTI_AFFINITY
         for term in _required_terms(pod, "podAffinity"):
             key = str(term["topologyKey"])
             if key not in node.labels:
@@ -533,6 +547,18 @@ class _PodContext:
                 for p in self._pods_in_domain(node, key)
             ):
                 return REASON_POD_ANTI_AFFINITY
+        # Existing pods' required anti-affinity against this pod.
+        for existing, home_name in self.anti_holders:
+            for term in _required_terms(existing, "podAntiAffinity"):
+                key = str(term["topologyKey"])
+                home = self._node_of.get(home_name)
+                if (
+                    home is not None
+                    and key in node.labels
+                    and home.labels.get(key) == node.labels[key]
+                    and _term_selects(term, existing.namespace, pod)
+                ):
+                    return REASON_EXISTING_ANTI_AFFINITY
         return ""
 
 

@@ -399,6 +399,30 @@ def test_existing_pods_anti_affinity_repels_newcomers() -> None:
     assert sim.node_of("noisy") not in (None, home)
 
 
+def test_anti_affinity_of_a_pod_placed_earlier_in_the_same_pass_repels() -> None:
+    sim = Sim(KubeSchedulerOptions(scoring=MOST_ALLOCATED))
+    sim.node("a")
+    sim.node("b")
+    sim.pod(
+        "loner",
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "noisy"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+    )
+    sim.clock.advance(1)
+    sim.pod("noisy", labels={"app": "noisy"})
+    sim.run()
+    assert sim.node_of("loner") is not None
+    assert sim.node_of("noisy") not in (None, sim.node_of("loner"))
+
+
 def test_required_pod_affinity_follows_the_target(sim: Sim) -> None:
     sim.node("a")
     sim.node("b")
