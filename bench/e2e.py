@@ -1,0 +1,181 @@
+"""End-to-end benchmark: upstream's "basic" performance scale-out, simulated.
+
+Upstream (``test/suites/performance/basic_test.go``): a NodePool on the KWOK catalogue
+limited to instance sizes below 32 (no limits, WhenEmptyOrUnderutilized, consolidateAfter
+30 s, budget 100 %), and two Deployments — 500 pods of 0.9 CPU / 3100Mi and 500 pods of
+3.5 CPU / 28Gi. Upstream requires scale-out within 2 minutes, average reserved CPU
+utilisation above 0.53 and memory above 0.65, and controller memory under 260 MB.
+
+Here the whole engine (controllers, simulated kube-scheduler and kubelet, in-memory API
+server) runs in this process on a virtual clock, so the figures are: virtual time until
+every pod is bound, wall time for the whole run, utilisation when every pod is bound
+(upstream's Monitor: per Karpenter node, requests / allocatable, averaged), and this
+process's peak RSS (an upper bound on the controller's own memory, since the simulated
+cluster shares the process).
+
+    python bench/e2e.py            # table
+    python bench/e2e.py --json     # {"virtualSecondsToAllBound", "wallSeconds",
+                                   #  "cpuUtilization", "memoryUtilization", "peakRssMB"}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import sys
+import time
+from typing import Any
+
+from karpenter_core.sim.engine import Simulation
+from karpenter_core.sim.scenario import Scenario, parse_scenario
+
+CPU_UTIL_THRESHOLD = 0.53
+MEMORY_UTIL_THRESHOLD = 0.65
+RSS_THRESHOLD_MB = 260.0
+TIME_THRESHOLD_S = 120.0
+MAX_VIRTUAL_SECONDS = 15 * 60.0  # upstream's ReportScaleOut timeout
+
+
+def basic_scenario(small: int = 500, large: int = 500) -> Scenario:
+    """upstream's default NodePool (test/pkg/environment/common) as the performance suite
+    adjusts it, and the two deployments of the basic test."""
+    nodepool: dict[str, Any] = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {
+            "disruption": {
+                "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                "consolidateAfter": "30s",
+                "budgets": [{"nodes": "100%"}],
+            },
+            "template": {
+                "spec": {
+                    "expireAfter": "Never",
+                    "requirements": [
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                        {
+                            "key": "karpenter.sh/capacity-type",
+                            "operator": "In",
+                            "values": ["on-demand"],
+                        },
+                        {
+                            "key": "karpenter.kwok.sh/instance-size",
+                            "operator": "Lt",
+                            "values": ["32"],
+                        },
+                    ],
+                    "nodeClassRef": {
+                        "group": "karpenter.kwok.sh",
+                        "kind": "KWOKNodeClass",
+                        "name": "default",
+                    },
+                }
+            },
+        },
+    }
+    return parse_scenario(
+        {
+            "name": "basic-scale-out",
+            "seed": 0,
+            "nodePools": [nodepool],
+            "sampleInterval": "5s",
+            "workloads": [
+                {
+                    "deployment": "small-resource-app",
+                    "replicas": small,
+                    "requests": {"cpu": "900m", "memory": "3100Mi"},
+                },
+                {
+                    "deployment": "large-resource-app",
+                    "replicas": large,
+                    "requests": {"cpu": "3500m", "memory": "28Gi"},
+                },
+            ],
+        },
+        "bench/e2e.py",
+    )
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process (Linux reports kilobytes, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def run(small: int = 500, large: int = 500) -> dict[str, Any]:
+    started = time.perf_counter()
+    sim = Simulation(basic_scenario(small, large))
+    total = small + large
+
+    def all_bound() -> bool:
+        bound, pending = sim.observer.counts()
+        return bound >= total and pending == 0
+
+    sim.run_until(MAX_VIRTUAL_SECONDS, stop_when=all_bound)
+    virtual = sim.observer.now()
+    bound, pending = sim.observer.counts()
+    cpu, memory = sim.observer.utilization()
+    nodes = sum(1 for n in sim.observer.nodes.values() if n.gone is None and n.nodepool)
+    return {
+        "virtualSecondsToAllBound": round(virtual, 3) if all_bound() else None,
+        "wallSeconds": round(time.perf_counter() - started, 3),
+        "cpuUtilization": round(cpu, 4),
+        "memoryUtilization": round(memory, 4),
+        "peakRssMB": round(peak_rss_mb(), 1),
+        "podsBound": bound,
+        "podsPending": pending,
+        "nodes": nodes,
+        "nodeClaims": len(sim.observer.nodeclaims),
+        "notes": list(sim.observer.notes),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--small", type=int, default=500, help="small pods (default 500)")
+    parser.add_argument("--large", type=int, default=500, help="large pods (default 500)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.CRITICAL)
+    result = run(args.small, args.large)
+    if args.json:
+        keys = (
+            "virtualSecondsToAllBound",
+            "wallSeconds",
+            "cpuUtilization",
+            "memoryUtilization",
+            "peakRssMB",
+        )
+        print(json.dumps({k: result[k] for k in keys}))
+        return 0
+    t = result["virtualSecondsToAllBound"]
+    rows = [
+        (
+            "virtual time to all bound",
+            "never (within 15m)" if t is None else f"{t:.1f}s",
+            f"< {TIME_THRESHOLD_S:.0f}s",
+        ),
+        ("wall time", f"{result['wallSeconds']:.1f}s", ""),
+        ("reserved CPU utilisation", f"{result['cpuUtilization']:.3f}", f"> {CPU_UTIL_THRESHOLD}"),
+        (
+            "reserved memory utilisation",
+            f"{result['memoryUtilization']:.3f}",
+            f"> {MEMORY_UTIL_THRESHOLD}",
+        ),
+        ("peak RSS", f"{result['peakRssMB']:.0f} MB", f"< {RSS_THRESHOLD_MB:.0f} MB"),
+        ("pods bound / pending", f"{result['podsBound']} / {result['podsPending']}", ""),
+        ("nodes / NodeClaims", f"{result['nodes']} / {result['nodeClaims']}", ""),
+    ]
+    print(f"{'measure':<30} {'value':>20}   upstream")
+    for name, value, threshold in rows:
+        print(f"{name:<30} {value:>20}   {threshold}")
+    for note in result["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
