@@ -225,6 +225,7 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the state.node / state.nodeclaim / state.pod / state.daemonset / state.nodepool
     controllers feeding ``ctx.cluster`` (created if absent)."""
     cluster_of(ctx)
+    resync_seconds(ctx)  # a bad setting fails here, not in every reconcile
     provider = ctx.cloud_provider
 
     def managed(event_type: str, obj: dict[str, Any]) -> bool:

@@ -261,3 +261,12 @@ def test_unparseable_pod_is_skipped_not_raised(env: Env, caplog: pytest.LogCaptu
     assert env.manager.controller("state.pod").errors == 0
     assert env.cluster.pod("default/bad") is None
     assert "bad" in caplog.text and "spec.tolerations" in caplog.text
+
+
+def test_register_refuses_a_bad_resync_setting() -> None:
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    ctx = ctx_for(server, clock)
+    ctx.extras[informers.RESYNC_KEY] = "soon"
+    with pytest.raises(ValueError, match=r"state\.resync_seconds"):
+        informers.register(Manager(clock, server), ctx)
