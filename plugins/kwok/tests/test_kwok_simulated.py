@@ -1,0 +1,88 @@
+"""KWOK launches animated by the simulated kubelet and kube-scheduler, on a virtual clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from karpenter_kwok.provider import KwokCloudProvider
+
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.sim import kubelet, kubescheduler
+from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.sim.kubelet import KubeletOptions
+
+
+def _node_watches_see_changes() -> bool:
+    server = InMemoryApiServer(VirtualClock())
+    watch = server.watch("nodes")
+    server.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe"}})
+    seen = bool(watch.poll(0))
+    watch.stop()
+    return seen
+
+
+pytestmark = pytest.mark.xfail(
+    not _node_watches_see_changes(),
+    reason="InMemoryApiServer: watches on cluster-scoped kinds drop every change; "
+    "runs normally once fixed",
+    strict=True,
+)
+
+NODECLAIM: dict[str, Any] = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodeClaim",
+    "metadata": {"name": "default-x1", "labels": {"karpenter.sh/nodepool": "default"}},
+    "spec": {
+        "requirements": [
+            {
+                "key": "node.kubernetes.io/instance-type",
+                "operator": "In",
+                "values": ["c-4x-amd64-linux"],
+            }
+        ],
+        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+        "resources": {"requests": {"cpu": "1", "pods": "1"}},
+    },
+}
+
+
+def test_launched_node_becomes_ready_and_runs_a_pod_once_registered() -> None:
+    clock = VirtualClock()
+    kube = InMemoryApiServer(clock)
+    manager = Manager(clock, kube)
+    provider = KwokCloudProvider.from_settings(
+        {"launch-latency": "20s"}, environ={}, kube=kube, clock=clock
+    )
+    ctx = ControllerContext(
+        kube=kube, clock=clock, cloud_provider=provider, recorder=EventRecorder(clock)
+    )
+    kubelet.register(manager, ctx, KubeletOptions(node_ready_delay=10, pod_start_delay=1))
+    kubescheduler.register(manager, ctx)
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]
+            },
+        }
+    )
+    launched = provider.create(NODECLAIM)
+    manager.run_for(29)
+    node = kube.get("nodes", launched.name)
+    assert not any(c.get("type") == "Ready" for c in node["status"].get("conditions") or [])
+    manager.run_for(1)
+    node = kube.get("nodes", launched.name)
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"])
+    assert kube.get("pods", "p", "default")["spec"].get("nodeName") is None  # still unregistered
+    # Karpenter's registration would do this; here the test plays its part.
+    kube.patch("nodes", launched.name, {"spec": {"taints": []}})
+    manager.run_for(1)
+    pod = kube.get("pods", "p", "default")
+    assert pod["spec"]["nodeName"] == launched.name
+    assert pod["status"]["phase"] == "Running"
