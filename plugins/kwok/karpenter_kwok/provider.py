@@ -364,6 +364,11 @@ class KwokCloudProvider:
                 f"nodeclaim {nc.name!r}: no {wk.LABEL_INSTANCE_TYPE} requirement to choose "
                 "an instance type from"
             )
+        if raw[0].operator != IN:
+            raise KwokLaunchError(
+                f"nodeclaim {nc.name!r}: the {wk.LABEL_INSTANCE_TYPE} requirement must use "
+                f"operator In (the scheduler resolves instance types), got {raw[0].operator}"
+            )
         try:
             reqs = Requirements.from_node_selector_requirements(nc.spec.requirements)
         except ValueError as e:

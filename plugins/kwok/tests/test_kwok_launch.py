@@ -239,6 +239,13 @@ def test_missing_instance_type_requirement_is_a_launch_error(provider: KwokCloud
         provider.create(nc)
 
 
+def test_instance_type_requirement_must_list_the_candidates(provider: KwokCloudProvider) -> None:
+    nc = nodeclaim()
+    nc["spec"]["requirements"][0]["operator"] = "NotIn"
+    with pytest.raises(KwokLaunchError, match="must use operator In"):
+        provider.create(nc)
+
+
 # --- KWOKNodeClass -------------------------------------------------------------------------------
 
 
