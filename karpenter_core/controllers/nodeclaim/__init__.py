@@ -75,19 +75,15 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     def managed(event_type: str, obj: dict[str, Any]) -> bool:
         return is_managed(obj, ctx.cloud_provider)
 
-    lifecycle_index = NodeIndex()
     reconciler = lifecycle.NodeClaimLifecycle(ctx, health, hooks)
-    watches = [
-        Watch("nodeclaims", mapper=reconciler.watch_mapper(lifecycle_index), predicate=managed),
-        Watch("nodes", mapper=lifecycle_index.node_mapper),
-    ]
+    watches = reconciler.watches()
     if not ctx.options.ignore_dra_requests:
         try:
             resource_for("resourceslices")
         except UnknownResourceError:
             pass
         else:
-            watches.append(Watch("resourceslices", mapper=_slice_mapper(ctx, lifecycle_index)))
+            watches.append(Watch("resourceslices", mapper=_slice_mapper(ctx, reconciler.index)))
     manager.add_controller(
         lifecycle.NAME,
         reconciler,
@@ -99,13 +95,13 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
         ),
     )
     manager.add_singleton(garbagecollection.NAME, garbagecollection.GarbageCollection(ctx))
-    consistency_index = NodeIndex()
+    checker = consistency.Consistency(ctx)
     manager.add_controller(
         consistency.NAME,
-        consistency.Consistency(ctx),
+        checker,
         watches=[
-            Watch("nodeclaims", mapper=consistency_index.nodeclaim_mapper, predicate=managed),
-            Watch("nodes", mapper=consistency_index.node_mapper),
+            Watch("nodeclaims", mapper=checker.index.nodeclaim_mapper, predicate=managed),
+            Watch("nodes", mapper=checker.index.node_mapper),
         ],
         workers=WORKERS,
     )

@@ -20,6 +20,7 @@ from karpenter_core.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_I
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
+    NodeIndex,
     NodeNotFoundError,
     deletion_timestamp,
     is_managed,
@@ -83,6 +84,7 @@ class Consistency:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
+        self.index = NodeIndex()
         self._last_scanned: dict[str, float] = {}
 
     def reconcile(self, key: ObjectKey) -> Result:
@@ -103,7 +105,7 @@ class Consistency:
             }
         self._last_scanned[uid] = now
         try:
-            node = node_for_nodeclaim(self.ctx.kube, nodeclaim)
+            node = node_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
         except (NodeNotFoundError, DuplicateNodeError):
             return Result()
         stored = copy.deepcopy(nodeclaim)

@@ -23,6 +23,7 @@ from karpenter_core.apis.v1 import CONDITION_INITIALIZED, CONDITION_REGISTERED
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
+    NodeIndex,
     NodeNotFoundError,
     node_for_nodeclaim,
     node_ready_status,
@@ -144,8 +145,9 @@ def dra_drivers_published(
 class Initialization:
     """The initialization step of ``nodeclaim.lifecycle``."""
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, index: NodeIndex | None = None) -> None:
         self.ctx = ctx
+        self.index = index
 
     def reconcile(self, nodeclaim: dict[str, Any], conds: ConditionSet) -> Result:
         if not conds.is_unknown(CONDITION_INITIALIZED):
@@ -154,7 +156,7 @@ class Initialization:
         if not conds.is_true(CONDITION_REGISTERED):
             return Result()
         try:
-            node = node_for_nodeclaim(self.ctx.kube, nodeclaim)
+            node = node_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
         except (NodeNotFoundError, DuplicateNodeError):
             conds.set_unknown_with_reason(
                 CONDITION_INITIALIZED, "NodeNotFound", "Node not registered with cluster"

@@ -34,6 +34,7 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
+from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.cloudprovider.protocol import NodeLifecycleHook
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet, nodeclaim_conditions
 from karpenter_core.controllers.nodeclaim.initialization import Initialization
@@ -56,7 +57,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
-from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 
 __all__ = ["DELETE_RETRY", "NAME", "NodeClaimLifecycle", "min_result"]
 
@@ -102,9 +103,10 @@ class NodeClaimLifecycle:
         hooks: Sequence[NodeLifecycleHook] = (),
     ) -> None:
         self.ctx = ctx
+        self.index = NodeIndex()
         self.launch = Launch(ctx)
-        self.registration = Registration(ctx, health, hooks)
-        self.initialization = Initialization(ctx)
+        self.registration = Registration(ctx, health, hooks, self.index)
+        self.initialization = Initialization(ctx, self.index)
         self.liveness = Liveness(ctx, health)
         self.own_writes = OwnWrites()
 
@@ -115,18 +117,29 @@ class NodeClaimLifecycle:
         self.own_writes.record(result)
         return result
 
-    def watch_mapper(self, index: NodeIndex) -> Any:
-        """The NodeClaim watch mapper: keep ``index`` current, skip our own writes' echoes."""
+    def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        """The NodeClaim watch mapper: keep the index current, skip our own writes' echoes."""
+        self.index.observe(event_type, obj)
+        if event_type == "MODIFIED" and self.own_writes.consume(obj):
+            return ()
+        return (ObjectKey("", str((obj.get("metadata") or {}).get("name") or "")),)
 
-        def mapper(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
-            index.observe(event_type, obj)
-            if event_type == "MODIFIED" and self.own_writes.consume(obj):
-                return ()
-            return (ObjectKey("", str((obj.get("metadata") or {}).get("name") or "")),)
+    def watches(self) -> list[Watch]:
+        """What this controller watches: its NodeClaims, and Nodes mapped by providerID."""
 
-        return mapper
+        def managed(event_type: str, obj: dict[str, Any]) -> bool:
+            return is_managed(obj, self.ctx.cloud_provider)
+
+        return [
+            Watch(NODECLAIMS, mapper=self.nodeclaim_mapper, predicate=managed),
+            Watch(NODES, mapper=self.index.node_mapper),
+        ]
 
     def reconcile(self, key: ObjectKey) -> Result:
+        with controller_scope(NAME):
+            return self._reconcile(key)
+
+    def _reconcile(self, key: ObjectKey) -> Result:
         try:
             nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:
@@ -205,7 +218,7 @@ class NodeClaimLifecycle:
             meta = nodeclaim.get("metadata") or {}
         conds = ConditionSet(nodeclaim, self.ctx.clock)
         if conds.is_true("Registered"):
-            nodes = all_nodes_for_nodeclaim(self.ctx.kube, nodeclaim)
+            nodes = all_nodes_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
             for node in nodes:
                 if deletion_timestamp(node):
                     continue

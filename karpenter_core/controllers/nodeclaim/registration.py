@@ -36,6 +36,7 @@ from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import NodePoolHealth, Status
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
+    NodeIndex,
     NodeNotFoundError,
     labels,
     merge_patch,
@@ -125,17 +126,19 @@ class Registration:
         ctx: ControllerContext,
         health: NodePoolHealth,
         hooks: Sequence[NodeLifecycleHook] = (),
+        index: NodeIndex | None = None,
     ) -> None:
         self.ctx = ctx
         self.health = health
         self.hooks = tuple(hooks)
+        self.index = index
 
     def reconcile(self, nodeclaim: dict[str, Any], conds: ConditionSet) -> Result:
         if not conds.is_unknown(CONDITION_REGISTERED):
             conds.refresh(CONDITION_REGISTERED)
             return Result()
         try:
-            node = node_for_nodeclaim(self.ctx.kube, nodeclaim)
+            node = node_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
         except NodeNotFoundError:
             conds.set_unknown_with_reason(
                 CONDITION_REGISTERED, "NodeNotFound", "Node not registered with cluster"

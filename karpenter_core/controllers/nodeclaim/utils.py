@@ -15,7 +15,7 @@ from typing import Any
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.cloudprovider.protocol import CloudProvider
-from karpenter_core.kube.client import KubeClient
+from karpenter_core.kube.client import KubeClient, NotFound
 from karpenter_core.runtime.reconciler import ObjectKey
 
 __all__ = [
@@ -122,17 +122,35 @@ def node_ready_status(node: Mapping[str, Any]) -> str:
     return "Unknown"
 
 
-def all_nodes_for_nodeclaim(kube: KubeClient, nodeclaim: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every Node whose providerID is the NodeClaim's (none when it has no providerID yet)."""
+def all_nodes_for_nodeclaim(
+    kube: KubeClient, nodeclaim: Mapping[str, Any], index: NodeIndex | None = None
+) -> list[dict[str, Any]]:
+    """Every Node whose providerID is the NodeClaim's (none when it has no providerID yet).
+
+    With an ``index`` (kept by a Node watch) only the indexed Nodes are read, fresh from
+    the server; without one every Node is listed.
+    """
     pid = provider_id(nodeclaim)
     if not pid:
         return []
-    return [n for n in kube.list(NODES) if provider_id(n) == pid]
+    if index is None:
+        return [n for n in kube.list(NODES) if provider_id(n) == pid]
+    out = []
+    for name in index.node_names_for(pid):
+        try:
+            node = kube.get(NODES, name)
+        except NotFound:
+            continue
+        if provider_id(node) == pid:
+            out.append(node)
+    return out
 
 
-def node_for_nodeclaim(kube: KubeClient, nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
+def node_for_nodeclaim(
+    kube: KubeClient, nodeclaim: Mapping[str, Any], index: NodeIndex | None = None
+) -> dict[str, Any]:
     """The one Node of the NodeClaim; raises NodeNotFoundError / DuplicateNodeError."""
-    nodes = all_nodes_for_nodeclaim(kube, nodeclaim)
+    nodes = all_nodes_for_nodeclaim(kube, nodeclaim, index)
     if len(nodes) > 1:
         raise DuplicateNodeError(provider_id(nodeclaim))
     if not nodes:
@@ -141,32 +159,45 @@ def node_for_nodeclaim(kube: KubeClient, nodeclaim: Mapping[str, Any]) -> dict[s
 
 
 class NodeIndex:
-    """providerID -> NodeClaim keys, fed by the NodeClaim watch of the controller using it.
+    """providerID -> NodeClaim keys and providerID -> Node names, fed by watch mappers.
 
-    Node and Pod events must be mapped to NodeClaims without listing every NodeClaim per
-    event; the mapper of the controller's own NodeClaim watch keeps this index current
-    (watch events arrive before the keys they produce are reconciled).
+    Node and Pod events must be mapped to NodeClaims, and NodeClaims to their Nodes,
+    without listing every object per event: the mappers of the controller's NodeClaim and
+    Node watches keep this current (watch events are mapped before the keys they produce
+    are reconciled, and a change the index has not seen yet arrives as an event of its own).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_pid: dict[str, set[ObjectKey]] = {}
         self._pid_of: dict[ObjectKey, str] = {}
+        self._nodes_by_pid: dict[str, set[str]] = {}
+        self._pid_of_node: dict[str, str] = {}
+
+    @staticmethod
+    def _move(forward: dict[str, set[Any]], backward: dict[Any, str], item: Any, pid: str) -> None:
+        old = backward.pop(item, "")
+        if old:
+            items = forward.get(old)
+            if items is not None:
+                items.discard(item)
+                if not items:
+                    del forward[old]
+        if pid:
+            backward[item] = pid
+            forward.setdefault(pid, set()).add(item)
 
     def observe(self, event_type: str, nodeclaim: Mapping[str, Any]) -> None:
         key = ObjectKey("", str(_meta(nodeclaim).get("name") or ""))
         pid = "" if event_type == "DELETED" else provider_id(nodeclaim)
         with self._lock:
-            old = self._pid_of.pop(key, "")
-            if old:
-                keys = self._by_pid.get(old)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del self._by_pid[old]
-            if pid:
-                self._pid_of[key] = pid
-                self._by_pid.setdefault(pid, set()).add(key)
+            self._move(self._by_pid, self._pid_of, key, pid)
+
+    def observe_node(self, event_type: str, node: Mapping[str, Any]) -> None:
+        name = str(_meta(node).get("name") or "")
+        pid = "" if event_type == "DELETED" else provider_id(node)
+        with self._lock:
+            self._move(self._nodes_by_pid, self._pid_of_node, name, pid)
 
     def keys_for(self, pid: str) -> list[ObjectKey]:
         if not pid:
@@ -174,13 +205,20 @@ class NodeIndex:
         with self._lock:
             return sorted(self._by_pid.get(pid, ()))
 
+    def node_names_for(self, pid: str) -> list[str]:
+        if not pid:
+            return []
+        with self._lock:
+            return sorted(self._nodes_by_pid.get(pid, ()))
+
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """Mapper for the NodeClaim watch: index it, and enqueue it."""
         self.observe(event_type, obj)
         return (ObjectKey("", str(_meta(obj).get("name") or "")),)
 
     def node_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
-        """Mapper for a Node watch: the NodeClaims with the Node's providerID."""
+        """Mapper for a Node watch: index it; enqueue the NodeClaims with its providerID."""
+        self.observe_node(event_type, obj)
         return self.keys_for(provider_id(obj))
 
 
