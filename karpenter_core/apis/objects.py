@@ -29,7 +29,9 @@ from karpenter_core.scheduling.taints import Taint, Toleration
 
 __all__ = [
     "CSINode",
+    "Controller",
     "DaemonSet",
+    "Namespace",
     "Node",
     "ObjectError",
     "OwnerReference",
@@ -37,11 +39,13 @@ __all__ = [
     "PersistentVolumeClaim",
     "Pod",
     "PodDisruptionBudget",
+    "Service",
     "StorageClass",
     "deterministic_uid",
     "label_selector_matches",
     "object_ref",
     "requests_for_pods",
+    "validate_pod_scheduling",
 ]
 
 PODS_RESOURCE = "pods"
@@ -849,12 +853,10 @@ def _node_selector_terms(value: Any, path: str) -> tuple[tuple[Mapping[str, Any]
     for i, t in enumerate(_list(value, path)):
         tp = f"{path}[{i}]"
         t = _mapping(t, tp)
-        terms.append(
-            tuple(
-                _mapping(e, f"{tp}.matchExpressions[{j}]")
-                for j, e in enumerate(_list(t.get("matchExpressions"), f"{tp}.matchExpressions"))
-            )
-        )
+        exprs = _list(t.get("matchExpressions"), f"{tp}.matchExpressions")
+        for j, e in enumerate(exprs):
+            _node_selector_requirement(e, f"{tp}.matchExpressions[{j}]")
+        terms.append(tuple(exprs))
     return tuple(terms)
 
 
@@ -971,3 +973,247 @@ class CSINode:
                 continue
             limits[str(drv.get("name", ""))] = _int(count, f"{p}.allocatable.count", 0)
         return cls(name=_name(meta), driver_limits=limits, raw=d)
+
+
+# --- objects read for default topology spreads and namespaceSelector ---------------------------
+
+
+def _selector_value(value: Any, path: str) -> Mapping[str, Any] | None:
+    """A ``metav1.LabelSelector`` checked the way the API server checks one."""
+    if value is None:
+        return None
+    sel = _mapping(value, path)
+    _str_map(sel.get("matchLabels"), f"{path}.matchLabels")
+    for i, expr in enumerate(_list(sel.get("matchExpressions"), f"{path}.matchExpressions")):
+        _label_selector_requirement(expr, f"{path}.matchExpressions[{i}]")
+    return sel
+
+
+@frozen(eq=False)
+class Namespace:
+    """A Namespace's labels, for pod (anti-)affinity ``namespaceSelector``."""
+
+    name: str
+    labels: Mapping[str, str]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Namespace:
+        d = _mapping(d, "")
+        meta = _metadata(d)
+        return cls(name=_name(meta), labels=_str_map(meta.get("labels"), "metadata.labels"), raw=d)
+
+
+@frozen(eq=False)
+class Service:
+    """A Service's pod selector: kube-scheduler deduces default spread selectors from the
+    Services selecting a pod. ``selector`` is None when the Service has none (it then
+    selects nothing)."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, str] | None
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Service:
+        d = _mapping(d, "")
+        meta = _metadata(d)
+        spec = _mapping(d.get("spec"), "spec")
+        selector = spec.get("selector")
+        return cls(
+            namespace=str(meta.get("namespace") or "default"),
+            name=_name(meta),
+            selector=None if selector is None else _str_map(selector, "spec.selector"),
+            raw=d,
+        )
+
+
+@frozen(eq=False)
+class Controller:
+    """A pod controller (ReplicaSet, StatefulSet, ReplicationController) as default spreads
+    need it: identity and pod selector."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    selector: Mapping[str, Any] | None
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Controller:
+        d = _mapping(d, "")
+        meta = _metadata(d)
+        spec = _mapping(d.get("spec"), "spec")
+        kind = str(d.get("kind") or "")
+        selector: Mapping[str, Any] | None
+        if kind == "ReplicationController":
+            raw_sel = spec.get("selector")
+            selector = None if raw_sel is None else _str_map(raw_sel, "spec.selector")
+        else:
+            selector = _selector_value(spec.get("selector"), "spec.selector")
+        return cls(
+            api_version=str(d.get("apiVersion") or ""),
+            kind=kind,
+            namespace=str(meta.get("namespace") or "default"),
+            name=_name(meta),
+            uid=str(meta.get("uid") or ""),
+            selector=selector,
+            raw=d,
+        )
+
+
+# --- API-server validation of the pod fields the scheduler reads --------------------------------
+
+_NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+_INCLUSION_POLICIES = ("Honor", "Ignore")
+
+
+def _label_selector_requirement(expr: Any, path: str) -> None:
+    expr = _mapping(expr, path)
+    key = expr.get("key")
+    if not isinstance(key, str) or not key:
+        raise ObjectError(f"{path}.key", "required")
+    op = expr.get("operator")
+    if op not in _LABEL_SELECTOR_OPERATORS:
+        raise ObjectError(
+            f"{path}.operator",
+            f"unsupported operator {op!r} (one of {', '.join(_LABEL_SELECTOR_OPERATORS)})",
+        )
+    values = _list(expr.get("values"), f"{path}.values")
+    if op in ("In", "NotIn") and not values:
+        raise ObjectError(f"{path}.values", f"must be specified for operator {op}")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise ObjectError(f"{path}.values", f"may not be specified for operator {op}")
+
+
+def _node_selector_requirement(expr: Any, path: str) -> None:
+    expr = _mapping(expr, path)
+    key = expr.get("key")
+    if not isinstance(key, str) or not key:
+        raise ObjectError(f"{path}.key", "required")
+    op = expr.get("operator")
+    if op not in _NODE_SELECTOR_OPERATORS:
+        raise ObjectError(
+            f"{path}.operator",
+            f"unsupported operator {op!r} (one of {', '.join(_NODE_SELECTOR_OPERATORS)})",
+        )
+    values = _list(expr.get("values"), f"{path}.values")
+    if op in ("In", "NotIn") and not values:
+        raise ObjectError(f"{path}.values", f"must be specified for operator {op}")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise ObjectError(f"{path}.values", f"may not be specified for operator {op}")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise ObjectError(f"{path}.values", f"operator {op} needs exactly one value")
+        try:
+            int(str(values[0]))
+        except ValueError:
+            raise ObjectError(
+                f"{path}.values[0]", f"operator {op} needs an integer, got {values[0]!r}"
+            ) from None
+
+
+def _node_selector_term(term: Any, path: str) -> None:
+    term = _mapping(term, path)
+    for i, e in enumerate(_list(term.get("matchExpressions"), f"{path}.matchExpressions")):
+        _node_selector_requirement(e, f"{path}.matchExpressions[{i}]")
+    for i, e in enumerate(_list(term.get("matchFields"), f"{path}.matchFields")):
+        _node_selector_requirement(e, f"{path}.matchFields[{i}]")
+
+
+def _pod_affinity_term(term: Any, path: str) -> None:
+    term = _mapping(term, path)
+    key = term.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise ObjectError(f"{path}.topologyKey", "required")
+    _selector_value(term.get("labelSelector"), f"{path}.labelSelector")
+    _selector_value(term.get("namespaceSelector"), f"{path}.namespaceSelector")
+    for i, ns in enumerate(_list(term.get("namespaces"), f"{path}.namespaces")):
+        if not isinstance(ns, str):
+            raise ObjectError(f"{path}.namespaces[{i}]", f"expected a string, got {ns!r}")
+
+
+def _weighted(item: Any, path: str, inner: str) -> Any:
+    item = _mapping(item, path)
+    w = item.get("weight")
+    if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
+        raise ObjectError(f"{path}.weight", f"must be an integer in 1..100, got {w!r}")
+    return item.get(inner)
+
+
+def validate_pod_scheduling(spec: Any, path: str = "spec") -> None:
+    """Raise :class:`ObjectError` for a pod spec the API server would reject in a field the
+    scheduler reads: node affinity (operators, Gt/Lt integers), pod (anti-)affinity terms and
+    their selectors, and topology spread constraints.
+
+    Live pods have passed this validation already; manifests given to ``karpenter schedule``
+    have not, and a typo there must be reported as bad input rather than silently turning
+    into "selects nothing"."""
+    spec = _mapping(spec, path)
+    aff = _mapping(spec.get("affinity"), f"{path}.affinity")
+    na = _mapping(aff.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
+    p = f"{path}.affinity.nodeAffinity"
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        rp = f"{p}.requiredDuringSchedulingIgnoredDuringExecution"
+        terms = _list(_mapping(req, rp).get("nodeSelectorTerms"), f"{rp}.nodeSelectorTerms")
+        for i, t in enumerate(terms):
+            _node_selector_term(t, f"{rp}.nodeSelectorTerms[{i}]")
+    pp = f"{p}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, item in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pp)):
+        _node_selector_term(_weighted(item, f"{pp}[{i}]", "preference"), f"{pp}[{i}].preference")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        k = f"{path}.affinity.{kind}"
+        pa = _mapping(aff.get(kind), k)
+        rp = f"{k}.requiredDuringSchedulingIgnoredDuringExecution"
+        for i, t in enumerate(_list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), rp)):
+            _pod_affinity_term(t, f"{rp}[{i}]")
+        pp = f"{k}.preferredDuringSchedulingIgnoredDuringExecution"
+        for i, item in enumerate(
+            _list(pa.get("preferredDuringSchedulingIgnoredDuringExecution"), pp)
+        ):
+            term = _weighted(item, f"{pp}[{i}]", "podAffinityTerm")
+            _pod_affinity_term(term, f"{pp}[{i}].podAffinityTerm")
+    tp = f"{path}.topologySpreadConstraints"
+    for i, tsc in enumerate(_list(spec.get("topologySpreadConstraints"), tp)):
+        c = f"{tp}[{i}]"
+        tsc = _mapping(tsc, c)
+        skew = tsc.get("maxSkew")
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew <= 0:
+            raise ObjectError(f"{c}.maxSkew", f"must be an integer greater than 0, got {skew!r}")
+        key = tsc.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise ObjectError(f"{c}.topologyKey", "required")
+        when = tsc.get("whenUnsatisfiable")
+        if when not in _WHEN_UNSATISFIABLE:
+            raise ObjectError(
+                f"{c}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+            )
+        md = tsc.get("minDomains")
+        if md is not None and (not isinstance(md, int) or isinstance(md, bool) or md <= 0):
+            raise ObjectError(f"{c}.minDomains", f"must be an integer greater than 0, got {md!r}")
+        if md is not None and when != "DoNotSchedule":
+            raise ObjectError(
+                f"{c}.minDomains", "may only be set when whenUnsatisfiable is DoNotSchedule"
+            )
+        for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            v = tsc.get(policy)
+            if v is not None and v not in _INCLUSION_POLICIES:
+                raise ObjectError(f"{c}.{policy}", f"must be Honor or Ignore, got {v!r}")
+        _selector_value(tsc.get("labelSelector"), f"{c}.labelSelector")
+        for j, k2 in enumerate(_list(tsc.get("matchLabelKeys"), f"{c}.matchLabelKeys")):
+            if not isinstance(k2, str) or not k2:
+                raise ObjectError(f"{c}.matchLabelKeys[{j}]", f"expected a label key, got {k2!r}")

@@ -29,11 +29,13 @@ from typing import Any
 from attrs import field, frozen
 
 from karpenter_core.apis.objects import (
+    Controller,
     ObjectError,
     PersistentVolumeClaim,
     Pod,
     deterministic_uid,
     label_selector_matches,
+    validate_pod_scheduling,
 )
 
 __all__ = [
@@ -75,6 +77,22 @@ class Expansion:
 
     pods: tuple[Pod, ...] = field(default=(), converter=_tuple)
     pvcs: tuple[PersistentVolumeClaim, ...] = field(default=(), converter=_tuple)
+    controllers: tuple[Controller, ...] = field(default=(), converter=_tuple)
+    """The pods' controller (a Deployment's ReplicaSet, the ReplicaSet or StatefulSet
+    itself), for default topology spreads that deduce selectors from it."""
+
+
+def _controller(
+    kind: str, namespace: str, name: str, uid: str, selector: Mapping[str, Any]
+) -> Controller:
+    return Controller.from_dict(
+        {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {"selector": dict(selector)},
+        }
+    )
 
 
 def _safe_encode(s: str) -> str:
@@ -125,6 +143,7 @@ def _template(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, str
         raise ObjectError("spec.template.metadata.labels", "expected an object")
     if not isinstance(template.get("spec"), Mapping):
         raise ObjectError("spec.template.spec", "required")
+    validate_pod_scheduling(template["spec"], "spec.template.spec")
     return template, {str(k): str(v) for k, v in labels.items()}
 
 
@@ -141,6 +160,13 @@ def _selector(spec: Mapping[str, Any], labels: Mapping[str, str]) -> Mapping[str
     sel = spec.get("selector")
     if not isinstance(sel, Mapping):
         raise ObjectError("spec.selector", "required")
+    for i, expr in enumerate(sel.get("matchExpressions") or ()):
+        op = expr.get("operator") if isinstance(expr, Mapping) else None
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ObjectError(
+                f"spec.selector.matchExpressions[{i}].operator",
+                f"unsupported operator {op!r} (one of In, NotIn, Exists, DoesNotExist)",
+            )
     if not label_selector_matches(sel, labels):
         raise ObjectError("spec.selector", "does not match spec.template.metadata.labels")
     return sel
@@ -226,8 +252,14 @@ def _expand_deployment(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expan
     rs_name = f"{name}-{h}"
     pod_labels = {**labels, "pod-template-hash": h}
     rs_uid = deterministic_uid("ReplicaSet", namespace, rs_name, uid)
+    # The Deployment controller adds the template hash to its ReplicaSet's selector.
+    rs_selector = {
+        **selector,
+        "matchLabels": {**(selector.get("matchLabels") or {}), "pod-template-hash": h},
+    }
     return Expansion(
-        pods=_replicaset_pods(rs_name, rs_uid, namespace, template, pod_labels, replicas, have)
+        pods=_replicaset_pods(rs_name, rs_uid, namespace, template, pod_labels, replicas, have),
+        controllers=[_controller("ReplicaSet", namespace, rs_name, rs_uid, rs_selector)],
     )
 
 
@@ -238,7 +270,10 @@ def _expand_replicaset(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expan
     selector = _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
     have = sum(1 for p in _live(existing, namespace) if label_selector_matches(selector, p.labels))
-    return Expansion(pods=_replicaset_pods(name, uid, namespace, template, labels, replicas, have))
+    return Expansion(
+        pods=_replicaset_pods(name, uid, namespace, template, labels, replicas, have),
+        controllers=[_controller("ReplicaSet", namespace, name, uid, selector)],
+    )
 
 
 def _expand_statefulset(
@@ -250,7 +285,7 @@ def _expand_statefulset(
     namespace, name, uid = _meta(obj)
     spec = _spec(obj)
     template, labels = _template(spec)
-    _selector(spec, labels)
+    selector = _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
     ordinals = spec.get("ordinals") or {}
     start = _count(ordinals, "start", 0, "spec.ordinals") if isinstance(ordinals, Mapping) else 0
@@ -303,7 +338,11 @@ def _expand_statefulset(
             "controller-revision-hash": revision,
         }
         pods.append(_pod(template, namespace, pod_name, pod_labels, owner, volumes=volumes))
-    return Expansion(pods=pods, pvcs=pvcs)
+    return Expansion(
+        pods=pods,
+        pvcs=pvcs,
+        controllers=[_controller("StatefulSet", namespace, name, uid, selector)],
+    )
 
 
 def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:

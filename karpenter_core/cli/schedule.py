@@ -26,16 +26,20 @@ import click
 from attrs import field, frozen
 
 from karpenter_core.apis.objects import (
+    Controller,
     CSINode,
     DaemonSet,
+    Namespace,
     Node,
     ObjectError,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    Service,
     StorageClass,
     object_ref,
+    validate_pod_scheduling,
 )
 from karpenter_core.apis.workloads import WORKLOAD_KINDS, WorkloadError, expand_workloads
 from karpenter_core.state.snapshot import ClusterSnapshot
@@ -72,6 +76,8 @@ class ScheduleInput:
     nodepools: tuple[Any, ...] = field(converter=_tuple)
     nodeoverlays: tuple[Any, ...] = field(default=(), converter=_tuple)
     ignored_kinds: Mapping[str, int] = field(factory=dict)
+    sources: Mapping[str, str] = field(factory=dict)
+    """Object identity (``NodePool default``) -> the file it was read from."""
 
 
 # --- reading manifests -----------------------------------------------------------------------
@@ -89,6 +95,9 @@ _CORE_KINDS: dict[str, str] = {
     "NodePool": "karpenter.sh/v1",
     "NodeClaim": "karpenter.sh/v1",
     "NodeOverlay": "karpenter.sh/v1alpha1",
+    "Namespace": "v1",
+    "Service": "v1",
+    "ReplicationController": "v1",
 }
 _WORKLOAD_VERSIONS = {kind: version for version, kind in WORKLOAD_KINDS}
 
@@ -101,7 +110,22 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "PodDisruptionBudget": PodDisruptionBudget.from_dict,
     "StorageClass": StorageClass.from_dict,
     "CSINode": CSINode.from_dict,
+    "Namespace": Namespace.from_dict,
+    "Service": Service.from_dict,
+    "ReplicationController": Controller.from_dict,
 }
+
+
+def _parse(kind: str, obj: Mapping[str, Any]) -> Any:
+    """Parse one core object; Pods and DaemonSet templates also get the API server's checks
+    of the scheduling fields (affinity operators, spread constraints)."""
+    parsed = _PARSERS[kind](obj)
+    if kind == "Pod":
+        validate_pod_scheduling(obj.get("spec"), "spec")
+    elif kind == "DaemonSet":
+        template = (obj.get("spec") or {}).get("template") or {}
+        validate_pod_scheduling(template.get("spec"), "spec.template.spec")
+    return parsed
 
 
 def _identity(obj: Mapping[str, Any]) -> str:
@@ -110,6 +134,7 @@ def _identity(obj: Mapping[str, Any]) -> str:
     assert isinstance(meta, Mapping)
     name = str(meta.get("name") or "<unnamed>")
     namespaced = kind not in (
+        "Namespace",
         "Node",
         "PersistentVolume",
         "StorageClass",
@@ -199,7 +224,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
             parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
             continue
         try:
-            parsed.setdefault(kind, []).append(_PARSERS[kind](obj))
+            parsed.setdefault(kind, []).append(_parse(kind, obj))
         except ObjectError as e:
             raise InputError(f"{where}: {e}") from None
 
@@ -220,9 +245,11 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
     except WorkloadError as e:
         source, obj = workloads[e.index]
         raise InputError(f"{_where(source, obj)}: {e}") from None
+    controllers: list[Controller] = list(parsed.get("ReplicationController", []))
     for _, exp in expansions:
         pods.extend(exp.pods)
         pvcs.extend(exp.pvcs)
+        controllers.extend(exp.controllers)
 
     snapshot = ClusterSnapshot(
         nodes=parsed.get("Node", []),
@@ -234,12 +261,16 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         pvs=parsed.get("PersistentVolume", []),
         storage_classes=storage_classes,
         csinodes=parsed.get("CSINode", []),
+        namespaces=parsed.get("Namespace", []),
+        services=parsed.get("Service", []),
+        controllers=controllers,
     )
     return ScheduleInput(
         snapshot=snapshot,
         nodepools=parsed.get("NodePool", []),
         nodeoverlays=parsed.get("NodeOverlay", []),
         ignored_kinds=ignored,
+        sources={ident: source for ident, (source, _) in latest.items()},
     )
 
 
@@ -396,15 +427,43 @@ def effective_instance_types(
     return apply_node_overlays(inp.nodeoverlays, _eligible_nodepools(inp.nodepools), instance_types)
 
 
+def _nodepool_error(inp: ScheduleInput, error: ValueError) -> InputError:
+    """A scheduler ``ValueError`` about a NodePool, as bad input naming its file."""
+    message = str(error)
+    for np in inp.nodepools:
+        if f"'{np.name}'" in message or f'"{np.name}"' in message:
+            ident = object_ref("NodePool", "", np.name)
+            return InputError(f"{inp.sources.get(ident, '<input>')}: {ident}: {message}")
+    return InputError(f"NodePools: {message}")
+
+
+def read_scheduler_config(path: str) -> Any:
+    """Scheduler options carrying the ``--scheduler-config`` file's default spreads."""
+    from karpenter_core.provisioning.scheduler import SchedulerOptions
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read scheduler config: {e.strerror or e}") from None
+    try:
+        return SchedulerOptions(scheduler_config=text)
+    except ValueError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
 def schedule_input(
-    inp: ScheduleInput, instance_types: Mapping[str, Sequence[Any]]
+    inp: ScheduleInput,
+    instance_types: Mapping[str, Sequence[Any]],
+    options: Any = None,
 ) -> dict[str, Any]:
     """Run the scheduler over the input's pending pods; returns the ``-o json`` document.
 
     ``instance_types`` (per NodePool) are used as given: apply NodeOverlays first with
-    :func:`effective_instance_types`."""
+    :func:`effective_instance_types`. ``options`` are the scheduler options (default:
+    upstream's defaults). A NodePool the scheduler cannot read raises :class:`InputError`."""
     from karpenter_core.provisioning import validate_pod
-    from karpenter_core.provisioning.scheduler import schedule
+    from karpenter_core.provisioning.scheduler import DEFAULT_OPTIONS, schedule
     from karpenter_core.provisioning.scheduler.volumetopology import (
         VolumeTopology,
         VolumeTopologyError,
@@ -434,7 +493,11 @@ def schedule_input(
             "podErrors": {p.key: NO_NODEPOOLS_ERROR for p in pods},
         }
     elif pods:
-        result = schedule(snapshot, pods, nodepools, its).to_json_dict()
+        try:
+            results = schedule(snapshot, pods, nodepools, its, options or DEFAULT_OPTIONS)
+        except ValueError as e:
+            raise _nodepool_error(inp, e) from None
+        result = results.to_json_dict()
     else:
         result = {"nodeClaims": [], "existingNodes": [], "podErrors": {}}
     errors = dict(result.get("podErrors") or {})
@@ -530,6 +593,14 @@ def render_table(result: Mapping[str, Any], instance_types: Mapping[str, Sequenc
     help="Instance types from a file in the KWOK instance-types JSON format.",
 )
 @click.option(
+    "--scheduler-config",
+    "scheduler_config",
+    default=None,
+    metavar="FILE",
+    help="kube-scheduler style config whose podTopologySpread.defaultConstraints apply to "
+    "pods without spread constraints (as Karpenter's --scheduler-config).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(["json", "table"]),
@@ -541,6 +612,7 @@ def command(
     filenames: tuple[str, ...],
     cloud_provider: str | None,
     instance_types_file: str | None,
+    scheduler_config: str | None,
     output: str,
 ) -> None:
     """Show what Karpenter would launch for the pending pods in these manifests.
@@ -554,11 +626,12 @@ def command(
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
     try:
+        options = read_scheduler_config(scheduler_config) if scheduler_config else None
         inp = read_input(filenames)
         instance_types = effective_instance_types(
             inp, load_instance_types(inp.nodepools, cloud_provider, instance_types_file)
         )
-        result = schedule_input(inp, instance_types)
+        result = schedule_input(inp, instance_types, options)
     except InputError as e:
         raise click.ClickException(str(e)) from None
     if inp.ignored_kinds:

@@ -26,13 +26,16 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import (
+    Controller,
     CSINode,
     DaemonSet,
+    Namespace,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    Service,
     StorageClass,
 )
 from karpenter_core.scheduling.volumes import IN_TREE_TO_CSI
@@ -62,6 +65,13 @@ class ClusterSnapshot:
     pvs: tuple[PersistentVolume, ...] = field(default=(), converter=_tuple)
     storage_classes: tuple[StorageClass, ...] = field(default=(), converter=_tuple)
     csinodes: tuple[CSINode, ...] = field(default=(), converter=_tuple)
+    namespaces: tuple[Namespace, ...] = field(default=(), converter=_tuple)
+    """Namespaces with their labels, for pod (anti-)affinity ``namespaceSelector``;
+    a namespace not listed is known by name only."""
+    services: tuple[Service, ...] = field(default=(), converter=_tuple)
+    controllers: tuple[Controller, ...] = field(default=(), converter=_tuple)
+    """ReplicaSets, StatefulSets and ReplicationControllers: with ``services``, where
+    default topology spreads (``--scheduler-config``) deduce each pod's selector."""
     prebuilt_state_nodes: tuple[StateNode, ...] | None = field(default=None, kw_only=True)
     """Existing capacity already merged by live cluster state (with its deletion marks and
     nominations); when given, it is used instead of merging ``nodes`` and ``nodeclaims``."""

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodePool
+from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.provisioning.scheduler.nodeclaimtemplate import nodepool_dict
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.scheduler import (
     DEFAULT_OPTIONS,
@@ -21,13 +25,23 @@ from karpenter_core.provisioning.scheduler.scheduler import (
     Scheduler,
     SchedulerOptions,
 )
+from karpenter_core.provisioning.scheduler.topology import (
+    DefaultTopologySpreadInjector,
+    Topology,
+)
+from karpenter_core.provisioning.scheduler.volumetopology import volume_requirements_by_pod
+from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.state.statenode import StateNode
+
+NodePoolLike: TypeAlias = NodePool | Mapping[str, Any]
+"""A NodePool as the API model or in its Kubernetes JSON shape."""
 
 
-def order_nodepools(nodepools: Sequence[Any]) -> list[Any]:
+def order_nodepools(nodepools: Sequence[NodePoolLike]) -> list[NodePoolLike]:
     """Heaviest weight first, ties by name descending (upstream ``nodepoolutils.OrderByWeight``)."""
-    from karpenter_core.provisioning.scheduler.nodeclaimtemplate import nodepool_dict
 
-    def key(np: Any) -> tuple[int, str]:
+    def key(np: NodePoolLike) -> tuple[int, str]:
         d = nodepool_dict(np)
         return (
             int((d.get("spec") or {}).get("weight") or 0),
@@ -38,18 +52,14 @@ def order_nodepools(nodepools: Sequence[Any]) -> list[Any]:
 
 
 def build_topology(
-    snapshot: Any,
-    state_nodes: Sequence[Any],
-    nodepools: Sequence[Any],
-    instance_types: Mapping[str, Sequence[Any]],
-    pods: Sequence[Any],
+    snapshot: ClusterSnapshot | None,
+    state_nodes: Sequence[StateNode],
+    nodepools: Sequence[NodePoolLike],
+    instance_types: Mapping[str, Sequence[InstanceType]],
+    pods: Sequence[Pod],
     options: SchedulerOptions,
-) -> Any | None:
-    """The topology of this solve, or None while the topology module is unavailable."""
-    try:
-        from karpenter_core.provisioning.scheduler.topology import Topology
-    except ImportError:  # pragma: no cover - topology is developed separately
-        return None
+) -> Topology:
+    """The topology of this solve (groups are created as pods are seen)."""
     return Topology(
         snapshot,
         state_nodes,
@@ -60,27 +70,36 @@ def build_topology(
     )
 
 
-def volume_requirements(snapshot: Any, pods: Sequence[Any]) -> dict[str, Any]:
-    try:
-        from karpenter_core.provisioning.scheduler.volumetopology import (
-            volume_requirements_by_pod,
-        )
-    except ImportError:  # pragma: no cover - volume topology is developed separately
-        return {}
-    return dict(volume_requirements_by_pod(snapshot, pods))
+def apply_default_spreads(
+    snapshot: ClusterSnapshot | None, pods: Sequence[Pod], options: SchedulerOptions
+) -> list[Pod]:
+    """``pods`` with the ``--scheduler-config`` default spread constraints stamped on those
+    that declare none, each with the selector deduced from the snapshot's Services and the
+    pod's controller (spec §10.7). Without a config (or a snapshot) the pods are unchanged."""
+    defaults = options.default_spread_constraints()
+    if not defaults or snapshot is None:
+        return list(pods)
+    injector = DefaultTopologySpreadInjector(
+        defaults,
+        services=[s.raw for s in snapshot.services],
+        controllers=[c.raw for c in snapshot.controllers],
+    )
+    injected: list[Pod] = injector.inject(pods)
+    return injected
 
 
 def schedule(
-    snapshot: Any,
-    pods: Sequence[Any],
-    nodepools: Sequence[Any],
-    instance_types: Mapping[str, Sequence[Any]],
+    snapshot: ClusterSnapshot | None,
+    pods: Sequence[Pod],
+    nodepools: Sequence[NodePoolLike],
+    instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions = DEFAULT_OPTIONS,
 ) -> Results:
     """Solve where ``pods`` go given the cluster ``snapshot``.
 
     ``instance_types`` is keyed by NodePool name. Existing capacity is the snapshot's active
     (not deleting) nodes and NodeClaims; DaemonSets in the snapshot add their overhead.
+    Raises ``ValueError`` naming the NodePool for a NodePool the scheduler cannot read.
     """
     # The solve allocates many small, short-lived objects and creates no garbage cycles worth
     # collecting mid-solve; pausing the cyclic collector saves a sizeable share of the time.
@@ -94,15 +113,21 @@ def schedule(
 
 
 def _schedule(
-    snapshot: Any,
-    pods: Sequence[Any],
-    nodepools: Sequence[Any],
-    instance_types: Mapping[str, Sequence[Any]],
+    snapshot: ClusterSnapshot | None,
+    pods: Sequence[Pod],
+    nodepools: Sequence[NodePoolLike],
+    instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions,
 ) -> Results:
     pools = order_nodepools(nodepools)
-    state_nodes = list(snapshot.active_state_nodes()) if snapshot is not None else []
-    daemon_pods = list(snapshot.daemonset_pods()) if snapshot is not None else []
+    pods = apply_default_spreads(snapshot, pods, options)
+    state_nodes: list[StateNode] = []
+    daemon_pods: list[Pod] = []
+    volume_reqs: dict[str, list[Requirements]] = {}
+    if snapshot is not None:
+        state_nodes = snapshot.active_state_nodes()
+        daemon_pods = snapshot.daemonset_pods()
+        volume_reqs = volume_requirements_by_pod(snapshot, pods)
     topology = build_topology(snapshot, state_nodes, pools, instance_types, pods, options)
     scheduler = Scheduler(
         pools,
@@ -111,7 +136,7 @@ def _schedule(
         daemon_pods=daemon_pods,
         topology=topology,
         options=options,
-        volume_requirements=volume_requirements(snapshot, pods) if snapshot is not None else {},
+        volume_requirements=volume_reqs,
         pod_volumes=snapshot.pod_volumes if snapshot is not None else None,
     )
     results = scheduler.solve(pods)
@@ -127,8 +152,12 @@ __all__ = [
     "MIN_VALUES_POLICY_STRICT",
     "PREFERENCE_POLICY_IGNORE",
     "PREFERENCE_POLICY_RESPECT",
+    "NodePoolLike",
     "Results",
     "Scheduler",
     "SchedulerOptions",
+    "apply_default_spreads",
+    "build_topology",
+    "order_nodepools",
     "schedule",
 ]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from karpenter_core.apis.labels import (
     LABEL_HOSTNAME,
@@ -50,6 +50,7 @@ from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView,
 from karpenter_core.provisioning.scheduler.queue import Queue
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.results import Results
+from karpenter_core.provisioning.scheduler.topology import parse_scheduler_config
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
 from karpenter_core.scheduling.taints import tolerates
@@ -83,6 +84,10 @@ class SchedulerOptions:
     use ResourceClaims as unschedulable instead of simulating device allocation.
     ``timeout_seconds`` bounds the solve (the provisioner uses 60): placements made so far
     are kept and pods not yet placed report that the simulation timed out.
+    ``scheduler_config`` is the ``--scheduler-config`` (``SCHEDULER_CONFIG``) document, as
+    YAML text or already decoded: its ``podTopologySpread.defaultConstraints`` are stamped
+    onto pending pods that declare no spread of their own (spec §10.7). It is validated
+    here, so a bad document fails when the options are built, not mid-solve.
     """
 
     preference_policy: str = PREFERENCE_POLICY_RESPECT
@@ -92,8 +97,10 @@ class SchedulerOptions:
     max_instance_types: int = MAX_INSTANCE_TYPES
     ignore_dra_requests: bool = True
     timeout_seconds: float | None = None
+    scheduler_config: str | Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __attrs_post_init__(self) -> None:
+        parse_scheduler_config(self.scheduler_config)
         _check_choice(
             "preference policy",
             self.preference_policy,
@@ -110,6 +117,10 @@ class SchedulerOptions:
             raise ValueError(
                 f"max instance types must be at least 1 (got {self.max_instance_types})"
             )
+
+    def default_spread_constraints(self) -> tuple[dict[str, Any], ...]:
+        """The validated default topology-spread constraints (empty without a config)."""
+        return parse_scheduler_config(self.scheduler_config)
 
 
 DEFAULT_OPTIONS = SchedulerOptions()

@@ -447,11 +447,11 @@ def test_table_lists_existing_nodes_receiving_pods(tmp_path: Path) -> None:
 
 
 def test_ignored_kinds_are_noted_on_stderr(tmp_path: Path) -> None:
-    svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {}\n"
-    f = write(tmp_path, "m.yaml", NODEPOOL, svc)
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {}\n"
+    f = write(tmp_path, "m.yaml", NODEPOOL, cm)
     result = run("-f", str(f), "-o", "json")
     assert result.exit_code == 0
-    assert "Service (1)" in result.stderr
+    assert "ConfigMap (1)" in result.stderr
     json.loads(result.stdout)
 
 
