@@ -7,7 +7,9 @@
   NodeClaim accounts for (every 2 minutes);
 * ``nodeclaim.consistency`` — the node-shape check behind ``ConsistentStateFound``;
 * ``nodeclaim.podevents`` — ``status.lastPodEventTime``;
-* ``nodeclaim.hydration`` — the NodeClass label.
+* ``nodeclaim.expiration`` — delete NodeClaims older than ``expireAfter``;
+* ``nodeclaim.hydration`` / ``node.hydration`` — the NodeClass label on NodeClaims and
+  their Nodes.
 
 Registration hooks (``NodeLifecycleHook``) are taken from
 ``ctx.extras["registration_hooks"]``; the NodePool registration-health record is shared
@@ -21,9 +23,11 @@ from typing import Any
 
 from karpenter_core.controllers.nodeclaim import (
     consistency,
+    expiration,
     garbagecollection,
     hydration,
     lifecycle,
+    nodehydration,
     podevents,
 )
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import shared as shared_nodepool_health
@@ -121,8 +125,24 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
         workers=WORKERS,
     )
     manager.add_controller(
+        expiration.NAME,
+        expiration.Expiration(ctx),
+        watches=[Watch("nodeclaims", predicate=managed)],
+        workers=WORKERS,
+    )
+    manager.add_controller(
         hydration.NAME,
         hydration.Hydration(ctx),
         watches=[Watch("nodeclaims", predicate=managed)],
+        workers=WORKERS,
+    )
+    node_hydration = nodehydration.NodeHydration(ctx)
+    manager.add_controller(
+        nodehydration.NAME,
+        node_hydration,
+        watches=[
+            Watch("nodeclaims", mapper=node_hydration.nodeclaim_mapper),
+            Watch("nodes", mapper=node_hydration.node_mapper),
+        ],
         workers=WORKERS,
     )

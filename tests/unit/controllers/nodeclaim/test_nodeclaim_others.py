@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeclaim_helpers import Env, minutes
+from nodeclaim_helpers import Env, disrupted, minutes
 
 from karpenter_core.controllers.nodeclaim.consistency import node_shape_issues
+from karpenter_core.controllers.nodeclaim.expiration import Expiration
+from karpenter_core.controllers.nodeclaim.nodehydration import NodeHydration
 from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 # ----------------------------------------------------------------------------- consistency
 
@@ -160,3 +163,76 @@ def test_nodeclaims_get_their_nodeclass_label() -> None:
     env.create_nodeclaim("nc")
     env.settle()
     assert env.nodeclaim("nc")["metadata"]["labels"]["karpenter.test.sh/testnodeclass"] == "default"
+
+
+def test_nodes_get_their_nodeclaims_nodeclass_label() -> None:
+    env = Env()
+    env.launched_and_registered("nc")
+    env.settle()
+    assert env.node("node-nc")["metadata"]["labels"]["karpenter.test.sh/testnodeclass"] == "default"
+
+
+def test_a_node_shared_by_two_nodeclaims_is_not_hydrated() -> None:
+    env = Env()
+    hydrator = NodeHydration(env.ctx)
+    node = env.server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "shared", "labels": {}},
+            "spec": {"providerID": "fake:///shared"},
+        }
+    )
+    hydrator.node_mapper("ADDED", node)
+    ref = {"group": "karpenter.test.sh", "kind": "TestNodeClass", "name": "x"}
+    for name in ("a", "b"):
+        nc = {"metadata": {"name": name}, "spec": {"nodeClassRef": ref}}
+        nc["status"] = {"providerID": "fake:///shared"}
+        hydrator.nodeclaim_mapper("ADDED", nc)
+    hydrator.reconcile(ObjectKey("", "shared"))
+    assert env.node("shared")["metadata"].get("labels", {}) == {}
+
+
+# ----------------------------------------------------------------------------- expiration
+
+
+def test_a_nodeclaim_is_deleted_when_it_expires() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool-exp")
+    before = disrupted("expired", "pool-exp", "on-demand")
+    env.create_nodeclaim("nc", nodepool=pool)
+    nc = env.nodeclaim("nc")
+    nc["spec"]["expireAfter"] = "2h"
+    env.server.update(nc)
+    env.settle()
+    env.create_node_for("nc")
+    env.run_for(minutes(119))
+    assert not env.nodeclaim("nc")["metadata"].get("deletionTimestamp")
+    env.run_for(minutes(2))
+    assert not env.exists("nodeclaims", "nc") or env.nodeclaim("nc")["metadata"].get(
+        "deletionTimestamp"
+    )
+    assert disrupted("expired", "pool-exp", "on-demand") == before + 1
+
+
+def _expiry_result(expire_after: str | None) -> Result:
+    env = Env()
+    env.create_nodeclaim("nc")
+    if expire_after is not None:
+        nc = env.nodeclaim("nc")
+        nc["spec"]["expireAfter"] = expire_after
+        env.server.update(nc)
+    env.clock.advance(60)
+    return Expiration(env.ctx).reconcile(ObjectKey("", "nc"))
+
+
+def test_expire_after_never_never_expires() -> None:
+    assert _expiry_result("Never") == Result()
+
+
+def test_without_expire_after_the_default_is_thirty_days() -> None:
+    assert _expiry_result(None) == Result(requeue_after=30 * 24 * 3600 - 60)
+
+
+def test_an_unparseable_expire_after_is_logged_not_raised() -> None:
+    assert _expiry_result("soon") == Result()
