@@ -1,0 +1,15 @@
+// Command kube-controller-manager is the upstream controller manager (garbage collector,
+// disruption controller, ...), built from its published module at the version pinned in
+// ../go.mod. Nothing here is ours but this entry point.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
