@@ -412,6 +412,228 @@ def test_cloud_provider_and_instance_types_are_exclusive(tmp_path: Path) -> None
     assert result.exit_code == 2
 
 
+def _pod_with(spec_extra: str) -> str:
+    return pod_yaml("p", extra=textwrap.indent(textwrap.dedent(spec_extra).strip(), "  ") + "\n")
+
+
+_NODE_TERM = (
+    "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+    "{nodeSelectorTerms: [{matchExpressions: [%s]}]}}}"
+)
+_POD_TERM = (
+    "affinity: {%s: {requiredDuringSchedulingIgnoredDuringExecution: "
+    "[{topologyKey: kubernetes.io/hostname, labelSelector: {matchExpressions: [%s]}}]}}"
+)
+_TSC = (
+    "topologySpreadConstraints: [{maxSkew: %s, topologyKey: topology.kubernetes.io/zone, "
+    "whenUnsatisfiable: %s, labelSelector: {matchExpressions: [%s]}}]"
+)
+_WORKLOAD = """
+apiVersion: apps/v1
+kind: %s
+metadata: {name: w}
+spec:
+  replicas: %s
+  selector: {matchExpressions: [%s]}
+  template:
+    metadata: {labels: {app: w}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: "%s"}}}]
+"""
+_EXPR = "{key: app, operator: In, values: [w]}"
+
+# (id, document, object named, field named)
+BAD_INPUT = [
+    (
+        "pod-quantity",
+        pod_yaml("p", cpu="1.5x"),
+        "Pod default/p",
+        "spec.containers[0].resources.requests.cpu",
+    ),
+    (
+        "pod-node-affinity-operator",
+        _pod_with(_NODE_TERM % "{key: a, operator: Near, values: [b]}"),
+        "Pod default/p",
+        "nodeSelectorTerms[0].matchExpressions[0].operator",
+    ),
+    (
+        "pod-node-affinity-gt-not-integer",
+        _pod_with(_NODE_TERM % "{key: a, operator: Gt, values: [ten]}"),
+        "Pod default/p",
+        "matchExpressions[0].values[0]",
+    ),
+    (
+        "pod-affinity-selector-operator",
+        _pod_with(_POD_TERM % ("podAffinity", "{key: a, operator: Like, values: [b]}")),
+        "Pod default/p",
+        "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
+    ),
+    (
+        "pod-anti-affinity-selector-operator",
+        _pod_with(_POD_TERM % ("podAntiAffinity", "{key: a, operator: Gt, values: ['1']}")),
+        "Pod default/p",
+        "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
+    ),
+    (
+        "pod-spread-max-skew",
+        _pod_with(_TSC % ("0", "DoNotSchedule", _EXPR)),
+        "Pod default/p",
+        "spec.topologySpreadConstraints[0].maxSkew",
+    ),
+    (
+        "pod-spread-when-unsatisfiable",
+        _pod_with(_TSC % ("1", "Sometimes", _EXPR)),
+        "Pod default/p",
+        "spec.topologySpreadConstraints[0].whenUnsatisfiable",
+    ),
+    (
+        "pod-spread-selector-operator",
+        _pod_with(_TSC % ("1", "DoNotSchedule", "{key: a, operator: Exist}")),
+        "Pod default/p",
+        "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].operator",
+    ),
+    (
+        "pod-toleration-operator",
+        _pod_with("tolerations: [{key: a, operator: Matches, effect: NoSchedule}]"),
+        "Pod default/p",
+        "spec.tolerations[0]",
+    ),
+    (
+        "deployment-quantity",
+        _WORKLOAD % ("Deployment", "2", _EXPR, "lots"),
+        "Deployment default/w",
+        "spec.template.spec.containers[0].resources.requests.cpu",
+    ),
+    (
+        "deployment-replicas",
+        _WORKLOAD % ("Deployment", "two", _EXPR, "1"),
+        "Deployment default/w",
+        "spec.replicas",
+    ),
+    (
+        "replicaset-selector-operator",
+        _WORKLOAD % ("ReplicaSet", "1", "{key: app, operator: Is, values: [w]}", "1"),
+        "ReplicaSet default/w",
+        "spec.selector.matchExpressions[0].operator",
+    ),
+    (
+        "daemonset-affinity-operator",
+        """
+        apiVersion: apps/v1
+        kind: DaemonSet
+        metadata: {name: ds}
+        spec:
+          selector: {matchLabels: {app: ds}}
+          template:
+            metadata: {labels: {app: ds}}
+            spec:
+              containers: [{name: c}]
+              affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution:
+                {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Near}]}]}}}
+        """,
+        "DaemonSet default/ds",
+        "spec.template.spec.affinity.nodeAffinity",
+    ),
+    (
+        "persistentvolume-affinity-operator",
+        """
+        apiVersion: v1
+        kind: PersistentVolume
+        metadata: {name: pv}
+        spec:
+          nodeAffinity: {required: {nodeSelectorTerms:
+            [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: Within}]}]}}
+        """,
+        "PersistentVolume pv",
+        "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator",
+    ),
+    (
+        "node-quantity",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {memory: 4Gb}}\n",
+        "Node n",
+        "status.allocatable.memory",
+    ),
+    (
+        "pvc-quantity",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"
+        "spec: {resources: {requests: {storage: big}}}\n",
+        "PersistentVolumeClaim default/c",
+        "spec.resources.requests.storage",
+    ),
+    (
+        "namespace-labels",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, labels: [team]}\n",
+        "Namespace n",
+        "metadata.labels",
+    ),
+    (
+        "service-selector",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {selector: [app]}\n",
+        "Service default/s",
+        "spec.selector",
+    ),
+    (
+        "nodepool-operator",
+        NODEPOOL.replace("operator: In, values: [amd64]", "operator: Near, values: [amd64]"),
+        "NodePool default",
+        "spec.template.spec.requirements[0].operator",
+    ),
+    (
+        "nodepool-limit-quantity",
+        NODEPOOL + "  limits: {cpu: many}\n",
+        "NodePool default",
+        "spec.limits",
+    ),
+    (
+        "nodepool-taint-effect",
+        NODEPOOL + "      taints: [{key: a, effect: Sometimes}]\n",
+        "NodePool default",
+        "spec.template.spec.taints[0].effect",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("document", "obj", "field"),
+    [pytest.param(doc, obj, fld, id=name) for name, doc, obj, fld in BAD_INPUT],
+)
+def test_bad_input_is_one_line_naming_file_object_and_field(
+    tmp_path: Path, document: str, obj: str, field: str
+) -> None:
+    docs = [document] if "kind: NodePool" in document else [NODEPOOL, document]
+    f = write(tmp_path, "bad.yaml", *docs)
+    result = CliRunner().invoke(command, ["-f", str(f), "-o", "json"])
+    assert isinstance(result.exception, SystemExit), result.exception
+    line = _one_line_error(result)
+    assert line.startswith(f"Error: {f}: {obj}: ")
+    assert field in line
+
+
+def test_scheduler_error_about_a_nodepool_names_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import karpenter_core.provisioning.scheduler as scheduler_pkg
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("nodepool 'default': spec.limits: unreadable")
+
+    monkeypatch.setattr(scheduler_pkg, "schedule", broken)
+    f = write(tmp_path, "pools.yaml", NODEPOOL, pod_yaml("a"))
+    line = _one_line_error(CliRunner().invoke(command, ["-f", str(f)]))
+    assert line == f"Error: {f}: NodePool default: nodepool 'default': spec.limits: unreadable"
+
+
+def test_bad_scheduler_config_names_the_file(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a"))
+    cfg = tmp_path / "scheduler.yaml"
+    cfg.write_text(
+        "podTopologySpread:\n  defaultConstraints:\n"
+        "  - {maxSkew: 1, topologyKey: 'bad key!', whenUnsatisfiable: DoNotSchedule}\n"
+    )
+    line = _one_line_error(run("-f", str(f), "--scheduler-config", str(cfg)))
+    assert line.startswith(f"Error: {cfg}: ") and "topologyKey" in line
+
+
 def test_unreadable_instance_types_file_is_bad_input(tmp_path: Path) -> None:
     f = write(tmp_path, "m.yaml", NODEPOOL)
     types = tmp_path / "types.json"
@@ -561,3 +783,82 @@ def test_csi_volume_limits_of_existing_nodes_are_respected(tmp_path: Path) -> No
     assert out["podErrors"] == {}
     assert [len(n["pods"]) for n in out["existingNodes"]] == [5]
     assert [len(nc["pods"]) for nc in out["nodeClaims"]] == [1]
+
+
+# --- default spreads (--scheduler-config), Services and Namespaces ---------------------------
+
+HOSTNAME_DEFAULT = """
+podTopologySpread:
+  defaultConstraints:
+  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}
+"""
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def _pods_per_claim(out: dict[str, Any]) -> list[int]:
+    return sorted(len(nc["pods"]) for nc in out["nodeClaims"])
+
+
+@pytest.mark.parametrize(("with_config", "expected"), [(True, [1, 1, 1]), (False, [3])])
+def test_scheduler_config_spreads_deployment_pods(
+    tmp_path: Path, with_config: bool, expected: list[int]
+) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, DEPLOYMENT)
+    cfg = tmp_path / "scheduler.yaml"
+    cfg.write_text(HOSTNAME_DEFAULT)
+    args = ["-f", str(f)] + (["--scheduler-config", str(cfg)] if with_config else [])
+    assert _pods_per_claim(run_json(*args)) == expected
+
+
+@pytest.mark.parametrize(("with_service", "expected"), [(True, [1, 1]), (False, [2])])
+def test_services_in_the_manifests_give_bare_pods_a_default_spread(
+    tmp_path: Path, with_service: bool, expected: list[int]
+) -> None:
+    pods = [
+        pod_yaml(n, cpu="100m").replace(
+            "namespace: default}", "namespace: default, labels: {app: api}}"
+        )
+        for n in ("a", "b")
+    ]
+    svc = "apiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec: {selector: {app: api}}\n"
+    f = write(tmp_path, "m.yaml", NODEPOOL, *pods, *([svc] if with_service else []))
+    cfg = tmp_path / "scheduler.yaml"
+    cfg.write_text(HOSTNAME_DEFAULT)
+    assert _pods_per_claim(run_json("-f", str(f), "--scheduler-config", str(cfg))) == expected
+
+
+@pytest.mark.parametrize(("team", "claims"), [("data", 2), ("web", 1)])
+def test_namespace_labels_from_the_manifests_drive_namespace_selectors(
+    tmp_path: Path, team: str, claims: int
+) -> None:
+    db = pod_yaml("db", cpu="100m").replace(
+        "namespace: default}", "namespace: storage, labels: {app: db}}"
+    )
+    anti = """
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: db}}
+              namespaceSelector: {matchLabels: {team: data}}
+    """
+    client = pod_yaml(
+        "client", cpu="100m", extra=textwrap.indent(textwrap.dedent(anti).strip() + "\n", "  ")
+    )
+    ns = f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: storage, labels: {{team: {team}}}}}\n"
+    f = write(tmp_path, "m.yaml", NODEPOOL, db, client, ns)
+    out = run_json("-f", str(f))
+    assert out["podErrors"] == {}
+    assert len(out["nodeClaims"]) == claims
