@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
@@ -68,3 +69,75 @@ def test_diverse_mix_uses_the_fewest_nodeclaims_possible() -> None:
     )
     assert results.pod_errors == {}
     assert len(results.new_nodeclaims) == anti
+
+
+def _solve_count(bench: ModuleType, pods: list[Any], its: list[Any]) -> int:
+    from karpenter_core.provisioning.scheduler import schedule
+    from karpenter_core.state.snapshot import ClusterSnapshot
+
+    results = schedule(ClusterSnapshot(pods=pods), pods, [bench.nodepool()], {"default": its})
+    assert results.pod_errors == {}
+    return len(results.new_nodeclaims)
+
+
+def test_ffd_gives_each_hostname_anti_affinity_pod_its_own_node() -> None:
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+
+    bench = _bench()
+    assert (
+        bench.ffd_node_count(
+            bench.PodFactory(1).anti_affinity(7, bench.HOSTNAME), instance_types(4)
+        )
+        == 7
+    )
+
+
+def test_ffd_packs_small_pods_into_one_node() -> None:
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+
+    bench = _bench()
+    assert bench.ffd_node_count(bench.PodFactory(1).generic(20), instance_types(400)) == 1
+
+
+def test_ffd_opens_a_node_when_the_largest_type_is_full() -> None:
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+
+    bench = _bench()
+    factory = bench.PodFactory(1)
+    # fake-it-1: 2 vCPU minus 100m overhead holds two 900m pods; a third needs a second node.
+    pods = [factory.pod({}, {"cpu": "900m"}) for _ in range(3)]
+    assert bench.ffd_node_count(pods, instance_types(2)) == 2
+
+
+def test_ffd_hostname_spread_allows_max_skew_selected_pods_per_node() -> None:
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+
+    bench = _bench()
+    factory = bench.PodFactory(1)
+    tsc = [
+        {
+            "maxSkew": 1,
+            "topologyKey": bench.HOSTNAME,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }
+    ]
+    pods = [factory.pod({"app": "s"}, {"cpu": "100m"}, tsc=tsc) for _ in range(4)]
+    assert bench.ffd_node_count(pods, instance_types(400)) == 4
+
+
+@pytest.mark.parametrize(("kind", "count"), [("generic", 300), ("diverse", 300)])
+def test_scheduler_needs_no_more_nodeclaims_than_ffd(kind: str, count: int) -> None:
+    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+
+    bench = _bench()
+    its = instance_types(400)
+    pods = getattr(bench.PodFactory(7), kind)(count)
+    assert _solve_count(bench, pods, its) <= bench.ffd_node_count(pods, its)
+
+
+def test_table_output_shows_the_ffd_column(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _bench().main(["--sizes", "10"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split()[4] == "ffd"
+    assert row.split()[0] == "diverse-10" and row.split()[4] == "2"
