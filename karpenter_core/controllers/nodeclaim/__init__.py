@@ -8,6 +8,7 @@
 * ``nodeclaim.consistency`` — the node-shape check behind ``ConsistentStateFound``;
 * ``nodeclaim.podevents`` — ``status.lastPodEventTime``;
 * ``nodeclaim.expiration`` — delete NodeClaims older than ``expireAfter``;
+* ``nodeclaim.disruption`` — the ``Drifted`` and ``Consolidatable`` markers;
 * ``nodeclaim.hydration`` / ``node.hydration`` — the NodeClass label on NodeClaims and
   their Nodes.
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from karpenter_core.controllers.nodeclaim import (
     consistency,
+    disruption,
     expiration,
     garbagecollection,
     hydration,
@@ -130,6 +132,8 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
         watches=[Watch("nodeclaims", predicate=managed)],
         workers=WORKERS,
     )
+    markers = disruption.Disruption(ctx)
+    manager.add_controller(disruption.NAME, markers, watches=markers.watches(), workers=WORKERS)
     manager.add_controller(
         hydration.NAME,
         hydration.Hydration(ctx),

@@ -17,6 +17,7 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
 from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
+from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.controllers.nodeclaim import register
 from karpenter_core.kube.client import KubeClient
 from karpenter_core.operator.context import ControllerContext
@@ -24,10 +25,31 @@ from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 NODE_CLASS = NodeClassKind("karpenter.test.sh", "TestNodeClass", "v1")
 OTHER_NODE_CLASS = NodeClassKind("other.test.sh", "OtherNodeClass", "v1")
+
+
+def fake_instance_type(
+    name: str = "fake-large", zone: str = "zone-a", capacity_type: str = "on-demand"
+) -> InstanceType:
+    """The instance type the fake launches: one offering, in ``zone``/``capacity_type``."""
+    offering = Offering(
+        requirements=Requirements(
+            Requirement.new(wk.LABEL_TOPOLOGY_ZONE, IN, [zone]),
+            Requirement.new(wk.CAPACITY_TYPE_LABEL_KEY, IN, [capacity_type]),
+        ),
+        price=1.0,
+        available=True,
+    )
+    return InstanceType(
+        name=name,
+        requirements=Requirements(Requirement.new(wk.LABEL_INSTANCE_TYPE, IN, [name])),
+        offerings=(offering,),
+        capacity={"cpu": 4000, "memory": 16 * 1024**3 * 1000, "pods": 110_000},
+    )
 
 
 class FakeCloudProvider:
@@ -51,6 +73,8 @@ class FakeCloudProvider:
         self.on_create: Callable[[NodeClaim], None] | None = None
         self.list_error: BaseException | None = None
         self.seq = 0
+        self.instance_types: list[InstanceType] = [fake_instance_type()]
+        self.drift_reason = ""
 
     @property
     def name(self) -> str:
@@ -115,11 +139,11 @@ class FakeCloudProvider:
             raise self.list_error
         return list(self.instances.values())
 
-    def get_instance_types(self, nodepool: Any) -> Sequence[Any]:
-        return []
+    def get_instance_types(self, nodepool: Any) -> Sequence[InstanceType]:
+        return list(self.instance_types)
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str:
-        return ""
+        return self.drift_reason
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return ()

@@ -1,0 +1,345 @@
+"""``nodeclaim.disruption``: the ``Drifted`` and ``Consolidatable`` markers.
+
+Spec: operator-and-lifecycle §5.7. Disruption decides *what* to replace; these markers say
+*which* NodeClaims are candidates, so the disruption loop does not recompute them.
+
+Drift (every 5 minutes; cleared while the NodeClaim is not launched). The first of:
+
+* ``NodePoolDrifted`` — the NodePool and the NodeClaim both carry the template hash and
+  its version, the versions agree and the hashes do not (static fields changed);
+* ``RequirementsDrifted`` — the NodeClaim's labels no longer satisfy the NodePool's
+  requirements;
+* ``InstanceTypeNotFound`` — from an hour after creation, and then at most every 30
+  minutes after a successful check: the instance type is gone from the provider's list,
+  or none of its offerings matches the NodeClaim (a reserved NodeClaim may also match
+  on-demand, since it can be demoted);
+* the provider's own ``is_drifted`` reason.
+
+Consolidatable (dynamic NodePools only): cleared when consolidation is off
+(``consolidateAfter: Never``) or the NodeClaim is not initialized; otherwise True once
+``consolidateAfter`` has passed since the last pod event (or since initialization when no
+pod came or went), re-checked at that moment.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Hashable, Iterable
+from datetime import datetime
+from typing import Any
+
+from karpenter_core.apis import labels as wk
+from karpenter_core.apis.durations import NEVER, parse_go_duration
+from karpenter_core.apis.v1 import (
+    CONDITION_CONSOLIDATABLE,
+    CONDITION_DRIFTED,
+    CONDITION_INITIALIZED,
+    CONDITION_LAUNCHED,
+    APIError,
+    NodeClaim,
+    NodePool,
+)
+from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
+from karpenter_core.cloudprovider.metrics import controller_scope
+from karpenter_core.cloudprovider.types import (
+    InstanceType,
+    Offerings,
+    reservation_id_label,
+    reserved_capacity_labels,
+)
+from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
+from karpenter_core.controllers.nodeclaim.lifecycle import min_result
+from karpenter_core.controllers.nodeclaim.utils import (
+    annotations_of,
+    deletion_timestamp,
+    is_managed,
+    labels,
+    merge_patch,
+)
+from karpenter_core.kube.client import Conflict, NotFound
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+__all__ = [
+    "INSTANCE_TYPE_NOT_FOUND",
+    "NAME",
+    "NODEPOOL_DRIFTED",
+    "REQUIREMENTS_DRIFTED",
+    "Disruption",
+    "instance_type_not_found",
+    "requirements_drifted",
+    "static_fields_drifted",
+]
+
+log = logging.getLogger("karpenter.nodeclaim.disruption")
+
+NAME = "nodeclaim.disruption"
+NODEPOOL_DRIFTED = "NodePoolDrifted"
+REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+DRIFT_REQUEUE = 300.0
+INSTANCE_TYPE_CHECK_AFTER = 3600.0
+INSTANCE_TYPE_CHECK_TTL = 1800.0
+NODECLAIMS = "nodeclaims"
+NODEPOOLS = "nodepools"
+
+
+def static_fields_drifted(nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -> str:
+    """``NodePoolDrifted`` when both carry a hash of the same version and the hashes differ."""
+    np_ann, nc_ann = annotations_of(nodepool), annotations_of(nodeclaim)
+    keys = (wk.NODEPOOL_HASH_ANNOTATION_KEY, wk.NODEPOOL_HASH_VERSION_ANNOTATION_KEY)
+    if not all(k in np_ann and k in nc_ann for k in keys):
+        return ""
+    if (
+        np_ann[wk.NODEPOOL_HASH_VERSION_ANNOTATION_KEY]
+        != nc_ann[wk.NODEPOOL_HASH_VERSION_ANNOTATION_KEY]
+    ):
+        return ""
+    if np_ann[wk.NODEPOOL_HASH_ANNOTATION_KEY] != nc_ann[wk.NODEPOOL_HASH_ANNOTATION_KEY]:
+        return NODEPOOL_DRIFTED
+    return ""
+
+
+def requirements_drifted(nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -> str:
+    """``RequirementsDrifted`` when the NodeClaim's labels violate a NodePool requirement."""
+    template = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    try:
+        pool_reqs = Requirements.from_node_selector_requirements(template.get("requirements") or [])
+    except ValueError as err:
+        log.error(
+            "nodepool %s: cannot read its requirements: %s",
+            (nodepool.get("metadata") or {}).get("name"),
+            err,
+        )
+        return ""
+    if Requirements.from_labels(labels(nodeclaim)).compatible(pool_reqs) is not None:
+        return REQUIREMENTS_DRIFTED
+    return ""
+
+
+def instance_type_not_found(
+    instance_types: Iterable[InstanceType], nodeclaim: dict[str, Any]
+) -> str:
+    """``InstanceTypeNotFound`` when the type is not offered any more, or no offering of it
+    matches the NodeClaim."""
+    nc_labels = labels(nodeclaim)
+    name = nc_labels.get(wk.LABEL_INSTANCE_TYPE)
+    it = next((i for i in instance_types if i.name == name), None)
+    if it is None:
+        return INSTANCE_TYPE_NOT_FOUND
+    reqs = Requirements.from_labels(nc_labels)
+    if nc_labels.get(wk.CAPACITY_TYPE_LABEL_KEY) == wk.CAPACITY_TYPE_RESERVED:
+        reqs[wk.CAPACITY_TYPE_LABEL_KEY] = Requirement.new(
+            wk.CAPACITY_TYPE_LABEL_KEY, IN, [wk.CAPACITY_TYPE_RESERVED, wk.CAPACITY_TYPE_ON_DEMAND]
+        )
+        for key in {reservation_id_label(), *reserved_capacity_labels()} - {""}:
+            if reqs.has(key):
+                del reqs[key]
+    if not Offerings(it.offerings).has_compatible(reqs):
+        return INSTANCE_TYPE_NOT_FOUND
+    return ""
+
+
+def _seconds(value: Any) -> float | None:
+    """A NodePool duration in seconds; None for ``Never``."""
+    text = "0s" if value is None or value == "" else str(value)
+    if text == NEVER:
+        return None
+    return parse_go_duration(text) / 1e9
+
+
+class Disruption:
+    """The keyed reconciler behind ``nodeclaim.disruption``."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self._checked: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._by_pool: dict[str, set[ObjectKey]] = {}
+        self._pool_of: dict[ObjectKey, str] = {}
+
+    # ------------------------------------------------------------------ watches
+
+    def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        key = ObjectKey("", str((obj.get("metadata") or {}).get("name") or ""))
+        pool = "" if event_type == "DELETED" else labels(obj).get(wk.NODEPOOL_LABEL_KEY, "")
+        with self._lock:
+            old = self._pool_of.pop(key, "")
+            if old:
+                self._by_pool.get(old, set()).discard(key)
+            if pool:
+                self._pool_of[key] = pool
+                self._by_pool.setdefault(pool, set()).add(key)
+        return (key,)
+
+    def nodepool_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        pool = str((obj.get("metadata") or {}).get("name") or "")
+        with self._lock:
+            return sorted(self._by_pool.get(pool, ()))
+
+    def watches(self) -> list[Watch]:
+        def managed(event_type: str, obj: dict[str, Any]) -> bool:
+            return is_managed(obj, self.ctx.cloud_provider)
+
+        return [
+            Watch(NODECLAIMS, mapper=self.nodeclaim_mapper, predicate=managed),
+            Watch(NODEPOOLS, mapper=self.nodepool_mapper),
+        ]
+
+    # ------------------------------------------------------------------ reconcile
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        with controller_scope(NAME):
+            return self._reconcile(key)
+
+    def _reconcile(self, key: ObjectKey) -> Result:
+        try:
+            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
+        except NotFound:
+            return Result()
+        if not is_managed(nodeclaim, self.ctx.cloud_provider) or deletion_timestamp(nodeclaim):
+            return Result()
+        pool_name = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
+        if not pool_name:
+            return Result()
+        try:
+            nodepool = self.ctx.kube.get(NODEPOOLS, pool_name)
+        except NotFound:
+            return Result()
+        stored = copy.deepcopy(nodeclaim)
+        conds = ConditionSet(nodeclaim, self.ctx.clock)
+        results = [self._drift(nodepool, nodeclaim, conds)]
+        if (nodepool.get("spec") or {}).get("replicas") is None:
+            results.append(self._consolidation(nodepool, nodeclaim, conds))
+        if nodeclaim != stored:
+            patch = {
+                "metadata": {
+                    "resourceVersion": (stored.get("metadata") or {}).get("resourceVersion")
+                },
+                "status": merge_patch(stored.get("status") or {}, nodeclaim.get("status") or {}),
+            }
+            try:
+                self.ctx.kube.patch(NODECLAIMS, key.name, patch, subresource="status")
+            except Conflict:
+                return Result(requeue=True)
+            except NotFound:
+                return Result()
+        return min_result(results)
+
+    # ------------------------------------------------------------------ drift
+
+    def _drift(
+        self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], conds: ConditionSet
+    ) -> Result:
+        had = conds.get(CONDITION_DRIFTED) is not None
+        if not conds.is_true(CONDITION_LAUNCHED):
+            conds.clear(CONDITION_DRIFTED)
+            return Result()
+        reason = self._drift_reason(nodepool, nodeclaim)
+        if not reason:
+            if had:
+                conds.clear(CONDITION_DRIFTED)
+                log.debug(
+                    "nodeclaim %s is no longer drifted",
+                    (nodeclaim.get("metadata") or {}).get("name"),
+                )
+            return Result(requeue_after=DRIFT_REQUEUE)
+        conds.set_true(CONDITION_DRIFTED, reason, reason)
+        if not had:
+            log.debug(
+                "marking nodeclaim %s drifted: %s",
+                (nodeclaim.get("metadata") or {}).get("name"),
+                reason,
+            )
+        return Result(requeue_after=DRIFT_REQUEUE)
+
+    def _drift_reason(self, nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -> str:
+        reason = static_fields_drifted(nodepool, nodeclaim) or requirements_drifted(
+            nodepool, nodeclaim
+        )
+        if reason:
+            return reason
+        meta = nodeclaim.get("metadata") or {}
+        uid = str(meta.get("uid") or meta.get("name") or "")
+        now = self.ctx.clock.monotonic()
+        checked = self._checked.get(uid)
+        if checked is None or now - checked >= INSTANCE_TYPE_CHECK_TTL:
+            age = self._age(meta.get("creationTimestamp"))
+            if age is not None and age > INSTANCE_TYPE_CHECK_AFTER:
+                try:
+                    model = NodePool.from_dict(nodepool)
+                except APIError as err:
+                    log.error("nodepool %s: %s", (nodepool.get("metadata") or {}).get("name"), err)
+                    return ""
+                its = self.ctx.cloud_provider.get_instance_types(model)
+                reason = instance_type_not_found(its, nodeclaim)
+                if reason:
+                    return reason
+                if len(self._checked) > 10_000:
+                    self._checked = {
+                        k: t for k, t in self._checked.items() if now - t < INSTANCE_TYPE_CHECK_TTL
+                    }
+                self._checked[uid] = now
+        try:
+            return self.ctx.cloud_provider.is_drifted(NodeClaim.from_dict(nodeclaim)) or ""
+        except APIError as err:
+            log.error("nodeclaim %s: %s", meta.get("name"), err)
+            return ""
+        except Exception as err:
+            if is_nodeclaim_not_found(err):
+                return ""
+            raise
+
+    def _age(self, created: Any) -> float | None:
+        if not created:
+            return None
+        try:
+            return (self.ctx.clock.now() - parse_time(str(created))).total_seconds()
+        except ValueError:
+            return None
+
+    # ------------------------------------------------------------------ consolidatable
+
+    def _consolidation(
+        self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], conds: ConditionSet
+    ) -> Result:
+        disruption = (nodepool.get("spec") or {}).get("disruption") or {}
+        try:
+            after = _seconds(disruption.get("consolidateAfter"))
+        except ValueError as err:
+            log.error(
+                "nodepool %s: consolidateAfter %r: %s",
+                (nodepool.get("metadata") or {}).get("name"),
+                disruption.get("consolidateAfter"),
+                err,
+            )
+            return Result()
+        if after is None:
+            conds.clear(CONDITION_CONSOLIDATABLE)
+            return Result()
+        initialized = conds.get(CONDITION_INITIALIZED)
+        if initialized is None or initialized.get("status") != "True":
+            conds.clear(CONDITION_CONSOLIDATABLE)
+            return Result()
+        last_event = (nodeclaim.get("status") or {}).get("lastPodEventTime")
+        ref = self._time(last_event) or self._time(initialized.get("lastTransitionTime"))
+        if after > 0 and ref is not None:
+            remaining = after - (self.ctx.clock.now() - ref).total_seconds()
+            if remaining > 0:
+                conds.clear(CONDITION_CONSOLIDATABLE)
+                return Result(requeue_after=remaining)
+        conds.set_true(CONDITION_CONSOLIDATABLE)
+        return Result()
+
+    @staticmethod
+    def _time(value: Any) -> datetime | None:
+        if not value:
+            return None
+        try:
+            return parse_time(str(value))
+        except ValueError:
+            return None

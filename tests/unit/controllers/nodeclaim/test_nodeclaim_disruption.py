@@ -1,0 +1,251 @@
+"""Disruption markers: Drifted (static, requirements, instance type, provider) and
+Consolidatable (consolidateAfter from the last pod event)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from nodeclaim_helpers import Env, fake_instance_type, minutes
+
+from karpenter_core.apis import labels as wk
+from karpenter_core.controllers.nodeclaim.disruption import (
+    instance_type_not_found,
+    requirements_drifted,
+    static_fields_drifted,
+)
+
+HASH = wk.NODEPOOL_HASH_ANNOTATION_KEY
+VERSION = wk.NODEPOOL_HASH_VERSION_ANNOTATION_KEY
+
+
+def set_pool(env: Env, name: str, **spec: Any) -> None:
+    pool = env.server.get("nodepools", name)
+    for key, value in spec.items():
+        if key == "requirements":
+            pool["spec"]["template"]["spec"]["requirements"] = value
+        else:
+            pool["spec"][key] = value
+    env.server.update(pool)
+
+
+def annotate(env: Env, resource: str, name: str, annotations: dict[str, str]) -> None:
+    env.server.patch(resource, name, {"metadata": {"annotations": annotations}})
+
+
+def drifted(env: Env, name: str = "nc") -> str | None:
+    c = env.condition(name, "Drifted")
+    return None if c is None else c["reason"]
+
+
+def registered_in_pool(env: Env, **kwargs: Any) -> dict[str, Any]:
+    pool = env.create_nodepool("pool")
+    env.launched_and_registered("nc", nodepool=pool, **kwargs)
+    return pool
+
+
+# ----------------------------------------------------------------------------- drift
+
+
+def test_a_changed_template_hash_drifts_the_nodeclaim() -> None:
+    env = Env()
+    registered_in_pool(env)
+    annotate(env, "nodeclaims", "nc", {HASH: "111", VERSION: "v3"})
+    annotate(env, "nodepools", "pool", {HASH: "111", VERSION: "v3"})
+    env.settle()
+    assert drifted(env) is None
+    annotate(env, "nodepools", "pool", {HASH: "222"})
+    env.settle()
+    assert drifted(env) == "NodePoolDrifted"
+    assert env.condition("nc", "Drifted")["status"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("pool_ann", "nc_ann", "want"),
+    [
+        ({HASH: "1", VERSION: "v3"}, {HASH: "2", VERSION: "v3"}, "NodePoolDrifted"),
+        ({HASH: "1", VERSION: "v3"}, {HASH: "2", VERSION: "v2"}, ""),
+        ({HASH: "1", VERSION: "v3"}, {HASH: "1", VERSION: "v3"}, ""),
+        ({HASH: "1"}, {HASH: "2", VERSION: "v3"}, ""),
+        ({}, {}, ""),
+    ],
+    ids=["hash-differs", "versions-differ", "same", "no-version", "none"],
+)
+def test_static_drift_table(pool_ann: dict[str, str], nc_ann: dict[str, str], want: str) -> None:
+    assert (
+        static_fields_drifted(
+            {"metadata": {"annotations": pool_ann}}, {"metadata": {"annotations": nc_ann}}
+        )
+        == want
+    )
+
+
+def test_requirements_the_labels_no_longer_satisfy_drift_the_nodeclaim() -> None:
+    env = Env()
+    registered_in_pool(env)
+    set_pool(
+        env,
+        "pool",
+        requirements=[{"key": wk.LABEL_TOPOLOGY_ZONE, "operator": "In", "values": ["zone-b"]}],
+    )
+    env.settle()
+    assert drifted(env) == "RequirementsDrifted"
+    set_pool(
+        env,
+        "pool",
+        requirements=[
+            {"key": wk.LABEL_TOPOLOGY_ZONE, "operator": "In", "values": ["zone-a", "zone-b"]}
+        ],
+    )
+    env.settle()
+    assert drifted(env) is None, "drift is cleared when it no longer applies"
+
+
+def test_requirements_drift_ignores_keys_the_nodeclaim_does_not_carry_with_notin() -> None:
+    pool = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "requirements": [
+                        {"key": "example.com/team", "operator": "NotIn", "values": ["x"]}
+                    ]
+                }
+            }
+        }
+    }
+    assert requirements_drifted(pool, {"metadata": {"labels": {}}}) == ""
+
+
+def test_a_vanished_instance_type_drifts_the_nodeclaim_after_an_hour() -> None:
+    env = Env()
+    registered_in_pool(env)
+    env.provider.instance_types = [fake_instance_type("other")]
+    env.run_for(minutes(55))
+    assert drifted(env) is None, "not checked in the first hour"
+    env.run_for(minutes(10))
+    assert drifted(env) == "InstanceTypeNotFound"
+
+
+def test_instance_type_not_found_table() -> None:
+    nc = {
+        "metadata": {
+            "labels": {
+                wk.LABEL_INSTANCE_TYPE: "fake-large",
+                wk.LABEL_TOPOLOGY_ZONE: "zone-a",
+                wk.CAPACITY_TYPE_LABEL_KEY: "on-demand",
+            }
+        }
+    }
+    assert instance_type_not_found([fake_instance_type()], nc) == ""
+    assert (
+        instance_type_not_found([fake_instance_type(zone="zone-b")], nc) == "InstanceTypeNotFound"
+    )
+    assert instance_type_not_found([], nc) == "InstanceTypeNotFound"
+    reserved = {
+        "metadata": {"labels": {**nc["metadata"]["labels"], wk.CAPACITY_TYPE_LABEL_KEY: "reserved"}}
+    }
+    assert instance_type_not_found([fake_instance_type()], reserved) == "", (
+        "a reserved NodeClaim may have been demoted to on-demand"
+    )
+
+
+def test_the_providers_drift_reason_is_used_last() -> None:
+    env = Env()
+    registered_in_pool(env)
+    env.provider.drift_reason = "AMIDrifted"
+    env.run_for(minutes(5.1))
+    assert drifted(env) == "AMIDrifted"
+    env.provider.drift_reason = ""
+    env.run_for(minutes(5.1))
+    assert drifted(env) is None
+
+
+def test_an_unlaunched_nodeclaim_is_never_drifted() -> None:
+    env = Env()
+    env.create_nodepool("pool")
+    env.provider.errors.extend(RuntimeError("boom") for _ in range(100))
+    env.provider.drift_reason = "AMIDrifted"
+    env.create_nodeclaim("nc", nodepool=env.server.get("nodepools", "pool"))
+    env.run_for(minutes(4))
+    assert drifted(env) is None
+
+
+# ----------------------------------------------------------------------------- consolidatable
+
+
+def consolidatable(env: Env, name: str = "nc") -> str | None:
+    c = env.condition(name, "Consolidatable")
+    return None if c is None else c["status"]
+
+
+def test_a_nodeclaim_becomes_consolidatable_after_consolidate_after() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", disruption={"consolidateAfter": "30s"})
+    env.launched_and_registered("nc", nodepool=pool)
+    env.run_for(29)
+    assert consolidatable(env) is None
+    env.run_for(2)
+    assert consolidatable(env) == "True"
+
+
+def test_a_pod_event_restarts_the_consolidate_after_window() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", disruption={"consolidateAfter": "60s"})
+    env.launched_and_registered("nc", nodepool=pool)
+    env.run_for(61)
+    assert consolidatable(env) == "True"
+    env.server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "app", "namespace": "default"},
+            "spec": {"nodeName": "node-nc", "containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    env.settle()
+    assert consolidatable(env) is None
+    env.run_for(59)
+    assert consolidatable(env) is None
+    env.run_for(2)
+    assert consolidatable(env) == "True"
+
+
+def test_consolidate_after_zero_is_consolidatable_at_once() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", disruption={"consolidateAfter": "0s"})
+    env.launched_and_registered("nc", nodepool=pool)
+    assert consolidatable(env) == "True"
+
+
+def test_consolidate_after_never_clears_the_marker() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", disruption={"consolidateAfter": "0s"})
+    env.launched_and_registered("nc", nodepool=pool)
+    assert consolidatable(env) == "True"
+    set_pool(env, "pool", disruption={"consolidateAfter": "Never"})
+    env.settle()
+    assert consolidatable(env) is None
+
+
+def test_static_nodepools_are_never_marked_consolidatable() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", replicas=2, disruption={"consolidateAfter": "0s"})
+    env.launched_and_registered("nc", nodepool=pool)
+    env.run_for(60)
+    assert consolidatable(env) is None
+
+
+def test_uninitialized_nodeclaims_are_not_consolidatable() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool")
+    set_pool(env, "pool", disruption={"consolidateAfter": "0s"})
+    env.create_nodeclaim("nc", nodepool=pool)
+    env.settle()
+    env.create_node_for("nc", ready=False)
+    env.run_for(60)
+    assert consolidatable(env) is None
