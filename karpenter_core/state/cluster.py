@@ -625,10 +625,12 @@ class Cluster:
         name = nc.name
         pid = nc.provider_id
         with self._lock:
+            known = self._nodeclaim_name_to_pid.get(name)
+            if known and known != pid:
+                # Its provider id changed, or (its deletion unseen) a new, unlaunched
+                # NodeClaim took the name: the old capacity entry goes first.
+                self._cleanup_nodeclaim(name)
             if pid:
-                known = self._nodeclaim_name_to_pid.get(name)
-                if known is not None and known != pid:
-                    self._cleanup_nodeclaim(name)
                 sn = self._nodes.get(pid)
                 old = _Facts(sn) if sn is not None else None
                 if sn is None:
@@ -843,6 +845,7 @@ class Cluster:
         p = _parse_pod(pod)
         try:
             with self._lock:
+                previous = self._pods.get(p.key)
                 self._pods[p.key] = p
                 self._tombstones.pop(p.key, None)
                 if p.has_required_pod_anti_affinity():
@@ -850,9 +853,13 @@ class Cluster:
                 else:
                     self._anti_affinity_pods.pop(p.key, None)
                 self._update_daemonset_pod(p)
-                if p.is_terminal():
+                if previous is not None and previous.uid != p.uid:
+                    # A new pod under an old name whose deletion was never seen on its own:
+                    # the old one's usage goes first.
                     self._release(p.key)
-                elif p.node_name:
+                if p.is_terminal() or not p.node_name:
+                    self._release(p.key)  # finished, or (recreated and) not bound anywhere
+                else:
                     self._bind(p)
                 self._notify("pod", p.key)
         finally:

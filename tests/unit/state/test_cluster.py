@@ -646,3 +646,27 @@ def test_pod_to_nodeclaim_mapping_cleared_by_a_scheduling_error(env: Env) -> Non
     assert env.cluster.pod_nodeclaim(p.key) == "nc-a"
     env.cluster.mark_pod_scheduling_decisions([p], {})
     assert env.cluster.pod_nodeclaim(p.key) == ""
+
+
+# -- deletions the informers never saw on their own ---------------------------------------------
+
+
+def test_pod_recreated_unbound_under_the_same_name_frees_the_old_usage(env: Env) -> None:
+    env.create(node())
+    env.create(pod(node_name="n1"))
+    env.server.delete("pods", "p1", "default", grace_period_seconds=0)
+    env.server.create(pod())  # same name, pending; one reconcile sees only this one
+    env.settle()
+    assert env.cluster.state_nodes()[0].pod_requests().get("cpu", 0) == 0
+    assert env.cluster.binding("default/p1") is None
+
+
+def test_nodeclaim_recreated_unlaunched_under_the_same_name_drops_the_old_capacity(
+    env: Env,
+) -> None:
+    create_status(env, nodeclaim())
+    env.server.delete("nodeclaims", "nc1")
+    env.server.create(nodeclaim(pid=""))
+    env.settle()
+    assert env.cluster.state_nodes() == []
+    assert env.cluster.unlaunched_nodeclaim_exists("nc1")
