@@ -1,0 +1,215 @@
+"""More of upstream's scheduling suite (spec scheduling.md §15) ported one behaviour per test:
+instance selection details, limits across rounds, conflicting preferences, pool weights and
+reserved capacity across NodePools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
+from scheduler_helpers import instance_type_names, label_of, nodepool, pod, solve
+from test_scheduler_scenarios import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    ZONE,
+    _nodeclaim,
+    both_affinities,
+    preferred_affinity,
+    req,
+    required_affinity,
+)
+
+from karpenter_core.apis.objects import Node, Pod
+from karpenter_core.provisioning.scheduler.fakecatalog import (
+    RESOURCE_GPU_VENDOR_A,
+    instance_type,
+    instance_types,
+    offering,
+    price_from_resources,
+)
+from karpenter_core.state.snapshot import ClusterSnapshot
+
+NODEPOOL_KEY = "karpenter.sh/nodepool"
+LABEL_HOST = "kubernetes.io/hostname"
+
+
+# --- instance selection (scenarios 14, 21) ------------------------------------------------------
+
+
+def test_small_memory_pod_gets_the_small_instance_type() -> None:
+    assert instance_type_names(solve([pod(memory="100M")]))[0][0] == "small-instance-type"
+
+
+def test_pods_of_different_sizes_get_nodes_of_different_types() -> None:
+    results = solve([pod(cpu="4.5"), pod(cpu="1")], instance_types=instance_types(5))
+    # fake-it-4 (5 CPU) is the only type for 4.5 CPU; the 1-CPU pod no longer fits beside it.
+    cheapest = sorted(names[0] for names in instance_type_names(results))
+    assert len(results.new_nodeclaims) == 2
+    assert cheapest == ["fake-it-1", "fake-it-4"]
+
+
+def test_exists_on_an_optional_label_selects_the_types_that_have_it() -> None:
+    p = pod(affinity=required_affinity([req("special", "Exists")]))
+    results = solve([p], instance_types=instance_types(5))
+    assert instance_type_names(results) == [["fake-it-4"]]
+
+
+# --- preferences (scenario 11) ------------------------------------------------------------------
+
+
+def test_contradictory_preferences_in_one_term_are_relaxed() -> None:
+    term = [req(ZONE, "In", "invalid"), req(ZONE, "NotIn", "invalid")]
+    results = solve([pod(affinity=preferred_affinity((1, term)))])
+    assert results.pod_errors == {}
+    assert len(results.new_nodeclaims) == 1
+
+
+def test_required_zone_and_preferred_not_in_the_same_zone_still_schedules() -> None:
+    affinity = both_affinities(
+        required_affinity([req(ZONE, "In", "test-zone-3")]),
+        preferred_affinity((1, [req(ZONE, "NotIn", "test-zone-3")])),
+    )
+    results = solve([pod(affinity=affinity)])
+    assert results.pod_errors == {}
+    assert label_of(results, 0, ZONE) == {"test-zone-3"}
+
+
+# --- limits across rounds (scenario 23) ---------------------------------------------------------
+
+
+def test_cpu_limit_used_by_an_earlier_round_blocks_the_next_pod() -> None:
+    first = pod(cpu="1.75")
+    round_one = solve([first], [nodepool(limits={"cpu": "2"})])
+    assert round_one.pod_errors == {}
+    assert instance_type_names(round_one) == [["small-instance-type"]]
+    # Round two: that NodeClaim launched as a 2-CPU node and the first pod runs on it.
+    launched = _nodeclaim("first", cpu="2")
+    node = Node.from_dict(
+        {
+            "metadata": {"name": "first", "labels": launched["metadata"]["labels"]},
+            "spec": {"providerID": "fake://first"},
+            "status": {
+                "capacity": launched["status"]["capacity"],
+                "allocatable": launched["status"]["allocatable"],
+            },
+        }
+    )
+    running = Pod.from_dict(
+        {**first.raw, "spec": {**first.raw["spec"], "nodeName": "first"}, "status": {}}
+    )
+    second = pod(cpu="1.75")
+    snapshot = ClusterSnapshot(nodeclaims=[launched], nodes=[node], pods=[running, second])
+    round_two = solve([second], [nodepool(limits={"cpu": "2"})], snapshot=snapshot)
+    assert round_two.new_nodeclaims == []
+    assert "exceed limits" in str(round_two.pod_errors[second.key])
+
+
+def test_pods_limit_below_the_gpu_types_pod_capacity_blocks_the_gpu_pod() -> None:
+    p = pod(extra={RESOURCE_GPU_VENDOR_A: "1"})
+    assert solve([p]).pod_errors == {}  # schedulable without the limit
+    results = solve([p], [nodepool(limits={"pods": "1"})])
+    assert results.new_nodeclaims == []
+    assert p.key in results.pod_errors
+
+
+# --- pool weights (scenario 46) -----------------------------------------------------------------
+
+
+def test_weights_order_pools_regardless_of_listing_order() -> None:
+    pools = [nodepool("hundred", weight=100), nodepool("none"), nodepool("twenty", weight=20)]
+    results = solve([pod() for _ in range(3)], pools)
+    assert {c["nodePool"] for c in results.to_json_dict()["nodeClaims"]} == {"hundred"}
+
+
+def test_pod_the_heavy_pool_cannot_take_falls_to_the_next_weight() -> None:
+    pools = [
+        nodepool("heavy", weight=100, requirements=[req(ZONE, "In", "test-zone-1")]),
+        nodepool("light", weight=10),
+    ]
+    results = solve([pod(node_selector={ZONE: "test-zone-2"})], pools)
+    assert results.to_json_dict()["nodeClaims"][0]["nodePool"] == "light"
+
+
+# --- reserved capacity across NodePools (scenario 43) -------------------------------------------
+
+
+def _small(reservation_id: str) -> Any:
+    capacity = {"cpu": 2000, "memory": 2 * (1 << 30) * 1000}
+    price = price_from_resources(capacity)
+    offerings = [
+        offering("spot", "test-zone-1", price),
+        offering("on-demand", "test-zone-1", price),
+        offering(
+            "reserved",
+            "test-zone-1",
+            price / 100_000,
+            reservation_id=reservation_id,
+            reservation_capacity=1,
+        ),
+    ]
+    return instance_type("small-instance-type", cpu=2, memory_gi=2, offerings=offerings)
+
+
+def _anti_pods(count: int, **kw: Any) -> list[Any]:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "test"}}, "topologyKey": LABEL_HOST}
+            ]
+        }
+    }
+    return [
+        pod(labels={"app": "test"}, affinity={**anti, **kw.get("affinity", {})})
+        for _ in range(count)
+    ]
+
+
+def test_reservation_shared_by_two_pools_is_used_once() -> None:
+    shared = _small("r-small")
+    anti = _anti_pods(1)[0].affinity["podAntiAffinity"]
+    pods = [
+        pod(
+            labels={"app": "test"},
+            affinity={
+                "podAntiAffinity": anti,
+                **required_affinity(
+                    [
+                        req(INSTANCE_TYPE, "In", "small-instance-type"),
+                        req(NODEPOOL_KEY, "In", f"np-{i + 1}"),
+                    ]
+                ),
+            },
+        )
+        for i in range(2)
+    ]
+    pools = [nodepool("np-1"), nodepool("np-2")]
+    results = solve(pods, pools, instance_types={"np-1": [shared], "np-2": [shared]})
+    assert len(results.new_nodeclaims) == 1
+    assert label_of(results, 0, CAPACITY_TYPE) == {"reserved"}
+    assert len(results.reserved_offering_errors()) == 1
+
+
+def test_available_reservation_in_the_heavier_pool_blocks_fallback_to_a_lighter_one() -> None:
+    pods = _anti_pods(
+        2, affinity=required_affinity([req(INSTANCE_TYPE, "In", "small-instance-type")])
+    )
+    pools = [nodepool("np-primary", weight=100), nodepool("np-fallback", weight=50)]
+    its = {"np-primary": [_small("r-primary")], "np-fallback": [_small("r-fallback")]}
+    results = solve(pods, pools, instance_types=its)
+    assert [c["nodePool"] for c in results.to_json_dict()["nodeClaims"]] == ["np-primary"]
+    assert label_of(results, 0, CAPACITY_TYPE) == {"reserved"}
+    assert len(results.reserved_offering_errors()) == 1
+
+
+def test_reserved_offering_errors_do_not_relax_preferences() -> None:
+    affinity = both_affinities(
+        required_affinity([req(INSTANCE_TYPE, "In", "small-instance-type")]),
+        preferred_affinity((1, [req(NODEPOOL_KEY, "In", "np-1")])),
+    )
+    pods = _anti_pods(2, affinity=affinity)
+    pools = [nodepool("np-1"), nodepool("np-2")]
+    its = {"np-1": [_small("r-small")], "np-2": [_small("r-distinct")]}
+    results = solve(pods, pools, instance_types=its)
+    # Relaxing the preference would have let the second pod take np-2's reservation.
+    assert [c["nodePool"] for c in results.to_json_dict()["nodeClaims"]] == ["np-1"]
+    assert len(results.reserved_offering_errors()) == 1
