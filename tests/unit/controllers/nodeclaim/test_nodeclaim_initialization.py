@@ -172,3 +172,19 @@ def test_the_dra_gate_is_skipped_when_dra_requests_are_ignored() -> None:
     env.create_node_for("nc")
     env.settle()
     assert initialized(env)[0] == "True"
+
+
+def test_conditions_follow_a_new_generation_and_ready_stays_true() -> None:
+    env = Env()
+    env.launched_and_registered("nc")
+    assert env.condition("nc", "Ready")["status"] == "True"
+    nc = env.nodeclaim("nc")
+    nc["spec"]["taints"] = [taint("late")]
+    env.server.update(nc)
+    env.settle()
+    nc = env.nodeclaim("nc")
+    assert nc["metadata"]["generation"] == 2
+    conds = {c["type"]: c for c in nc["status"]["conditions"]}
+    for type_ in ("Launched", "Registered", "Initialized", "Ready"):
+        assert conds[type_]["observedGeneration"] == 2, type_
+    assert conds["Ready"]["status"] == "True"
