@@ -24,6 +24,7 @@ failed — is looked up among the provider's instances (``list()``) and adopted 
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -107,28 +108,32 @@ class Launch:
         self.started_at: datetime = ctx.clock.now()
         self._cache: dict[str, tuple[float, dict[str, Any]]] = {}
         self._suspect: set[str] = set()
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ cache
 
     def _cached(self, uid: str) -> dict[str, Any] | None:
-        entry = self._cache.get(uid)
-        if entry is None:
-            return None
-        expires, created = entry
-        if self.ctx.clock.monotonic() >= expires:
-            del self._cache[uid]
-            return None
-        return created
+        with self._lock:
+            entry = self._cache.get(uid)
+            if entry is None:
+                return None
+            expires, created = entry
+            if self.ctx.clock.monotonic() >= expires:
+                del self._cache[uid]
+                return None
+            return created
 
     def _remember(self, uid: str, created: dict[str, Any]) -> None:
         now = self.ctx.clock.monotonic()
-        if len(self._cache) > 1024:
-            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
-        self._cache[uid] = (now + CACHE_TTL, created)
+        with self._lock:
+            if len(self._cache) > 1024:
+                self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+            self._cache[uid] = (now + CACHE_TTL, created)
 
     def forget(self, uid: str) -> None:
-        self._cache.pop(uid, None)
-        self._suspect.discard(uid)
+        with self._lock:
+            self._cache.pop(uid, None)
+            self._suspect.discard(uid)
 
     # ------------------------------------------------------------------ reconcile
 
