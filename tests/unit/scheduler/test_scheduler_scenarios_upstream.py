@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import instance_type_names, label_of, nodepool, pod, solve
 from test_scheduler_scenarios import (
@@ -20,6 +21,7 @@ from test_scheduler_scenarios import (
 )
 
 from karpenter_core.apis.objects import Node, Pod
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler.fakecatalog import (
     RESOURCE_GPU_VENDOR_A,
     instance_type,
@@ -213,3 +215,66 @@ def test_reserved_offering_errors_do_not_relax_preferences() -> None:
     # Relaxing the preference would have let the second pod take np-2's reservation.
     assert [c["nodePool"] for c in results.to_json_dict()["nodeClaims"]] == ["np-1"]
     assert len(results.reserved_offering_errors()) == 1
+
+
+# --- NodePool taints (topology_test.go "Taints") --------------------------------------------------
+
+_TAINT = {"key": "test-key", "value": "test-value", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "schedules"),
+    [
+        pytest.param(
+            [{"key": "test-key", "operator": "Exists", "effect": "NoSchedule"}], True, id="exists"
+        ),
+        pytest.param(
+            [
+                {
+                    "key": "test-key",
+                    "operator": "Equal",
+                    "value": "test-value",
+                    "effect": "NoSchedule",
+                }
+            ],
+            True,
+            id="equal",
+        ),
+        pytest.param([{"operator": "Exists", "effect": "NoSchedule"}], True, id="any-key"),
+        pytest.param([], False, id="missing"),
+        pytest.param([{"key": "invalid", "operator": "Exists"}], False, id="key-mismatch"),
+        pytest.param(
+            [{"key": "test-key", "operator": "Equal", "effect": "NoSchedule"}],
+            False,
+            id="value-mismatch",
+        ),
+    ],
+)
+def test_pool_taints_need_a_matching_toleration(
+    tolerations: list[dict[str, Any]], schedules: bool
+) -> None:
+    p = pod(tolerations=tolerations)
+    results = solve([p], [nodepool(taints=[_TAINT])])
+    assert (p.key not in results.pod_errors) is schedules
+    if schedules:
+        assert results.new_nodeclaims[0].to_nodeclaim_dict()["spec"]["taints"] == [_TAINT]
+    else:
+        assert "did not tolerate taint" in str(results.pod_errors[p.key])
+
+
+def test_startup_taints_do_not_need_tolerations() -> None:
+    startup = {"key": "ignore-me", "value": "nothing-to-see-here", "effect": "NoSchedule"}
+    pool = nodepool()
+    raw = pool.to_dict()
+    raw["spec"]["template"]["spec"]["startupTaints"] = [startup]
+    results = solve([pod()], [NodePool.from_dict(raw)])
+    assert results.pod_errors == {}
+    manifest = results.new_nodeclaims[0].to_nodeclaim_dict()
+    assert manifest["spec"]["startupTaints"] == [startup]
+    assert not manifest["spec"].get("taints")
+
+
+def test_tolerations_do_not_become_taints() -> None:
+    p = pod(tolerations=[{"key": "test-key", "operator": "Exists", "effect": "NoExecute"}])
+    results = solve([p])
+    assert not results.new_nodeclaims[0].to_nodeclaim_dict()["spec"].get("taints")
