@@ -14,7 +14,9 @@ from karpenter_core.apis.labels import (
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
 )
+from karpenter_core.apis.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from karpenter_core.provisioning.scheduler.results import Results
+from karpenter_core.state.snapshot import ClusterSnapshot
 
 ZONE = LABEL_TOPOLOGY_ZONE
 S2 = {"security": "s2"}
@@ -126,3 +128,77 @@ def test_zone_anti_affinity_with_undecided_zones_schedules_one_pod_per_round() -
     assert [len(nc.pods) for nc in results.new_nodeclaims] == [1]
     assert len(values(results.new_nodeclaims[0], ZONE)) == 3
     assert len(results.pod_errors) == 2
+
+
+def test_volume_zone_does_not_distort_spread_counting_with_min_domains() -> None:
+    """Upstream issues 1239/2777: a pod whose PV pins it to zone 1 still schedules under a
+    minDomains=3 zone spread when the three zones hold one matching pod each."""
+    app = {"app": "test"}
+    tsc = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": app},
+            "minDomains": 3,
+        }
+    ]
+    zones = ("test-zone-1", "test-zone-2", "test-zone-3")
+    nodes = [
+        Node.from_dict(
+            {
+                "metadata": {"name": f"n{i}", "labels": {ZONE: z, LABEL_HOSTNAME: f"n{i}"}},
+                "spec": {"providerID": f"fake://n{i}"},
+                "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "5"}},
+            }
+        )
+        for i, z in enumerate(zones)
+    ]
+    running = []
+    for i in range(3):
+        p = pod(labels=app, tsc=tsc)
+        raw = {**p.raw, "spec": {**p.raw["spec"], "nodeName": f"n{i}"}}
+        running.append(Pod.from_dict({**raw, "status": {"phase": "Running"}}))
+    pv = PersistentVolume.from_dict(
+        {
+            "metadata": {"name": "test-pv"},
+            "spec": {
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "v"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": ZONE, "operator": "In", "values": ["test-zone-1"]}
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    pvc = PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {
+                "name": "test-pvc",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"volumeName": "test-pv"},
+            "status": {"phase": "Bound"},
+        }
+    )
+    new = pod(labels=app, tsc=tsc)
+    raw = dict(new.raw)
+    raw["spec"] = {
+        **raw["spec"],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "test-pvc"}}],
+    }
+    new = Pod.from_dict(raw)
+    snapshot = ClusterSnapshot(nodes=nodes, pods=[*running, new], pvs=[pv], pvcs=[pvc])
+    results = solve([new], [pool()], snapshot=snapshot)
+    assert results.pod_errors == {}
+    # Existing capacity comes first: the zone-1 node takes it, making the counts 2/1/1.
+    assert results.new_nodeclaims == []
+    assert results.to_json_dict()["existingNodes"] == [{"name": "n0", "pods": [new.key]}]
