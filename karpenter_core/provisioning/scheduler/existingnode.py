@@ -38,7 +38,7 @@ class ExistingNode:
         # running, never negative.
         pending_daemons = rl.subtract(daemon_requests, state_node.daemonset_requests())
         pending_daemons = {k: max(0, v) for k, v in pending_daemons.items()}
-        self.remaining = rl.subtract_known(state_node.available(), pending_daemons)
+        self.remaining = rl.subtract(state_node.available(), pending_daemons)
         self.requirements = Requirements.from_labels(state_node.labels())
         hostname = state_node.hostname()
         self.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, [hostname]))

@@ -249,7 +249,7 @@ class Scheduler:
             self.existing_nodes.append(node)
             pool = sn.nodepool_name()
             if pool in self.remaining:
-                self.remaining[pool] = rl.subtract_known(self.remaining[pool], sn.capacity())
+                self.remaining[pool] = rl.subtract(self.remaining[pool], sn.capacity())
         self.existing_nodes.sort(key=lambda n: (not n.initialized(), n.name))
 
     # -- pod data --

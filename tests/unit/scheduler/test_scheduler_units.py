@@ -228,8 +228,13 @@ def test_fits_matches_upstream(
     assert rl.fits(requests, available) is expected
 
 
-def test_min_of_treats_missing_as_zero() -> None:
-    assert rl.min_of({"cpu": 2, "memory": 5}, {"cpu": 3}) == {"cpu": 2, "memory": 0}
+def test_min_of_keeps_only_resources_every_list_has() -> None:
+    # Upstream MinResources: the finalised NodeClaim gains no zero-valued daemon resources.
+    assert rl.min_of({"cpu": 2, "memory": 5}, {"cpu": 3}) == {"cpu": 2}
+
+
+def test_subtract_keeps_only_the_first_lists_resources() -> None:
+    assert rl.subtract({"cpu": 2}, {"cpu": 1, "memory": 5}) == {"cpu": 1}
 
 
 # --- packing quality -----------------------------------------------------------------------
