@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "Service",
     "StorageClass",
     "deterministic_uid",
+    "expression_matches",
     "label_selector_matches",
     "object_ref",
     "requests_for_pods",
@@ -195,24 +196,27 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
         if labels.get(k) != v:
             return False
     for expr in selector.get("matchExpressions") or ():
-        key = expr.get("key")
-        op = expr.get("operator")
-        values = expr.get("values") or ()
-        if op == "In":
-            if key not in labels or labels[key] not in values:
-                return False
-        elif op == "NotIn":
-            if key in labels and labels[key] in values:
-                return False
-        elif op == "Exists":
-            if key not in labels:
-                return False
-        elif op == "DoesNotExist":
-            if key in labels:
-                return False
-        else:
+        if not expression_matches(
+            expr.get("key"), expr.get("operator"), expr.get("values") or (), labels
+        ):
             return False
     return True
+
+
+def expression_matches(
+    key: Any, operator: Any, values: Collection[Any], labels: Mapping[str, str]
+) -> bool:
+    """One label-selector expression against ``labels``; an unknown operator matches
+    nothing."""
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return not (key in labels and labels[key] in values)
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False
 
 
 # --- owner references ---------------------------------------------------------------------
@@ -1081,34 +1085,16 @@ _WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 _INCLUSION_POLICIES = ("Honor", "Ignore")
 
 
-def _label_selector_requirement(expr: Any, path: str) -> None:
+def _selector_requirement(expr: Any, path: str, operators: tuple[str, ...]) -> None:
+    """One ``matchExpressions`` entry of a label selector or node selector term."""
     expr = _mapping(expr, path)
     key = expr.get("key")
     if not isinstance(key, str) or not key:
         raise ObjectError(f"{path}.key", "required")
     op = expr.get("operator")
-    if op not in _LABEL_SELECTOR_OPERATORS:
+    if op not in operators:
         raise ObjectError(
-            f"{path}.operator",
-            f"unsupported operator {op!r} (one of {', '.join(_LABEL_SELECTOR_OPERATORS)})",
-        )
-    values = _list(expr.get("values"), f"{path}.values")
-    if op in ("In", "NotIn") and not values:
-        raise ObjectError(f"{path}.values", f"must be specified for operator {op}")
-    if op in ("Exists", "DoesNotExist") and values:
-        raise ObjectError(f"{path}.values", f"may not be specified for operator {op}")
-
-
-def _node_selector_requirement(expr: Any, path: str) -> None:
-    expr = _mapping(expr, path)
-    key = expr.get("key")
-    if not isinstance(key, str) or not key:
-        raise ObjectError(f"{path}.key", "required")
-    op = expr.get("operator")
-    if op not in _NODE_SELECTOR_OPERATORS:
-        raise ObjectError(
-            f"{path}.operator",
-            f"unsupported operator {op!r} (one of {', '.join(_NODE_SELECTOR_OPERATORS)})",
+            f"{path}.operator", f"unsupported operator {op!r} (one of {', '.join(operators)})"
         )
     values = _list(expr.get("values"), f"{path}.values")
     if op in ("In", "NotIn") and not values:
@@ -1124,6 +1110,14 @@ def _node_selector_requirement(expr: Any, path: str) -> None:
             raise ObjectError(
                 f"{path}.values[0]", f"operator {op} needs an integer, got {values[0]!r}"
             ) from None
+
+
+def _label_selector_requirement(expr: Any, path: str) -> None:
+    _selector_requirement(expr, path, _LABEL_SELECTOR_OPERATORS)
+
+
+def _node_selector_requirement(expr: Any, path: str) -> None:
+    _selector_requirement(expr, path, _NODE_SELECTOR_OPERATORS)
 
 
 def _node_selector_term(term: Any, path: str) -> None:

@@ -234,6 +234,25 @@ def _int_or(value: Any, default: int | None) -> int | None:
     return default
 
 
+def _selecting(
+    groups: Mapping[Hashable, TopologyGroup],
+    cache: dict[Hashable, tuple[int, list[TopologyGroup]]],
+    version: int,
+    pod: SchedulingPod,
+) -> list[TopologyGroup]:
+    """The ``groups`` selecting ``pod``, from ``cache`` while ``version`` (bumped whenever a
+    group is added) is unchanged: selection depends only on namespace and labels."""
+    labels = pod.labels or {}
+    sig = (pod.namespace, frozenset(labels.items()))
+    hit = cache.get(sig)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    ns = pod.namespace
+    selected = [tg for tg in groups.values() if ns in tg.namespaces and tg.selector.matches(labels)]
+    cache[sig] = (version, selected)
+    return selected
+
+
 class Topology:
     """Topology groups of one scheduling run (see module docstring).
 
@@ -438,19 +457,7 @@ class Topology:
     def _groups_selecting(self, pod: SchedulingPod) -> list[TopologyGroup]:
         """Groups that select ``pod``. Selection depends only on namespace and labels, so the
         answer is cached per distinct (namespace, labels) until a new group appears."""
-        labels = pod.labels or {}
-        sig = (pod.namespace, frozenset(labels.items()))
-        hit = self._selecting.get(sig)
-        if hit is not None and hit[0] == self._version:
-            return hit[1]
-        ns = pod.namespace
-        groups = [
-            tg
-            for tg in self.topology_groups.values()
-            if ns in tg.namespaces and tg.selector.matches(labels)
-        ]
-        self._selecting[sig] = (self._version, groups)
-        return groups
+        return _selecting(self.topology_groups, self._selecting, self._version, pod)
 
     def _matching_topologies(
         self,
@@ -472,19 +479,12 @@ class Topology:
 
     def _inverse_selecting(self, pod: SchedulingPod) -> list[TopologyGroup]:
         """Inverse groups that select ``pod``, cached per (namespace, labels)."""
-        labels = pod.labels or {}
-        sig = (pod.namespace, frozenset(labels.items()))
-        hit = self._inverse_selecting_cache.get(sig)
-        if hit is not None and hit[0] == self._inverse_version:
-            return hit[1]
-        ns = pod.namespace
-        groups = [
-            tg
-            for tg in self.inverse_topology_groups.values()
-            if ns in tg.namespaces and tg.selector.matches(labels)
-        ]
-        self._inverse_selecting_cache[sig] = (self._inverse_version, groups)
-        return groups
+        return _selecting(
+            self.inverse_topology_groups,
+            self._inverse_selecting_cache,
+            self._inverse_version,
+            pod,
+        )
 
     def _selector(self, raw: Mapping[str, Any] | None) -> LabelSelector:
         if raw is None:

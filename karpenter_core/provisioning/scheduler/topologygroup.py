@@ -18,6 +18,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Final
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
+from karpenter_core.apis.objects import expression_matches
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod, pod_id
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologynodefilter import MATCH_ALL, TopologyNodeFilter
@@ -145,19 +146,7 @@ class LabelSelector:
         for k, v in self._labels:
             if labels.get(k) != v:
                 return False
-        for key, op, values in self._exprs:
-            if op == "In":
-                if key not in labels or labels[key] not in values:
-                    return False
-            elif op == "NotIn":
-                if key in labels and labels[key] in values:
-                    return False
-            elif op == "Exists":
-                if key not in labels:
-                    return False
-            elif key in labels:  # DoesNotExist
-                return False
-        return True
+        return all(expression_matches(k, op, vs, labels) for k, op, vs in self._exprs)
 
 
 def compile_selector(raw: Mapping[str, Any] | None) -> LabelSelector:
