@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
@@ -15,11 +15,15 @@ from karpenter_core.provisioning.scheduler.errors import (
 )
 from karpenter_core.provisioning.scheduler.instancetypes import min_values_check
 
+if TYPE_CHECKING:  # the solver modules import Results; these names are for the types only
+    from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
+    from karpenter_core.provisioning.scheduler.nodeclaim import NodeClaim
+
 
 @define
 class Results:
-    new_nodeclaims: list[Any]
-    existing_nodes: list[Any]
+    new_nodeclaims: list[NodeClaim]
+    existing_nodes: list[ExistingNode]
     pod_errors: dict[str, object]
     pods_by_key: Mapping[str, Any] = field(factory=dict, repr=False)
     skipped_nodepools: dict[str, str] = field(factory=dict)

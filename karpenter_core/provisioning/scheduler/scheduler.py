@@ -22,6 +22,9 @@ from karpenter_core.apis.labels import (
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodePool
+from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.daemons import (
     DaemonOverheadGroup,
@@ -50,10 +53,11 @@ from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView,
 from karpenter_core.provisioning.scheduler.queue import Queue
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.results import Results
-from karpenter_core.provisioning.scheduler.topology import parse_scheduler_config
+from karpenter_core.provisioning.scheduler.topology import Topology, parse_scheduler_config
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
 from karpenter_core.scheduling.taints import tolerates
+from karpenter_core.state.statenode import StateNode
 
 PREFERENCE_POLICY_RESPECT = "Respect"
 PREFERENCE_POLICY_IGNORE = "Ignore"
@@ -142,11 +146,11 @@ class Scheduler:
 
     def __init__(
         self,
-        nodepools: Sequence[Any],
-        instance_types: Mapping[str, Sequence[Any]],
-        state_nodes: Sequence[Any] = (),
-        daemon_pods: Sequence[Any] = (),
-        topology: Any | None = None,
+        nodepools: Sequence[NodePool | Mapping[str, Any]],
+        instance_types: Mapping[str, Sequence[InstanceType]],
+        state_nodes: Sequence[StateNode] = (),
+        daemon_pods: Sequence[Pod] = (),
+        topology: Topology | None = None,
         options: SchedulerOptions = DEFAULT_OPTIONS,
         volume_requirements: Mapping[str, Sequence[Requirements]] | None = None,
         pod_volumes: Any | None = None,
