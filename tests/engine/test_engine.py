@@ -1,0 +1,183 @@
+"""The engine end to end: the real controllers, simulated kube-scheduler and kubelet, the
+KWOK provider and the workload controllers, on the in-memory cluster and a virtual clock."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine_helpers import make_scenario, nodepool, web
+
+from karpenter_core.sim.engine import Simulation
+from karpenter_core.sim.report import CAPACITY_TYPE_LABEL
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in obj.get("status", {}).get("conditions", ())}
+
+
+def app_pods(sim: Simulation) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in sim.server.list("pods", "default").items
+        if p["metadata"].get("labels", {}).get("app") == "web"
+    ]
+
+
+def test_pending_pods_become_nodeclaims_nodes_and_bound_pods() -> None:
+    sim = Simulation(make_scenario(workloads=[web(5)]))
+    report = sim.run(300)
+    nodeclaims = sim.server.list("nodeclaims").items
+    nodes = {n["metadata"]["name"] for n in sim.server.list("nodes").items}
+    assert nodeclaims
+    for nc in nodeclaims:
+        assert conditions(nc)["Launched"] == "True"
+        assert conditions(nc)["Registered"] == "True"
+        assert conditions(nc)["Initialized"] == "True"
+        assert nc["status"]["nodeName"] in nodes
+    pods = app_pods(sim)
+    assert len(pods) == 5
+    assert all(p["spec"].get("nodeName") in nodes for p in pods)
+    data = report.to_json_dict()
+    assert data["nodesLaunched"] == len(nodeclaims)
+    assert data["pods"]["bound"] == 5 and data["pods"]["pending"] == 0
+    assert data["cost"]["perHourAtEnd"] > 0
+    assert [d["action"] for d in data["decisions"]].count("CreateNodeClaim") == len(nodeclaims)
+
+
+def test_insufficient_capacity_launch_falls_back_to_another_offering() -> None:
+    pool = nodepool(("spot", "on-demand"))
+    pool["spec"]["template"]["spec"]["requirements"] += [
+        {
+            "key": "node.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": ["c-4x-amd64-linux"],
+        },
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]},
+    ]
+    sim = Simulation(
+        make_scenario(
+            nodePools=[pool],
+            workloads=[web(3)],
+            events=[{"at": 0, "type": "OfferingOutage", "capacityType": "spot"}],
+        )
+    )
+    report = sim.run(600)
+    data = report.to_json_dict()
+    abandoned = [n for n in data["nodes"] if n["launched"] is None]
+    assert len(abandoned) == 1 and all(
+        n["removalReason"] == "insufficient capacity" for n in abandoned
+    )
+    launched = [n for n in data["nodes"] if n["launched"] is not None]
+    assert launched and all(n["capacityType"] == "on-demand" for n in launched)
+    assert data["pods"]["bound"] == 3 and data["pods"]["pending"] == 0
+
+
+def test_a_node_that_never_registers_is_cleaned_up_after_the_ttl() -> None:
+    sim = Simulation(
+        make_scenario(
+            cloudProvider={"name": "kwok", "settings": {"never-register": '[{"attempts": 1}]'}},
+            workloads=[web(2)],
+        )
+    )
+    sim.run_until(14 * 60)
+    first = sorted(sim.observer.nodeclaims.values(), key=lambda r: r.created)[0]
+    assert first.launched is not None and first.registered is None and first.deleting is None
+    report = sim.run(20 * 60)
+    assert first.deleting is not None
+    assert 15 * 60 <= first.deleting - first.created <= 16 * 60
+    assert first.reason == "registration timeout"
+    assert first.gone is not None  # finalized, the instance deleted
+    data = report.to_json_dict()
+    assert data["pods"]["bound"] == 2 and data["pods"]["pending"] == 0
+
+
+def test_deleting_a_node_drains_it_respecting_a_pdb_and_loses_no_pod() -> None:
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    sim = Simulation(make_scenario(objects=[pdb], workloads=[web(4, cpu="500m")]))
+    sim.run_until(240)
+    healthy_before = [p for p in app_pods(sim) if conditions(p).get("Ready") == "True"]
+    assert len(healthy_before) == 4
+    victim_node = healthy_before[0]["spec"]["nodeName"]
+    on_victim = {
+        p["metadata"]["name"] for p in healthy_before if p["spec"]["nodeName"] == victim_node
+    }
+    sim.server.delete("nodes", victim_node)
+    min_healthy = 4
+    for second in range(241, 1200):
+        sim.run_until(second)
+        healthy = [
+            p
+            for p in app_pods(sim)
+            if conditions(p).get("Ready") == "True" and not p["metadata"].get("deletionTimestamp")
+        ]
+        min_healthy = min(min_healthy, len(healthy))
+        if victim_node not in {n["metadata"]["name"] for n in sim.server.list("nodes").items}:
+            break
+    else:
+        raise AssertionError(f"node {victim_node} was never removed")
+    assert min_healthy >= 3  # maxUnavailable 1: never two down at once
+    sim.run_until(1500)
+    live = [p for p in app_pods(sim) if not p["metadata"].get("deletionTimestamp")]
+    assert len(live) == 4
+    assert all(p["spec"].get("nodeName") and p["spec"]["nodeName"] != victim_node for p in live)
+    assert on_victim.isdisjoint(p["metadata"]["name"] for p in live)  # they were replaced
+
+
+def test_a_restart_mid_scenario_rebuilds_state_and_launches_nothing_twice() -> None:
+    scenario = make_scenario(workloads=[web(12, cpu="3")])
+    baseline = Simulation(scenario)
+    baseline.run(600)
+    expected = len(baseline.observer.nodeclaims)
+
+    sim = Simulation(scenario)
+    sim.run_until(600, stop_when=lambda: bool(sim.observer.nodeclaims))
+    in_flight = [r for r in sim.observer.nodeclaims.values() if r.registered is None]
+    assert in_flight  # restarting while launches are still in flight
+    sim.restart_karpenter()
+    report = sim.run(600)
+    data = report.to_json_dict()
+    assert data["nodeClaimsCreated"] == expected
+    assert data["nodesRemoved"] == 0 and data["nodeClaimsNotLaunched"] == 0
+    assert data["pods"]["bound"] == 12 and data["pods"]["pending"] == 0
+    assert any(d["action"] == "Restart" for d in data["decisions"])
+
+
+def test_same_seed_gives_the_same_report() -> None:
+    scenario = make_scenario(
+        nodePools=[nodepool(("spot", "on-demand"))],
+        workloads=[web(6, scale=[{"at": "3m", "replicas": 10}])],
+        events=[{"at": "5m", "type": "SpotInterruption"}],
+    )
+
+    def run() -> dict[str, Any]:
+        data = Simulation(scenario, seed=7).run(600).to_json_dict()
+        data.pop("wallSeconds")
+        return data
+
+    assert json.dumps(run(), sort_keys=True) == json.dumps(run(), sort_keys=True)
+
+
+def test_spot_interruption_replaces_the_node() -> None:
+    sim = Simulation(
+        make_scenario(
+            nodePools=[nodepool(("spot",))],
+            workloads=[web(3)],
+            events=[{"at": "4m", "type": "SpotInterruption"}],
+        )
+    )
+    data = sim.run(900).to_json_dict()
+    assert data["removalReasons"] == {"spot interruption": 1}
+    assert data["nodesLaunched"] >= 2
+    assert data["pods"]["bound"] == 3 and data["pods"]["pending"] == 0
+    spot = [
+        n
+        for n in sim.server.list("nodes").items
+        if n["metadata"]["labels"].get(CAPACITY_TYPE_LABEL) == "spot"
+    ]
+    assert spot
