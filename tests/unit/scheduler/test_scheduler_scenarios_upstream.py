@@ -20,7 +20,13 @@ from test_scheduler_scenarios import (
     required_affinity,
 )
 
-from karpenter_core.apis.objects import Node, Pod
+from karpenter_core.apis.objects import (
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler.fakecatalog import (
     RESOURCE_GPU_VENDOR_A,
@@ -278,3 +284,104 @@ def test_tolerations_do_not_become_taints() -> None:
     p = pod(tolerations=[{"key": "test-key", "operator": "Exists", "effect": "NoExecute"}])
     results = solve([p])
     assert not results.new_nodeclaims[0].to_nodeclaim_dict()["spec"].get("taints")
+
+
+# --- the 600-type cap (spec §8.9) ---------------------------------------------------------------
+
+
+def test_nodeclaims_list_at_most_600_types_cheapest_first() -> None:
+    catalog = instance_types(700)
+    results = solve([pod(cpu="100m")], instance_types=catalog)
+    (claim,) = results.to_json_dict()["nodeClaims"]
+    assert len(claim["instanceTypes"]) == 600
+    # fake-it-i costs more as i grows, so the cap keeps fake-it-0 .. fake-it-599.
+    assert claim["instanceTypes"] == [f"fake-it-{i}" for i in range(600)]
+    (it_req,) = [r for r in claim["requirements"] if r["key"] == INSTANCE_TYPE]
+    assert len(it_req["values"]) == 600
+
+
+# --- volume topology and host ports through the solve ---------------------------------------------
+
+
+def _with_claim(p: Pod, claim: str) -> Pod:
+    raw = dict(p.raw)
+    raw["spec"] = {
+        **raw["spec"],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+    }
+    return Pod.from_dict(raw)
+
+
+def test_bound_zonal_volume_pins_the_new_nodeclaim_zone() -> None:
+    pv = PersistentVolume.from_dict(
+        {
+            "metadata": {"name": "pv"},
+            "spec": {
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "v"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [req(ZONE, "In", "test-zone-2")]}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    pvc = PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {
+                "name": "data",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"volumeName": "pv"},
+            "status": {"phase": "Bound"},
+        }
+    )
+    p = _with_claim(pod(), "data")
+    results = solve([p], snapshot=ClusterSnapshot(pods=[p], pvs=[pv], pvcs=[pvc]))
+    assert results.pod_errors == {}
+    assert label_of(results, 0, ZONE) == {"test-zone-2"}
+
+
+def test_wait_for_first_consumer_class_limits_zones_to_its_allowed_topologies() -> None:
+    sc = StorageClass.from_dict(
+        {
+            "metadata": {"name": "zonal"},
+            "provisioner": "ebs.csi.aws.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [
+                {"matchLabelExpressions": [{"key": ZONE, "values": ["test-zone-3"]}]}
+            ],
+        }
+    )
+    pvc = PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {"storageClassName": "zonal"},
+            "status": {"phase": "Pending"},
+        }
+    )
+    p = _with_claim(pod(), "data")
+    results = solve([p], snapshot=ClusterSnapshot(pods=[p], pvcs=[pvc], storage_classes=[sc]))
+    assert results.pod_errors == {}
+    assert label_of(results, 0, ZONE) == {"test-zone-3"}
+
+
+def test_host_port_taken_on_an_existing_node_sends_the_pod_to_a_new_node() -> None:
+    node = Node.from_dict(
+        {
+            "metadata": {"name": "n1", "labels": {ZONE: "test-zone-1"}},
+            "spec": {"providerID": "fake://n1"},
+            "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}},
+        }
+    )
+    running = pod(host_port=8080)
+    raw = {**running.raw, "spec": {**running.raw["spec"], "nodeName": "n1"}}
+    running = Pod.from_dict({**raw, "status": {"phase": "Running"}})
+    same_port, other_port = pod(host_port=8080), pod(host_port=9090)
+    snapshot = ClusterSnapshot(nodes=[node], pods=[running, same_port, other_port])
+    out = solve([same_port, other_port], snapshot=snapshot).to_json_dict()
+    assert out["existingNodes"] == [{"name": "n1", "pods": [other_port.key]}]
+    assert [c["pods"] for c in out["nodeClaims"]] == [[same_port.key]]
