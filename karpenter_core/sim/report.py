@@ -692,7 +692,8 @@ def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[s
             row["pods"] = count
         rows.append((d.t, seq, row))
         seq += 1
-    rows.sort(key=lambda r: (r[0], r[1]))
+    # at one instant, what the scenario did comes first: it is the cause of the rest
+    rows.sort(key=lambda r: (r[0], r[2].get("source") != "scenario", r[1]))
     out = []
     for t, _, row in rows:
         out.append({"time": observer.time_of(t), "offsetSeconds": round(t, 3), **row})
@@ -762,7 +763,9 @@ def render_text(report: Report, *, max_decisions: int = MAX_TEXT_DECISIONS) -> s
     if report.decisions:
         lines += ["", f"Decisions ({len(report.decisions)}):"]
         for d in report.decisions[:max_decisions]:
-            subject = d.get("nodeClaim") or d.get("object") or d.get("workload") or ""
+            subject = (
+                d.get("nodeClaim") or d.get("object") or d.get("workload") or d.get("node") or ""
+            )
             extra = (
                 f" [{d['pods']} pods]" if d.get("pods") and d["action"] != "CreateNodeClaim" else ""
             )
@@ -884,7 +887,7 @@ def render_html(report: Report) -> str:
     decision_rows = "".join(
         "<tr>"
         f"<td>{esc(_offset_of(report, d['time']))}</td><td>{esc(str(d['action']))}</td>"
-        f"<td>{esc(str(d.get('nodeClaim') or d.get('object') or d.get('workload') or ''))}</td>"
+        f"<td>{esc(str(d.get('nodeClaim') or d.get('object') or d.get('workload') or d.get('node') or ''))}</td>"
         f"<td>{esc(str(d['reason']))}</td>"
         "</tr>"
         for d in report.decisions
