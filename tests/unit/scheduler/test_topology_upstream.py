@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import nodepool, pod, solve
 
@@ -202,3 +203,116 @@ def test_volume_zone_does_not_distort_spread_counting_with_min_domains() -> None
     # Existing capacity comes first: the zone-1 node takes it, making the counts 2/1/1.
     assert results.new_nodeclaims == []
     assert results.to_json_dict()["existingNodes"] == [{"name": "n0", "pods": [new.key]}]
+
+
+def zone_spread(labels: dict[str, str], skew: int = 1) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": skew,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": dict(labels)},
+        }
+    ]
+
+
+def _node_with_pod(name: str, zone: str, labels: dict[str, str]) -> tuple[Node, Pod]:
+    node = Node.from_dict(
+        {
+            "metadata": {"name": name, "labels": {ZONE: zone, LABEL_HOSTNAME: name}},
+            "spec": {"providerID": f"fake://{name}"},
+            "status": {"allocatable": {"cpu": "2", "memory": "2Gi", "pods": "5"}},
+        }
+    )
+    p = pod(cpu="1.1", labels=labels)
+    raw = {**p.raw, "spec": {**p.raw["spec"], "nodeName": name}}
+    return node, Pod.from_dict({**raw, "status": {"phase": "Running"}})
+
+
+def _zone_counts(results: Results, running: dict[str, int]) -> list[int]:
+    counts = dict(running)
+    for nc in results.new_nodeclaims:
+        (zone,) = values(nc, ZONE)
+        counts[zone] = counts.get(zone, 0) + len(nc.pods)
+    return sorted(counts.values())
+
+
+def test_spread_counts_a_running_pod_in_a_zone_the_pool_cannot_use() -> None:
+    """'should respect NodePool zonal constraints (existing pod)': one pod already runs in
+    zone 3; the pool offers zones 1 and 2, so at most two pods fit in each."""
+    app = {"app": "web"}
+    node, running = _node_with_pod("n3", "test-zone-3", app)
+    pending = [pod(cpu="1.1", labels=app, tsc=zone_spread(app)) for _ in range(6)]
+    pool = nodepool(
+        requirements=[
+            *ANY_CAPACITY,
+            {"key": ZONE, "operator": "In", "values": ["test-zone-1", "test-zone-2"]},
+        ]
+    )
+    snapshot = ClusterSnapshot(nodes=[node], pods=[running, *pending])
+    results = solve(pending, [pool], snapshot=snapshot)
+    assert _zone_counts(results, {"test-zone-3": 1}) == [1, 2, 2]
+    assert len(results.pod_errors) == 2
+
+
+def test_spread_discovers_the_domain_of_a_running_pod_without_constraints() -> None:
+    """'should not violate max-skew when unsat = do not schedule (discover domains)'."""
+    app = {"app": "web"}
+    node, running = _node_with_pod("n1", "test-zone-1", app)
+    pending = [pod(cpu="1.1", labels=app, tsc=zone_spread(app)) for _ in range(10)]
+    pool = nodepool(
+        requirements=[
+            *ANY_CAPACITY,
+            {"key": ZONE, "operator": "In", "values": ["test-zone-2", "test-zone-3"]},
+        ]
+    )
+    snapshot = ClusterSnapshot(nodes=[node], pods=[running, *pending])
+    results = solve(pending, [pool], snapshot=snapshot)
+    assert _zone_counts(results, {"test-zone-1": 1}) == [1, 2, 2]
+
+
+def test_hostname_spreads_of_two_deployments_on_different_arches_need_four_nodes() -> None:
+    pods = []
+    for app, arch in (("app1", "amd64"), ("app1", "amd64"), ("app2", "arm64"), ("app2", "arm64")):
+        pods.append(
+            pod(
+                labels={"app": app},
+                tsc=hostname_spread({"app": app}),
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": LABEL_ARCH, "operator": "In", "values": [arch]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            )
+        )
+    results = solve(pods, [pool()])
+    assert results.pod_errors == {}
+    assert len(results.new_nodeclaims) == 4
+
+
+@pytest.mark.parametrize("count", [1, 2, 5, 9, 14])
+def test_three_spreads_at_once_all_hold(count: int) -> None:
+    """'should spread pods while respecting all constraints' (one round per size)."""
+    app = {"app": "all"}
+    tscs = [
+        {**hostname_spread(app)[0], "topologyKey": CAPACITY_TYPE_LABEL_KEY, "maxSkew": 1},
+        {**zone_spread(app)[0], "maxSkew": 2},
+        {**hostname_spread(app)[0], "maxSkew": 3},
+    ]
+    results = solve([pod(labels=app, tsc=tscs) for _ in range(count)], [pool()])
+    assert results.pod_errors == {}
+    for key, skew in ((CAPACITY_TYPE_LABEL_KEY, 1), (ZONE, 2)):
+        counts: dict[str, int] = {}
+        for nc in results.new_nodeclaims:
+            (domain,) = values(nc, key)
+            counts[domain] = counts.get(domain, 0) + len(nc.pods)
+        assert max(counts.values()) - min(counts.values()) <= skew
+    assert max(len(nc.pods) for nc in results.new_nodeclaims) <= 3
