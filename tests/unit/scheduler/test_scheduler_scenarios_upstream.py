@@ -21,6 +21,7 @@ from test_scheduler_scenarios import (
 )
 
 from karpenter_core.apis.objects import (
+    DaemonSet,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -385,3 +386,105 @@ def test_host_port_taken_on_an_existing_node_sends_the_pod_to_a_new_node() -> No
     out = solve([same_port, other_port], snapshot=snapshot).to_json_dict()
     assert out["existingNodes"] == [{"name": "n1", "pods": [other_port.key]}]
     assert [c["pods"] for c in out["nodeClaims"]] == [[same_port.key]]
+
+
+# --- more of suite_test.go ----------------------------------------------------------------------
+
+
+def test_exists_does_not_widen_an_earlier_in_on_the_same_key() -> None:
+    p = pod(affinity=required_affinity([req(ZONE, "In", "non-existent-zone"), req(ZONE, "Exists")]))
+    assert p.key in solve([p]).pod_errors
+
+
+def test_zero_request_of_a_resource_no_type_has_still_schedules() -> None:
+    results = solve([pod(extra={"foo.com/weird-resources": "0"})])
+    assert results.pod_errors == {}
+
+
+def test_limits_only_pod_lists_every_valid_type_cheapest_first() -> None:
+    def it(name: str, cpu: int, price: float) -> Any:
+        return instance_type(
+            name, cpu=cpu, memory_gi=cpu, offerings=[offering("on-demand", "test-zone-1", price)]
+        )
+
+    catalog = [it("medium", 2, 3.0), it("small", 1, 2.0), it("large", 4, 1.0)]
+    raw = dict(pod().raw)
+    raw["spec"] = {
+        "containers": [{"name": "c", "resources": {"limits": {"cpu": "1m", "memory": "1Mi"}}}]
+    }
+    results = solve([Pod.from_dict(raw)], instance_types=catalog)
+    assert instance_type_names(results) == [["large", "small", "medium"]]
+
+
+def _launched_gpu_node(zeroed: bool) -> tuple[dict[str, Any], Node]:
+    """A launched NodeClaim with one GPU and its not-yet-initialised Node; ``zeroed`` is the
+    kubelet reporting the extended resource as 0 while its device plugin starts."""
+    claim = _nodeclaim("gpu")
+    claim["metadata"]["labels"][INSTANCE_TYPE] = "gpu-vendor-instance-type"
+    claim["status"]["capacity"][RESOURCE_GPU_VENDOR_A] = "2"
+    claim["status"]["allocatable"][RESOURCE_GPU_VENDOR_A] = "2"
+    status: dict[str, Any] = {
+        "capacity": {"cpu": "4", "memory": "4Gi", "pods": "5"},
+        "allocatable": {"cpu": "4", "memory": "4Gi", "pods": "5"},
+    }
+    if zeroed:
+        status["capacity"][RESOURCE_GPU_VENDOR_A] = "0"
+        status["allocatable"]["fake.com/vendor-b"] = "0"
+    node = Node.from_dict(
+        {
+            "metadata": {
+                "name": "gpu",
+                "labels": {**claim["metadata"]["labels"], "karpenter.sh/registered": "true"},
+            },
+            "spec": {"providerID": "fake://gpu"},
+            "status": status,
+        }
+    )
+    return claim, node
+
+
+def test_kubelet_zeroing_extended_resources_does_not_launch_a_second_node() -> None:
+    claim, node = _launched_gpu_node(zeroed=True)
+    p = pod(cpu="10m", extra={RESOURCE_GPU_VENDOR_A: "1"})
+    snapshot = ClusterSnapshot(nodeclaims=[claim], nodes=[node], pods=[p])
+    out = solve([p], snapshot=snapshot).to_json_dict()
+    assert out["nodeClaims"] == []
+    assert out["existingNodes"] == [{"name": "gpu", "pods": [p.key]}]
+
+
+def test_daemon_incompatible_with_an_existing_node_reserves_nothing_there() -> None:
+    ds = DaemonSet.from_dict(
+        {
+            "metadata": {"name": "zone-1-only", "namespace": "kube-system"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "affinity": required_affinity([req(ZONE, "In", "test-zone-1")]),
+                        "containers": [
+                            {
+                                "name": "d",
+                                "resources": {"requests": {"cpu": "100", "memory": "100Gi"}},
+                            }
+                        ],
+                    }
+                }
+            },
+        }
+    )
+    node = Node.from_dict(
+        {
+            "metadata": {
+                "name": "plain",
+                "labels": {"kubernetes.io/hostname": "plain", ZONE: "test-zone-2"},
+            },
+            "spec": {"providerID": "fake://plain"},
+            "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}},
+        }
+    )
+    first, second = pod(cpu="1", memory="1Gi"), pod(cpu="1", memory="1Gi")
+    snapshot = ClusterSnapshot(nodes=[node], pods=[first, second], daemonsets=[ds])
+    out = solve([first, second], snapshot=snapshot).to_json_dict()
+    # One pod fills the node; the other cannot get a new node, where the daemon would sit.
+    assert [n["name"] for n in out["existingNodes"]] == ["plain"]
+    assert out["nodeClaims"] == []
+    assert len(out["podErrors"]) == 1
