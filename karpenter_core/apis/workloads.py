@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -397,6 +397,49 @@ def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
             pod_name = f"{name}-{_suffix(namespace, name, str(i))}"
             pods.append(_pod(template, namespace, pod_name, job_labels, owner))
     return Expansion(pods=pods)
+
+
+def ephemeral_claims(
+    pod: Pod, existing: Container[str] = (), default_storage_class: str | None = None
+) -> list[PersistentVolumeClaim]:
+    """The PVCs the ephemeral-volume controller would create for ``pod``: one per generic
+    ephemeral volume, named ``<pod>-<volume>``, from its ``volumeClaimTemplate`` (the
+    cluster default StorageClass filled in as admission would). Claims whose
+    ``namespace/name`` is in ``existing`` are not created again. Raises
+    :class:`ObjectError` with the path under ``spec.volumes[i]`` for a bad template."""
+    out: list[PersistentVolumeClaim] = []
+    for i, volume in enumerate(pod.raw.get("spec", {}).get("volumes") or ()):
+        eph = volume.get("ephemeral") if isinstance(volume, Mapping) else None
+        if eph is None:
+            continue
+        path = f"spec.volumes[{i}].ephemeral.volumeClaimTemplate"
+        template = eph.get("volumeClaimTemplate") if isinstance(eph, Mapping) else None
+        if not isinstance(template, Mapping):
+            raise ObjectError(path, "required")
+        name = f"{pod.name}-{volume.get('name', '')}"
+        if f"{pod.namespace}/{name}" in existing:
+            continue
+        spec = copy.deepcopy(dict(template.get("spec") or {}))
+        if "storageClassName" not in spec and default_storage_class:
+            spec["storageClassName"] = default_storage_class
+        meta = template.get("metadata") or {}
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": name,
+                "namespace": pod.namespace,
+                "labels": dict(meta.get("labels") or {}) if isinstance(meta, Mapping) else {},
+                "ownerReferences": [_owner("v1", "Pod", pod.name, pod.uid)],
+            },
+            "spec": spec,
+            "status": {"phase": "Pending"},
+        }
+        try:
+            out.append(PersistentVolumeClaim.from_dict(claim))
+        except ObjectError as e:
+            raise ObjectError(f"{path}.{e.path}", e.message) from None
+    return out
 
 
 def expand_workload(

@@ -41,7 +41,12 @@ from karpenter_core.apis.objects import (
     object_ref,
     validate_pod_scheduling,
 )
-from karpenter_core.apis.workloads import WORKLOAD_KINDS, WorkloadError, expand_workloads
+from karpenter_core.apis.workloads import (
+    WORKLOAD_KINDS,
+    WorkloadError,
+    ephemeral_claims,
+    expand_workloads,
+)
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 __all__ = [
@@ -239,6 +244,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         for p in parsed.get("PersistentVolumeClaim", [])
     ]
     pods: list[Pod] = parsed.get("Pod", [])
+    sources = {ident: source for ident, (source, _) in latest.items()}
     objs = [o for _, o in workloads]
     try:
         expansions = expand_workloads(objs, pods, pvcs, default_sc)
@@ -246,7 +252,25 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         source, obj = workloads[e.index]
         raise InputError(f"{_where(source, obj)}: {e}") from None
     controllers: list[Controller] = list(parsed.get("ReplicationController", []))
-    for _, exp in expansions:
+    claims = {p.key for p in pvcs}
+
+    def add_ephemeral_claims(pod: Pod, where: str, prefix: str) -> None:
+        # The ephemeral-volume controller creates these before the pod is scheduled.
+        try:
+            new = ephemeral_claims(pod, claims, default_sc)
+        except ObjectError as e:
+            raise InputError(f"{where}: {prefix}{e}") from None
+        pvcs.extend(new)
+        claims.update(p.key for p in new)
+
+    for pod in pods:
+        if pod.is_pending():
+            source = sources.get(object_ref("Pod", pod.namespace, pod.name), "<input>")
+            add_ephemeral_claims(pod, f"{source}: {object_ref('Pod', pod.namespace, pod.name)}", "")
+    for index, exp in expansions:
+        source, obj = workloads[index]
+        for pod in exp.pods:
+            add_ephemeral_claims(pod, _where(source, obj), "spec.template.")
         pods.extend(exp.pods)
         pvcs.extend(exp.pvcs)
         controllers.extend(exp.controllers)
@@ -270,7 +294,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         nodepools=parsed.get("NodePool", []),
         nodeoverlays=parsed.get("NodeOverlay", []),
         ignored_kinds=ignored,
-        sources={ident: source for ident, (source, _) in latest.items()},
+        sources=sources,
     )
 
 

@@ -862,3 +862,54 @@ def test_namespace_labels_from_the_manifests_drive_namespace_selectors(
     out = run_json("-f", str(f))
     assert out["podErrors"] == {}
     assert len(out["nodeClaims"]) == claims
+
+
+# --- generic ephemeral volumes -------------------------------------------------------------------
+
+ZONAL_DEFAULT_CLASS = """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: zonal
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+  - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [test-zone-b]}]
+"""
+
+EPHEMERAL = """
+  volumes:
+    - name: scratch
+      ephemeral:
+        volumeClaimTemplate:
+          spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
+
+
+def _zones(claim: dict[str, Any]) -> list[str]:
+    (zone,) = [r for r in claim["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
+    return list(zone["values"])
+
+
+def test_ephemeral_volume_claims_are_created_with_the_default_class(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL, ZONAL_DEFAULT_CLASS, pod_yaml("a", extra=EPHEMERAL))
+    out = run_json("-f", str(f))
+    assert out["podErrors"] == {}
+    assert _zones(out["nodeClaims"][0]) == ["test-zone-b"]
+
+
+def test_deployment_pods_with_ephemeral_volumes_get_their_claims(tmp_path: Path) -> None:
+    deploy = DEPLOYMENT.replace("replicas: 3", "replicas: 2") + textwrap.indent(EPHEMERAL, "    ")
+    f = write(tmp_path, "m.yaml", NODEPOOL, ZONAL_DEFAULT_CLASS, deploy)
+    out = run_json("-f", str(f))
+    assert out["podErrors"] == {}
+    assert [_zones(nc) for nc in out["nodeClaims"]] == [["test-zone-b"]]
+
+
+def test_bad_ephemeral_volume_template_names_the_field(tmp_path: Path) -> None:
+    bad = EPHEMERAL.replace("storage: 1Gi", "storage: lots")
+    f = write(tmp_path, "m.yaml", NODEPOOL, pod_yaml("a", extra=bad))
+    line = _one_line_error(run("-f", str(f)))
+    assert line.startswith(f"Error: {f}: Pod default/a: spec.volumes[0].ephemeral")
+    assert "resources.requests.storage" in line
