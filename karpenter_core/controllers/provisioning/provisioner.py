@@ -244,7 +244,8 @@ class Provisioner:
                 continue
             try:
                 NodeClaimTemplate(np)
-            except TemplateError as e:
+                int(spec.get("weight") or 0)
+            except (TemplateError, ValueError, TypeError) as e:
                 log.error("ignoring nodepool %s: %s", name, e)
                 continue
             out.append(np)

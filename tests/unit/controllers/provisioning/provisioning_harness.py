@@ -1,0 +1,187 @@
+"""A small operator for provisioning tests: in-memory API server, virtual clock, state
+informers and the provisioning controllers, with a fake provider serving the fake catalogue."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from karpenter_core import metrics
+from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
+from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.controllers import provisioning
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.operator.options import Options
+from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.state import informers
+
+KWOK_CLASS = NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", version="v1alpha1")
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class FakeProvider:
+    """Serves a fixed catalogue; launching is not under test here."""
+
+    name = "fake"
+
+    def __init__(self, instance_types: Sequence[InstanceType] | None = None) -> None:
+        self.its = list(
+            instance_types if instance_types is not None else fakecatalog.instance_types(5)
+        )
+        self.fail_for: set[str] = set()
+
+    def get_instance_types(self, nodepool: Any) -> list[InstanceType]:
+        if nodepool is not None and nodepool.name in self.fail_for:
+            raise RuntimeError("catalogue unavailable")
+        return list(self.its)
+
+    def supported_node_classes(self) -> list[NodeClassKind]:
+        return [KWOK_CLASS]
+
+    def create(self, nodeclaim: Any) -> Any:
+        raise NotImplementedError
+
+    def delete(self, nodeclaim: Any) -> None:
+        raise NodeClaimNotFoundError("gone")
+
+    def get(self, provider_id: str) -> Any:
+        raise NodeClaimNotFoundError(provider_id)
+
+    def list(self) -> list[Any]:
+        return []
+
+    def is_drifted(self, nodeclaim: Any) -> str:
+        return ""
+
+    def repair_policies(self) -> list[Any]:
+        return []
+
+
+def nodepool(name: str = "default", **spec: Any) -> dict[str, Any]:
+    template_spec = {
+        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+        "requirements": spec.pop("requirements", []),
+    }
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": template_spec}, **spec},
+    }
+
+
+def pod(
+    name: str,
+    cpu: str = "1",
+    *,
+    unschedulable: bool = True,
+    node_name: str | None = None,
+    namespace: str = "default",
+    **extra_spec: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+        **extra_spec,
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    status: dict[str, Any] = {"phase": "Pending" if not node_name else "Running"}
+    if unschedulable:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+        "status": status,
+    }
+
+
+class Env:
+    """One operator on a virtual clock."""
+
+    def __init__(
+        self,
+        *,
+        options: Options | None = None,
+        provider: FakeProvider | None = None,
+        extra: Sequence[Callable[[Manager, ControllerContext], None]] = (),
+        with_provisioning: bool = True,
+    ) -> None:
+        metrics.reset()
+        self.clock = VirtualClock(START)
+        self.kube = InMemoryApiServer(self.clock)
+        self.recorder = EventRecorder(self.clock)
+        self.provider = provider or FakeProvider()
+        self.ctx = ControllerContext(
+            kube=self.kube,
+            clock=self.clock,
+            cloud_provider=self.provider,  # type: ignore[arg-type]
+            recorder=self.recorder,
+            options=options or Options(),
+        )
+        self.ctx.extras["state.resync_seconds"] = None
+        self.manager = Manager(self.clock, self.kube)
+        informers.register(self.manager, self.ctx)
+        if with_provisioning:
+            provisioning.register(self.manager, self.ctx)
+        for reg in extra:
+            reg(self.manager, self.ctx)
+
+    # -- objects --
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Create, then write ``status`` through the status subresource when given."""
+        body = copy.deepcopy(dict(obj))
+        status = body.get("status")
+        created = self.kube.create(body)
+        if status:
+            meta = created["metadata"]
+            created = self.kube.patch(
+                created["kind"] if created["kind"] != "Event" else "events",
+                meta["name"],
+                {"status": status},
+                meta.get("namespace"),
+                subresource="status",
+            )
+        return created
+
+    def ready_nodepool(self, name: str = "default", **spec: Any) -> dict[str, Any]:
+        """A NodePool whose status already says Ready (no nodepool controllers needed)."""
+        np = nodepool(name, **spec)
+        np["status"] = {
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "True",
+                    "reason": t,
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+                for t in ("ValidationSucceeded", "NodeClassReady", "Ready")
+            ]
+        }
+        return self.create(np)
+
+    def nodeclaims(self) -> list[dict[str, Any]]:
+        return list(self.kube.list("nodeclaims").items)
+
+    def events(self, reason: str) -> list[Any]:
+        return [e for e in self.recorder.events if e.reason == reason]
+
+    # -- time --
+
+    def run_for(self, seconds: float) -> None:
+        self.manager.run_for(seconds)
+
+    def settle(self) -> None:
+        self.manager.settle()

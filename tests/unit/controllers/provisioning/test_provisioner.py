@@ -1,0 +1,352 @@
+"""The provisioner end to end on an in-memory API server and a virtual clock: state
+informers feed cluster state, triggers open batch windows, the provisioner creates
+NodeClaims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from provisioning_harness import Env, nodepool, pod
+
+from karpenter_core import metrics
+from karpenter_core.controllers.provisioning import limits_exceeded
+from karpenter_core.provisioning.scheduler import fakecatalog
+
+
+def launch(env: Env, nc: dict[str, Any], provider_id: str = "fake://node-1") -> None:
+    """Pretend the NodeClaim launched: a provider id and capacity make it existing capacity."""
+    env.kube.patch(
+        "nodeclaims",
+        nc["metadata"]["name"],
+        {
+            "status": {
+                "providerID": provider_id,
+                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            }
+        },
+        subresource="status",
+    )
+
+
+def test_pending_pods_get_one_nodeclaim_when_the_idle_window_closes() -> None:
+    env = Env()
+    env.ready_nodepool()
+    for i in range(3):
+        env.create(pod(f"p{i}"))
+    env.run_for(0.9)
+    assert env.nodeclaims() == []
+    env.run_for(0.2)
+    [nc] = env.nodeclaims()
+    assert nc["spec"]["resources"]["requests"]["cpu"] == "3"
+
+
+def test_pods_arriving_steadily_are_batched_until_the_max_window() -> None:
+    env = Env()
+    env.ready_nodepool()
+    for i in range(40):
+        env.clock.call_later(0.3 * i, lambda i=i: env.create(pod(f"p{i}", cpu="100m")))
+    env.run_for(9.95)
+    assert env.nodeclaims() == []
+    env.run_for(0.1)
+    claims = env.nodeclaims()
+    assert len(claims) == 1
+    # Arrivals every 0.3 s keep the idle timer from firing; the window closes 10 s after it
+    # opened, holding the 34 pods that arrived by then (t = 0 .. 9.9 s).
+    assert claims[0]["spec"]["resources"]["requests"]["cpu"] == "3400m"
+
+
+def test_nodeclaim_has_the_nodepool_template_shape() -> None:
+    env = Env()
+    np = env.ready_nodepool(
+        "team",
+        requirements=[{"key": "example.com/team", "operator": "In", "values": ["a"]}],
+    )
+    env.kube.patch(
+        "nodepools", "team", {"metadata": {"annotations": {"karpenter.sh/nodepool-hash": "123"}}}
+    )
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    meta = nc["metadata"]
+    assert meta["name"].startswith("team-")
+    assert meta["generateName"] == "team-"
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "name": "team",
+            "uid": np["metadata"]["uid"],
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert meta["labels"]["karpenter.sh/nodepool"] == "team"
+    assert meta["labels"]["karpenter.kwok.sh/kwoknodeclass"] == "default"
+    assert meta["labels"]["example.com/team"] == "a"
+    assert meta["annotations"]["karpenter.sh/nodepool-hash"] == "123"
+    assert meta["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
+    keys = {r["key"] for r in nc["spec"]["requirements"]}
+    assert {"node.kubernetes.io/instance-type", "karpenter.sh/capacity-type"} <= keys
+    assert "karpenter.sh/registered" not in keys
+    assert nc["spec"]["nodeClassRef"]["name"] == "default"
+
+
+def test_created_nodeclaims_are_counted_and_pods_nominated() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    labels = {"reason": "provisioned", "nodepool": "default", "min_values_relaxed": "false"}
+    assert metrics.sample("karpenter_nodeclaims_created_total", labels) == 1.0
+    [event] = env.events("Nominated")
+    assert event.message == f"Pod should schedule on: nodeclaim/{nc['metadata']['name']}"
+    assert event.regarding["name"] == "p"
+
+
+def test_no_duplicate_nodeclaims_when_pods_retrigger() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(pod("a"))
+    env.create(pod("b"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    launch(env, nc)
+    # The pods stay pending (nothing binds them) and re-trigger every 10 s; the launched
+    # NodeClaim is existing capacity, so they are nominated onto it instead.
+    env.run_for(60)
+    assert [c["metadata"]["name"] for c in env.nodeclaims()] == [nc["metadata"]["name"]]
+    later = [e for e in env.events("Nominated") if e.time > env.clock.start]
+    assert later
+    assert all(f"nodeclaim/{nc['metadata']['name']}" in e.message for e in later)
+
+
+def test_pods_of_a_deleting_node_are_provisioned_before_it_drains() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "old", "finalizers": ["example.com/hold"]},
+            "spec": {
+                "providerID": "fake://old",
+                "taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}],
+            },
+            "status": {
+                "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            },
+        }
+    )
+    env.create(pod("web", cpu="2", unschedulable=False, node_name="old"))
+    env.create(
+        pod(
+            "pinned",
+            cpu="1",
+            unschedulable=False,
+            node_name="old",
+        )
+        | {
+            "metadata": {
+                "name": "pinned",
+                "namespace": "default",
+                "annotations": {"karpenter.sh/do-not-disrupt": "true"},
+            }
+        }
+    )
+    env.run_for(1)
+    env.kube.delete("nodes", "old")  # held by the finalizer: deleting, still draining
+    env.run_for(12)
+    [nc] = env.nodeclaims()
+    # Only the pod that would move now is provisioned for (do-not-disrupt keeps "pinned").
+    assert nc["spec"]["resources"]["requests"]["cpu"] == "2"
+
+
+def test_pod_that_cannot_fit_gets_failed_scheduling() -> None:
+    env = Env(provider=None)
+    env.ready_nodepool()
+    env.create(pod("huge", cpu="1000"))
+    env.run_for(1.5)
+    assert env.nodeclaims() == []
+    [event] = env.events("FailedScheduling")
+    assert event.type == "Warning"
+    assert event.message.startswith("Failed to schedule pod, ")
+    labels = {"controller": "provisioner"}
+    assert metrics.sample("karpenter_scheduler_unschedulable_pods_count", labels) == 1.0
+
+
+def test_without_ready_nodepools_pods_fail_with_no_dynamic_nodepools() -> None:
+    env = Env()
+    env.create(nodepool())  # never marked Ready: no nodepool controllers here
+    env.create(pod("p"))
+    env.run_for(1.5)
+    assert env.nodeclaims() == []
+    [event] = env.events("FailedScheduling")
+    assert event.message == "Failed to schedule pod, no dynamic nodepools found"
+
+
+def test_pod_opting_out_of_karpenter_nodes_is_ignored_silently() -> None:
+    env = Env()
+    env.ready_nodepool()
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    env.create(pod("byo", affinity=affinity))
+    env.run_for(1.5)
+    assert env.nodeclaims() == []
+    assert env.events("FailedScheduling") == []
+    assert metrics.sample("karpenter_scheduler_ignored_pods_count") == 1.0
+
+
+def test_pod_with_a_restricted_selector_is_rejected_with_an_event() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(pod("bad", nodeSelector={"karpenter.sh/registered": "true"}))
+    env.create(pod("good"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    assert nc["spec"]["resources"]["requests"]["cpu"] == "1"
+    [event] = env.events("FailedScheduling")
+    assert event.regarding["name"] == "bad"
+
+
+def test_pod_kube_scheduler_has_not_given_up_on_does_not_trigger() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(pod("fresh", unschedulable=False))
+    env.run_for(30)
+    assert env.nodeclaims() == []
+
+
+def test_daemonset_pods_never_trigger() -> None:
+    env = Env()
+    env.ready_nodepool()
+    ds_pod = pod("ds-x")
+    ds_pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u", "controller": True}
+    ]
+    env.create(ds_pod)
+    env.run_for(30)
+    assert env.nodeclaims() == []
+
+
+def test_nodepool_whose_requirements_match_no_instance_type_gets_an_event() -> None:
+    env = Env()
+    env.ready_nodepool(
+        "none",
+        requirements=[
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["nope"]}
+        ],
+    )
+    env.ready_nodepool("default")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    [event] = env.events("NoCompatibleInstanceTypes")
+    assert event.regarding["name"] == "none"
+    assert event.message == (
+        "NodePool requirements filtered out all compatible available instance types"
+    )
+
+
+def test_a_pool_whose_provider_call_fails_is_skipped() -> None:
+    env = Env()
+    env.provider.fail_for.add("heavy")
+    env.ready_nodepool("heavy", weight=100)
+    env.ready_nodepool("light")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "light"
+
+
+def test_heavier_pool_wins() -> None:
+    env = Env()
+    env.ready_nodepool("heavy", weight=100)
+    env.ready_nodepool("light")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "heavy"
+
+
+def test_batch_durations_come_from_options() -> None:
+    from karpenter_core.operator.options import Options
+
+    env = Env(options=Options(batch_idle_duration=3.0, batch_max_duration=5.0))
+    env.ready_nodepool()
+    env.create(pod("p"))
+    env.run_for(2.9)
+    assert env.nodeclaims() == []
+    env.run_for(0.2)
+    assert len(env.nodeclaims()) == 1
+
+
+def test_nodeclaim_is_in_cluster_state_before_its_watch_event() -> None:
+    env = Env()
+    env.ready_nodepool()
+    env.create(pod("p"))
+    env.run_for(1.0)
+    [nc] = env.nodeclaims()
+    assert env.ctx.cluster.nodeclaim_exists(nc["metadata"]["name"])
+    assert env.ctx.cluster.pod_nodeclaim("default/p") == nc["metadata"]["name"]
+
+
+def test_static_and_deleting_pools_are_not_provisioned_from() -> None:
+    env = Env()
+    env.ready_nodepool("static", replicas=2, weight=50)
+    env.ready_nodepool("default")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("limits", "usage", "expected"),
+    [
+        (None, {"cpu": 5000}, None),
+        ({"cpu": "4"}, {"cpu": 4000}, None),
+        ({"cpu": "4"}, {"cpu": 4001}, "cpu resource usage of 4001m exceeds limit of 4"),
+        ({"memory": "1Gi", "cpu": "10"}, {"memory": 2 * 1024**3 * 1000}, "memory resource usage"),
+        ({"nodes": "2"}, {"nodes": 3000}, "nodes resource usage of 3 exceeds limit of 2"),
+        ({"cpu": "lots"}, {}, "invalid limits"),
+    ],
+)
+def test_limits_exceeded(limits: Any, usage: dict[str, int], expected: str | None) -> None:
+    got = limits_exceeded(limits, usage)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(expected)
+
+
+def test_fake_catalogue_is_what_the_env_serves() -> None:
+    # Guards the other tests' arithmetic: the largest fake type has 5 vCPU.
+    env = Env()
+    assert max(it.capacity["cpu"] for it in env.provider.its) == 5000
+    assert len(fakecatalog.instance_types(5)) == 5
+
+
+def test_a_ready_but_unreadable_nodepool_is_skipped() -> None:
+    env = Env()
+    env.ready_nodepool("weird", weight="heavy")
+    env.ready_nodepool("good")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    assert env.manager.controller("provisioner").errors == 0
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
