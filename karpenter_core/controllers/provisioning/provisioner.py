@@ -196,9 +196,9 @@ class Provisioner:
     def pending_pods(self, snapshot: ClusterSnapshot) -> list[Pod]:
         """Provisionable pods that pass validation; the rest get a decision error and (except
         pods that opted out of Karpenter nodes) a FailedScheduling event."""
-        pods = [
-            p for p in self._parse_pods(self.ctx.kube.list("pods").items) if p.is_provisionable()
-        ]
+        # Unbound pods only (upstream lists through its spec.nodeName index).
+        unbound = self.ctx.kube.list("pods", field_selector="spec.nodeName=").items
+        pods = [p for p in self._parse_pods(unbound) if p.is_provisionable()]
         kept: list[Pod] = []
         rejected = 0
         for pod in pods:
@@ -245,6 +245,7 @@ class Provisioner:
             try:
                 NodeClaimTemplate(np)
                 int(spec.get("weight") or 0)
+                parse_resource_list(spec.get("limits"))
             except (TemplateError, ValueError, TypeError) as e:
                 log.error("ignoring nodepool %s: %s", name, e)
                 continue

@@ -350,3 +350,14 @@ def test_a_ready_but_unreadable_nodepool_is_skipped() -> None:
     assert env.manager.controller("provisioner").errors == 0
     [nc] = env.nodeclaims()
     assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
+
+
+def test_a_ready_nodepool_with_unreadable_limits_is_skipped() -> None:
+    env = Env()
+    env.ready_nodepool("weird", weight=10, limits={"cpu": "lots"})
+    env.ready_nodepool("good")
+    env.create(pod("p"))
+    env.run_for(1.5)
+    assert env.manager.controller("provisioner").errors == 0
+    [nc] = env.nodeclaims()
+    assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
