@@ -32,6 +32,7 @@ from karpenter_core.runtime.reconciler import ObjectKey, Watch
 from karpenter_core.state.informers import is_managed_nodepool
 
 __all__ = [
+    "CRD_STATUS_DEFAULTS",
     "IMPLICIT_NODECLASS_KINDS",
     "PatchOutcome",
     "get_nodeclass",
@@ -54,6 +55,25 @@ IMPLICIT_NODECLASS_KINDS: frozenset[tuple[str, str]] = frozenset(
 a NodePool naming one behaves as if a default, Ready NodeClass of that name existed. The
 KWOK provider launches under the same rule, so a simulation needs no KWOKNodeClass; once
 any exists, the named one must exist (and a missing one is ``NodeClassNotFound``)."""
+
+
+CRD_STATUS_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("karpenter.kwok.sh", "KWOKNodeClass"): {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Ready",
+                "lastTransitionTime": "2024-01-01T01:01:01Z",
+                "message": "",
+            }
+        ]
+    }
+}
+"""``status`` defaults some NodeClass CRDs declare (upstream's KWOKNodeClass CRD defaults a
+missing status to Ready=True). A real API server applies them to every stored object; the
+in-memory server does not know these CRDs' schemas, so a NodeClass read without any
+``status`` is given its CRD default here, as a cluster would have returned it."""
 
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -158,9 +178,14 @@ def get_nodeclass(
     if rt is None:
         return None
     try:
-        return dict(ctx.kube.get(rt, name)) if name else None
+        found = dict(ctx.kube.get(rt, name)) if name else None
     except NotFound:
-        pass
+        found = None
+    if found is not None:
+        default = CRD_STATUS_DEFAULTS.get((kind.group, kind.kind))
+        if default is not None and not isinstance(found.get("status"), Mapping):
+            found["status"] = copy.deepcopy(default)
+        return found
     implicit = (kind.group, kind.kind) in IMPLICIT_NODECLASS_KINDS
     if implicit and name and len(ctx.kube.list(rt).items) == 0:
         return _implicit_nodeclass(name, kind)

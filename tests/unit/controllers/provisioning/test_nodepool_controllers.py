@@ -164,9 +164,22 @@ def test_nodeclass_not_ready_is_copied() -> None:
     )
 
 
+def test_kwok_nodeclass_without_status_gets_its_crd_default_and_is_ready() -> None:
+    env = env_with_nodepools()
+    env.create(kwok_nodeclass("default", ready=None))
+    env.create(nodepool())
+    env.create(pod("p"))
+    env.run_for(1.5)
+    assert condition(get_pool(env), "NodeClassReady")["status"] == "True"  # type: ignore[index]
+    assert len(env.nodeclaims()) == 1
+
+
 def test_nodeclass_without_a_ready_condition_is_readiness_unknown() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("default", ready=None))
+    env.kube.patch(
+        "kwoknodeclasses", "default", {"status": {"conditions": []}}, subresource="status"
+    )
     env.create(nodepool())
     env.run_for(1)
     ready = condition(get_pool(env), "NodeClassReady")
