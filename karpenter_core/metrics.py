@@ -655,4 +655,32 @@ def samples(name: str) -> list[tuple[dict[str, str], float]]:
     return out
 
 
+SampleKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def snapshot() -> dict[SampleKey, float]:
+    """Every sample now, keyed by (exposed name, sorted labels). A report taken as
+    ``delta(before, snapshot())`` counts only what happened between two points, even when
+    other runs in the same process share the registry."""
+    out: dict[SampleKey, float] = {}
+    for family in REGISTRY.collect():
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
+    return out
+
+
+def delta(
+    before: Mapping[SampleKey, float], after: Mapping[SampleKey, float]
+) -> dict[SampleKey, float]:
+    """``after - before`` per sample (series absent before count from 0); for counters and
+    histogram buckets/sums/counts this is what happened in between. Unchanged samples are
+    left out."""
+    out: dict[SampleKey, float] = {}
+    for key, value in after.items():
+        change = value - before.get(key, 0.0)
+        if change:
+            out[key] = change
+    return out
+
+
 _initial_series()

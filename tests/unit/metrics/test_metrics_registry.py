@@ -327,3 +327,16 @@ def test_to_prometheus_label(key: str, label: str) -> None:
 
 def test_resource_type_label() -> None:
     assert metrics.resource_type_label("ephemeral-storage") == "ephemeral_storage"
+
+
+def test_delta_counts_only_what_happened_between_snapshots() -> None:
+    labels = {"nodepool": "a", "zone": "z"}
+    metrics.NODES_CREATED_TOTAL.labels(**labels).inc(2)
+    before = metrics.snapshot()
+    metrics.NODES_CREATED_TOTAL.labels(**labels).inc(3)
+    metrics.NODES_CREATED_TOTAL.labels(nodepool="b", zone="z").inc()
+    changes = metrics.delta(before, metrics.snapshot())
+    assert changes == {
+        ("karpenter_nodes_created_total", (("nodepool", "a"), ("zone", "z"))): 3.0,
+        ("karpenter_nodes_created_total", (("nodepool", "b"), ("zone", "z"))): 1.0,
+    }

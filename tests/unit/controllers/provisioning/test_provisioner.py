@@ -361,3 +361,21 @@ def test_a_ready_nodepool_with_unreadable_limits_is_skipped() -> None:
     assert env.manager.controller("provisioner").errors == 0
     [nc] = env.nodeclaims()
     assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
+
+
+def test_provider_calls_are_measured_under_the_provisioner_controller() -> None:
+    from karpenter_core.cloudprovider.metrics import decorate
+
+    env = Env()
+    env.ctx.cloud_provider = decorate(env.provider)  # type: ignore[arg-type]
+    env.ready_nodepool()
+    env.create(pod("p"))
+    env.run_for(1.5)
+    labels = {"controller": "provisioner", "method": "GetInstanceTypes", "provider": "fake"}
+    assert metrics.sample("karpenter_cloudprovider_duration_seconds_count", labels) == 1.0
+    assert (
+        metrics.sample(
+            "karpenter_scheduler_scheduling_duration_seconds_count", {"controller": "provisioner"}
+        )
+        == 1.0
+    )
