@@ -488,3 +488,94 @@ def test_daemon_incompatible_with_an_existing_node_reserves_nothing_there() -> N
     assert [n["name"] for n in out["existingNodes"]] == ["plain"]
     assert out["nodeClaims"] == []
     assert len(out["podErrors"]) == 1
+
+
+def _daemon(name: str, key: str) -> DaemonSet:
+    return DaemonSet.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "affinity": required_affinity([req(key, "In", "true")]),
+                        "containers": [{"name": "d", "resources": {"requests": {"cpu": "1"}}}],
+                    }
+                }
+            },
+        }
+    )
+
+
+def test_daemons_selecting_registered_or_initialized_nodes_count_but_the_keys_are_not_emitted() -> (
+    None
+):
+    daemons = [
+        _daemon("needs-initialized", "karpenter.sh/initialized"),
+        _daemon("needs-registered", "karpenter.sh/registered"),
+    ]
+    p = pod(cpu="2")
+    results = solve([p], snapshot=ClusterSnapshot(pods=[p], daemonsets=daemons))
+    assert results.pod_errors == {}
+    # 2 CPU for the pod and 1 for each daemon: the 4-CPU types (3.9 allocatable) are too small.
+    assert "default-instance-type" not in instance_type_names(results)[0]
+    manifest = results.new_nodeclaims[0].to_nodeclaim_dict()
+    assert manifest["spec"]["resources"]["requests"]["cpu"] == "4"
+    keys = {r["key"] for r in manifest["spec"]["requirements"]}
+    assert not keys & {"karpenter.sh/registered", "karpenter.sh/initialized"}
+    assert not set(manifest["metadata"]["labels"]) & {
+        "karpenter.sh/registered",
+        "karpenter.sh/initialized",
+    }
+
+
+def _existing_managed(name: str, initialized: bool) -> Node:
+    labels = {
+        "kubernetes.io/hostname": name,
+        ZONE: "test-zone-1",
+        "karpenter.sh/nodepool": "default",
+        INSTANCE_TYPE: "default-instance-type",
+        CAPACITY_TYPE: "on-demand",
+        "karpenter.sh/registered": "true",
+    }
+    if initialized:
+        labels["karpenter.sh/initialized"] = "true"
+    return Node.from_dict(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": f"fake://{name}"},
+            "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}},
+        }
+    )
+
+
+def test_initialized_nodes_are_tried_before_uninitialized_ones() -> None:
+    names = [f"a-{i}" for i in range(5)] + ["z-ready"]
+    nodes = [_existing_managed(n, initialized=n == "z-ready") for n in names]
+    claims = [_nodeclaim(n) for n in names]  # Karpenter's own nodes: initialisation matters
+    p = pod()
+    snapshot = ClusterSnapshot(nodes=nodes, nodeclaims=claims, pods=[p])
+    out = solve([p], snapshot=snapshot).to_json_dict()
+    assert out["existingNodes"] == [{"name": "z-ready", "pods": [p.key]}]
+
+
+def test_nodes_without_a_nodeclaim_count_as_initialized_and_go_by_name() -> None:
+    nodes = [_existing_managed("b-ready", True), _existing_managed("a-unlabelled", False)]
+    p = pod()
+    out = solve([p], snapshot=ClusterSnapshot(nodes=nodes, pods=[p])).to_json_dict()
+    assert out["existingNodes"] == [{"name": "a-unlabelled", "pods": [p.key]}]
+
+
+@pytest.mark.parametrize("with_pool", [False, True])
+def test_pod_incompatible_with_the_existing_node_needs_a_nodepool(with_pool: bool) -> None:
+    node = Node.from_dict(
+        {
+            "metadata": {"name": "unlabelled", "labels": {"kubernetes.io/hostname": "unlabelled"}},
+            "spec": {"providerID": "fake://unlabelled"},
+            "status": {"allocatable": {"cpu": "10", "memory": "10Gi", "pods": "110"}},
+        }
+    )
+    p = pod(affinity=required_affinity([req(ZONE, "In", "test-zone-1")]))
+    snapshot = ClusterSnapshot(nodes=[node], pods=[p])
+    results = solve([p], [nodepool()] if with_pool else [], snapshot=snapshot)
+    assert (p.key in results.pod_errors) is not with_pool
+    assert len(results.new_nodeclaims) == int(with_pool)
