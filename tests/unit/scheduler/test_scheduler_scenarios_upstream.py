@@ -579,3 +579,14 @@ def test_pod_incompatible_with_the_existing_node_needs_a_nodepool(with_pool: boo
     results = solve([p], [nodepool()] if with_pool else [], snapshot=snapshot)
     assert (p.key in results.pod_errors) is not with_pool
     assert len(results.new_nodeclaims) == int(with_pool)
+
+
+@pytest.mark.parametrize("deleting", [False, True])
+def test_terminating_in_flight_nodeclaim_is_not_used(deleting: bool) -> None:
+    claim = _nodeclaim("in-flight")
+    if deleting:
+        claim["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    p = pod(cpu="10m")
+    out = solve([p], snapshot=ClusterSnapshot(nodeclaims=[claim], pods=[p])).to_json_dict()
+    assert len(out["nodeClaims"]) == int(deleting)
+    assert len(out["existingNodes"]) == int(not deleting)
