@@ -126,6 +126,7 @@ class Provisioner:
         self.ctx = ctx
         self.cluster: Cluster = cluster_of(ctx)
         self.controller: Controller | None = None
+        self._warned: dict[tuple[str, str], str] = {}
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -212,7 +213,48 @@ class Provisioner:
             if why != KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST:
                 self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, why))
         metrics.SCHEDULER_IGNORED_PODS_COUNT.set(rejected)
+        self._consolidation_warnings(kept)
         return kept
+
+    def _consolidation_warnings(self, pods: Sequence[Pod]) -> None:
+        """Say once per pod (until it changes) when its preferences may keep consolidation
+        from packing nodes: preferred anti-affinity, ``ScheduleAnyway`` spreads."""
+        if self.ctx.options.preference_policy == "Ignore":
+            return
+        anti: list[str] = []
+        spread: list[str] = []
+        for pod in pods:
+            prefs = ((pod.affinity or {}).get("podAntiAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            )
+            if prefs and self._changed(pod, "pod-antiaffinity"):
+                anti.append(pod.key)
+            if any(
+                c.get("whenUnsatisfiable") == "ScheduleAnyway"
+                for c in pod.topology_spread_constraints
+            ) and self._changed(pod, "pod-topology-spread"):
+                spread.append(pod.key)
+        if anti:
+            log.info(
+                "pod(s) have a preferred Anti-Affinity which can prevent consolidation: %s",
+                ", ".join(anti[:10]),
+            )
+        if spread:
+            log.info(
+                "pod(s) have a preferred TopologySpreadConstraint which can prevent "
+                "consolidation: %s",
+                ", ".join(spread[:10]),
+            )
+
+    def _changed(self, pod: Pod, what: str) -> bool:
+        key = (pod.uid, what)
+        version = str((pod.raw.get("metadata") or {}).get("resourceVersion") or "")
+        if self._warned.get(key) == version:
+            return False
+        self._warned[key] = version
+        if len(self._warned) > 100_000:  # forget old pods rather than grow without bound
+            self._warned.clear()
+        return True
 
     def deleting_node_pods(self, snapshot: ClusterSnapshot) -> list[Pod]:
         """Pods of nodes being deleted that would move now (not held by do-not-disrupt or a

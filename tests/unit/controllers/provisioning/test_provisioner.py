@@ -379,3 +379,29 @@ def test_provider_calls_are_measured_under_the_provisioner_controller() -> None:
         )
         == 1.0
     )
+
+
+def test_preferences_that_can_block_consolidation_are_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = Env()
+    env.ready_nodepool()
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+        }
+    ]
+    # Too big for any type: no NodeClaim, so the pod is scheduled again at 10 s and 20 s.
+    env.create(pod("w", cpu="1000", topologySpreadConstraints=spread))
+    with caplog.at_level("INFO", logger="karpenter.provisioner"):
+        env.run_for(25)
+    passes = metrics.sample(
+        "karpenter_scheduler_scheduling_duration_seconds_count", {"controller": "provisioner"}
+    )
+    assert passes == 3
+    warnings = [r for r in caplog.records if "TopologySpreadConstraint" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "default/w" in warnings[0].getMessage()
