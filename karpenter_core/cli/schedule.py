@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -48,6 +48,9 @@ from karpenter_core.apis.workloads import (
     expand_workloads,
 )
 from karpenter_core.state.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when scheduling
+    from karpenter_core.provisioning.scheduler import SchedulerOptions
 
 __all__ = [
     "InputError",
@@ -461,7 +464,7 @@ def _nodepool_error(inp: ScheduleInput, error: ValueError) -> InputError:
     return InputError(f"NodePools: {message}")
 
 
-def read_scheduler_config(path: str) -> Any:
+def read_scheduler_config(path: str) -> SchedulerOptions:
     """Scheduler options carrying the ``--scheduler-config`` file's default spreads."""
     from karpenter_core.provisioning.scheduler import SchedulerOptions
 
@@ -479,7 +482,7 @@ def read_scheduler_config(path: str) -> Any:
 def schedule_input(
     inp: ScheduleInput,
     instance_types: Mapping[str, Sequence[Any]],
-    options: Any = None,
+    options: SchedulerOptions | None = None,
 ) -> dict[str, Any]:
     """Run the scheduler over the input's pending pods; returns the ``-o json`` document.
 
