@@ -323,7 +323,9 @@ class MemoryWatch:
         self._stopped = False
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        if self.namespace is not None and _meta(obj).get("namespace") != self.namespace:
+        # Cluster-scoped objects carry no namespace while their watchers hold "": compare
+        # both as "" so those watches see later changes too.
+        if self.namespace is not None and (_meta(obj).get("namespace") or "") != self.namespace:
             return False
         if not self.labels.empty and not self.labels.matches(_meta(obj).get("labels") or {}):
             return False
