@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from karpenter_kwok.provider import KwokCloudProvider
 
 from karpenter_core.operator.context import ControllerContext
@@ -14,23 +13,6 @@ from karpenter_core.runtime.manager import Manager
 from karpenter_core.sim import kubelet, kubescheduler
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.sim.kubelet import KubeletOptions
-
-
-def _node_watches_see_changes() -> bool:
-    server = InMemoryApiServer(VirtualClock())
-    watch = server.watch("nodes")
-    server.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe"}})
-    seen = bool(watch.poll(0))
-    watch.stop()
-    return seen
-
-
-pytestmark = pytest.mark.xfail(
-    not _node_watches_see_changes(),
-    reason="InMemoryApiServer: watches on cluster-scoped kinds drop every change; "
-    "runs normally once fixed",
-    strict=True,
-)
 
 NODECLAIM: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1",

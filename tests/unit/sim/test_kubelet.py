@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from node_watch import needs_node_events
 
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -173,7 +172,6 @@ def test_only_annotated_nodes_are_managed_when_asked() -> None:
     assert any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-@needs_node_events
 def test_startup_taint_remover_removes_only_its_taint_after_its_delay() -> None:
     sim = Sim(KubeletOptions(startup_taint_removers=[StartupTaintRemover("example.com/cni", 30)]))
     sim.node(
@@ -222,7 +220,6 @@ def test_unbound_pod_is_left_pending() -> None:
     assert sim.phase() == "Pending"
 
 
-@needs_node_events
 def test_pod_waits_for_its_node_to_be_ready() -> None:
     sim = Sim(KubeletOptions(node_ready_delay=20))
     sim.node()
@@ -296,7 +293,6 @@ def test_pod_that_never_started_goes_at_once_when_deleted() -> None:
     assert not sim.exists()
 
 
-@needs_node_events
 def test_pod_of_a_deleted_node_is_collected_after_the_quarantine() -> None:
     sim = Sim()
     sim.node(ready=True)
@@ -309,7 +305,6 @@ def test_pod_of_a_deleted_node_is_collected_after_the_quarantine() -> None:
     assert not sim.exists()
 
 
-@needs_node_events
 def test_scheduler_and_kubelet_take_a_pod_from_pending_to_running() -> None:
     sim = Sim(KubeletOptions(node_ready_delay=10, pod_start_delay=2), scheduler=True)
     sim.pod(node=None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from node_watch import needs_node_events
 
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
@@ -148,7 +147,6 @@ def test_not_ready_node_counts_as_tainted_not_ready(sim: Sim) -> None:
     assert "untolerated taint {node.kubernetes.io/not-ready: }" in sim.scheduled("p")["message"]  # type: ignore[index]
 
 
-@needs_node_events
 def test_pod_binds_once_the_unregistered_taint_is_removed(sim: Sim) -> None:
     sim.node("a", taints=[{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}])
     sim.pod("p")

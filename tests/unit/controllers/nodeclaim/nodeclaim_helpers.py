@@ -152,19 +152,7 @@ class FakeCloudProvider:
         return (NODE_CLASS,)
 
 
-class Server(InMemoryApiServer):
-    """The in-memory server, with watches on cluster-scoped kinds delivering their events.
-
-    Workaround: ``MemoryWatch.matches`` compares a cluster-scoped object's missing
-    namespace (None) with the watch's "" and drops every change event; until that is fixed
-    in ``karpenter_core.sim.apiserver`` these watches are opened without a namespace filter.
-    """
-
-    def watch(self, resource: Any, namespace: str | None = None, **kw: Any) -> Any:
-        stream = super().watch(resource, namespace, **kw)
-        if not stream.rt.namespaced:
-            stream.namespace = None
-        return stream
+Server = InMemoryApiServer
 
 
 class Env:

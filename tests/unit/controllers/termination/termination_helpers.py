@@ -30,19 +30,6 @@ NODEPOOL = "default"
 RS_OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid"}
 
 
-class _Server(InMemoryApiServer):
-    """Works around a bug in ``MemoryWatch.matches``: a watch on a cluster-scoped kind is
-    opened with namespace ``""`` and then compares it with the object's missing namespace,
-    so after the initial ADDED burst it never sees a change. Remove once the server is
-    fixed (reported to its owner)."""
-
-    def watch(self, resource: Any, namespace: str | None = None, **kw: Any) -> Any:
-        stream = super().watch(resource, namespace, **kw)
-        if not stream.rt.namespaced:
-            stream.namespace = None
-        return stream
-
-
 class FakeCloudProvider:
     """Instances by provider id. ``delete`` starts termination (the instance is gone at the
     next call, which then reports NotFound), like upstream's fake."""
@@ -144,7 +131,7 @@ class Env:
     def __init__(self, *, kubelet: bool = True, startup: float = 0, seed: int | None = None):
         metrics.reset()
         self.clock = VirtualClock(START)
-        self.server = _Server(self.clock)
+        self.server = InMemoryApiServer(self.clock)
         self.recorder = EventRecorder(self.clock)
         self.cloud = FakeCloudProvider()
         self.ctx = ControllerContext(
