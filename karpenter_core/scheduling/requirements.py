@@ -282,7 +282,9 @@ class Requirement:
         if self._gte is not None:
             low = self._gte
         elif lte is not None and lte < 0:
-            low = lte
+            # Leave room below a negative upper bound for every excluded value, so the
+            # scan below always finds an admitted one.
+            low = lte - len(self._values)
         else:
             low = 0
         high = lte if lte is not None else MAX_INT64 - 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from karpenter_core.scheduling.requirements import (
@@ -137,6 +137,7 @@ def test_serialisation_round_trips_unless_not_in_meets_a_bound(a: Requirement) -
 
 
 @given(requirements())
+@example(Requirement.new(K, "Lt", ["-3"]).intersection(Requirement.new(K, "NotIn", ["-4"])))
 def test_any_is_admitted_when_something_is(a: Requirement) -> None:
     value = a.any()
     if value or a.has(value):  # "" is also a legal label value (In [""])
