@@ -710,6 +710,9 @@ class Simulation:
                     self.clock.run_until(target)
                     continue
                 return
+            # one timer at a time, like Manager.run_until: timers due at the same instant
+            # still happen one after the other, each followed by what reacts to it (as
+            # nodes "registering together" really do, milliseconds apart)
             self.clock.step()
 
     def run(self, until: float | None = None) -> Report:
