@@ -36,14 +36,17 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import (
+    Controller,
     CSINode,
     DaemonSet,
+    Namespace,
     Node,
     ObjectError,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    Service,
     StorageClass,
 )
 from karpenter_core.apis.v1 import NodeClaim
@@ -86,6 +89,14 @@ PVCS = ("v1", "PersistentVolumeClaim")
 PVS = ("v1", "PersistentVolume")
 STORAGECLASSES = ("storage.k8s.io/v1", "StorageClass")
 PDBS = ("policy/v1", "PodDisruptionBudget")
+NAMESPACES = ("v1", "Namespace")
+SERVICES = ("v1", "Service")
+# Pod controllers kube-scheduler consults for default topology spreads.
+POD_CONTROLLERS = (
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+    ("v1", "ReplicationController"),
+)
 
 MAX_TOMBSTONES = 10_000
 """Recently deleted pods remembered so a concurrent node rebuild does not count them."""
@@ -481,7 +492,8 @@ class Cluster:
     def snapshot(self) -> ClusterSnapshot:
         """A :class:`ClusterSnapshot` for ``schedule(...)``: the StateNodes as cluster state
         merged them (marks and nominations included), every known pod, the cached
-        DaemonSets, and the volume and PDB objects listed fresh from the API."""
+        DaemonSets, and the volume, PDB, namespace, Service and pod-controller objects (for
+        namespaceSelector and default topology spreads) listed fresh from the API."""
         with self._lock:
             pids = sorted(self._nodes)
             state_nodes = tuple(self._nodes[pid].copy() for pid in pids)
@@ -499,6 +511,11 @@ class Cluster:
             pvs=self._list(PVS, PersistentVolume.from_dict),
             storage_classes=self._list(STORAGECLASSES, StorageClass.from_dict),
             csinodes=self._list(CSINODES, CSINode.from_dict),
+            namespaces=self._list(NAMESPACES, Namespace.from_dict),
+            services=self._list(SERVICES, Service.from_dict),
+            controllers=[
+                c for rt in POD_CONTROLLERS for c in self._list(rt, Controller.from_dict)
+            ],
             prebuilt_state_nodes=state_nodes,
         )
 

@@ -441,6 +441,42 @@ def test_snapshot_carries_marks_and_pods(env: Env) -> None:
     assert snap.state_nodes()[0].pod_requests()["cpu"] == 1000
 
 
+def test_snapshot_carries_namespaces_services_and_pod_controllers(env: Env) -> None:
+    env.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "shop", "labels": {"team": "web"}},
+        }
+    )
+    env.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"selector": {"app": "web"}},
+        }
+    )
+    env.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web-1", "namespace": "shop"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            },
+        }
+    )
+    snap = env.cluster.snapshot()
+    assert {n.name: n.labels.get("team") for n in snap.namespaces}["shop"] == "web"
+    assert [s.name for s in snap.services] == ["web"]
+    assert [c.name for c in snap.controllers] == ["web-1"]
+
+
 def _fingerprint(c: Cluster) -> Any:
     return [
         (
