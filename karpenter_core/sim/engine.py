@@ -75,6 +75,9 @@ NODE_MONITOR_GRACE = 40.0
 NOT_READY_EVICTION = 300.0
 """DefaultTolerationSeconds: pods tolerate an unreachable node for 5 minutes, then go."""
 
+KWOK_MANAGED_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+"""The annotation KWOK puts on its nodes, and the simulated kubelet's selector."""
+
 _UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 
 
@@ -217,9 +220,10 @@ class Simulation:
                         + ("bound" if what == "kube-scheduler" else "started, nodes never Ready")
                     )
                     continue
-                handle = register(self.cluster, ctx)
                 if what == "kubelet":
-                    self._kubelet = handle
+                    self._kubelet = register(self.cluster, ctx, *self._kubelet_options(module))
+                else:
+                    register(self.cluster, ctx)
             except Exception as e:
                 self.observer.note(f"simulated {what} failed to start: {type(e).__name__}: {e}")
         self.workloads = workload_controllers.register(self.cluster, self.server, self.clock)
@@ -233,6 +237,14 @@ class Simulation:
                 Watch("nodeclaims", mapper=obs.on_nodeclaim),
             ],
         )
+
+    def _kubelet_options(self, module: str) -> tuple[Any, ...]:
+        """With KWOK, the kubelet manages the nodes carrying KWOK's annotation (as the KWOK
+        controller does), so a failed node can be let go by taking the annotation off."""
+        options = getattr(importlib.import_module(module), "KubeletOptions", None)
+        if options is None or self.scenario.cloud_provider != "kwok":
+            return ()
+        return (options(manage_annotation=KWOK_MANAGED_ANNOTATION),)
 
     def _create(self, obj: Mapping[str, Any], where: str) -> dict[str, Any]:
         try:
@@ -521,14 +533,14 @@ class Simulation:
                 self.server.delete("nodes", node["metadata"]["name"])
 
     def _stop_kubelet(self, node_name: str) -> None:
-        for method in ("fail_node", "stop_node", "fail"):
-            fn = getattr(self._kubelet, method, None)
-            if callable(fn):
-                fn(node_name)
-                return
-        self.observer.note(
-            "the simulated kubelet cannot stop a node; a failed node may report Ready again"
-        )
+        """The node's kubelet goes silent: nothing reports it Ready or runs its pods."""
+        fail = getattr(self._kubelet, "fail_node", None)
+        if callable(fail):
+            fail(node_name)
+            return
+        key, _ = KWOK_MANAGED_ANNOTATION
+        with contextlib.suppress(NotFound):
+            self.server.patch("nodes", node_name, {"metadata": {"annotations": {key: None}}})
 
     def _node_failure(self, e: ScenarioEvent) -> None:
         """A node stops: its kubelet goes silent, kube-controller-manager marks it
@@ -611,23 +623,13 @@ class Simulation:
                 self.server.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
     def _vanish(self, name: str) -> None:
-        pods = self.server.pods_on_node(name)
-        try:
+        """The Node object goes with the instance; the pods bound there are left to the
+        pod garbage collector (the simulated kubelet's orphan GC, 40 s later)."""
+        with contextlib.suppress(NotFound):
             node = self.server.get("nodes", name)
             if node["metadata"].get("finalizers"):
                 self.server.patch("nodes", name, {"metadata": {"finalizers": None}})
             self.server.delete("nodes", name)
-        except NotFound:
-            pass
-        # kube-controller-manager's pod GC removes pods bound to a node that is gone
-        for pod in pods:
-            with contextlib.suppress(NotFound):
-                self.server.delete(
-                    "pods",
-                    pod["metadata"]["name"],
-                    pod["metadata"]["namespace"],
-                    grace_period_seconds=0,
-                )
 
     def _install_outages(self) -> None:
         """Offering outages are KWOK insufficient-capacity rules with a time window."""

@@ -432,14 +432,16 @@ class Observer:
         )
 
     def counts(self) -> tuple[int, int]:
-        """(bound, pending) among pods that exist and have not finished."""
+        """(bound, pending) among pods that exist, are not terminating and have not finished."""
         bound = pending = 0
         for p in self.live_pods():
             if p.finished is not None:
                 continue
+            if p.deleting is not None:
+                continue  # terminating: neither running for long nor waiting
             if p.node:
                 bound += 1
-            elif p.deleting is None:
+            else:
                 pending += 1
         return bound, pending
 
@@ -642,7 +644,7 @@ def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[s
     name; other pod events with the same reason and message at the same instant become
     one decision with a ``pods`` count.
     """
-    nominated: Counter[str] = Counter()
+    nominated: Counter[tuple[str, float]] = Counter()  # (NodeClaim, when)
     rows: list[tuple[float, int, dict[str, Any]]] = []
     folded: dict[tuple[float, str, str, str], dict[str, Any]] = {}
     seq = 0
@@ -651,7 +653,7 @@ def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[s
         if ev.kind == "Pod":
             if ev.reason == "Nominated":
                 for nc in set(_NOMINATED.findall(ev.message)):
-                    nominated[nc] += 1
+                    nominated[(nc, round(t, 3))] += 1
                 continue
             key = (t, ev.type, ev.reason, ev.message)
             row = folded.get(key)
@@ -686,8 +688,12 @@ def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[s
         seq += 1
     for d in observer.decisions:
         row = {"action": d.action, "reason": d.reason, **d.details, "source": d.source}
-        if d.action == "CreateNodeClaim" and nominated.get(str(d.details.get("nodeClaim"))):
-            count = nominated[str(d.details["nodeClaim"])]
+        # the pods nominated in the same instant (the same provisioning pass) are the
+        # pods the NodeClaim was created for
+        if d.action == "CreateNodeClaim" and nominated.get(
+            (str(d.details.get("nodeClaim")), round(d.t, 3))
+        ):
+            count = nominated[(str(d.details["nodeClaim"]), round(d.t, 3))]
             row["reason"] = f"{count} pending pod(s) did not fit on existing capacity"
             row["pods"] = count
         rows.append((d.t, seq, row))

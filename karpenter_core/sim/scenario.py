@@ -59,9 +59,9 @@ NODE_DELETION = "NodeDeletion"
 EVENT_TYPES = (NODE_FAILURE, SPOT_INTERRUPTION, OFFERING_OUTAGE, NODE_DELETION)
 """Events a scenario can inject (see ``docs/simulate.md`` for what each one does)."""
 
-RUN_FOR_ANNOTATION = "simulate.karpenter.sh/run-for"
-"""On a Job's pod template: seconds a pod runs before it succeeds (the simulator's stand-in
-for the work a real container would do)."""
+RUN_FOR_ANNOTATION = "sim.karpenter.sh/run-seconds"
+"""On a pod (template): seconds it runs before it succeeds, the simulated kubelet's stand-in
+for the work a real container would do (see ``karpenter_core.sim.kubelet``)."""
 
 WORKLOAD_KINDS: Mapping[str, str] = {
     "Deployment": "apps/v1",

@@ -5,9 +5,8 @@ would lose every pod a drain evicts. These controllers do the part that matters 
 capacity: a Deployment owns a ReplicaSet per pod template (old ones scaled to zero, a
 simplified rolling update), a ReplicaSet keeps ``spec.replicas`` live pods (a pod that is
 terminating, evicted or deleted is replaced at once, as upstream's ReplicaSet controller
-does), and a Job runs ``parallelism`` pods until ``completions`` succeeded. A Job pod whose
-template carries ``simulate.karpenter.sh/run-for: <seconds>`` succeeds that long after it
-started (``status.startTime``, else when it was bound) — the stand-in for real work.
+does), and a Job runs ``parallelism`` pods until ``completions`` succeeded. Pods finish
+when the simulated kubelet says so (``sim.karpenter.sh/run-seconds`` on the pod).
 
 Pods are indexed from the pod watch by their controlling owner's uid, so a reconcile costs
 what its own pods cost rather than a list of the namespace.
@@ -24,10 +23,9 @@ from attrs import define
 
 from karpenter_core.apis.workloads import template_hash
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
-from karpenter_core.runtime.clock import Clock, format_time, parse_time
+from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result, Watch
-from karpenter_core.sim.scenario import RUN_FOR_ANNOTATION
 
 __all__ = ["WorkloadController", "register"]
 
@@ -45,9 +43,6 @@ class _PodState:
     deleting: bool = False
     phase: str = "Pending"
     bound: bool = False
-    bound_at: float | None = None
-    started_at: float | None = None
-    run_for: float | None = None
 
     @property
     def active(self) -> bool:
@@ -104,7 +99,7 @@ class WorkloadController:
 
     def on_pod(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """Index the pod under its owner; enqueue the owner when the pod stops counting
-        (terminating, finished, gone) or, for a Job, when it starts running."""
+        (terminating, finished, gone)."""
         meta = obj.get("metadata") or {}
         ns = str(meta.get("namespace") or "")
         name = str(meta.get("name") or "")
@@ -124,31 +119,12 @@ class WorkloadController:
             state = _PodState(name, self._seq)
             pods[name] = state
             self._owner_of_pod[(ns, name)] = (owner_uid, owner_key)
-        was_active, was_running = state.active, state.started_at is not None
-        status = obj.get("status") or {}
+        was_active = state.active
         state.deleting = bool(meta.get("deletionTimestamp"))
-        state.phase = str(status.get("phase") or "Pending")
-        now = self.clock.monotonic()
-        if (obj.get("spec") or {}).get("nodeName") and not state.bound:
-            state.bound, state.bound_at = True, now
-        run_for = (meta.get("annotations") or {}).get(RUN_FOR_ANNOTATION)
-        if run_for is not None and state.run_for is None:
-            try:
-                state.run_for = float(run_for)
-            except ValueError:
-                state.run_for = None
-        if state.started_at is None and state.active:
-            if status.get("startTime") and state.phase == "Running":
-                try:
-                    elapsed = (self.clock.now() - parse_time(status["startTime"])).total_seconds()
-                    state.started_at = now - max(0.0, elapsed)
-                except (ValueError, TypeError):
-                    state.started_at = now
-            elif state.phase == "Running" or (state.bound and state.run_for is not None):
-                state.started_at = state.bound_at if state.bound_at is not None else now
+        state.phase = str((obj.get("status") or {}).get("phase") or "Pending")
+        if (obj.get("spec") or {}).get("nodeName"):
+            state.bound = True
         if was_active != state.active:
-            return (owner_key,)
-        if owner_key[0] == "Job" and not was_running and state.started_at is not None:
             return (owner_key,)
         return ()
 
@@ -253,15 +229,6 @@ class WorkloadController:
         parallelism = _replicas(spec, "parallelism", 1)
         completions = _replicas(spec, "completions", parallelism)
         pods = self._pods.setdefault(uid, {})
-        now = self.clock.monotonic()
-        requeue: float | None = None
-        for p in list(pods.values()):
-            if p.active and p.run_for is not None and p.started_at is not None:
-                due = p.started_at + p.run_for
-                if now >= due:
-                    self._finish(ns, p)
-                else:
-                    requeue = due - now if requeue is None else min(requeue, due - now)
         succeeded = sum(1 for p in pods.values() if p.phase == "Succeeded")
         failed = sum(1 for p in pods.values() if p.phase == "Failed")
         active = [p for p in pods.values() if p.active]
@@ -288,9 +255,8 @@ class WorkloadController:
                     "lastTransitionTime": format_time(self.clock.now()),
                 }
             ]
-            requeue = None
         self._status(job, new_status)
-        return Result(requeue_after=requeue) if requeue else Result()
+        return Result()
 
     # -- writes
 
@@ -333,24 +299,6 @@ class WorkloadController:
         with contextlib.suppress(NotFound):
             self.kube.delete("pods", p.name, ns)
         p.deleting = True
-
-    def _finish(self, ns: str, p: _PodState) -> None:
-        try:
-            pod = self.kube.get("pods", p.name, ns)
-        except NotFound:
-            p.deleting = True
-            return
-        status = pod.setdefault("status", {})
-        status["phase"] = "Succeeded"
-        status["conditions"] = [
-            {**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
-            for c in status.get("conditions") or ()
-        ]
-        try:
-            self.kube.update_status(pod)
-        except (Conflict, NotFound):
-            return
-        p.phase = "Succeeded"
 
     def _status(self, obj: dict[str, Any], status: Mapping[str, Any]) -> None:
         current = obj.get("status") or {}

@@ -181,3 +181,51 @@ def test_spot_interruption_replaces_the_node() -> None:
         if n["metadata"]["labels"].get(CAPACITY_TYPE_LABEL) == "spot"
     ]
     assert spot
+
+
+def test_a_failed_node_is_left_by_its_pods_and_they_run_elsewhere() -> None:
+    sim = Simulation(
+        make_scenario(
+            workloads=[web(4, cpu="500m")],
+            events=[{"at": "3m", "type": "NodeFailure"}],
+        )
+    )
+    sim.run_until(170)
+    (failed,) = [n["metadata"]["name"] for n in sim.server.list("nodes").items]
+    sim.run_until(181)
+    node = sim.server.get("nodes", failed)
+    assert conditions(node)["Ready"] == "Unknown"
+    assert any(t["key"] == "node.kubernetes.io/unreachable" for t in node["spec"]["taints"])
+    sim.run_until(8 * 60 - 1)  # pods tolerate an unreachable node for 5 minutes
+    assert all(p["spec"]["nodeName"] == failed for p in app_pods(sim))
+    data = sim.run(15 * 60).to_json_dict()
+    assert (
+        conditions(sim.server.get("nodes", failed))["Ready"] == "Unknown"
+    )  # no kubelet revived it
+    running = [p for p in app_pods(sim) if not p["metadata"].get("deletionTimestamp")]
+    assert len(running) == 4 and all(p["spec"]["nodeName"] != failed for p in running)
+    assert data["pods"]["bound"] == 4 and data["pods"]["pending"] == 0
+
+
+def test_a_vanished_instance_is_garbage_collected_and_replaced() -> None:
+    sim = Simulation(
+        make_scenario(
+            workloads=[web(4, cpu="500m")],
+            events=[{"at": "3m", "type": "NodeFailure", "mode": "InstanceGone"}],
+        )
+    )
+    data = sim.run(15 * 60).to_json_dict()
+    assert data["removalReasons"] == {"garbage collected": 1}
+    removed = next(n for n in data["nodes"] if n["removed"])
+    assert removed["gone"] is not None
+    assert data["nodesLaunched"] == 2
+    assert data["pods"]["bound"] == 4 and data["pods"]["pending"] == 0
+
+
+def test_an_event_with_nothing_to_hit_is_a_note_not_an_error() -> None:
+    sim = Simulation(
+        make_scenario(workloads=[web(1)], events=[{"at": "1m", "type": "SpotInterruption"}])
+    )
+    data = sim.run(120).to_json_dict()
+    assert any("SpotInterruption" in n and "no spot node" in n for n in data["notes"])
+    assert data["nodesRemoved"] == 0

@@ -75,6 +75,12 @@ def test_shorthand_job_carries_run_for_on_the_pod_template() -> None:
     assert w.manifest["spec"]["template"]["spec"]["restartPolicy"] == "Never"
 
 
+def test_run_for_is_the_simulated_kubelets_annotation() -> None:
+    from karpenter_core.sim import kubelet
+
+    assert kubelet.RUN_SECONDS_ANNOTATION == RUN_FOR_ANNOTATION
+
+
 def test_full_manifest_workload_keeps_the_manifest() -> None:
     manifest = {
         "apiVersion": "apps/v1",

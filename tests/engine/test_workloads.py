@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.sim import workloads
 from karpenter_core.sim.apiserver import InMemoryApiServer
@@ -96,18 +96,15 @@ def test_an_evicted_terminating_pod_is_replaced_before_it_is_gone(env: Any) -> N
     assert len(live_pods(server)) == 1
 
 
-def start_running(clock: VirtualClock, server: InMemoryApiServer) -> None:
-    for pod in live_pods(server):
-        if pod.get("status", {}).get("phase") != "Running":
-            server.bind(pod["metadata"]["name"], "default", "node-a")
-            pod = server.get("pods", pod["metadata"]["name"], "default")
-            pod["status"]["phase"] = "Running"
-            pod["status"]["startTime"] = format_time(clock.now())
-            server.update_status(pod)
+def finish(server: InMemoryApiServer, count: int) -> None:
+    """Play the kubelet: ``count`` live pods succeed."""
+    for pod in live_pods(server)[:count]:
+        pod["status"]["phase"] = "Succeeded"
+        server.update_status(pod)
 
 
 def test_job_runs_parallel_pods_until_completions_succeed(env: Any) -> None:
-    clock, server, manager = env
+    _clock, server, manager = env
     server.create(
         {
             "apiVersion": "batch/v1",
@@ -125,14 +122,36 @@ def test_job_runs_parallel_pods_until_completions_succeed(env: Any) -> None:
     )
     manager.run_for(1)
     assert len(live_pods(server)) == 2
-    start_running(clock, server)
-    manager.run_for(59)
-    assert len(live_pods(server)) == 2  # still running
-    manager.run_for(2)
-    start_running(clock, server)  # the third pod
-    assert len(live_pods(server)) == 1
-    manager.run_for(61)
+    assert all(p["metadata"]["annotations"][RUN_FOR_ANNOTATION] == "60" for p in live_pods(server))
+    finish(server, 2)
+    manager.run_for(1)
+    assert len(live_pods(server)) == 1  # only one completion left to run
+    finish(server, 1)
+    manager.run_for(1)
     job = server.get("jobs", "batch", "default")
     assert job["status"]["succeeded"] == 3
     assert job["status"]["conditions"][0]["type"] == "Complete"
     assert live_pods(server) == []
+
+
+def test_lowering_parallelism_stops_extra_job_pods(env: Any) -> None:
+    _clock, server, manager = env
+    server.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "default"},
+            "spec": {
+                "parallelism": 3,
+                "completions": 10,
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+                },
+            },
+        }
+    )
+    manager.run_for(1)
+    assert len(live_pods(server)) == 3
+    server.patch("jobs", "batch", {"spec": {"parallelism": 1}}, "default")
+    manager.run_for(1)
+    assert len(live_pods(server)) == 1

@@ -1,0 +1,86 @@
+"""``karpenter simulate`` on the command line: formats, files, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from karpenter_core.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_json_report_has_the_public_shape() -> None:
+    result = CliRunner().invoke(
+        main, ["simulate", str(EXAMPLES / "quickstart.yaml"), "-o", "json", "--until", "12m"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["virtualSeconds"] == 720.0
+    assert isinstance(data["nodesLaunched"], int) and data["nodesLaunched"] > 0
+    assert isinstance(data["nodesRemoved"], int)
+    assert data["pods"]["bound"] > 0
+    assert set(data["pods"]["pendingSeconds"]) == {"p50", "p95", "max"}
+    assert data["cost"]["total"] > 0 and data["cost"]["perHourAtEnd"] > 0
+    assert {"time", "action", "reason"} <= set(data["decisions"][0])
+
+
+def test_html_report_is_written_to_the_out_file(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            str(EXAMPLES / "quickstart.yaml"),
+            "-o",
+            "html",
+            "--out",
+            str(out),
+            "--until",
+            "5m",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
+
+
+def test_seed_option_changes_nothing_but_what_is_random() -> None:
+    args = [
+        "simulate",
+        str(EXAMPLES / "quickstart.yaml"),
+        "-o",
+        "json",
+        "--until",
+        "3m",
+        "--seed",
+        "5",
+    ]
+    first = json.loads(CliRunner().invoke(main, args).output)
+    second = json.loads(CliRunner().invoke(main, args).output)
+    assert first["seed"] == 5
+    first.pop("wallSeconds"), second.pop("wallSeconds")
+    assert first == second
+
+
+def test_bad_scenario_is_one_line_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nworkloads:\n  - deployment: web\n    replicas: lots\n")
+    result = CliRunner().invoke(main, ["simulate", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert "workloads[0].replicas" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_until_and_unknown_option_are_errors(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["simulate", str(EXAMPLES / "quickstart.yaml"), "--until", "soon"]
+    )
+    assert result.exit_code == 1 and "--until" in result.output
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: x\noptions: {NOT_AN_OPTION: '1'}\n")
+    result = CliRunner().invoke(main, ["simulate", str(scenario)])
+    assert result.exit_code == 1 and "options.NOT_AN_OPTION: unknown option" in result.output
