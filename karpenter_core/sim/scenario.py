@@ -2,6 +2,8 @@
 
 A scenario is one YAML (or JSON) mapping; the format is documented in ``docs/simulate.md``::
 
+    apiVersion: simulate.karpenter.sh/v1alpha1   # optional
+    kind: Scenario
     name: quickstart
     until: 30m                 # how long to run (virtual time); --until overrides
     seed: 1                    # --seed overrides
@@ -51,6 +53,9 @@ __all__ = [
     "parse_duration",
     "parse_scenario",
 ]
+
+API_VERSION = "simulate.karpenter.sh/v1alpha1"
+KIND = "Scenario"
 
 NODE_FAILURE = "NodeFailure"
 SPOT_INTERRUPTION = "SpotInterruption"
@@ -301,6 +306,12 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     if unknown:
         raise ScenarioError(
             f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})"
+        )
+    api_version, kind = data.get("apiVersion", API_VERSION), data.get("kind", KIND)
+    if api_version != API_VERSION or kind != KIND:
+        raise ScenarioError(
+            f"{source}: expected apiVersion {API_VERSION} and kind {KIND} (or neither), "
+            f"got {api_version!r} {kind!r}"
         )
     name = data.get("name", Path(source).stem if source != "<scenario>" else "scenario")
     if not isinstance(name, str) or not name:

@@ -195,3 +195,10 @@ def test_shipped_examples_parse() -> None:
     paths = [root / "quickstart.yaml", *sorted((root / "scenarios").glob("*.yaml"))]
     for path in paths:
         assert load_scenario(path).workloads, path
+
+
+def test_scenario_kind_is_optional_but_checked_when_given() -> None:
+    ok = parse_scenario(scenario(apiVersion="simulate.karpenter.sh/v1alpha1", kind="Scenario"))
+    assert ok.name == "t"
+    with pytest.raises(ScenarioError, match=r"expected apiVersion simulate\.karpenter\.sh/v1alpha1"):
+        parse_scenario(scenario(apiVersion="karpenter.sh/v1", kind="NodePool"), "s.yaml")
