@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from engine_helpers import make_scenario, nodepool, web
 
-from karpenter_core.sim.engine import Simulation
+from karpenter_core.sim.engine import Simulation, SimulationError
 from karpenter_core.sim.report import CAPACITY_TYPE_LABEL
 
 
@@ -129,16 +130,26 @@ def test_deleting_a_node_drains_it_respecting_a_pdb_and_loses_no_pod() -> None:
     assert on_victim.isdisjoint(p["metadata"]["name"] for p in live)  # they were replaced
 
 
-def test_a_restart_mid_scenario_rebuilds_state_and_launches_nothing_twice() -> None:
+@pytest.mark.parametrize(
+    "when",
+    ["batch window open", "launches in flight", "steady state"],
+)
+def test_a_restart_mid_scenario_rebuilds_state_and_launches_nothing_twice(when: str) -> None:
     scenario = make_scenario(workloads=[web(12, cpu="3")])
     baseline = Simulation(scenario)
     baseline.run(600)
     expected = len(baseline.observer.nodeclaims)
 
     sim = Simulation(scenario)
-    sim.run_until(600, stop_when=lambda: bool(sim.observer.nodeclaims))
-    in_flight = [r for r in sim.observer.nodeclaims.values() if r.registered is None]
-    assert in_flight  # restarting while launches are still in flight
+    if when == "batch window open":
+        sim.run_until(0.5)
+        assert not sim.observer.nodeclaims and sim.observer.counts() == (0, 12)
+    elif when == "launches in flight":
+        sim.run_until(600, stop_when=lambda: bool(sim.observer.nodeclaims))
+        assert any(r.registered is None for r in sim.observer.nodeclaims.values())
+    else:
+        sim.run_until(300)
+        assert sim.observer.counts() == (12, 0)
     sim.restart_karpenter()
     report = sim.run(600)
     data = report.to_json_dict()
@@ -146,6 +157,31 @@ def test_a_restart_mid_scenario_rebuilds_state_and_launches_nothing_twice() -> N
     assert data["nodesRemoved"] == 0 and data["nodeClaimsNotLaunched"] == 0
     assert data["pods"]["bound"] == 12 and data["pods"]["pending"] == 0
     assert any(d["action"] == "Restart" for d in data["decisions"])
+    assert sim.ctx.cluster.synced()  # the new state caught up with the API
+
+
+def test_an_unknown_cloud_provider_is_a_simulation_error() -> None:
+    with pytest.raises(SimulationError, match="cloudProvider 'nimbus'"):
+        Simulation(make_scenario(cloudProvider="nimbus"))
+
+
+def test_an_offering_outage_is_reported_when_it_starts_and_ends() -> None:
+    data = (
+        Simulation(
+            make_scenario(
+                workloads=[web(1)],
+                events=[
+                    {"at": "1m", "type": "OfferingOutage", "zone": "test-zone-a", "duration": "2m"}
+                ],
+            )
+        )
+        .run(300)
+        .to_json_dict()
+    )
+    outage = [
+        (d["offsetSeconds"], d["action"]) for d in data["decisions"] if "Offering" in d["action"]
+    ]
+    assert outage == [(60.0, "OfferingOutage"), (180.0, "OfferingRestored")]
 
 
 def test_same_seed_gives_the_same_report() -> None:

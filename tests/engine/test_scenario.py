@@ -200,5 +200,7 @@ def test_shipped_examples_parse() -> None:
 def test_scenario_kind_is_optional_but_checked_when_given() -> None:
     ok = parse_scenario(scenario(apiVersion="simulate.karpenter.sh/v1alpha1", kind="Scenario"))
     assert ok.name == "t"
-    with pytest.raises(ScenarioError, match=r"expected apiVersion simulate\.karpenter\.sh/v1alpha1"):
+    with pytest.raises(
+        ScenarioError, match=r"expected apiVersion simulate\.karpenter\.sh/v1alpha1"
+    ):
         parse_scenario(scenario(apiVersion="karpenter.sh/v1", kind="NodePool"), "s.yaml")
