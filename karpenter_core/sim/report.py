@@ -121,6 +121,8 @@ class NodeClaimRecord:
     deleting: float | None = None
     gone: float | None = None
     reason: str = ""
+    options: int = 0
+    """How many instance types the NodeClaim's requirements allowed."""
 
     def to_json_dict(self, time_of: Callable[[float | None], str | None]) -> dict[str, Any]:
         return {
@@ -173,6 +175,18 @@ class Sample:
     cost_per_hour: float
     cpu_utilization: float
     memory_utilization: float
+
+
+def _instance_type_options(spec: Mapping[str, Any]) -> int:
+    """The number of instance types a NodeClaim's requirements allow (0: unconstrained)."""
+    for req in spec.get("requirements") or ():
+        if (
+            isinstance(req, Mapping)
+            and req.get("key") == INSTANCE_TYPE_LABEL
+            and req.get("operator") == "In"
+        ):
+            return len(req.get("values") or ())
+    return 0
 
 
 def _condition_true(obj: Mapping[str, Any], ctype: str) -> bool:
@@ -322,12 +336,16 @@ class Observer:
             if etype == "DELETED":
                 return ()
             rec = NodeClaimRecord(name, str(labels.get(NODEPOOL_LABEL) or ""), now)
+            spec = obj.get("spec") or {}
+            rec.options = _instance_type_options(spec)
             self.nodeclaims[name] = rec
             self.decide(
                 "CreateNodeClaim",
                 "pending pods did not fit on existing capacity",
                 nodeClaim=name,
                 nodePool=rec.nodepool,
+                requests=dict((spec.get("resources") or {}).get("requests") or {}),
+                instanceTypeOptions=rec.options,
             )
         provider_id = status.get("providerID") or ""
         if provider_id and rec.launched is None:
@@ -339,10 +357,13 @@ class Observer:
             if self.price_of is not None and rec.instance_type:
                 rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
             price = "unknown price" if rec.price is None else f"${rec.price:.4f}/h"
+            among = (
+                f", the provider's pick of {rec.options} compatible types" if rec.options else ""
+            )
             self.decide(
                 "Launch",
                 f"launched {rec.instance_type or 'an instance'} ({rec.capacity_type or '?'}, "
-                f"{rec.zone or '?'}) at {price}",
+                f"{rec.zone or '?'}) at {price}{among}",
                 nodeClaim=name,
                 nodePool=rec.nodepool,
                 instanceType=rec.instance_type,
@@ -757,11 +778,11 @@ def render_text(report: Report, *, max_decisions: int = MAX_TEXT_DECISIONS) -> s
     if report.nodeclaims:
         lines += [
             "",
-            "NODECLAIM                 NODEPOOL     TYPE             ZONE          CAPACITY   $/H      LAUNCHED   REMOVED    REASON",
+            "NODECLAIM                  NODEPOOL     TYPE               ZONE          CAPACITY   $/H      LAUNCHED   REMOVED    REASON",
         ]
         for nc in report.nodeclaims:
             lines.append(
-                f"{nc.name:<25} {nc.nodepool:<12} {nc.instance_type or '-':<16} {nc.zone or '-':<13} "
+                f"{nc.name:<26} {nc.nodepool:<12} {nc.instance_type or '-':<18} {nc.zone or '-':<13} "
                 f"{nc.capacity_type or '-':<10} {f'{nc.price:.4f}' if nc.price is not None else '-':<8} "
                 f"{('+' + _fmt_offset(nc.launched)) if nc.launched is not None else '-':<10} "
                 f"{('+' + _fmt_offset(nc.deleting)) if nc.deleting is not None else '-':<10} {nc.reason or ''}"
