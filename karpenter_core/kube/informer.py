@@ -1,0 +1,364 @@
+"""Informers: a local cache of one resource kept current by list-then-watch.
+
+Like client-go's reflector + indexer, an :class:`Informer` lists once, then watches from the
+list's resourceVersion, moving its resourceVersion forward with every event and bookmark so
+a dropped watch resumes where it stopped. A 410 Gone (the version was compacted away) makes
+it list again; the new listing is diffed against the cache so handlers still see an
+``ADDED``/``MODIFIED``/``DELETED`` for everything that changed while it was away (a
+deletion missed this way is reported with the last state the cache had).
+
+Handlers take ``(event_type, obj)`` — the shape of the Manager's ``Watch`` mapper and
+predicate — so a controller can be fed from an informer's cache instead of its own watch.
+Indexes map an object to index values (``pods by spec.nodeName`` is built in) for cheap
+lookups such as "the pods on this node".
+
+Informers work on any :class:`KubeClient`: the real adapter or the in-memory server.
+``run()`` blocks (use ``start()`` for a daemon thread); ``sync()`` and ``pump()`` do the
+same work step by step for single-threaded callers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from karpenter_core.kube.client import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    ApiError,
+    Gone,
+    KubeClient,
+    Obj,
+    ResourceLike,
+    WatchStream,
+    resource_for,
+)
+
+__all__ = [
+    "POD_NODE_NAME_INDEX",
+    "Handler",
+    "Indexer",
+    "Informer",
+    "SharedInformers",
+    "object_key",
+    "pod_node_name",
+]
+
+log = logging.getLogger("karpenter.kube.informer")
+
+Handler = Callable[[str, Obj], None]
+Indexer = Callable[[Obj], Iterable[str]]
+
+POD_NODE_NAME_INDEX = "spec.nodeName"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    name = str(meta.get("name") or "")
+    return f"{ns}/{name}" if ns else name
+
+
+def pod_node_name(obj: Mapping[str, Any]) -> list[str]:
+    """Index value of a pod: the node it is bound to (unbound pods are not indexed)."""
+    node = (obj.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []
+
+
+class Informer:
+    """A list-then-watch cache of one resource (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        indexers: Mapping[str, Indexer] | None = None,
+        watch_timeout: float = 300.0,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.resource = resource_for(resource)
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.watch_timeout = watch_timeout
+        self.max_backoff = max_backoff
+        self._indexers: dict[str, Indexer] = dict(indexers or {})
+        if self.resource.key == ("v1", "Pod"):
+            self._indexers.setdefault(POD_NODE_NAME_INDEX, pod_node_name)
+        self._items: dict[str, Obj] = {}
+        self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        self._handlers: list[Handler] = []
+        self._lock = threading.RLock()
+        self._synced = threading.Event()
+        self._stop = threading.Event()
+        self._stream: WatchStream | None = None
+        self._thread: threading.Thread | None = None
+        self.resource_version: str | None = None
+        self.relists = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def has_synced(self) -> bool:
+        """True once the first listing is in the cache."""
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return self._synced.wait(timeout)
+
+    def get(self, key: str) -> Obj | None:
+        """The cached object (a reference: do not mutate) by ``namespace/name`` or ``name``."""
+        with self._lock:
+            return self._items.get(key)
+
+    def objects(self) -> list[Obj]:
+        with self._lock:
+            return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        """Objects whose ``index`` values include ``value`` (e.g. pods on a node)."""
+        with self._lock:
+            if index not in self._indexes:
+                raise KeyError(f"informer for {self.resource} has no index {index!r}")
+            return [self._items[k] for k in sorted(self._indexes[index].get(value, ()))]
+
+    # ------------------------------------------------------------------ handlers
+
+    def add_handler(self, handler: Handler, *, replay: bool = True) -> None:
+        """Call ``handler(event_type, obj)`` for every change; with ``replay``, first an
+        ``ADDED`` for each object already cached (so late subscribers miss nothing)."""
+        with self._lock:
+            self._handlers.append(handler)
+            existing = list(self._items.values()) if replay else []
+        for obj in existing:
+            self._call(handler, ADDED, obj)
+
+    def _call(self, handler: Handler, event_type: str, obj: Obj) -> None:
+        try:
+            handler(event_type, obj)
+        except Exception:  # a broken handler must not stop the cache
+            log.exception("informer handler for %s failed on %s", self.resource, event_type)
+
+    def _notify(self, event_type: str, obj: Obj) -> None:
+        for handler in list(self._handlers):
+            self._call(handler, event_type, obj)
+
+    # ------------------------------------------------------------------ the cache
+
+    def _index(self, key: str, obj: Obj | None, old: Obj | None) -> None:
+        for name, fn in self._indexers.items():
+            index = self._indexes[name]
+            if old is not None:
+                for v in fn(old):
+                    keys = index.get(v)
+                    if keys is not None:
+                        keys.discard(key)
+                        if not keys:
+                            del index[v]
+            if obj is not None:
+                for v in fn(obj):
+                    index.setdefault(v, set()).add(key)
+
+    def _apply(self, event_type: str, obj: Obj) -> None:
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if event_type == BOOKMARK:
+            if rv:
+                self.resource_version = str(rv)
+            return
+        key = object_key(obj)
+        with self._lock:
+            old = self._items.get(key)
+            if event_type == DELETED:
+                self._items.pop(key, None)
+                self._index(key, None, old)
+            else:
+                self._items[key] = obj
+                self._index(key, obj, old)
+                if event_type == ADDED and old is not None:
+                    event_type = MODIFIED
+            if rv:
+                self.resource_version = str(rv)
+        self._notify(event_type, obj)
+
+    # ------------------------------------------------------------------ list and watch
+
+    def sync(self) -> None:
+        """List and replace the cache, telling handlers what changed since the last view."""
+        listing = self.client.list(
+            self.resource,
+            self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+        )
+        fresh = {object_key(o): o for o in listing.items}
+        changes: list[tuple[str, Obj]] = []
+        with self._lock:
+            for key, old in self._items.items():
+                if key not in fresh:
+                    changes.append((DELETED, old))
+            for key, obj in fresh.items():
+                prev = self._items.get(key)
+                if prev is None:
+                    changes.append((ADDED, obj))
+                elif (prev.get("metadata") or {}).get("resourceVersion") != (
+                    obj.get("metadata") or {}
+                ).get("resourceVersion"):
+                    changes.append((MODIFIED, obj))
+            for name in self._indexes:
+                self._indexes[name] = {}
+            self._items = fresh
+            for key, obj in fresh.items():
+                self._index(key, obj, None)
+            self.resource_version = listing.resource_version
+            self.relists += 1
+        self._synced.set()
+        for event_type, obj in changes:
+            self._notify(event_type, obj)
+
+    def _open(self) -> WatchStream:
+        return self.client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self.resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_watch_bookmarks=True,
+            # jitter, as client-go does, so many informers do not reconnect in lockstep
+            timeout_seconds=self.watch_timeout * (1 + random.random()),
+        )
+
+    def pump(self, timeout: float | None = 0) -> int:
+        """Single-threaded step: sync if needed, open a watch if needed, and apply what has
+        arrived (waiting up to ``timeout`` for the first event). Returns events applied."""
+        if not self._synced.is_set() or self.resource_version is None:
+            self.sync()
+        try:
+            if self._stream is None or self._stream.stopped:
+                self._stream = self._open()
+            events = self._stream.poll(timeout)
+        except Gone:
+            self._stream = None
+            self.sync()
+            return 0
+        for event in events:
+            self._apply(event.type, event.object)
+        return len(events)
+
+    def run(self) -> None:
+        """Keep the cache current until :meth:`stop` (list, watch, resume, relist on 410)."""
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                if not self._synced.is_set() or self.resource_version is None:
+                    self.sync()
+                stream = self._open()
+                with self._lock:
+                    self._stream = stream
+                if self._stop.is_set():
+                    stream.stop()
+                    break
+                for event in stream:
+                    self._apply(event.type, event.object)
+                    backoff = 0.5
+                    if self._stop.is_set():
+                        break
+            except Gone:
+                log.info("watch of %s expired (410); listing again", self.resource)
+                self.resource_version = None
+            except (ApiError, OSError) as e:
+                log.warning("watch of %s failed: %s; retrying in %.1fs", self.resource, e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+
+    def start(self) -> Informer:
+        """Run in a daemon thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self.run, name=f"informer {self.resource}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
+class SharedInformers:
+    """One informer per (resource, namespace, selectors), shared by every consumer."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self._informers: dict[tuple[Any, ...], Informer] = {}
+        self._lock = threading.Lock()
+        self._started = False
+
+    def informer(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Informer:
+        rt = resource_for(resource)
+        key = (rt.key, namespace, label_selector, field_selector)
+        with self._lock:
+            inf = self._informers.get(key)
+            if inf is None:
+                inf = Informer(
+                    self.client,
+                    rt,
+                    namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                )
+                self._informers[key] = inf
+                if self._started:
+                    inf.start()
+            return inf
+
+    def start(self) -> None:
+        with self._lock:
+            self._started = True
+            informers = list(self._informers.values())
+        for inf in informers:
+            inf.start()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        with self._lock:
+            informers = list(self._informers.values())
+        return all(inf.wait_for_sync(timeout) for inf in informers)
+
+    def has_synced(self) -> bool:
+        with self._lock:
+            return all(inf.has_synced() for inf in self._informers.values())
+
+    def stop(self) -> None:
+        with self._lock:
+            informers = list(self._informers.values())
+        for inf in informers:
+            inf.stop()
