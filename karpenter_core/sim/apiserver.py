@@ -805,7 +805,8 @@ class InMemoryApiServer:
         """Evict a pod, honouring the (single) PodDisruptionBudget that selects it.
 
         As the eviction subresource does: Pending, finished or already terminating pods skip
-        budgets; budgets with an empty selector select nothing; two budgets are a 500. An
+        budgets; a budget's empty selector selects every pod in its namespace (policy/v1; a
+        missing selector selects none); two budgets are a 500. An
         unready pod goes without spending the budget under ``unhealthyPodEvictionPolicy:
         AlwaysAllow``, or when the budget is currently met (and wants at least one healthy
         pod). Everything else needs ``disruptionsAllowed > 0``, else 429 TooManyRequests.
@@ -823,7 +824,7 @@ class InMemoryApiServer:
             pdbs = []
             for pdb_name in sorted(self._pdbs_by_ns.get(namespace, ())):
                 selector = self._pdbs[(namespace, pdb_name)].selector
-                if not selector.empty and selector.matches(labels):
+                if selector.matches(labels):
                     pdbs.append(self._objects[_PDB][namespace][pdb_name])
             if len(pdbs) > 1:
                 raise InternalError(

@@ -1,8 +1,12 @@
 """Fixtures for the KubeClient contract tests.
 
-Every test in this directory runs once per backend. Today the only backend is the
-in-memory API server; a real kube-apiserver (envtest style) will be added as another
-parameter of ``backend``, so the tests may only assert what a real API server does.
+Every test in this directory runs once per backend: ``memory`` (the in-memory API server)
+and ``kube`` (the adapter on the official client against a real etcd + kube-apiserver +
+kube-controller-manager built from the pinned upstream modules, see
+``tests/integration/controlplane.py``). The tests may only assert what a real API server
+does, and both backends must agree. ``kube`` tests carry the ``controlplane`` marker
+(``-m "not controlplane"`` deselects them; ``KARPENTER_SKIP_CONTROLPLANE=1`` skips them; a
+missing Go toolchain or a failed build *fails* them).
 
 Backends declare the kube-controller-manager loops they include as *capabilities*: the
 in-memory server does the disruption controller's, garbage collector's and namespace
@@ -14,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from contract_support import (
@@ -29,6 +35,17 @@ from karpenter_core.kube.client import ApiError, KubeClient, NotFound
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
+_INTEGRATION = str(Path(__file__).resolve().parents[1] / "integration")
+if _INTEGRATION not in sys.path:
+    sys.path.insert(0, _INTEGRATION)
+import controlplane  # noqa: E402  (tests/integration/controlplane.py)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "controlplane: needs a real etcd + kube-apiserver (built with Go)"
+    )
+
 
 def _memory_backend() -> Backend:
     server = InMemoryApiServer(VirtualClock(), seed=1)
@@ -39,11 +56,39 @@ def _memory_backend() -> Backend:
     )
 
 
-@pytest.fixture(params=["memory"])
+_kube_client: KubeClient | None = None
+
+
+def _kube_backend() -> Backend:
+    """The adapter on this worker's shared control plane (one per pytest-xdist worker)."""
+    global _kube_client
+    if controlplane.skip_requested():
+        pytest.skip(f"{controlplane.SKIP_ENV} is set: real-control-plane tests skipped")
+    try:
+        cp = controlplane.shared_control_plane()
+    except controlplane.ControlPlaneError as e:
+        pytest.fail(f"the real control plane is unavailable: {e}", pytrace=False)
+    cp.check_alive()
+    if _kube_client is None:
+        from karpenter_core.kube.adapter import KubernetesClient
+
+        _kube_client = KubernetesClient.from_kubeconfig(str(cp.kubeconfig), qps=0)
+    return Backend(
+        "kube",
+        _kube_client,
+        frozenset({DISRUPTION_CONTROLLER, GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER}),
+    )
+
+
+@pytest.fixture(
+    params=["memory", pytest.param("kube", marks=pytest.mark.controlplane)],
+)
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     if request.param == "memory":
         yield _memory_backend()
-    else:  # pragma: no cover - more backends arrive with the real API server
+    elif request.param == "kube":
+        yield _kube_backend()
+    else:  # pragma: no cover
         raise AssertionError(f"unknown backend {request.param}")
 
 

@@ -110,6 +110,35 @@ def pdb(
     }
 
 
+def replicaset(name: str, namespace: str, labels: dict[str, str], replicas: int) -> dict[str, Any]:
+    """A ReplicaSet: the controller a real disruption controller asks for a budget's scale
+    (percentages and maxUnavailable need one; no replicaset controller runs in the tests)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]},
+            },
+        },
+    }
+
+
+def controller_ref(owner: dict[str, Any]) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+
+
 def running_pod(
     client: KubeClient,
     name: str,
@@ -118,9 +147,13 @@ def running_pod(
     *,
     labels: dict[str, str] | None = None,
     ready: bool = True,
+    owner: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create a pod bound to ``node_name`` and report it Running (and Ready), as a kubelet would."""
-    created = client.create(pod(name, namespace, labels=labels, node_name=node_name))
+    new = pod(name, namespace, labels=labels, node_name=node_name)
+    if owner is not None:
+        new["metadata"]["ownerReferences"] = [controller_ref(owner)]
+    created = client.create(new)
     created["status"] = {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],

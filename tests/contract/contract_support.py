@@ -28,15 +28,16 @@ class Backend:
             pytest.skip(f"backend {self.name!r} has no {capability}")
 
     def eventually(self, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-        """Run ``check`` until it stops raising AssertionError (asynchronous controllers on a
-        real cluster); the in-memory backend passes or fails on the first try."""
+        """Run ``check`` until it stops failing (an AssertionError, or a failed
+        ``pytest.raises``) — asynchronous controllers on a real cluster; the in-memory
+        backend passes or fails on the first try."""
         if self.name == "memory":
             return check()
         deadline = time.monotonic() + timeout
         while True:
             try:
                 return check()
-            except AssertionError:
+            except (AssertionError, pytest.fail.Exception):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from contract_builders import pdb, pod, running_pod
+from contract_builders import pdb, pod, replicaset, running_pod
 from contract_support import DISRUPTION_CONTROLLER, Backend
 
 from karpenter_core.kube.client import (
@@ -160,14 +160,24 @@ def test_evicting_a_missing_pod_is_not_found(kube_client: KubeClient, namespace:
 
 
 def _two_ready_pods(client: KubeClient, namespace: str, node: str) -> None:
-    running_pod(client, "a", namespace, node, labels={"app": "web"})
-    running_pod(client, "b", namespace, node, labels={"app": "web"})
+    """Two ready pods of a two-replica ReplicaSet (a real disruption controller needs the
+    pods' controller to scale percentages and maxUnavailable)."""
+    owner = client.create(replicaset("web", namespace, {"app": "web"}, replicas=2))
+    running_pod(client, "a", namespace, node, labels={"app": "web"}, owner=owner)
+    running_pod(client, "b", namespace, node, labels={"app": "web"}, owner=owner)
 
 
-def _wait_budget(backend: Backend, namespace: str, name: str, allowed: int) -> None:
+def _wait_budget(
+    backend: Backend, namespace: str, name: str, allowed: int, *, healthy: int | None = None
+) -> None:
+    """Wait until the budget's status says ``allowed`` (and ``healthy`` current, when given:
+    a real disruption controller may first count before it has seen a pod become ready)."""
+
     def check() -> None:
         status = backend.client.get("poddisruptionbudgets", name, namespace).get("status") or {}
         assert status.get("disruptionsAllowed") == allowed, status
+        if healthy is not None:
+            assert status.get("currentHealthy") == healthy, status
 
     backend.eventually(check)
 
@@ -271,7 +281,7 @@ def test_unready_pod_is_evictable_while_the_budget_is_met(
     running_pod(client, "ready", namespace, node, labels={"app": "web"})
     running_pod(client, "sick", namespace, node, labels={"app": "web"}, ready=False)
     client.create(pdb("web", namespace, {"app": "web"}, min_available=1))
-    _wait_budget(backend, namespace, "web", 0)
+    _wait_budget(backend, namespace, "web", 0, healthy=1)
     client.evict("sick", namespace)
     assert _terminating(client, "sick", namespace)
 
@@ -336,13 +346,19 @@ def test_budget_status_reports_healthy_and_desired_pods(
     backend.eventually(check)
 
 
-def test_a_budget_with_an_empty_selector_does_not_block_eviction(
-    kube_client: KubeClient, namespace: str, unique: Callable[[str], str]
+def test_a_budget_with_an_empty_selector_covers_every_pod_in_its_namespace(
+    backend: Backend, namespace: str, unique: Callable[[str], str]
 ) -> None:
-    _two_ready_pods(kube_client, namespace, unique("node"))
-    kube_client.create(pdb("all", namespace, {}, min_available=2))
-    kube_client.evict("a", namespace)
-    assert _terminating(kube_client, "a", namespace)
+    # policy/v1: an empty selector selects all pods of the namespace (only a missing one
+    # selects none), for the budget's status and for the eviction subresource alike.
+    backend.require(DISRUPTION_CONTROLLER)
+    client = backend.client
+    _two_ready_pods(client, namespace, unique("node"))
+    client.create(pdb("all", namespace, {}, min_available=2))
+    _wait_budget(backend, namespace, "all", 0)
+    with pytest.raises(TooManyRequests):
+        client.evict("a", namespace)
+    assert not _terminating(client, "a", namespace)
 
 
 def test_unready_pods_under_a_zero_budget_need_a_healthy_pod_to_spare(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from contract_builders import configmap, deployment
+from contract_builders import configmap, deployment, nodepool
 from contract_support import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Backend
 
 from karpenter_core.kube.client import (
@@ -168,15 +168,23 @@ def test_deleted_event_carries_the_last_state_of_the_object(
 
 
 def test_watch_from_an_expired_resource_version_is_gone(
-    kube_client: KubeClient, namespace: str
+    kube_client: KubeClient, unique: Callable[[str], str]
 ) -> None:
-    kube_client.create(configmap("a", namespace))
-    with pytest.raises(Gone) as err:
-        stream = kube_client.watch("configmaps", namespace, resource_version="1")
-        try:
-            _take(stream, 1, timeout=5.0)
-        finally:
-            stream.stop()
+    # A real API server serves watches from its watch cache, which holds every version since
+    # it began watching the kind; for built-in kinds that is the server's start (so RV "1"
+    # may still be served). A custom resource's cache begins when its CRD is installed, so
+    # "1" predates it on every backend.
+    name = unique("np")
+    kube_client.create(nodepool(name))
+    try:
+        with pytest.raises(Gone) as err:
+            stream = kube_client.watch("nodepools", resource_version="1")
+            try:
+                _take(stream, 1, timeout=5.0)
+            finally:
+                stream.stop()
+    finally:
+        kube_client.delete("nodepools", name)
     assert err.value.code == 410
 
 
