@@ -42,7 +42,7 @@ from karpenter_core.operator.controllers import Registration, register_all
 from karpenter_core.operator.options import Options, OptionsError
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.reconciler import Result, Watch
 from karpenter_core.sim import workloads as workload_controllers
 from karpenter_core.sim.apiserver import InMemoryApiServer
@@ -54,6 +54,7 @@ from karpenter_core.sim.report import (
     build_report,
 )
 from karpenter_core.sim.scenario import (
+    KARPENTER_RESTART,
     NODE_DELETION,
     NODE_FAILURE,
     OFFERING_OUTAGE,
@@ -149,6 +150,7 @@ class Simulation:
         self._rng = random.Random(self.seed)
         self._kubelet: Any = None
         self.restarts = 0
+        self.halted: str | None = None
         self.cluster = Manager(self.clock, self.server, seed=self.seed)
         self._setup_cluster()
         self._create_objects()
@@ -459,6 +461,8 @@ class Simulation:
             self._node_failure(e)
         elif e.type == NODE_DELETION:
             self._node_deletion(e)
+        elif e.type == KARPENTER_RESTART:
+            self.restart_karpenter()
 
     def _pick_nodes(self, e: ScenarioEvent, *, spot_only: bool = False) -> list[dict[str, Any]]:
         """The Karpenter nodes an event hits: the named one, else ``count`` chosen with
@@ -691,14 +695,24 @@ class Simulation:
 
     def run_until(self, offset: float, stop_when: Callable[[], bool] | None = None) -> None:
         """Run both Managers and the scenario until ``offset`` seconds into the run (or
-        until ``stop_when()`` holds, checked each time virtual time moves)."""
+        until ``stop_when()`` holds, checked each time virtual time moves).
+
+        A livelock (controllers reconciling forever without time moving) or a failing
+        timer callback does not escape: the run stops there (livelock) or goes on
+        (callback), and the report says what happened."""
+        if self.halted is not None:
+            return
         target = self.observer.t0 + offset
-        managers = (self.cluster, self.karpenter)
         last_t = self.clock.monotonic()
         while True:
             ran = 0
-            for m in managers:
-                ran += m.settle()
+            try:
+                for m in (self.cluster, self.karpenter):
+                    ran += m.settle()
+            except LivelockError as e:
+                self.halted = str(e)
+                self.observer.note(f"the simulation stopped early: {e}")
+                return
             if ran:
                 continue
             now = self.clock.monotonic()
@@ -715,7 +729,11 @@ class Simulation:
             # one timer at a time, like Manager.run_until: timers due at the same instant
             # still happen one after the other, each followed by what reacts to it (as
             # nodes "registering together" really do, milliseconds apart)
-            self.clock.step()
+            try:
+                self.clock.step()
+            except Exception as e:
+                log.warning("a timer failed: %s", e, exc_info=True)
+                self.observer.note(f"a timer callback failed: {type(e).__name__}: {e}")
 
     def run(self, until: float | None = None) -> Report:
         """Run to ``until`` seconds (default: the scenario's) and report."""

@@ -20,6 +20,7 @@ A scenario is one YAML (or JSON) mapping; the format is documented in ``docs/sim
       - {at: 12m, type: SpotInterruption, count: 1}
       - {at: 15m, type: NodeFailure, nodePool: default}
       - {at: 5m, type: OfferingOutage, zone: test-zone-a, capacityType: spot, duration: 10m}
+      - {at: 20m, type: KarpenterRestart}
 
 Everything is parsed and checked here, before any controller runs, so a mistake is one
 line naming the file, the entry and the field instead of a confusing simulation. Times are
@@ -61,7 +62,8 @@ NODE_FAILURE = "NodeFailure"
 SPOT_INTERRUPTION = "SpotInterruption"
 OFFERING_OUTAGE = "OfferingOutage"
 NODE_DELETION = "NodeDeletion"
-EVENT_TYPES = (NODE_FAILURE, SPOT_INTERRUPTION, OFFERING_OUTAGE, NODE_DELETION)
+KARPENTER_RESTART = "KarpenterRestart"
+EVENT_TYPES = (NODE_FAILURE, SPOT_INTERRUPTION, OFFERING_OUTAGE, NODE_DELETION, KARPENTER_RESTART)
 """Events a scenario can inject (see ``docs/simulate.md`` for what each one does)."""
 
 RUN_FOR_ANNOTATION = "sim.karpenter.sh/run-seconds"
@@ -211,6 +213,8 @@ class ScenarioEvent:
 
     def describe(self) -> str:
         """One human line: what is hit."""
+        if self.type == KARPENTER_RESTART:
+            return "the Karpenter controller"
         if self.type == OFFERING_OUTAGE:
             parts = [
                 f"{k}={v}"
@@ -697,7 +701,11 @@ def _event(entry: Any, where: str) -> ScenarioEvent:
     instance_type = _opt_str(entry, "instanceType", where)
     count = _int(entry.get("count", 1), f"{where}.count", minimum=1)
     mode = entry.get("mode", "NotReady")
-    if etype == OFFERING_OUTAGE:
+    if etype == KARPENTER_RESTART:
+        extra = sorted(str(k) for k in entry if k not in ("at", "type"))
+        if extra:
+            raise ScenarioError(f"{where}.{extra[0]}: not used by {etype}")
+    elif etype == OFFERING_OUTAGE:
         for key in ("node", "nodePool", "count", "mode"):
             if key in entry:
                 raise ScenarioError(f"{where}.{key}: not used by {etype} (it hits offerings)")

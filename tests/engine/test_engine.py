@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from engine_helpers import make_scenario, nodepool, web
 
+from karpenter_core.runtime.reconciler import Result
 from karpenter_core.sim.engine import Simulation, SimulationError
 from karpenter_core.sim.report import CAPACITY_TYPE_LABEL
 
@@ -265,3 +266,35 @@ def test_an_event_with_nothing_to_hit_is_a_note_not_an_error() -> None:
     data = sim.run(120).to_json_dict()
     assert any("SpotInterruption" in n and "no spot node" in n for n in data["notes"])
     assert data["nodesRemoved"] == 0
+
+
+def test_a_restart_event_in_the_scenario_restarts_karpenter() -> None:
+    sim = Simulation(
+        make_scenario(
+            workloads=[web(4, scale=[{"at": "2m", "replicas": 12}])],
+            events=[{"at": "2m", "type": "KarpenterRestart"}],
+        )
+    )
+    data = sim.run(600).to_json_dict()
+    assert sim.restarts == 1
+    assert [d["offsetSeconds"] for d in data["decisions"] if d["action"] == "Restart"] == [120.0]
+    assert data["pods"]["bound"] == 12 and data["pods"]["pending"] == 0
+    assert data["nodesRemoved"] == 0
+
+
+class _Livelock:
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+
+    def reconcile(self) -> Result:
+        self.sim.karpenter.controller("test.livelock").trigger()
+        return Result()
+
+
+def test_a_livelocked_controller_stops_the_run_with_a_note_not_a_crash() -> None:
+    sim = Simulation(make_scenario(workloads=[web(1)]))
+    sim.karpenter._max_per_instant = 1000
+    sim.karpenter.add_singleton("test.livelock", _Livelock(sim))
+    data = sim.run(60).to_json_dict()
+    assert sim.halted is not None
+    assert any("stopped early" in n and "test.livelock" in n for n in data["notes"])

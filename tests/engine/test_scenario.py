@@ -157,6 +157,10 @@ def test_events_are_parsed_in_time_order() -> None:
         ),
         (scenario(events=[{"at": 1, "type": "NodeFailure", "mode": "Melt"}]), r"\.mode"),
         (
+            scenario(events=[{"at": 1, "type": "KarpenterRestart", "count": 2}]),
+            r"\.count: not used",
+        ),
+        (
             {"name": "t", "nodePools": [{"metadata": {}}]},
             r"nodePools\[0\]: metadata\.name: required",
         ),
