@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from karpenter_core import __version__
-from karpenter_core.cli import crds, instance_types, plugins, schedule, simulate, validate
+from karpenter_core.cli import crds, instance_types, plugins, schedule, serve, simulate, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,7 +19,7 @@ def main() -> None:
     """Karpenter node autoscaler: serve, simulate and explain provisioning decisions."""
 
 
-for _module in (plugins, instance_types, crds, validate, schedule, simulate):
+for _module in (plugins, instance_types, crds, validate, schedule, simulate, serve):
     main.add_command(_module.command)
 
 __all__ = ["main"]

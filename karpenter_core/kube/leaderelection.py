@@ -99,7 +99,9 @@ def default_identity() -> str:
 
 def _check_positive(instance: Any, attribute: Any, value: float) -> None:
     if value <= 0:
-        raise LeaderElectionError(f"leader election: {attribute.name} must be positive, got {value}")
+        raise LeaderElectionError(
+            f"leader election: {attribute.name} must be positive, got {value}"
+        )
 
 
 @frozen
@@ -261,9 +263,7 @@ class LeaderElector:
                     else:
                         self._schedule(self.config.retry_period)
         if started:
-            log.info(
-                "successfully acquired lease %s/%s", self.config.namespace, self.config.name
-            )
+            log.info("successfully acquired lease %s/%s", self.config.namespace, self.config.name)
             if self._on_started is not None:
                 self._on_started()
         if stopped:
@@ -331,7 +331,9 @@ class LeaderElector:
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         if i_hold:
-            new_spec = self._spec(transitions=transitions, acquire=str(spec.get("acquireTime") or ""))
+            new_spec = self._spec(
+                transitions=transitions, acquire=str(spec.get("acquireTime") or "")
+            )
         else:
             new_spec = self._spec(transitions=transitions + 1, acquire="")
         updated = dict(lease)

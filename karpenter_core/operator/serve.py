@@ -1,0 +1,472 @@
+"""``karpenter serve``: the operator's main, as upstream's ``operator.NewOperator`` + provider
+main.
+
+Start-up order (spec operator-and-lifecycle §1), each step failing with one line that says
+what to fix (:class:`ServeError`) rather than a traceback:
+
+1. options (flags over environment variables) — already parsed by the CLI;
+2. JSON logging at ``LOG_LEVEL``;
+3. the API server: the kubeconfig (or in-cluster config), a main client at
+   ``KUBE_CLIENT_QPS``/``KUBE_CLIENT_BURST`` and a *separate* lease client at client-go's
+   default 5 qps / burst 10, so a scale-up that saturates the main client's rate limiter
+   can never starve lease renewals; then a reachability check (``/version``) and the CRD
+   check (NodePool, NodeClaim and the provider's NodeClass kinds must be served);
+4. the cloud provider chosen with ``--cloud-provider`` (settings from its declared
+   environment variables and ``--provider-setting``);
+5. metrics (``:METRICS_PORT/metrics``) and probes (``:HEALTH_PROBE_PORT/healthz``,
+   ``/readyz``) servers, and the shared informer caches — on *every* replica;
+6. leader election on the ``LEADER_ELECTION_NAME`` Lease (unless
+   ``DISABLE_LEADER_ELECTION``); once leading, cluster state, every controller of
+   :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock;
+7. SIGTERM/SIGINT: stop the controllers, release the Lease, stop informers and servers,
+   exit 0. Losing the Lease exits 1, as controller-runtime's manager does, so the
+   replica restarts as a fresh candidate instead of acting on a stale view.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from attrs import field, frozen
+
+from karpenter_core import __version__
+from karpenter_core.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceType,
+    UnknownResourceError,
+    resource_for,
+    resource_types,
+)
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.operator.options import Options
+
+__all__ = [
+    "LEASE_CLIENT_BURST",
+    "LEASE_CLIENT_QPS",
+    "Operator",
+    "ServeConfig",
+    "ServeError",
+    "provider_settings",
+    "run",
+]
+
+log = logging.getLogger("karpenter.operator")
+
+# client-go's defaults for a rest.Config without QPS/Burst: the lease client keeps them.
+LEASE_CLIENT_QPS = 5.0
+LEASE_CLIENT_BURST = 10
+
+REQUIRED_KINDS = (("karpenter.sh/v1", "NodePool"), ("karpenter.sh/v1", "NodeClaim"))
+
+# The caches every replica keeps warm (upstream's manager cache runs before election).
+CACHED_KINDS = (
+    ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.sh/v1", "NodeClaim"),
+    ("v1", "Node"),
+    ("v1", "Pod"),
+)
+
+
+class ServeError(RuntimeError):
+    """The operator cannot start or keep running; the message is one actionable line."""
+
+
+@frozen
+class ServeConfig:
+    """Everything ``karpenter serve`` was asked to do."""
+
+    options: Options = field(factory=Options)
+    cloud_provider: str = "kwok"
+    kubeconfig: str | None = None
+    provider_settings: Mapping[str, str] = field(factory=dict)
+    identity: str | None = None
+    """Leader-election identity; ``<hostname>_<uuid>`` when None."""
+
+
+def provider_settings(
+    spec: Any, environ: Mapping[str, str], explicit: Mapping[str, str]
+) -> dict[str, str]:
+    """A provider's settings: each declared setting's environment variable (``CLUSTER_NAME``
+    ...), then ``explicit`` ones (``--provider-setting``), which win."""
+    settings: dict[str, str] = {}
+    for s in getattr(spec, "settings", ()):
+        if s.env and s.env in environ:
+            settings[s.name] = environ[s.env]
+    settings.update(explicit)
+    return settings
+
+
+def _crd_name(rt: ResourceType) -> str:
+    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+
+
+def _node_class_types(provider: Any) -> list[ResourceType]:
+    """The registered resource types of the provider's NodeClass kinds."""
+    out: list[ResourceType] = []
+    try:
+        kinds = list(provider.supported_node_classes())
+    except Exception as e:
+        raise ServeError(f"cloud provider: supported_node_classes() failed: {e}") from None
+    for nc in kinds:
+        matches = [rt for rt in resource_types() if rt.group == nc.group and rt.kind == nc.kind]
+        version = getattr(nc, "version", "")
+        exact = [rt for rt in matches if rt.version == version]
+        if exact or matches:
+            out.append((exact or matches)[0])
+    return out
+
+
+def crd_problem(client: KubeClient, kinds: Sequence[ResourceType]) -> str | None:
+    """None when the API server serves every kind in ``kinds``, else which CRD is missing."""
+    has_resource: Callable[[ResourceType], bool] | None = getattr(client, "has_resource", None)
+    for rt in kinds:
+        if has_resource is not None:
+            try:
+                served = has_resource(rt)
+            except ApiError as e:
+                return f"cannot check CRD {_crd_name(rt)}: {e}"
+        else:  # a KubeClient without discovery (the in-memory server): try listing
+            try:
+                client.list(rt)
+                served = True
+            except (ApiError, UnknownResourceError):
+                served = False
+        if not served:
+            return (
+                f"CRD {_crd_name(rt)} ({rt.api_version} {rt.kind}) is not installed on the "
+                "API server"
+            )
+    return None
+
+
+def _crd_hint(rt_group: str) -> str:
+    if rt_group in ("karpenter.sh", "autoscaling.x-k8s.io"):
+        return "; install the CRDs with `karpenter crds | kubectl apply -f -` (or the Helm chart)"
+    return "; install the cloud provider's NodeClass CRD"
+
+
+class Operator:
+    """One ``karpenter serve`` process (see the module docstring).
+
+    ``client`` / ``lease_client`` may be injected (tests, or an embedding program); by
+    default both are built from the kubeconfig. :meth:`run` blocks until ``stop`` is set
+    or leadership is lost and returns the exit code.
+    """
+
+    def __init__(
+        self,
+        config: ServeConfig,
+        *,
+        client: KubeClient | None = None,
+        lease_client: KubeClient | None = None,
+        environ: Mapping[str, str] | None = None,
+        configure_logs: bool = True,
+        host: str = "",
+    ) -> None:
+        self.config = config
+        self.options = config.options
+        self.environ = dict(os.environ if environ is None else environ)
+        self.configure_logs = configure_logs
+        self.host = host
+        self.client = client
+        self.lease_client = lease_client
+        self.provider: Any = None
+        self.registration: Any = None
+        self.manager: Any = None
+        self.informers: Any = None
+        self.elector: Any = None
+        self.metrics_server: Any = None
+        self.health_server: Any = None
+        self.leading = threading.Event()
+        self.lost = threading.Event()
+        self.controllers_started = threading.Event()
+        self._wake = threading.Event()
+        self._crd_kinds: list[ResourceType] = []
+        self._cached: list[Any] = []
+
+    # ------------------------------------------------------------------ start-up steps
+
+    def _connect(self) -> None:
+        if self.client is not None:
+            if self.lease_client is None:
+                self.lease_client = self.client
+            return
+        from karpenter_core.kube.adapter import KubernetesClient
+        from karpenter_core.kube.config import KubeConfigError, load_config
+
+        try:
+            loaded = load_config(self.config.kubeconfig)
+        except KubeConfigError as e:
+            raise ServeError(str(e)) from None
+        ua = f"karpenter/{__version__}"
+        self.client = KubernetesClient(
+            loaded.configuration,
+            qps=self.options.kube_client_qps,
+            burst=self.options.kube_client_burst,
+            user_agent=ua,
+        )
+        self.lease_client = KubernetesClient(
+            loaded.configuration,
+            qps=LEASE_CLIENT_QPS,
+            burst=LEASE_CLIENT_BURST,
+            user_agent=ua + " leader-election",
+            request_timeout=5.0,
+        )
+        log.info("using %s", loaded.source)
+
+    def _check_reachable(self) -> None:
+        assert self.client is not None
+        version = getattr(self.client, "server_version", None)
+        if version is None:
+            return
+        host = getattr(self.client, "host", "the API server")
+        try:
+            info = version()
+        except ApiError as e:
+            raise ServeError(f"cannot reach the Kubernetes API server at {host}: {e}") from None
+        except Exception as e:
+            raise ServeError(
+                f"cannot reach the Kubernetes API server at {host}: {type(e).__name__}: {e}"
+            ) from None
+        log.info("connected to the API server %s (%s)", host, info.get("gitVersion", "unknown"))
+
+    def _build_provider(self) -> None:
+        from karpenter_core.plugins import PluginError, cloud_providers, get_cloud_provider
+
+        name = self.config.cloud_provider
+        try:
+            from karpenter_core.plugins import get_plugin_manager
+
+            pm = get_plugin_manager(self.environ)
+            spec = cloud_providers(pm).get(name)
+            settings = provider_settings(spec, self.environ, self.config.provider_settings)
+            self.provider = get_cloud_provider(
+                name,
+                settings,
+                pm,
+                kube=self.client,
+                clock=self.clock,
+                recorder=self.recorder,
+            )
+        except PluginError as e:
+            raise ServeError(f"--cloud-provider {name}: {e}") from None
+        except Exception as e:
+            raise ServeError(f"--cloud-provider {name}: {type(e).__name__}: {e}") from None
+
+    def _check_crds(self) -> None:
+        assert self.client is not None
+        kinds = [resource_for(k) for k in REQUIRED_KINDS] + _node_class_types(self.provider)
+        self._crd_kinds = kinds
+        problem = crd_problem(self.client, kinds)
+        if problem is not None:
+            missing = next((rt for rt in kinds if _crd_name(rt) in problem), kinds[0])
+            raise ServeError(problem + _crd_hint(missing.group))
+
+    def _start_servers(self) -> None:
+        from karpenter_core import metrics
+        from karpenter_core.operator.health import HttpServer, metrics_routes, probe_routes
+
+        opts = self.options
+        self.metrics_server = HttpServer(
+            "metrics", opts.metrics_port, metrics_routes(metrics.REGISTRY), self.host
+        ).start()
+        self.health_server = HttpServer(
+            "health", opts.health_probe_port, probe_routes(self.ready_checks()), self.host
+        ).start()
+        log.info(
+            "serving metrics on :%d/metrics and probes on :%d/healthz, /readyz",
+            self.metrics_server.port,
+            self.health_server.port,
+        )
+
+    def ready_checks(self) -> dict[str, Callable[[], str | None]]:
+        """Upstream's readiness: caches synced, and the CRDs resolve."""
+
+        def caches() -> str | None:
+            if self.informers is None:
+                return "caches not started"
+            waiting = [str(inf.resource) for inf in self._cached if not inf.has_synced()]
+            return f"waiting for caches: {', '.join(sorted(waiting))}" if waiting else None
+
+        def crds() -> str | None:
+            assert self.client is not None
+            return crd_problem(self.client, self._crd_kinds[: len(REQUIRED_KINDS)])
+
+        return {"informer-sync": caches, "crds": crds}
+
+    def _start_informers(self) -> None:
+        from karpenter_core.kube.informer import SharedInformers
+
+        assert self.client is not None
+        self.informers = SharedInformers(self.client)
+        self._cached = [self.informers.informer(kind) for kind in CACHED_KINDS]
+        self.informers.start()
+
+    def _start_election(self) -> None:
+        from karpenter_core.kube.leaderelection import (
+            LeaderElectionConfig,
+            LeaderElectionError,
+            LeaderElector,
+            default_identity,
+            own_namespace,
+        )
+        from karpenter_core.runtime.clock import WallClock
+
+        opts = self.options
+        if opts.disable_leader_election:
+            log.info("leader election disabled: running controllers")
+            self.leading.set()
+            self._wake.set()
+            return
+        namespace = opts.leader_election_namespace or own_namespace(self.environ) or ""
+        try:
+            cfg = LeaderElectionConfig(
+                namespace=namespace,
+                identity=self.config.identity or default_identity(),
+                name=opts.leader_election_name,
+            )
+        except LeaderElectionError as e:
+            raise ServeError(str(e)) from None
+        assert self.lease_client is not None
+
+        def started() -> None:
+            self.leading.set()
+            self._wake.set()
+
+        def stopped() -> None:
+            self.lost.set()
+            self._wake.set()
+
+        # Its own timer thread: lease calls never wait behind controller timers.
+        self.elector = LeaderElector(
+            self.lease_client,
+            cfg,
+            WallClock(),
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        log.info(
+            "attempting to acquire leader lease %s/%s as %s", namespace, cfg.name, cfg.identity
+        )
+        self.elector.start()
+
+    def _start_controllers(self) -> None:
+        from karpenter_core.operator.controllers import register_all
+        from karpenter_core.runtime.manager import Manager
+        from karpenter_core.state.cluster import Cluster
+
+        assert self.client is not None
+        ctx = ControllerContext(
+            kube=self.client,
+            clock=self.clock,
+            cloud_provider=self.provider,
+            recorder=self.recorder,
+            options=self.options,
+            cluster=Cluster(self.client, self.clock, self.provider),
+        )
+        self.manager = Manager(self.clock, self.client)
+        self.registration = register_all(self.manager, ctx)
+        for note in self.registration.notes():
+            log.warning(note)
+        self.manager.start()
+        self.controllers_started.set()
+        log.info(
+            "started %d controllers: %s",
+            len(self.registration.controllers),
+            ", ".join(self.registration.controllers),
+        )
+
+    # ------------------------------------------------------------------ run
+
+    def start(self) -> None:
+        """Steps 2-6 of the module docstring; raises :class:`ServeError`."""
+        from karpenter_core.runtime.clock import WallClock
+        from karpenter_core.runtime.events import EventRecorder
+
+        if self.configure_logs:
+            from karpenter_core.operator.logging import configure_logging
+
+            try:
+                configure_logging(self.options.log_level, self.options.log_output_paths)
+            except ValueError as e:
+                raise ServeError(str(e)) from None
+        self._connect()
+        assert self.client is not None
+        self._check_reachable()
+        self.clock = WallClock()
+        self.recorder = EventRecorder(self.clock, self.client)
+        self._build_provider()
+        self._check_crds()
+        from karpenter_core.operator.health import ServeError as PortError
+
+        try:
+            self._start_servers()
+        except PortError as e:
+            raise ServeError(str(e)) from None
+        self._start_informers()
+        self._start_election()
+
+    def run(self, stop: threading.Event) -> int:
+        """Start, then wait for leadership / ``stop`` / loss; returns the exit code."""
+        try:
+            self.start()
+        except BaseException:
+            self.shutdown()
+            raise
+        code = 0
+        try:
+            while not stop.is_set():
+                if self.lost.is_set():
+                    code = 1
+                    break
+                if self.leading.is_set() and not self.controllers_started.is_set():
+                    self._start_controllers()
+                self._wake.wait(0.2)
+                self._wake.clear()
+        finally:
+            self.shutdown()
+        return code
+
+    def wake(self) -> None:
+        """Make :meth:`run` look at its events now (signal handlers call this)."""
+        self._wake.set()
+
+    def shutdown(self) -> None:
+        """Stop controllers, release the Lease, stop caches and servers (idempotent)."""
+        started = any(
+            x is not None for x in (self.manager, self.elector, self.informers, self.health_server)
+        )
+        if self.manager is not None:
+            self.manager.stop()
+            self.manager = None
+        if self.elector is not None:
+            self.elector.stop()
+            self.elector = None
+        if self.informers is not None:
+            self.informers.stop()
+        for server in (self.health_server, self.metrics_server):
+            if server is not None:
+                server.stop()
+        self.health_server = self.metrics_server = None
+        self.informers = None
+        if started:
+            log.info("stopped")
+
+
+def run(
+    config: ServeConfig,
+    stop: threading.Event,
+    *,
+    environ: Mapping[str, str] | None = None,
+    on_start: Callable[[Operator], None] | None = None,
+) -> int:
+    """Run the operator until ``stop`` is set; raises :class:`ServeError` on start-up."""
+    operator = Operator(config, environ=environ)
+    if on_start is not None:
+        on_start(operator)
+    return operator.run(stop)

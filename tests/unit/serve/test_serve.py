@@ -1,0 +1,314 @@
+"""``karpenter serve``: flags, start-up errors, probes, leader election and shutdown.
+
+The operator runs here on the in-memory API server (a thread-safe KubeClient) with wall
+clocks; the real API server is exercised by tests/integration/test_serve_e2e.py. Waits
+poll with a generous deadline and assert on state, never on how long something took.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from karpenter_core.cli import main
+from karpenter_core.cli.serve import BadFlag, build_config
+from karpenter_core.kube.client import ApiError, KubeClient
+from karpenter_core.kube.leaderelection import LEASE
+from karpenter_core.operator.options import Options
+from karpenter_core.operator.serve import Operator, ServeConfig, ServeError
+from karpenter_core.sim.apiserver import InMemoryApiServer
+
+pytest.importorskip("karpenter_kwok")
+
+NS = "karpenter"
+
+
+def wait_for(predicate: Callable[[], bool], what: str, deadline: float = 30.0) -> None:
+    end = time.monotonic() + deadline
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def options(**kw: Any) -> Options:
+    base: dict[str, Any] = {
+        "metrics_port": 0,
+        "health_probe_port": 0,
+        "leader_election_namespace": NS,
+    }
+    base.update(kw)
+    return Options(**base)
+
+
+class Running:
+    def __init__(self, operator: Operator) -> None:
+        self.operator = operator
+        self.stop = threading.Event()
+        self.code: int | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.code = self.operator.run(self.stop)
+        except BaseException as e:
+            self.error = e
+
+    def start(self) -> Running:
+        self.thread.start()
+        wait_for(
+            lambda: self.operator.health_server is not None or not self.thread.is_alive(),
+            "the probe server",
+        )
+        return self
+
+    def finish(self) -> int | None:
+        self.stop.set()
+        self.operator.wake()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+        if self.error is not None:
+            raise self.error
+        return self.code
+
+
+@pytest.fixture
+def server() -> InMemoryApiServer:
+    s = InMemoryApiServer()
+    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    return s
+
+
+def operator(client: KubeClient, identity: str = "a", **opts: Any) -> Operator:
+    return Operator(
+        ServeConfig(options=options(**opts), cloud_provider="kwok", identity=identity),
+        client=client,
+        environ={},
+        configure_logs=False,
+        host="127.0.0.1",
+    )
+
+
+@pytest.fixture
+def running(server: InMemoryApiServer) -> Iterator[Running]:
+    r = Running(operator(server)).start()
+    yield r
+    if r.thread.is_alive():
+        r.finish()
+
+
+def test_ready_once_caches_sync_and_crds_resolve(running: Running) -> None:
+    port = running.operator.health_server.port
+    wait_for(lambda: get(port, "/readyz")[0] == 200, "readiness")
+    status, body = get(port, "/readyz?verbose")
+    assert status == 200
+    assert "[+]informer-sync ok" in body
+    assert "[+]crds ok" in body
+    assert get(port, "/healthz") == (200, "ok")
+
+
+def test_metrics_endpoint_exposes_upstream_metric_names(running: Running) -> None:
+    status, body = get(running.operator.metrics_server.port, "/metrics")
+    assert status == 200
+    assert "karpenter_build_info{" in body
+    assert "# TYPE karpenter_nodeclaims_created_total counter" in body
+
+
+def test_the_leader_runs_controllers_and_releases_the_lease_on_stop(
+    running: Running, server: InMemoryApiServer
+) -> None:
+    op = running.operator
+    wait_for(op.controllers_started.is_set, "controllers to start")
+    assert "provisioner" in op.registration.controllers
+    assert server.get(LEASE, "karpenter-leader-election", NS)["spec"]["holderIdentity"] == "a"
+    assert running.finish() == 0
+    spec = server.get(LEASE, "karpenter-leader-election", NS)["spec"]
+    assert not spec.get("holderIdentity")
+    assert op.health_server is None and op.metrics_server is None
+
+
+def test_a_standby_serves_probes_but_runs_no_controllers_until_the_leader_stops(
+    server: InMemoryApiServer,
+) -> None:
+    leader = Running(operator(server, "a")).start()
+    wait_for(leader.operator.controllers_started.is_set, "the leader's controllers")
+    standby = Running(operator(server, "b")).start()
+    try:
+        port = standby.operator.health_server.port
+        wait_for(lambda: get(port, "/readyz")[0] == 200, "standby readiness")
+        wait_for(lambda: standby.operator.elector.leader == "a", "the standby to see the leader")
+        assert not standby.operator.controllers_started.is_set()
+        assert leader.finish() == 0
+        wait_for(standby.operator.controllers_started.is_set, "the standby to take over")
+        spec = server.get(LEASE, "karpenter-leader-election", NS)["spec"]
+        assert spec["holderIdentity"] == "b"
+        assert spec["leaseTransitions"] == 1
+    finally:
+        if leader.thread.is_alive():
+            leader.finish()
+        assert standby.finish() == 0
+
+
+def test_without_leader_election_controllers_start_and_no_lease_is_written(
+    server: InMemoryApiServer,
+) -> None:
+    r = Running(operator(server, disable_leader_election=True)).start()
+    try:
+        wait_for(r.operator.controllers_started.is_set, "controllers")
+        assert not server.list(LEASE, NS).items
+    finally:
+        assert r.finish() == 0
+
+
+class Broken:
+    """A KubeClient wrapper: unreachable, or without some CRDs."""
+
+    def __init__(
+        self, inner: InMemoryApiServer, *, down: bool = False, missing: tuple[str, ...] = ()
+    ) -> None:
+        self.inner = inner
+        self.down = down
+        self.missing = missing
+        self.host = "https://127.0.0.1:6443"
+
+    def server_version(self) -> dict[str, Any]:
+        if self.down:
+            raise ApiError("connection refused", code=503)
+        return {"gitVersion": "v1.31.0"}
+
+    def has_resource(self, rt: Any) -> bool:
+        return rt.plural not in self.missing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_an_unreachable_api_server_is_one_error_naming_it(server: InMemoryApiServer) -> None:
+    op = operator(Broken(server, down=True))  # type: ignore[arg-type]
+    with pytest.raises(
+        ServeError, match=r"cannot reach the Kubernetes API server at https://127\.0\.0\.1:6443"
+    ):
+        op.run(threading.Event())
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("nodeclaims", "CRD nodeclaims.karpenter.sh .* is not installed.*karpenter crds"),
+        ("nodepools", "CRD nodepools.karpenter.sh"),
+        ("kwoknodeclasses", "CRD kwoknodeclasses.karpenter.kwok.sh .*NodeClass CRD"),
+    ],
+)
+def test_a_missing_crd_is_one_error_naming_it(
+    server: InMemoryApiServer, missing: str, message: str
+) -> None:
+    op = operator(Broken(server, missing=(missing,)))  # type: ignore[arg-type]
+    with pytest.raises(ServeError, match=message):
+        op.run(threading.Event())
+    assert op.health_server is None
+
+
+def test_leader_election_without_a_namespace_outside_a_pod_is_an_error(
+    server: InMemoryApiServer,
+) -> None:
+    op = operator(server, leader_election_namespace="")
+    with pytest.raises(ServeError, match="set --leader-election-namespace"):
+        op.run(threading.Event())
+
+
+def test_an_unknown_cloud_provider_lists_the_installed_ones(server: InMemoryApiServer) -> None:
+    op = Operator(
+        ServeConfig(options=options(), cloud_provider="nimbus"),
+        client=server,
+        environ={},
+        configure_logs=False,
+    )
+    with pytest.raises(
+        ServeError,
+        match=r"--cloud-provider nimbus: unknown cloud provider 'nimbus' \(installed: .*kwok",
+    ):
+        op.run(threading.Event())
+
+
+# ---------------------------------------------------------------------- flags
+
+
+def test_flags_win_over_environment_variables() -> None:
+    cfg = build_config(
+        {"batch_idle_duration": "3s", "cloud_provider": "kwok"},
+        {"BATCH_IDLE_DURATION": "2s", "BATCH_MAX_DURATION": "20s", "LOG_LEVEL": "debug"},
+    )
+    assert cfg.options.batch_idle_duration == 3.0
+    assert cfg.options.batch_max_duration == 20.0
+    assert cfg.options.log_level == "debug"
+
+
+def test_the_cloud_provider_defaults_to_kwok_when_installed() -> None:
+    assert build_config({}, {}).cloud_provider == "kwok"
+
+
+def test_provider_settings_are_name_value_pairs() -> None:
+    cfg = build_config({"provider_settings": ("seed=7", "launch-latency=2s")}, {})
+    assert dict(cfg.provider_settings) == {"seed": "7", "launch-latency": "2s"}
+    with pytest.raises(BadFlag, match="expected NAME=VALUE"):
+        build_config({"provider_settings": ("seed",)}, {})
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--batch-idle-duration", "soon"], "batch-idle-duration: invalid duration 'soon'"),
+        (["--disable-leader-election=yes"], "disable-leader-election: invalid boolean 'yes'"),
+        (["--log-level", "loud"], "log-level: 'loud' is not one of"),
+        (["--metrics-port", "http"], "metrics-port: invalid integer 'http'"),
+        (["--no-such-flag"], "No such option"),
+        (["--provider-setting", "oops"], "expected NAME=VALUE"),
+    ],
+)
+def test_a_bad_flag_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["serve", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("Error: ")
+    assert message in lines[0]
+
+
+def test_a_bad_environment_variable_is_one_line_naming_it() -> None:
+    result = CliRunner().invoke(main, ["serve"], env={"FEATURE_GATES": "NodeRepair"})
+    assert result.exit_code == 2
+    assert result.output.strip() == ("Error: feature-gates: 'NodeRepair' is not NAME=true|false")
+
+
+def test_a_missing_kubeconfig_is_one_line_and_exit_1(tmp_path: Any) -> None:
+    result = CliRunner().invoke(main, ["serve", "--kubeconfig", f"{tmp_path}/nope"])
+    assert result.exit_code == 1
+    assert (
+        result.output.strip().splitlines()[-1] == f"Error: kubeconfig {tmp_path}/nope: no such file"
+    )
+    assert "Traceback" not in result.output
+
+
+def test_a_bare_boolean_flag_means_true() -> None:
+    from karpenter_core.cli.serve import command
+
+    ctx = command.make_context("serve", ["--disable-leader-election", "--kubeconfig", "x"])
+    cfg = build_config(ctx.params, {})
+    assert cfg.options.disable_leader_election is True
+    assert cfg.kubeconfig == "x"
