@@ -271,6 +271,11 @@ class Simulation:
             self._create(pool, f"nodePools[{i}] ({pool['metadata']['name']})")
         for i, overlay in enumerate(sc.nodeoverlays):
             self._create(overlay, f"nodeOverlays[{i}] ({overlay['metadata']['name']})")
+        if sc.nodeoverlays and not self.options.gate("NodeOverlay"):
+            self.observer.note(
+                "nodeOverlays have no effect: the NodeOverlay feature gate is off "
+                "(set options.FEATURE_GATES: NodeOverlay=true)"
+            )
 
     def _ensure_node_classes(self) -> None:
         """Create the NodeClasses the NodePools name (Ready), unless the scenario has them:
@@ -326,16 +331,21 @@ class Simulation:
 
     def _start_karpenter(self) -> None:
         """Build Karpenter's Manager from a fresh context, as the operator's main does."""
-        from karpenter_core.state.cluster import Cluster
-
         self.karpenter = Manager(self.clock, self.server, seed=self.seed)
+        try:
+            from karpenter_core.state.cluster import Cluster
+
+            cluster: Any = Cluster(self.server, self.clock, self.provider)
+        except Exception as e:  # the state package missing or broken: say so, run the rest
+            cluster = None
+            self.observer.note(f"no cluster state ({type(e).__name__}: {e})")
         self.ctx = ControllerContext(
             kube=self.server,
             clock=self.clock,
             cloud_provider=self.provider,
             recorder=self.recorder,
             options=self.options,
-            cluster=Cluster(self.server, self.clock, self.provider),
+            cluster=cluster,
         )
         self.registration = register_all(self.karpenter, self.ctx)
         for note in self.registration.notes():
