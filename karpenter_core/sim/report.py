@@ -752,10 +752,13 @@ def _offset_of(report: Report, when: str | None) -> str:
 
 
 MAX_TEXT_DECISIONS = 60
+MAX_TEXT_NODES = 40
 
 
-def render_text(report: Report, *, max_decisions: int = MAX_TEXT_DECISIONS) -> str:
-    """A terminal summary: totals, nodes, and the first decisions."""
+def render_text(
+    report: Report, *, max_decisions: int = MAX_TEXT_DECISIONS, max_nodes: int = MAX_TEXT_NODES
+) -> str:
+    """A terminal summary: totals, the first NodeClaims, and the first decisions."""
     j = report.to_json_dict()
     ps = j["pods"]["pendingSeconds"]
     lines = [
@@ -780,13 +783,16 @@ def render_text(report: Report, *, max_decisions: int = MAX_TEXT_DECISIONS) -> s
             "",
             "NODECLAIM                  NODEPOOL     TYPE               ZONE          CAPACITY   $/H      LAUNCHED   REMOVED    REASON",
         ]
-        for nc in report.nodeclaims:
+        shown = report.nodeclaims[:max_nodes]
+        for nc in shown:
             lines.append(
                 f"{nc.name:<26} {nc.nodepool:<12} {nc.instance_type or '-':<18} {nc.zone or '-':<13} "
                 f"{nc.capacity_type or '-':<10} {f'{nc.price:.4f}' if nc.price is not None else '-':<8} "
                 f"{('+' + _fmt_offset(nc.launched)) if nc.launched is not None else '-':<10} "
                 f"{('+' + _fmt_offset(nc.deleting)) if nc.deleting is not None else '-':<10} {nc.reason or ''}"
             )
+        if len(report.nodeclaims) > max_nodes:
+            lines.append(f"... {len(report.nodeclaims) - max_nodes} more (use -o json for all)")
     if report.decisions:
         lines += ["", f"Decisions ({len(report.decisions)}):"]
         for d in report.decisions[:max_decisions]:
@@ -823,13 +829,14 @@ def _svg_chart(title: str, unit: str, points: Sequence[tuple[float, float]], col
     def y(v: float) -> float:
         return height - pad_b - (height - pad_b - pad_t) * v / v_top
 
-    path: list[str] = []
-    prev: tuple[float, float] | None = None
-    for t, v in points:
-        if prev is not None:
-            path.append(f"{x(t):.1f},{y(prev[1]):.1f}")
-        path.append(f"{x(t):.1f},{y(v):.1f}")
-        prev = (t, v)
+    path: list[str] = [f"{x(points[0][0]):.1f},{y(points[0][1]):.1f}"]
+    last = points[0][1]
+    for t, v in points[1:]:
+        if v != last:  # a step: along at the old value, then up or down
+            path.append(f"{x(t):.1f},{y(last):.1f}")
+            path.append(f"{x(t):.1f},{y(v):.1f}")
+            last = v
+    path.append(f"{x(points[-1][0]):.1f},{y(last):.1f}")
     ticks = []
     for i in range(5):
         v = v_top * i / 4

@@ -168,3 +168,17 @@ def test_text_report_lists_nodes_and_decisions(observed: Any) -> None:
     text = render_text(build_report(obs, scenario="t", seed=0, wall_seconds=0.0))
     assert "launched 1, removed 1 (spot interruption: 1)" in text
     assert "nc1" in text and "DeleteNodeClaim" in text
+
+
+def test_charts_draw_steps_only_where_the_value_changes() -> None:
+    clock = VirtualClock()
+    obs = Observer(clock)
+    for _ in range(10):  # ten samples, all zero nodes
+        obs.sample()
+        clock.advance(10)
+    page = render_html(build_report(obs, scenario="flat", seed=0, wall_seconds=0.0))
+    import re
+
+    points = re.findall(r'<polyline[^>]*points="([^"]*)"', page)
+    assert len(points) == 3
+    assert all(len(p.split()) == 2 for p in points)  # a flat line: start and end
