@@ -4,6 +4,7 @@ reasons, and the three renderings."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -177,8 +178,6 @@ def test_charts_draw_steps_only_where_the_value_changes() -> None:
         obs.sample()
         clock.advance(10)
     page = render_html(build_report(obs, scenario="flat", seed=0, wall_seconds=0.0))
-    import re
-
     points = re.findall(r'<polyline[^>]*points="([^"]*)"', page)
     assert len(points) == 3
     assert all(len(p.split()) == 2 for p in points)  # a flat line: start and end
