@@ -112,6 +112,34 @@ def _disruption_reasons() -> dict[tuple[str, ...], float]:
     return out
 
 
+REPORTED_COUNTERS = (
+    "karpenter_nodeclaims_created_total",
+    "karpenter_nodeclaims_terminated_total",
+    "karpenter_nodeclaims_disrupted_total",
+    "karpenter_nodes_created_total",
+    "karpenter_nodes_terminated_total",
+    "karpenter_nodes_drained_total",
+    "karpenter_pods_eviction_requests_total",
+    "karpenter_pods_drained_total",
+    "karpenter_cloudprovider_errors_total",
+    "karpenter_voluntary_disruption_decisions_total",
+)
+"""Karpenter's counters the report totals (each summed over its labels)."""
+
+
+def _counter_totals() -> dict[str, float]:
+    try:
+        from karpenter_core import metrics
+    except ImportError:
+        return {}
+    totals: dict[str, float] = {}
+    for name in REPORTED_COUNTERS:
+        values = metrics.samples(name)
+        if values:
+            totals[name] = sum(v for _, v in values)
+    return totals
+
+
 def _optional_register(module: str) -> Callable[[Manager, ControllerContext], Any] | None:
     if importlib.util.find_spec(module) is None:
         return None
@@ -758,6 +786,7 @@ class Simulation:
             wall_seconds=time.perf_counter() - self.wall_started,
             recorded_events=self.recorder.events,
             controllers=self.registration.controllers,
+            metrics=_counter_totals(),
         )
 
 

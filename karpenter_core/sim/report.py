@@ -520,6 +520,7 @@ class Report:
     notes: tuple[str, ...]
     controllers: tuple[str, ...]
     time_of: Callable[[float | None], str | None]
+    metrics: Mapping[str, float] = field(factory=dict)
 
     @property
     def nodes_launched(self) -> int:
@@ -596,6 +597,7 @@ class Report:
             ],
             "decisions": list(self.decisions),
             "controllers": list(self.controllers),
+            "metrics": dict(self.metrics),
             "notes": list(self.notes),
         }
 
@@ -611,6 +613,7 @@ def build_report(
     wall_seconds: float,
     recorded_events: Iterable[Any] = (),
     controllers: Sequence[str] = (),
+    metrics: Mapping[str, float] | None = None,
 ) -> Report:
     """Freeze what ``observer`` saw (and the controllers' recorded events) into a report."""
     end = observer.now()
@@ -655,6 +658,7 @@ def build_report(
         notes=tuple(observer.notes),
         controllers=tuple(controllers),
         time_of=observer.time_of,
+        metrics=dict(metrics or {}),
     )
 
 
