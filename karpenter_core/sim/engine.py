@@ -299,6 +299,13 @@ class Simulation:
             self._create(pool, f"nodePools[{i}] ({pool['metadata']['name']})")
         for i, overlay in enumerate(sc.nodeoverlays):
             self._create(overlay, f"nodeOverlays[{i}] ({overlay['metadata']['name']})")
+        namespaces = {n["metadata"]["name"] for n in self.server.list("namespaces").items}
+        for i, w in enumerate(sc.workloads):
+            if w.namespace not in namespaces:
+                raise SimulationError(
+                    f"{sc.source}: workloads[{i}] ({w.kind} {w.name}): namespace "
+                    f"{w.namespace!r} does not exist; add a Namespace to objects"
+                )
         if sc.nodeoverlays and not self.options.gate("NodeOverlay"):
             self.observer.note(
                 "nodeOverlays have no effect: the NodeOverlay feature gate is off "

@@ -299,3 +299,15 @@ def test_a_livelocked_controller_stops_the_run_with_a_note_not_a_crash() -> None
     data = sim.run(60).to_json_dict()
     assert sim.halted is not None
     assert any("stopped early" in n and "test.livelock" in n for n in data["notes"])
+
+
+def test_a_workload_in_a_missing_namespace_is_refused_up_front() -> None:
+    with pytest.raises(
+        SimulationError, match=r"workloads\[0\] \(Deployment web\): namespace 'shop'"
+    ):
+        Simulation(make_scenario(workloads=[web(1, namespace="shop")]))
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    data = Simulation(make_scenario(objects=[namespace], workloads=[web(1, namespace="shop")])).run(
+        60
+    )
+    assert data.pods_bound == 1
