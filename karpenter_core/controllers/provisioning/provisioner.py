@@ -183,8 +183,19 @@ class Provisioner:
         )
 
     def _parse_pods(self, objs: Iterable[Mapping[str, Any]]) -> list[Pod]:
+        """Parsed views of listed pods; a pod cluster state already parsed at the same
+        resourceVersion is reused (parsing thousands of pending pods every pass adds up)."""
         out = []
         for obj in objs:
+            meta = _meta(obj)
+            rv = meta.get("resourceVersion")
+            if rv:
+                cached = self.cluster.pod(
+                    f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                )
+                if cached is not None and _meta(cached.raw).get("resourceVersion") == rv:
+                    out.append(cached)
+                    continue
             try:
                 out.append(Pod.from_dict(obj))
             except ObjectError as e:

@@ -68,6 +68,12 @@ class PodTrigger:
 
     def reconcile(self, key: ObjectKey) -> Result:
         with controller_scope(POD_TRIGGER):
+            # Fast path: cluster state's parsed copy says the pod still waits. A stale "yes"
+            # only opens a batch window (the provisioner reads pods afresh); a "no" or a
+            # miss is checked against the API, so a trigger is never lost to cache lag.
+            cached = self.provisioner.cluster.pod(f"{key.namespace or 'default'}/{key.name}")
+            if cached is not None and cached.is_provisionable():
+                return self._provisionable(cached)
             try:
                 obj = self.ctx.kube.get("pods", key.name, key.namespace or "default")
             except NotFound:
@@ -79,9 +85,12 @@ class PodTrigger:
                 return Result()
             if not pod.is_provisionable():
                 return Result()
-            self.provisioner.trigger(pod.uid)
-            self.provisioner.cluster.ack_pods([pod])
-            return Result.after(RETRIGGER_SECONDS)
+            return self._provisionable(pod)
+
+    def _provisionable(self, pod: Pod) -> Result:
+        self.provisioner.trigger(pod.uid)
+        self.provisioner.cluster.ack_pods([pod])
+        return Result.after(RETRIGGER_SECONDS)
 
 
 class NodeTrigger:
