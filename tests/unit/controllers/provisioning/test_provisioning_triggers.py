@@ -54,10 +54,9 @@ def test_a_pod_state_thinks_unschedulable_is_rechecked_against_the_api() -> None
     assert trigger.reconcile(ObjectKey("default", "p")) == Result()
 
 
-@pytest.mark.parametrize("unschedulable", [False])
-def test_pod_without_the_unschedulable_verdict_is_left_alone(unschedulable: bool) -> None:
+def test_pod_without_the_unschedulable_verdict_is_left_alone() -> None:
     env = Env()
-    env.create(pod("p", unschedulable=unschedulable))
+    env.create(pod("p", unschedulable=False))
     trigger = PodTrigger(env.ctx, provisioner_of(env.ctx))
     assert trigger.reconcile(ObjectKey("default", "p")) == Result()
     assert provisioner_of(env.ctx).batcher.wait().retry_after is None
