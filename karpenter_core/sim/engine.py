@@ -313,24 +313,24 @@ class Simulation:
             )
 
     def _ensure_node_classes(self) -> None:
-        """Create the NodeClasses the NodePools name (Ready), unless the scenario has them:
-        a simulation should not need provider boilerplate to launch anything."""
-        supported = {}
+        """Create the NodeClasses the NodePools name, unless the scenario has them, and
+        give every NodeClass without conditions a Ready one (what the KWOKNodeClass CRD's
+        status default does): a simulation should not need provider boilerplate."""
+        supported: dict[tuple[str, str], str] = {}
         try:
             for nck in self.provider.supported_node_classes():
                 if getattr(nck, "version", ""):
                     supported[(nck.group, nck.kind)] = nck.api_version
         except Exception:
             return
-        wanted: dict[tuple[str, str, str], str] = {}
+        wanted: dict[tuple[str, str], str] = {}  # (kind, name) -> apiVersion
         for pool in self.scenario.nodepools:
-            ref = ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get(
-                "nodeClassRef"
-            ) or {}
+            spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+            ref = spec.get("nodeClassRef") or {}
             key = (str(ref.get("group", "")), str(ref.get("kind", "")))
             if key in supported and ref.get("name"):
-                wanted[(key[0], key[1], str(ref["name"]))] = supported[key]
-        for (_, kind, name), api_version in sorted(wanted.items()):
+                wanted[(key[1], str(ref["name"]))] = supported[key]
+        for (kind, name), api_version in sorted(wanted.items()):
             try:
                 self.server.get((api_version, kind), name)
                 continue
@@ -339,7 +339,7 @@ class Simulation:
             except Exception:
                 continue
             try:
-                created = self.server.create(
+                self.server.create(
                     {
                         "apiVersion": api_version,
                         "kind": kind,
@@ -347,22 +347,30 @@ class Simulation:
                         "spec": {},
                     }
                 )
-                now = format_time(self.clock.now())
-                created["status"] = {
+            except ApiError as e:
+                self.observer.note(f"could not create {kind} {name}: {e}")
+        for (_, kind), api_version in supported.items():
+            try:
+                node_classes = self.server.list((api_version, kind)).items
+            except Exception:
+                continue
+            for nc in node_classes:
+                if (nc.get("status") or {}).get("conditions"):
+                    continue
+                nc["status"] = {
                     "conditions": [
                         {
                             "type": "Ready",
                             "status": "True",
                             "reason": "Ready",
                             "message": "",
-                            "lastTransitionTime": now,
-                            "observedGeneration": created["metadata"].get("generation", 1),
+                            "lastTransitionTime": format_time(self.clock.now()),
+                            "observedGeneration": nc["metadata"].get("generation", 1),
                         }
                     ]
                 }
-                self.server.update_status(created)
-            except ApiError as e:
-                self.observer.note(f"could not create {kind} {name}: {e}")
+                with contextlib.suppress(ApiError):
+                    self.server.update_status(nc)
 
     def _start_karpenter(self) -> None:
         """Build Karpenter's Manager from a fresh context, as the operator's main does."""
