@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import prometheus_client
+from attrs import frozen
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
@@ -653,6 +654,37 @@ def samples(name: str) -> list[tuple[dict[str, str], float]]:
             if s.name == name:
                 out.append((dict(s.labels), float(s.value)))
     return out
+
+
+@frozen
+class MetricInfo:
+    """One metric as exposed: for docs and a ``metrics`` listing."""
+
+    name: str
+    type: str
+    labels: tuple[str, ...]
+    help: str
+    buckets: tuple[float, ...] = ()
+
+
+def catalog() -> list[MetricInfo]:
+    """Every metric this module defines (node gauges with the current well-known labels),
+    sorted by exposed name."""
+    node_gauges()
+    out = []
+    for collector in _collectors():
+        kind = collector._type
+        name = collector._name
+        if kind == "counter":
+            name += "_total"
+        raw_buckets = getattr(collector, "_upper_bounds", None) if kind == "histogram" else None
+        buckets = tuple(b for b in raw_buckets or () if b != float("inf"))
+        out.append(
+            MetricInfo(
+                name, str(kind), tuple(collector._labelnames), collector._documentation, buckets
+            )
+        )
+    return sorted(out, key=lambda m: m.name)
 
 
 SampleKey = tuple[str, tuple[tuple[str, str], ...]]

@@ -340,3 +340,18 @@ def test_delta_counts_only_what_happened_between_snapshots() -> None:
         ("karpenter_nodes_created_total", (("nodepool", "a"), ("zone", "z"))): 3.0,
         ("karpenter_nodes_created_total", (("nodepool", "b"), ("zone", "z"))): 1.0,
     }
+
+
+def test_catalog_lists_every_metric_with_its_type_labels_and_buckets() -> None:
+    by_name = {m.name: m for m in metrics.catalog()}
+    for name, kind, labels in EXPECTED:
+        assert by_name[name].type == kind
+        assert by_name[name].labels == labels
+    assert set(metrics.NODE_RESOURCE_GAUGES) <= set(by_name)
+    assert by_name["karpenter_scheduler_scheduling_duration_seconds"].buckets == (
+        metrics.DURATION_BUCKETS
+    )
+    assert by_name["karpenter_consolidation_score"].buckets == (
+        0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0,
+    )  # fmt: skip
+    assert all(m.help for m in by_name.values())
