@@ -356,10 +356,9 @@ class Provisioner:
         )
         nodepools = self.dynamic_nodepools()
         if not nodepools:
+            # As upstream: a decision (failed) for every pod, a log line, no per-pod events.
             log.info(NO_DYNAMIC_NODEPOOLS)
             self.cluster.mark_pod_scheduling_decisions(pods, {})
-            for pod in pods:
-                self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, NO_DYNAMIC_NODEPOOLS))
             return None
         instance_types = self.instance_types(nodepools)
         results = schedule(snapshot, pods, nodepools, instance_types, self.scheduler_options())

@@ -4,6 +4,7 @@ NodeClaims."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -177,14 +178,21 @@ def test_pod_that_cannot_fit_gets_failed_scheduling() -> None:
     assert metrics.sample("karpenter_scheduler_unschedulable_pods_count", labels) == 1.0
 
 
-def test_without_ready_nodepools_pods_fail_with_no_dynamic_nodepools() -> None:
+def test_without_ready_nodepools_pods_get_a_failed_decision_and_no_nodeclaim(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     env = Env()
     env.create(nodepool())  # never marked Ready: no nodepool controllers here
     env.create(pod("p"))
-    env.run_for(1.5)
+    with caplog.at_level("INFO", logger="karpenter.provisioner"):
+        env.run_for(1.5)
     assert env.nodeclaims() == []
-    [event] = env.events("FailedScheduling")
-    assert event.message == "Failed to schedule pod, no dynamic nodepools found"
+    assert env.ctx.cluster.pod_scheduling_decision("default/p") == env.clock.start + timedelta(
+        seconds=1
+    )
+    assert env.ctx.cluster.pod_scheduling_success("default/p") is None
+    assert any(r.getMessage() == "no dynamic nodepools found" for r in caplog.records)
+    assert env.events("FailedScheduling") == []  # upstream publishes no event here
 
 
 def test_pod_opting_out_of_karpenter_nodes_is_ignored_silently() -> None:
