@@ -26,6 +26,9 @@ from karpenter_core import metrics
 from karpenter_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
+    NODEPOOL_HASH_ANNOTATION_KEY,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import ObjectError, Pod
@@ -116,6 +119,18 @@ def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) 
                 f"{format_quantity(parsed[name])}"
             )
     return None
+
+
+def _stamp_hash(manifest: dict[str, Any], nodepool: Mapping[str, Any]) -> None:
+    """Every new NodeClaim carries its NodePool's template hash (upstream computes it, it
+    does not wait for the hash controller's annotation), so static drift can compare."""
+    try:
+        pool_hash = NodePool.from_dict(nodepool).hash()
+    except APIError:
+        return
+    annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[NODEPOOL_HASH_ANNOTATION_KEY] = pool_hash
+    annotations[NODEPOOL_HASH_VERSION_ANNOTATION_KEY] = NODEPOOL_HASH_VERSION
 
 
 class Provisioner:
@@ -482,6 +497,7 @@ class Provisioner:
         if exceeded is not None:
             raise CreateError(exceeded)
         manifest = nc.to_nodeclaim_dict()
+        _stamp_hash(manifest, latest)
         created = self.ctx.kube.create(manifest)
         name = str(_meta(created).get("name") or "")
         self.cluster.mark_pod_scheduling_decisions((), {}, {name: list(nc.pods)})
