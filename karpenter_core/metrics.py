@@ -38,7 +38,14 @@ from karpenter_core import __version__ as _VERSION
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
-"""The registry holding every Karpenter metric (and nothing else)."""
+"""The registry holding every Karpenter metric, plus the process and runtime collectors a
+metrics endpoint is expected to serve (``process_resident_memory_bytes``,
+``process_cpu_seconds_total``, ``python_gc_*``, ``python_info``: what controller-runtime's
+registry gives the Go operator, and what upstream's performance tests scrape)."""
+
+prometheus_client.ProcessCollector(registry=REGISTRY)
+prometheus_client.PlatformCollector(registry=REGISTRY)
+prometheus_client.GCCollector(registry=REGISTRY)
 
 NAMESPACE = "karpenter"
 
@@ -691,13 +698,15 @@ SampleKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def snapshot() -> dict[SampleKey, float]:
-    """Every sample now, keyed by (exposed name, sorted labels). A report taken as
+    """Every Karpenter sample now (not the process/runtime collectors, whose values are
+    not deterministic), keyed by (exposed name, sorted labels). A report taken as
     ``delta(before, snapshot())`` counts only what happened between two points, even when
     other runs in the same process share the registry."""
     out: dict[SampleKey, float] = {}
-    for family in REGISTRY.collect():
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
+    for collector in _collectors():  # Karpenter's own series: no process/runtime noise
+        for family in collector.collect():
+            for s in family.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
     return out
 
 

@@ -181,8 +181,18 @@ def test_metric_is_exposed_with_upstream_name_type_and_labels(
 def test_every_defined_metric_is_in_the_expected_table() -> None:
     expected = {e[0].removesuffix("_total") if e[1] == "counter" else e[0] for e in EXPECTED}
     node_gauges = set(metrics.NODE_RESOURCE_GAUGES) | {metrics.NODE_LIFETIME_GAUGE}
-    exposed = {f.name for f in text_string_to_metric_families(metrics.exposition().decode())}
+    exposed = {
+        f.name
+        for f in text_string_to_metric_families(metrics.exposition().decode())
+        if not f.name.startswith(("process_", "python_"))
+    }
     assert exposed - node_gauges == expected
+
+
+def test_process_and_runtime_metrics_are_served() -> None:
+    names = {f.name for f in text_string_to_metric_families(metrics.exposition().decode())}
+    assert "python_info" in names
+    assert any(n.startswith("python_gc_") for n in names)
 
 
 def test_no_created_series_are_exposed() -> None:
@@ -355,3 +365,9 @@ def test_catalog_lists_every_metric_with_its_type_labels_and_buckets() -> None:
         0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0,
     )  # fmt: skip
     assert all(m.help for m in by_name.values())
+
+
+def test_snapshot_holds_only_karpenter_series() -> None:
+    names = {name for name, _ in metrics.snapshot()}
+    assert "karpenter_build_info" in names
+    assert not any(n.startswith(("process_", "python_")) for n in names)
