@@ -16,11 +16,14 @@ $(STAMP): pyproject.toml plugins/*/pyproject.toml
 
 venv: $(STAMP)
 
+# The main job: the real controllers on a simulated cluster (virtual clock), then what the
+# scheduler would do for a bundled set of manifests, including a pod that cannot fit.
 demo: $(STAMP)
-	$(BIN)/karpenter --version
-	$(BIN)/karpenter plugins
+	$(BIN)/karpenter simulate examples/quickstart.yaml
+	@echo
+	$(BIN)/karpenter schedule -f examples/schedule/ -o table
+	@echo
 	$(BIN)/karpenter validate -f examples/
-	$(BIN)/karpenter instance-types --cloud-provider kwok | head -n 25
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
