@@ -1,0 +1,292 @@
+"""The Helm chart, rendered by a real ``helm template`` (pinned, built from its Go module):
+RBAC of the operator spec, values wired into args and env, and env the operator accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import yaml
+
+from karpenter_core.apis.crds import crd_yaml_files
+from karpenter_core.operator.options import Options
+
+sys.path.insert(0, str(Path(__file__).parent))
+from helmtool import HelmBuildError, helm_binary
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "karpenter-core"
+NS = "karpenter"
+
+pytestmark = pytest.mark.helm
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    try:
+        return helm_binary()
+    except HelmBuildError as e:
+        pytest.fail(f"helm is unavailable: {e}", pytrace=False)
+
+
+def render(helm: Path, *sets: str, release: str = "karpenter-core") -> list[dict[str, Any]]:
+    args = [str(helm), "template", release, str(CHART), "--namespace", NS]
+    for s in sets:
+        args += ["--set", s]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+def one(docs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [
+        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"{kind} {name}: found {len(found)}"
+    return found[0]
+
+
+def grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
+    return any(
+        group in r.get("apiGroups", [])
+        and resource in r.get("resources", [])
+        and verb in r.get("verbs", [])
+        and not r.get("resourceNames")
+        for r in rules
+    )
+
+
+def env_of(deployment: dict[str, Any]) -> dict[str, Any]:
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+# Spec operator-and-lifecycle §9: (group, resource, verbs) the core ClusterRole must grant.
+CORE_RULES = [
+    ("karpenter.sh", "nodepools", "get list watch update patch"),
+    ("karpenter.sh", "nodepools/status", "get list watch update patch"),
+    ("karpenter.sh", "nodeclaims", "get list watch create delete update patch"),
+    ("karpenter.sh", "nodeclaims/status", "get list watch create delete update patch"),
+    ("karpenter.sh", "nodeclaims/finalizers", "create delete update patch"),
+    ("karpenter.sh", "nodeoverlays", "get list watch"),
+    ("karpenter.sh", "nodeoverlays/status", "update patch"),
+    ("autoscaling.x-k8s.io", "capacitybuffers", "get list watch update patch"),
+    ("autoscaling.x-k8s.io", "capacitybuffers/status", "get list watch update patch"),
+    ("", "pods", "get list watch delete"),
+    ("", "nodes", "get list watch create patch delete update"),
+    ("", "persistentvolumes", "get list watch"),
+    ("", "persistentvolumeclaims", "get list watch"),
+    ("", "replicationcontrollers", "get list watch"),
+    ("", "namespaces", "get list watch"),
+    ("", "podtemplates", "get list watch"),
+    ("", "services", "get list watch"),
+    ("storage.k8s.io", "storageclasses", "get list watch"),
+    ("storage.k8s.io", "csinodes", "get list watch"),
+    ("storage.k8s.io", "volumeattachments", "get list watch"),
+    ("apps", "daemonsets", "get list watch"),
+    ("apps", "deployments", "get list watch"),
+    ("apps", "replicasets", "get list watch"),
+    ("apps", "statefulsets", "get list watch"),
+    ("autoscaling.k8s.io", "verticalpodautoscalers", "get list watch"),
+    ("policy", "poddisruptionbudgets", "get list watch"),
+    ("apiextensions.k8s.io", "customresourcedefinitions", "list watch"),
+    ("", "events", "create patch"),
+    ("events.k8s.io", "events", "create patch"),
+    ("", "pods/eviction", "create"),
+]
+
+
+@pytest.fixture(scope="module")
+def default_docs(helm: Path) -> list[dict[str, Any]]:
+    return render(helm)
+
+
+@pytest.mark.parametrize(("group", "resource", "verbs"), CORE_RULES)
+def test_core_cluster_role_grants_the_operator_spec_rbac(
+    default_docs: list[dict[str, Any]], group: str, resource: str, verbs: str
+) -> None:
+    rules = one(default_docs, "ClusterRole", "karpenter-core-core")["rules"]
+    missing = [v for v in verbs.split() if not grants(rules, group, resource, v)]
+    assert not missing, f"{group}/{resource}: missing {missing}"
+
+
+def test_core_cluster_role_grants_nothing_on_dra_by_default(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    rules = one(default_docs, "ClusterRole", "karpenter-core-core")["rules"]
+    assert not any("resource.k8s.io" in r["apiGroups"] for r in rules)
+
+
+def test_every_role_is_bound_to_the_service_account(default_docs: list[dict[str, Any]]) -> None:
+    sa = one(default_docs, "ServiceAccount")["metadata"]["name"]
+    roles = {
+        (d["kind"], d["metadata"]["name"], d["metadata"].get("namespace"))
+        for d in default_docs
+        if d["kind"] in ("Role", "ClusterRole")
+    }
+    bound = set()
+    for b in default_docs:
+        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": NS}]
+        bound.add((b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace")))
+    aggregate = {r for r in roles if r[1].endswith("-admin")}  # aggregated, not bound
+    assert roles - aggregate == bound
+
+
+def test_leader_election_role_lets_the_operator_create_and_renew_its_lease(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    role = one(default_docs, "Role", "karpenter-core")
+    assert role["metadata"]["namespace"] == NS
+    rules = role["rules"]
+    assert grants(rules, "coordination.k8s.io", "leases", "get")
+    assert grants(rules, "coordination.k8s.io", "leases", "create")
+    renew = [r for r in rules if "update" in r["verbs"]]
+    assert renew == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["patch", "update"],
+            "resourceNames": ["karpenter-leader-election"],
+        }
+    ]
+
+
+def test_node_lease_and_dns_roles_live_in_their_namespaces(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    lease = one(default_docs, "Role", "karpenter-core-lease")
+    assert lease["metadata"]["namespace"] == "kube-node-lease"
+    assert grants(lease["rules"], "coordination.k8s.io", "leases", "delete")
+    dns = one(default_docs, "Role", "karpenter-core-dns")
+    assert dns["metadata"]["namespace"] == "kube-system"
+    assert dns["rules"][0]["resourceNames"] == ["kube-dns"]
+
+
+def test_kwok_is_the_default_provider_with_its_nodeclass_rbac_and_crd(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    deployment = one(default_docs, "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["serve", "--cloud-provider=kwok"]
+    rules = one(default_docs, "ClusterRole", "karpenter-core")["rules"]
+    assert grants(rules, "karpenter.kwok.sh", "kwoknodeclasses", "watch")
+    assert grants(rules, "karpenter.kwok.sh", "kwoknodeclasses/status", "patch")
+    crd = one(default_docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "kwoknodeclasses.karpenter.kwok.sh"
+
+
+def test_selecting_another_provider_wires_its_settings_and_rbac(helm: Path) -> None:
+    docs = render(
+        helm,
+        "cloudProvider.name=aws",
+        "cloudProvider.settings.cluster-name=prod",
+        "cloudProvider.settings.interruption-queue=prod-q",
+    )
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == [
+        "serve",
+        "--cloud-provider=aws",
+        "--provider-setting=cluster-name=prod",
+        "--provider-setting=interruption-queue=prod-q",
+    ]
+    rules = one(docs, "ClusterRole", "karpenter-core")["rules"]
+    assert grants(rules, "karpenter.k8s.aws", "ec2nodeclasses", "list")
+    assert not grants(rules, "karpenter.kwok.sh", "kwoknodeclasses", "list")
+    assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+
+
+def test_deployment_defaults_two_replicas_probes_and_resources(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    deployment = one(default_docs, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert deployment["spec"]["replicas"] == 2
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http-metrics": 8080, "http": 8081}
+    assert container["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}
+    ]
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti[0]["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_service_exposes_metrics_and_pdb_allows_one_unavailable(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    service = one(default_docs, "Service")
+    assert service["spec"]["ports"] == [
+        {"name": "http-metrics", "port": 8080, "targetPort": "http-metrics", "protocol": "TCP"}
+    ]
+    assert one(default_docs, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+
+
+def test_settings_values_become_upstream_environment_variables(helm: Path) -> None:
+    docs = render(
+        helm,
+        "settings.batchIdleDuration=5s",
+        "settings.batchMaxDuration=30s",
+        "settings.featureGates.nodeRepair=true",
+        "settings.preferencePolicy=Ignore",
+        "logLevel=debug",
+        "controller.metrics.port=9090",
+        "replicas=3",
+    )
+    deployment = one(docs, "Deployment")
+    env = env_of(deployment)
+    assert deployment["spec"]["replicas"] == 3
+    assert env["BATCH_IDLE_DURATION"] == "5s"
+    assert env["BATCH_MAX_DURATION"] == "30s"
+    assert "NodeRepair=true" in env["FEATURE_GATES"]
+    assert env["PREFERENCE_POLICY"] == "Ignore"
+    assert env["LOG_LEVEL"] == "debug"
+    assert env["METRICS_PORT"] == "9090"
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+
+
+def test_the_operator_accepts_every_value_the_chart_sets(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    env = env_of(one(default_docs, "Deployment"))
+    # valueFrom entries resolve at run time; give them what the kubelet would.
+    from_kubelet = {"MEMORY_LIMIT": "1073741824", "CPU_REQUESTS": "1000", "POD_NAMESPACE": NS}
+    resolved = {k: v if isinstance(v, str) else from_kubelet[k] for k, v in env.items()}
+    options = Options.from_env(resolved)
+    assert options.batch_idle_duration == 1.0
+    assert options.feature_gates == {
+        "NodeRepair": False,
+        "ReservedCapacity": True,
+        "SpotToSpotConsolidation": False,
+        "NodeOverlay": False,
+        "StaticCapacity": False,
+        "CapacityBuffer": False,
+    }
+    assert options.cpu_requests == 1000
+    known = {f.name.upper() for f in attrs.fields(Options)}
+    assert set(env) - known == {"POD_NAMESPACE"}
+
+
+def test_chart_crds_are_the_packaged_crds() -> None:
+    packaged = crd_yaml_files()
+    shipped = {p.name: p.read_text() for p in (CHART / "crds").glob("*.yaml")}
+    assert shipped == packaged
+
+
+def test_kwok_nodeclass_crd_serves_the_kind_the_provider_declares() -> None:
+    kwok = pytest.importorskip("karpenter_kwok.labels")
+    crd = yaml.safe_load((CHART / "files" / "karpenter.kwok.sh_kwoknodeclasses.yaml").read_text())
+    nc = kwok.KWOK_NODE_CLASS
+    assert crd["spec"]["group"] == nc.group
+    assert crd["spec"]["names"]["kind"] == nc.kind
+    assert [v["name"] for v in crd["spec"]["versions"]] == [nc.version]
