@@ -385,7 +385,7 @@ class Simulation:
         self.ctx = ControllerContext(
             kube=self.server,
             clock=self.clock,
-            cloud_provider=self.provider,
+            cloud_provider=self._decorated_provider(),
             recorder=self.recorder,
             options=self.options,
             cluster=cluster,
@@ -393,6 +393,15 @@ class Simulation:
         self.registration = register_all(self.karpenter, self.ctx)
         for note in self.registration.notes():
             self.observer.note(note)
+
+    def _decorated_provider(self) -> Any:
+        """The provider as the operator's main hands it to controllers: wrapped with the
+        cloud-provider metrics (``karpenter_cloudprovider_*``), as upstream does."""
+        try:
+            from karpenter_core.cloudprovider.metrics import decorate
+        except ImportError:
+            return self.provider
+        return decorate(self.provider)
 
     def restart_karpenter(self) -> None:
         """Stop Karpenter's Manager and start a new one with empty in-memory state: it
