@@ -299,6 +299,8 @@ class Simulation:
             self._create(pool, f"nodePools[{i}] ({pool['metadata']['name']})")
         for i, overlay in enumerate(sc.nodeoverlays):
             self._create(overlay, f"nodeOverlays[{i}] ({overlay['metadata']['name']})")
+        if not sc.nodepools:
+            self.observer.note("the scenario has no NodePools: Karpenter cannot launch anything")
         namespaces = {n["metadata"]["name"] for n in self.server.list("namespaces").items}
         for i, w in enumerate(sc.workloads):
             if w.namespace not in namespaces:

@@ -134,6 +134,7 @@ _EVENT_KEYS = frozenset(
 NODE_FAILURE_MODES = ("NotReady", "InstanceGone")
 
 DEFAULT_SAMPLE_INTERVAL = 10.0
+MIN_SAMPLE_INTERVAL = 0.1
 MIN_DEFAULT_UNTIL = 600.0
 SETTLE_AFTER_LAST = 600.0
 
@@ -330,8 +331,10 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     sample = DEFAULT_SAMPLE_INTERVAL
     if data.get("sampleInterval") is not None:
         sample = parse_duration(data["sampleInterval"], f"{source}: sampleInterval")
-        if sample <= 0:
-            raise ScenarioError(f"{source}: sampleInterval: must be more than 0")
+        if sample < MIN_SAMPLE_INTERVAL:
+            raise ScenarioError(
+                f"{source}: sampleInterval: must be at least {MIN_SAMPLE_INTERVAL:g}s, got {sample:g}s"
+            )
     options = _string_map(data.get("options"), f"{source}: options")
     provider, settings = _cloud_provider(data.get("cloudProvider"), source)
 

@@ -135,6 +135,7 @@ def test_events_are_parsed_in_time_order() -> None:
     [
         (scenario(bogus=1), "unknown field 'bogus'"),
         (scenario(seed="x"), "seed: expected an integer"),
+        (scenario(sampleInterval="10ms"), "sampleInterval: must be at least 0.1s"),
         (scenario(workloads=[{"deployment": "w", "replicas": -1}]), r"workloads\[0\]\.replicas"),
         (scenario(workloads=[{"replicas": 1}]), r"workloads\[0\]: needs manifest"),
         (scenario(workloads=[{"deployment": "w", "requests": {"cpu": "lots"}}]), r"requests\.cpu"),
