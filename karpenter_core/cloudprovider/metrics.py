@@ -6,16 +6,14 @@ controller, method and provider, and ``karpenter_cloudprovider_errors_total`` wi
 error's kind as the ``error`` label. Wrap a provider once only, or calls are counted twice.
 
 The ``controller`` label comes from :data:`CURRENT_CONTROLLER`, a context variable the
-runtime (or a controller) sets around a reconcile with :func:`controller_scope`; Go reads
-the same thing from the request context.
+runtime sets around every reconcile (:mod:`karpenter_core.runtime.scope`, re-exported
+here); Go reads the same thing from the request context.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from karpenter_core import metrics
@@ -24,6 +22,7 @@ from karpenter_core.cloudprovider.errors import (
     is_node_class_not_ready,
     is_nodeclaim_not_found,
 )
+from karpenter_core.runtime.scope import CURRENT_CONTROLLER, controller_scope
 
 if TYPE_CHECKING:
     from karpenter_core.apis.v1 import NodeClaim, NodePool
@@ -43,20 +42,7 @@ __all__ = [
     "error_type_label",
 ]
 
-CURRENT_CONTROLLER: ContextVar[str] = ContextVar("karpenter_controller", default="")
-"""Name of the controller whose reconcile is running in this thread / context."""
-
 _T = TypeVar("_T")
-
-
-@contextlib.contextmanager
-def controller_scope(name: str) -> Iterator[None]:
-    """Attribute cloud-provider calls made inside the block to controller ``name``."""
-    token = CURRENT_CONTROLLER.set(name)
-    try:
-        yield
-    finally:
-        CURRENT_CONTROLLER.reset(token)
 
 
 def error_type_label(err: BaseException) -> str:

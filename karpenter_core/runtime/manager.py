@@ -21,6 +21,7 @@ from typing import Any
 from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
 from karpenter_core.runtime.clock import Clock, VirtualClock
 from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
+from karpenter_core.runtime.scope import controller_scope
 from karpenter_core.runtime.workqueue import RateLimiter, ShutDown, WorkQueue
 
 __all__ = ["Controller", "LivelockError", "Manager"]
@@ -72,14 +73,19 @@ class Controller:
         self.queue.add(self.singleton_key)
 
     def run_one(self, key: Any) -> Result | None:
-        """Reconcile ``key`` and requeue it according to the outcome; never raises."""
+        """Reconcile ``key`` and requeue it according to the outcome; never raises.
+
+        The reconcile runs inside :func:`controller_scope` with this controller's name, so
+        metrics recorded below it (cloud-provider calls, scheduling simulations) carry the
+        ``controller`` label without the controller having to set it."""
         with self._lock:
             self.reconciles += 1
         try:
-            if self.singleton:
-                result = self.reconciler.reconcile()  # type: ignore[call-arg]
-            else:
-                result = self.reconciler.reconcile(key)  # type: ignore[call-arg]
+            with controller_scope(self.name):
+                if self.singleton:
+                    result = self.reconciler.reconcile()  # type: ignore[call-arg]
+                else:
+                    result = self.reconciler.reconcile(key)  # type: ignore[call-arg]
             if result is None:
                 result = Result()
             if not isinstance(result, Result):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 
 from karpenter_core.apis.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_resource_list
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodepool.common import is_managed, patch_status
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -32,19 +31,18 @@ class Counter:
         self.cluster = cluster_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            try:
-                stored = self.ctx.kube.get("nodepools", key.name)
-            except NotFound:
-                return Result()
-            if not is_managed(stored, self.ctx):
-                return Result()
-            if not self.cluster.synced():
-                return Result.after(UNSYNCED_RETRY_SECONDS)
-            totals = {**BASE_RESOURCES, **self.cluster.nodepool_resources(key.name)}
-            np = copy.deepcopy(stored)
-            status = np.setdefault("status", {})
-            status["resources"] = format_resource_list(totals)
-            status["nodes"] = totals.get(NODES_RESOURCE, 0) // 1000
-            patch_status(self.ctx.kube, stored, np, optimistic=False)
-            return Result.after(RESYNC_SECONDS)
+        try:
+            stored = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
+            return Result()
+        if not is_managed(stored, self.ctx):
+            return Result()
+        if not self.cluster.synced():
+            return Result.after(UNSYNCED_RETRY_SECONDS)
+        totals = {**BASE_RESOURCES, **self.cluster.nodepool_resources(key.name)}
+        np = copy.deepcopy(stored)
+        status = np.setdefault("status", {})
+        status["resources"] = format_resource_list(totals)
+        status["nodes"] = totals.get(NODES_RESOURCE, 0) // 1000
+        patch_status(self.ctx.kube, stored, np, optimistic=False)
+        return Result.after(RESYNC_SECONDS)

@@ -19,7 +19,6 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodepool.common import is_managed, meta_of
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -52,33 +51,30 @@ class Hash:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
+        try:
+            stored = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
+            return Result()
+        if not is_managed(stored, self.ctx):
+            return Result()
+        try:
+            pool_hash = NodePool.from_dict(stored).hash()
+        except APIError as e:
+            log.warning("not hashing nodepool %s: %s", key.name, e)
+            return Result()
+        annotations = _annotations(stored)
+        if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION_KEY) != NODEPOOL_HASH_VERSION:
+            self._migrate_nodeclaims(key.name, pool_hash)
+        wanted = {
+            NODEPOOL_HASH_ANNOTATION_KEY: pool_hash,
+            NODEPOOL_HASH_VERSION_ANNOTATION_KEY: NODEPOOL_HASH_VERSION,
+        }
+        if any(annotations.get(k) != v for k, v in wanted.items()):
             try:
-                stored = self.ctx.kube.get("nodepools", key.name)
+                self.ctx.kube.patch("nodepools", key.name, {"metadata": {"annotations": wanted}})
             except NotFound:
                 return Result()
-            if not is_managed(stored, self.ctx):
-                return Result()
-            try:
-                pool_hash = NodePool.from_dict(stored).hash()
-            except APIError as e:
-                log.warning("not hashing nodepool %s: %s", key.name, e)
-                return Result()
-            annotations = _annotations(stored)
-            if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION_KEY) != NODEPOOL_HASH_VERSION:
-                self._migrate_nodeclaims(key.name, pool_hash)
-            wanted = {
-                NODEPOOL_HASH_ANNOTATION_KEY: pool_hash,
-                NODEPOOL_HASH_VERSION_ANNOTATION_KEY: NODEPOOL_HASH_VERSION,
-            }
-            if any(annotations.get(k) != v for k, v in wanted.items()):
-                try:
-                    self.ctx.kube.patch(
-                        "nodepools", key.name, {"metadata": {"annotations": wanted}}
-                    )
-                except NotFound:
-                    return Result()
-            return Result()
+        return Result()
 
     def _migrate_nodeclaims(self, pool: str, pool_hash: str) -> None:
         selector = f"{NODEPOOL_LABEL_KEY}={pool}"

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpenter_core.apis.v1 import CONDITION_NODE_CLASS_READY
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodepool.common import (
     UNSUPPORTED,
     PatchOutcome,
@@ -65,20 +64,19 @@ class Readiness:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            try:
-                stored = self.ctx.kube.get("nodepools", key.name)
-            except NotFound:
-                return Result()
-            nodeclass = get_nodeclass(stored, self.ctx)
-            if nodeclass is UNSUPPORTED:
-                return Result()
-            assert not isinstance(nodeclass, type(UNSUPPORTED))
-            np = copy.deepcopy(stored)
-            status, reason, message = nodeclass_ready_condition(nodeclass)
-            nodepool_conditions(np, self.ctx.clock).set(
-                CONDITION_NODE_CLASS_READY, status, reason, message
-            )
-            if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
-                return Result(requeue=True)
+        try:
+            stored = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
             return Result()
+        nodeclass = get_nodeclass(stored, self.ctx)
+        if nodeclass is UNSUPPORTED:
+            return Result()
+        assert not isinstance(nodeclass, type(UNSUPPORTED))
+        np = copy.deepcopy(stored)
+        status, reason, message = nodeclass_ready_condition(nodeclass)
+        nodepool_conditions(np, self.ctx.clock).set(
+            CONDITION_NODE_CLASS_READY, status, reason, message
+        )
+        if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
+            return Result(requeue=True)
+        return Result()

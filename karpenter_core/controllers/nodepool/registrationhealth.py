@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpenter_core.apis.v1 import CONDITION_NODE_REGISTRATION_HEALTHY
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import Status, shared
 from karpenter_core.controllers.nodepool.common import (
     UNSUPPORTED,
@@ -44,34 +43,33 @@ class RegistrationHealth:
         self.health = shared(ctx.extras)
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            try:
-                stored = self.ctx.kube.get("nodepools", key.name)
-            except NotFound:
-                return Result()
-            nodeclass = get_nodeclass(stored, self.ctx)
-            if nodeclass is UNSUPPORTED or nodeclass is None:
-                return Result()
-            assert isinstance(nodeclass, Mapping)
-            uid = str(meta_of(stored).get("uid") or key.name)
-            np: dict[str, Any] = copy.deepcopy(stored)
-            conditions = nodepool_conditions(np, self.ctx.clock)
-            condition = conditions.get(CONDITION_NODE_REGISTRATION_HEALTHY)
-            if self.health.status(uid) is Status.UNKNOWN and condition is not None:
-                if condition.get("status") == "True":
-                    self.health.set_status(uid, Status.HEALTHY)
-                elif condition.get("status") == "False":
-                    self.health.set_status(uid, Status.UNHEALTHY)
-            nodeclass_generation = meta_of(nodeclass).get("generation")
-            status = np.setdefault("status", {})
-            if (
-                condition is None
-                or status.get("nodeClassObservedGeneration") != nodeclass_generation
-                or meta_of(np).get("generation") != condition.get("observedGeneration")
-            ):
-                conditions.set_unknown(CONDITION_NODE_REGISTRATION_HEALTHY)
-                self.health.set_status(uid, Status.UNKNOWN)
-            status["nodeClassObservedGeneration"] = nodeclass_generation
-            if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
-                return Result(requeue=True)
+        try:
+            stored = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
             return Result()
+        nodeclass = get_nodeclass(stored, self.ctx)
+        if nodeclass is UNSUPPORTED or nodeclass is None:
+            return Result()
+        assert isinstance(nodeclass, Mapping)
+        uid = str(meta_of(stored).get("uid") or key.name)
+        np: dict[str, Any] = copy.deepcopy(stored)
+        conditions = nodepool_conditions(np, self.ctx.clock)
+        condition = conditions.get(CONDITION_NODE_REGISTRATION_HEALTHY)
+        if self.health.status(uid) is Status.UNKNOWN and condition is not None:
+            if condition.get("status") == "True":
+                self.health.set_status(uid, Status.HEALTHY)
+            elif condition.get("status") == "False":
+                self.health.set_status(uid, Status.UNHEALTHY)
+        nodeclass_generation = meta_of(nodeclass).get("generation")
+        status = np.setdefault("status", {})
+        if (
+            condition is None
+            or status.get("nodeClassObservedGeneration") != nodeclass_generation
+            or meta_of(np).get("generation") != condition.get("observedGeneration")
+        ):
+            conditions.set_unknown(CONDITION_NODE_REGISTRATION_HEALTHY)
+            self.health.set_status(uid, Status.UNKNOWN)
+        status["nodeClassObservedGeneration"] = nodeclass_generation
+        if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
+            return Result(requeue=True)
+        return Result()

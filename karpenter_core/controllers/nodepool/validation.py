@@ -16,7 +16,6 @@ from typing import Any
 
 from karpenter_core.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpenter_core.apis.validation import validate_nodepool
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodepool.common import (
     PatchOutcome,
     is_managed,
@@ -52,32 +51,29 @@ class Validation:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            try:
-                stored = self.ctx.kube.get("nodepools", key.name)
-            except NotFound:
-                return Result()
-            if not is_managed(stored, self.ctx):
-                return Result()
-            np = copy.deepcopy(stored)
-            conditions = nodepool_conditions(np, self.ctx.clock)
-            errors = validation_errors(np)
-            if errors:
-                message = "; ".join(errors)
-                conditions.set_false(
-                    CONDITION_VALIDATION_SUCCEEDED, REASON_VALIDATION_FAILED, message
-                )
-                self.ctx.recorder.publish(
-                    Event(
-                        nodepool_reference(np),
-                        WARNING,
-                        REASON_VALIDATION_FAILED,
-                        f"NodePool is invalid and will not be used: {message}",
-                        (str(meta_of(np).get("uid") or key.name), message),
-                    )
-                )
-            else:
-                conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
-            if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
-                return Result(requeue=True)
+        try:
+            stored = self.ctx.kube.get("nodepools", key.name)
+        except NotFound:
             return Result()
+        if not is_managed(stored, self.ctx):
+            return Result()
+        np = copy.deepcopy(stored)
+        conditions = nodepool_conditions(np, self.ctx.clock)
+        errors = validation_errors(np)
+        if errors:
+            message = "; ".join(errors)
+            conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, REASON_VALIDATION_FAILED, message)
+            self.ctx.recorder.publish(
+                Event(
+                    nodepool_reference(np),
+                    WARNING,
+                    REASON_VALIDATION_FAILED,
+                    f"NodePool is invalid and will not be used: {message}",
+                    (str(meta_of(np).get("uid") or key.name), message),
+                )
+            )
+        else:
+            conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
+        if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
+            return Result(requeue=True)
+        return Result()

@@ -36,7 +36,6 @@ from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
 from karpenter_core.apis.v1 import APIError, NodePool
 from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
 from karpenter_core.kube.client import ApiError, NotFound
@@ -166,24 +165,23 @@ class Provisioner:
     # ------------------------------------------------------------------ the loop
 
     def reconcile(self) -> Result:
-        with controller_scope(NAME):
-            waited = self.batcher.wait()
-            if not waited.ready:
-                if waited.retry_after is not None:
-                    return Result.after(waited.retry_after)
-                return Result()
-            if not self.cluster.synced():
-                # The window is dropped; provisionable pods re-trigger within 10 s.
-                return Result()
-            results = self.schedule()
-            if results is None or not results.new_nodeclaims:
-                return Result()
-            self.create_nodeclaims(
-                results.new_nodeclaims,
-                reason=metrics.REASON_PROVISIONED,
-                record_pod_nomination=True,
-            )
+        waited = self.batcher.wait()
+        if not waited.ready:
+            if waited.retry_after is not None:
+                return Result.after(waited.retry_after)
             return Result()
+        if not self.cluster.synced():
+            # The window is dropped; provisionable pods re-trigger within 10 s.
+            return Result()
+        results = self.schedule()
+        if results is None or not results.new_nodeclaims:
+            return Result()
+        self.create_nodeclaims(
+            results.new_nodeclaims,
+            reason=metrics.REASON_PROVISIONED,
+            record_pod_nomination=True,
+        )
+        return Result()
 
     # ------------------------------------------------------------------ scheduling
 

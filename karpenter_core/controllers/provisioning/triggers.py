@@ -19,7 +19,6 @@ from typing import Any
 
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.objects import ObjectError, Pod
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.provisioning.provisioner import Provisioner
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -67,25 +66,24 @@ class PodTrigger:
         self.provisioner = provisioner
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(POD_TRIGGER):
-            # Fast path: cluster state's parsed copy says the pod still waits. A stale "yes"
-            # only opens a batch window (the provisioner reads pods afresh); a "no" or a
-            # miss is checked against the API, so a trigger is never lost to cache lag.
-            cached = self.provisioner.cluster.pod(f"{key.namespace or 'default'}/{key.name}")
-            if cached is not None and cached.is_provisionable():
-                return self._provisionable(cached)
-            try:
-                obj = self.ctx.kube.get("pods", key.name, key.namespace or "default")
-            except NotFound:
-                return Result()
-            try:
-                pod = Pod.from_dict(obj)
-            except ObjectError as e:
-                log.debug("ignoring pod %s: %s", key, e)
-                return Result()
-            if not pod.is_provisionable():
-                return Result()
-            return self._provisionable(pod)
+        # Fast path: cluster state's parsed copy says the pod still waits. A stale "yes"
+        # only opens a batch window (the provisioner reads pods afresh); a "no" or a
+        # miss is checked against the API, so a trigger is never lost to cache lag.
+        cached = self.provisioner.cluster.pod(f"{key.namespace or 'default'}/{key.name}")
+        if cached is not None and cached.is_provisionable():
+            return self._provisionable(cached)
+        try:
+            obj = self.ctx.kube.get("pods", key.name, key.namespace or "default")
+        except NotFound:
+            return Result()
+        try:
+            pod = Pod.from_dict(obj)
+        except ObjectError as e:
+            log.debug("ignoring pod %s: %s", key, e)
+            return Result()
+        if not pod.is_provisionable():
+            return Result()
+        return self._provisionable(pod)
 
     def _provisionable(self, pod: Pod) -> Result:
         self.provisioner.trigger(pod.uid)
@@ -99,13 +97,12 @@ class NodeTrigger:
         self.provisioner = provisioner
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NODE_TRIGGER):
-            try:
-                node = self.ctx.kube.get("nodes", key.name)
-            except NotFound:
-                return Result()
-            if not has_disrupted_taint(node):
-                return Result()
-            meta = node.get("metadata") or {}
-            self.provisioner.trigger(str(meta.get("uid") or f"node/{key.name}"))
-            return Result.after(RETRIGGER_SECONDS)
+        try:
+            node = self.ctx.kube.get("nodes", key.name)
+        except NotFound:
+            return Result()
+        if not has_disrupted_taint(node):
+            return Result()
+        meta = node.get("metadata") or {}
+        self.provisioner.trigger(str(meta.get("uid") or f"node/{key.name}"))
+        return Result.after(RETRIGGER_SECONDS)
