@@ -127,17 +127,25 @@ REPORTED_COUNTERS = (
 """Karpenter's counters the report totals (each summed over its labels)."""
 
 
-def _counter_totals() -> dict[str, float]:
+def _metrics_snapshot() -> dict[Any, float]:
+    try:
+        from karpenter_core import metrics
+    except ImportError:
+        return {}
+    return dict(metrics.snapshot())
+
+
+def _counter_totals(before: Mapping[Any, float]) -> dict[str, float]:
+    """What Karpenter's reported counters counted since ``before`` (summed over labels)."""
     try:
         from karpenter_core import metrics
     except ImportError:
         return {}
     totals: dict[str, float] = {}
-    for name in REPORTED_COUNTERS:
-        values = metrics.samples(name)
-        if values:
-            totals[name] = sum(v for _, v in values)
-    return totals
+    for (name, _labels), change in metrics.delta(before, metrics.snapshot()).items():
+        if name in REPORTED_COUNTERS:
+            totals[name] = totals.get(name, 0.0) + change
+    return dict(sorted(totals.items()))
 
 
 def _optional_register(module: str) -> Callable[[Manager, ControllerContext], Any] | None:
@@ -161,12 +169,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = seed if seed is not None else (scenario.seed or 0)
         self.wall_started = time.perf_counter()
-        try:
-            from karpenter_core import metrics
-
-            metrics.reset()
-        except ImportError:
-            pass
+        self._metrics_before = _metrics_snapshot()
         self.clock = VirtualClock(start)
         self.server = InMemoryApiServer(self.clock, seed=self.seed)
         self.recorder = EventRecorder(self.clock, None, max_events=2_000_000)
@@ -812,7 +815,7 @@ class Simulation:
             wall_seconds=time.perf_counter() - self.wall_started,
             recorded_events=self.recorder.events,
             controllers=self.registration.controllers,
-            metrics=_counter_totals(),
+            metrics=_counter_totals(self._metrics_before),
         )
 
 

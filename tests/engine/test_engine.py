@@ -311,3 +311,12 @@ def test_a_workload_in_a_missing_namespace_is_refused_up_front() -> None:
         60
     )
     assert data.pods_bound == 1
+
+
+def test_each_report_counts_only_its_own_runs_metrics() -> None:
+    scenario = make_scenario(workloads=[web(5)])
+    first = Simulation(scenario).run(120).to_json_dict()
+    second = Simulation(scenario).run(120).to_json_dict()
+    created = first["metrics"]["karpenter_nodeclaims_created_total"]
+    assert created == first["nodeClaimsCreated"] > 0
+    assert second["metrics"]["karpenter_nodeclaims_created_total"] == created
