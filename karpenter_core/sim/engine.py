@@ -267,7 +267,6 @@ class Simulation:
             watches=[
                 Watch("pods", mapper=obs.on_pod),
                 Watch("nodes", mapper=obs.on_node),
-                Watch("nodeclaims", mapper=obs.on_nodeclaim),
             ],
         )
 
@@ -396,6 +395,14 @@ class Simulation:
             cluster=cluster,
         )
         self.registration = register_all(self.karpenter, self.ctx)
+        # NodeClaims are observed from Karpenter's own Manager, which delivers events
+        # before each of its reconciles: a deletion is seen right after the reconcile that
+        # made it, so the disruption counter it bumped names its reason
+        self.karpenter.add_controller(
+            "sim.observer",
+            _WatchOnly(),
+            watches=[Watch("nodeclaims", mapper=self.observer.on_nodeclaim)],
+        )
         for note in self.registration.notes():
             self.observer.note(note)
 
