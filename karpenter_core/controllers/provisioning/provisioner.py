@@ -22,13 +22,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from karpenter_core import metrics
 from karpenter_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
-    NODEPOOL_HASH_ANNOTATION_KEY,
-    NODEPOOL_HASH_VERSION,
-    NODEPOOL_HASH_VERSION_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import ObjectError, Pod
@@ -46,6 +45,7 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
     NodeClaimTemplate,
     TemplateError,
 )
+from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import Cluster
@@ -66,11 +66,6 @@ log = logging.getLogger("karpenter.provisioner")
 
 NAME = "provisioner"
 NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
-
-# The scheduler's reasons for dropping a pool that are *not* a minValues shortfall.
-_NOT_MIN_VALUES = frozenset(
-    {"no instance types", "requirements matched no instance type with an available offering"}
-)
 
 
 class ProvisioningError(RuntimeError):
@@ -120,18 +115,6 @@ def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) 
     return None
 
 
-def _stamp_hash(manifest: dict[str, Any], nodepool: Mapping[str, Any]) -> None:
-    """Every new NodeClaim carries its NodePool's template hash (upstream computes it, it
-    does not wait for the hash controller's annotation), so static drift can compare."""
-    try:
-        pool_hash = NodePool.from_dict(nodepool).hash()
-    except APIError:
-        return
-    annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
-    annotations[NODEPOOL_HASH_ANNOTATION_KEY] = pool_hash
-    annotations[NODEPOOL_HASH_VERSION_ANNOTATION_KEY] = NODEPOOL_HASH_VERSION
-
-
 class Provisioner:
     """The ``provisioner`` singleton; also the shared handle other controllers use
     (``ctx.extras["provisioner"]``): :meth:`trigger` and :meth:`create_nodeclaims`."""
@@ -141,6 +124,7 @@ class Provisioner:
         self.cluster: Cluster = cluster_of(ctx)
         self.controller: Controller | None = None
         self._warned: dict[tuple[str, str], str] = {}
+        self._config_error: str | None = None
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -187,13 +171,46 @@ class Provisioner:
 
     def scheduler_options(self) -> SchedulerOptions:
         opts = self.ctx.options
-        return SchedulerOptions(
+        base = SchedulerOptions(
             preference_policy=opts.preference_policy,
             min_values_policy=opts.min_values_policy,
             reserved_capacity=opts.gate("ReservedCapacity"),
             strict_reserved_offerings=True,
             ignore_dra_requests=opts.ignore_dra_requests,
         )
+        text = self._scheduler_config_text()
+        if text:
+            try:
+                configured = attrs.evolve(base, scheduler_config=text)
+            except ValueError as e:
+                self._config_problem(f"{opts.scheduler_config}: {e}")
+            else:
+                self._config_error = None
+                return configured
+        return base
+
+    def _scheduler_config_text(self) -> str | None:
+        """The ``SCHEDULER_CONFIG`` file's text, read every pass (it is small, and a fixed
+        file takes effect without a restart); None without a path or when unreadable."""
+        path = self.ctx.options.scheduler_config
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            self._config_problem(f"{path}: cannot read scheduler config: {e.strerror or e}")
+            return None
+        return text
+
+    def _config_problem(self, message: str) -> None:
+        """A bad scheduler config never stops provisioning: pods are scheduled without
+        default spreads, and the problem is logged (once until it changes) (the operator's
+        log is where a configuration problem with no object of its own is reported)."""
+        if self._config_error == message:
+            return
+        self._config_error = message
+        log.error("ignoring scheduler config (no default topology spreads): %s", message)
 
     def _parse_pods(self, objs: Iterable[Mapping[str, Any]]) -> list[Pod]:
         """Parsed views of listed pods; a pod cluster state already parsed at the same
@@ -345,16 +362,9 @@ class Provisioner:
 
     def schedule(self) -> Results | None:
         """One scheduling pass over pending pods and pods of deleting nodes; records
-        decisions, events and metrics. None when there was nothing to schedule."""
+        decisions, events and metrics. None when there was nothing to schedule. (The
+        solve's duration is recorded by the scheduler itself.)"""
         start = time.perf_counter()
-        try:
-            return self._schedule(start)
-        finally:
-            metrics.SCHEDULER_SCHEDULING_DURATION_SECONDS.labels(controller=NAME).observe(
-                time.perf_counter() - start
-            )
-
-    def _schedule(self, start: float) -> Results | None:
         snapshot = self.cluster.snapshot()  # nodes first, then pods (see module docstring)
         pending = self.pending_pods(snapshot)
         deleting = self.deleting_node_pods(snapshot)
@@ -374,14 +384,18 @@ class Provisioner:
             self.cluster.mark_pod_scheduling_decisions(pods, {})
             return None
         instance_types = self.instance_types(nodepools)
-        results = schedule(snapshot, pods, nodepools, instance_types, self.scheduler_options())
+        results = schedule(
+            snapshot, pods, nodepools, instance_types, self.scheduler_options(), controller=NAME
+        )
         by_name = {str(_meta(np).get("name") or ""): np for np in nodepools}
         for name, why in sorted(results.skipped_nodepools.items()):
             np = by_name.get(name)
             if np is not None:
                 log.info("skipping nodepool %s: %s", name, why)
                 self.ctx.recorder.publish(
-                    events.no_compatible_instance_types(np, why not in _NOT_MIN_VALUES)
+                    events.no_compatible_instance_types(
+                        np, name in results.min_values_skipped_nodepools
+                    )
                 )
         self._record(results, pods, nodepools, start)
         return results
@@ -404,6 +418,13 @@ class Provisioner:
         metrics.SCHEDULER_UNSCHEDULABLE_PODS_COUNT.labels(controller=NAME).set(
             len(results.pod_errors) - len(reserved)
         )
+        delete_partial_match(
+            metrics.SCHEDULER_PENDING_PODS_BY_EFFECTIVE_ZONE_COUNT, controller=NAME
+        )
+        for zone, count in sorted(results.pending_pods_by_effective_zone().items()):
+            metrics.SCHEDULER_PENDING_PODS_BY_EFFECTIVE_ZONE_COUNT.labels(
+                controller=NAME, zone=zone
+            ).set(count)
         if results.new_nodeclaims:
             log.info(
                 "found provisionable pod(s): %s (%.3fs)",
@@ -495,7 +516,6 @@ class Provisioner:
         if exceeded is not None:
             raise CreateError(exceeded)
         manifest = nc.to_nodeclaim_dict()
-        _stamp_hash(manifest, latest)
         created = self.ctx.kube.create(manifest)
         name = str(_meta(created).get("name") or "")
         self.cluster.mark_pod_scheduling_decisions((), {}, {name: list(nc.pods)})

@@ -53,6 +53,23 @@ def nodeclass_label_key(ref: Mapping[str, Any]) -> str:
     return f"{ref.get('group', '')}/{str(ref.get('kind', '')).lower()}"
 
 
+def template_hash(nodepool: Any, d: Mapping[str, Any]) -> str | None:
+    """The NodePool's template hash, computed (as upstream's template does) rather than
+    read from the annotation the hash controller may not have written yet, so every new
+    NodeClaim — provisioned, planned by ``karpenter schedule`` or a disruption replacement —
+    carries what static drift compares. A pool the API model cannot read falls back to its
+    annotation (or none)."""
+    from karpenter_core.apis.v1 import APIError, NodePool
+
+    try:
+        model = nodepool if isinstance(nodepool, NodePool) else NodePool.from_dict(d)
+        return model.hash()
+    except (APIError, ValueError, TypeError, KeyError):
+        annotations = (d.get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(NODEPOOL_HASH_ANNOTATION_KEY)
+        return str(value) if value else None
+
+
 class NodeClaimTemplate:
     """Everything a new NodeClaim from this pool starts with."""
 
@@ -78,9 +95,7 @@ class NodeClaimTemplate:
         self.annotations: dict[str, str] = {
             str(k): str(v) for k, v in (tmeta.get("annotations") or {}).items()
         }
-        hash_value = (
-            (d.get("metadata") or {}).get("annotations", {}).get(NODEPOOL_HASH_ANNOTATION_KEY)
-        )
+        hash_value = template_hash(nodepool, d)
         if hash_value:
             self.annotations[NODEPOOL_HASH_ANNOTATION_KEY] = str(hash_value)
             self.annotations[NODEPOOL_HASH_VERSION_ANNOTATION_KEY] = NODEPOOL_HASH_VERSION

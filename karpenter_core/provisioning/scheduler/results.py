@@ -27,6 +27,20 @@ class Results:
     pod_errors: dict[str, object]
     pods_by_key: Mapping[str, Any] = field(factory=dict, repr=False)
     skipped_nodepools: dict[str, str] = field(factory=dict)
+    """NodePools the solve could not use at all, with the reason (for events and errors)."""
+    min_values_skipped_nodepools: frozenset[str] = field(factory=frozenset)
+    """Those of :attr:`skipped_nodepools` dropped because no instance-type set meets their
+    minValues (upstream's NoCompatibleInstanceTypes event says so)."""
+    effective_zones: dict[str, str] = field(factory=dict)
+    """Pending pod key -> the zone its constraints leave it: a zone name, ``flexible`` or
+    ``none`` (``scheduler_pending_pods_by_effective_zone_count``)."""
+
+    def pending_pods_by_effective_zone(self) -> dict[str, int]:
+        """How many pending pods each effective zone has."""
+        out: dict[str, int] = {}
+        for zone in self.effective_zones.values():
+            out[zone] = out.get(zone, 0) + 1
+        return out
 
     def truncate_instance_types(self, max_instance_types: int, strict_min_values: bool) -> None:
         """Cap every NodeClaim's options at the cheapest ``max_instance_types``; a NodeClaim

@@ -53,8 +53,10 @@ from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView,
 from karpenter_core.provisioning.scheduler.queue import Queue
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.results import Results
+from karpenter_core.provisioning.scheduler.solvemetrics import SolveGauges, effective_zone
 from karpenter_core.provisioning.scheduler.topology import Topology, parse_scheduler_config
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.runtime.scope import current_controller
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
 from karpenter_core.scheduling.taints import tolerates
 from karpenter_core.state.statenode import StateNode
@@ -157,6 +159,7 @@ class Scheduler:
         reference: bool = False,
         under_consolidate_after: Callable[[Any], bool] | None = None,
         deleting_node_names: Iterable[str] = (),
+        controller: str | None = None,
     ) -> None:
         """``reference=True`` turns off every shortcut (memoised topology answers, skipped
         NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
@@ -165,8 +168,12 @@ class Scheduler:
         Consolidation simulations (upstream ``IsConsolidationSimulation``) pass
         ``under_consolidate_after`` (is this state node still inside its pool's
         consolidateAfter?) and the names of nodes being deleted: running pods are not moved
-        onto such recently changed nodes, except pods leaving deleting nodes."""
+        onto such recently changed nodes, except pods leaving deleting nodes.
+
+        ``controller`` labels the solve's metrics; by default the controller whose
+        reconcile is running (:func:`karpenter_core.runtime.scope.current_controller`)."""
         self.options = options
+        self.controller = current_controller() if controller is None else controller
         self.reference = reference
         self.index = InstanceTypeIndex()
         self.index.reference = reference
@@ -184,6 +191,7 @@ class Scheduler:
             policy=options.preference_policy,
         )
         self.skipped_templates: dict[str, str] = {}
+        self.skipped_for_min_values: set[str] = set()
         self.templates: list[NodeClaimTemplate] = []
         for t in templates:
             infos = self.index.wrap(instance_types.get(t.nodepool_name, ()))
@@ -203,6 +211,7 @@ class Scheduler:
                 # which pool was dropped and why.
                 if err is not None and err.min_values_error is not None:
                     reason = err.min_values_error
+                    self.skipped_for_min_values.add(t.nodepool_name)
                 elif not infos:
                     reason = "no instance types"
                 else:
@@ -294,13 +303,16 @@ class Scheduler:
             r = self.pod_data[pod_identity(p)].requests
             return (-r.get("cpu", 0), -r.get("memory", 0), p.creation_timestamp or 0.0, str(p.uid))
 
+        zones = self.effective_zones(schedulable)
         queue: Queue[Any] = Queue(schedulable, sort_key, pod_identity)
+        gauges = SolveGauges(self.controller)
         deadline = (
             time.monotonic() + self.options.timeout_seconds
             if self.options.timeout_seconds is not None
             else None
         )
         while True:
+            gauges.tick(len(queue))
             if deadline is not None and time.monotonic() > deadline:
                 for waiting in queue.items():
                     errors.setdefault(pod_identity(waiting), TIMEOUT_ERROR)
@@ -323,6 +335,7 @@ class Scheduler:
             self.topology.update(PodSchedulingView.of(pod))
             self.pod_data[ident] = self._pod_data(pod)
             queue.push(pod)
+        gauges.finish()
         for nc in self.new_nodeclaims:
             nc.finalize()
         return Results(
@@ -331,7 +344,30 @@ class Scheduler:
             pod_errors={by_ident[i].key: e for i, e in errors.items()},
             pods_by_key={p.key: p for p in pods},
             skipped_nodepools=dict(self.skipped_templates),
+            min_values_skipped_nodepools=frozenset(self.skipped_for_min_values),
+            effective_zones=zones,
         )
+
+    def effective_zones(self, pods: Sequence[Any]) -> dict[str, str]:
+        """Each pending pod's effective zone (see :func:`.solvemetrics.effective_zone`), by pod
+        key, from its unrelaxed constraints: what the pod itself asks for, not what this
+        solve managed to give it."""
+        topology = self.topology.topology
+        out: dict[str, str] = {}
+        for pod in pods:
+            if pod.phase != "Pending":
+                continue
+            data = self.pod_data[pod_identity(pod)]
+            spread: set[str] | None = None
+            satisfiable = True
+            if topology is not None:
+                spread, satisfiable = topology.get_topology_zone_constraints(
+                    PodSchedulingView.of(pod), data.requirements
+                )
+            out[pod.key] = effective_zone(
+                data.strict_requirements, data.volume_requirements, spread, satisfiable
+            )
+        return out
 
     def _try_schedule(self, view: PodSchedulingView, ident: str) -> object | None:
         while True:
