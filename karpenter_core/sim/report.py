@@ -102,6 +102,8 @@ class PodRecord:
     finished: float | None = None
     deleting: float | None = None
     gone: float | None = None
+    daemon: bool = False
+    """A DaemonSet's pod: counts toward node utilisation, not toward the pod figures."""
 
 
 @define(slots=True)
@@ -261,16 +263,21 @@ class Observer:
                 (f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, Mapping)),
                 "",
             )
-            if any(isinstance(o, Mapping) and o.get("kind") == "DaemonSet" for o in owners):
-                return ()  # DaemonSet pods follow nodes; they are not workload
+            daemon = any(isinstance(o, Mapping) and o.get("kind") == "DaemonSet" for o in owners)
             cpu, memory = _pod_requests(obj)
+            # watch events arrive in the instant they happen, so "now" is the creation
+            # time to the nanosecond; creationTimestamp (whole seconds) only matters for
+            # a pod that existed before the watch opened
             created = now
             ts = meta.get("creationTimestamp")
             if isinstance(ts, str):
-                created = min(now, self._offset(ts, now))
+                stamped = self._offset(ts, now)
+                if now - stamped >= 1.0:
+                    created = stamped
             rec = PodRecord(
                 f"{meta.get('namespace')}/{meta.get('name')}", owner, created, cpu, memory
             )
+            rec.daemon = daemon
             self.pods[uid] = rec
         node = (obj.get("spec") or {}).get("nodeName") or ""
         if node and rec.bound is None:
@@ -456,7 +463,7 @@ class Observer:
         """(bound, pending) among pods that exist, are not terminating and have not finished."""
         bound = pending = 0
         for p in self.live_pods():
-            if p.finished is not None:
+            if p.finished is not None or p.daemon:
                 continue
             if p.deleting is not None:
                 continue  # terminating: neither running for long nor waiting
@@ -618,7 +625,7 @@ def build_report(
     """Freeze what ``observer`` saw (and the controllers' recorded events) into a report."""
     end = observer.now()
     observer.sample()
-    pods = list(observer.pods.values())
+    pods = [p for p in observer.pods.values() if not p.daemon]
     pending_seconds = []
     for p in pods:
         if p.bound is not None:

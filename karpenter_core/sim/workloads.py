@@ -1,4 +1,5 @@
-"""The workload controllers a simulated cluster needs: Deployment, ReplicaSet and Job.
+"""The workload controllers a simulated cluster needs: Deployment, ReplicaSet, Job and
+DaemonSet.
 
 kube-controller-manager keeps workloads at their replica counts; without it a simulation
 would lose every pod a drain evicts. These controllers do the part that matters for
@@ -6,7 +7,8 @@ capacity: a Deployment owns a ReplicaSet per pod template (old ones scaled to ze
 simplified rolling update), a ReplicaSet keeps ``spec.replicas`` live pods (a pod that is
 terminating, evicted or deleted is replaced at once, as upstream's ReplicaSet controller
 does), and a Job runs ``parallelism`` pods until ``completions`` succeeded. Pods finish
-when the simulated kubelet says so (``sim.karpenter.sh/run-seconds`` on the pod).
+when the simulated kubelet says so (``sim.karpenter.sh/run-seconds`` on the pod). A
+DaemonSet runs one pod on every node it selects and tolerates (see :meth:`_daemonset`).
 
 Pods are indexed from the pod watch by their controlling owner's uid, so a reconcile costs
 what its own pods cost rather than a list of the namespace.
@@ -26,6 +28,7 @@ from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeCl
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
 
 __all__ = ["WorkloadController", "register"]
 
@@ -33,7 +36,23 @@ WorkloadKey = tuple[str, str, str]
 """(kind, namespace, name)"""
 
 _TERMINAL = ("Succeeded", "Failed")
-_OWNER_KINDS = ("ReplicaSet", "Job")
+_OWNER_KINDS = ("ReplicaSet", "Job", "DaemonSet")
+_RESOURCES = {
+    "Deployment": "deployments",
+    "ReplicaSet": "replicasets",
+    "Job": "jobs",
+    "DaemonSet": "daemonsets",
+}
+
+# What the DaemonSet controller adds to every daemon pod, so daemons stay on sick nodes.
+_DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
 
 
 @define(slots=True)
@@ -43,6 +62,7 @@ class _PodState:
     deleting: bool = False
     phase: str = "Pending"
     bound: bool = False
+    node: str = ""
 
     @property
     def active(self) -> bool:
@@ -76,13 +96,15 @@ def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
 
 
 class WorkloadController:
-    """One reconciler for Deployments, ReplicaSets and Jobs (keys ``(kind, ns, name)``)."""
+    """One reconciler for Deployments, ReplicaSets, Jobs and DaemonSets (keys
+    ``(kind, ns, name)``)."""
 
     def __init__(self, kube: KubeClient, clock: Clock) -> None:
         self.kube = kube
         self.clock = clock
         self._pods: dict[str, dict[str, _PodState]] = {}  # owner uid -> pod name -> state
         self._owner_of_pod: dict[tuple[str, str], tuple[str, WorkloadKey]] = {}
+        self._daemonsets: set[WorkloadKey] = set()
         self._seq = 0
         self.pods_created = 0
         self.pods_replaced = 0
@@ -94,8 +116,15 @@ class WorkloadController:
         key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
         if event_type == "DELETED":
             self._pods.pop(str(meta.get("uid") or ""), None)
+            self._daemonsets.discard(key)
             return ()
+        if key[0] == "DaemonSet":
+            self._daemonsets.add(key)
         return (key,)
+
+    def on_node(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        """A node that appears or changes may need daemons (its taints or labels moved)."""
+        return sorted(self._daemonsets)
 
     def on_pod(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """Index the pod under its owner; enqueue the owner when the pod stops counting
@@ -124,6 +153,7 @@ class WorkloadController:
         state.phase = str((obj.get("status") or {}).get("phase") or "Pending")
         if (obj.get("spec") or {}).get("nodeName"):
             state.bound = True
+            state.node = str(obj["spec"]["nodeName"])
         if was_active != state.active:
             return (owner_key,)
         return ()
@@ -132,9 +162,7 @@ class WorkloadController:
 
     def reconcile(self, key: WorkloadKey) -> Result:
         kind, ns, name = key
-        resource = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}.get(
-            kind
-        )
+        resource = _RESOURCES.get(kind)
         if resource is None:
             return Result()
         try:
@@ -148,6 +176,8 @@ class WorkloadController:
                 return self._deployment(obj)
             if kind == "ReplicaSet":
                 return self._replicaset(obj)
+            if kind == "DaemonSet":
+                return self._daemonset(obj)
             return self._job(obj)
         except Conflict:
             return Result(requeue=True)
@@ -217,6 +247,38 @@ class WorkloadController:
         self._status(rs, {"replicas": min(want, len(active)) if active else 0})
         return Result()
 
+    def _daemonset(self, ds: dict[str, Any]) -> Result:
+        """One pod per node that the template selects (``nodeSelector``) and whose
+        NoSchedule/NoExecute taints it tolerates, bound there directly. Daemons are never
+        evicted for a taint added later, and a daemon on a node that went away is the pod
+        garbage collector's (the kubelet's orphan GC)."""
+        meta, spec = ds["metadata"], ds.get("spec") or {}
+        template = spec.get("template") or {}
+        pod_spec = template.get("spec") or {}
+        selector = pod_spec.get("nodeSelector") or {}
+        tolerations = [
+            Toleration.from_dict(t)
+            for t in (*(pod_spec.get("tolerations") or ()), *_DAEMON_TOLERATIONS)
+        ]
+        covered = {p.node for p in self._pods.setdefault(meta["uid"], {}).values() if p.active}
+        for node in self.kube.list("nodes").items:
+            node_meta = node.get("metadata") or {}
+            name = str(node_meta.get("name"))
+            if name in covered or node_meta.get("deletionTimestamp"):
+                continue
+            labels = node_meta.get("labels") or {}
+            if any(labels.get(k) != v for k, v in selector.items()):
+                continue
+            taints = [
+                Taint.from_dict(t)
+                for t in (node.get("spec") or {}).get("taints") or ()
+                if t.get("effect") in ("NoSchedule", "NoExecute")
+            ]
+            if tolerates(taints, tolerations) is not None:
+                continue
+            self._create_pods(ds, 1, replaced=False, node=name)
+        return Result()
+
     def _job(self, job: dict[str, Any]) -> Result:
         meta, spec = job["metadata"], job.get("spec") or {}
         ns, uid = meta.get("namespace") or "default", meta["uid"]
@@ -260,7 +322,9 @@ class WorkloadController:
 
     # -- writes
 
-    def _create_pods(self, owner: dict[str, Any], count: int, *, replaced: bool) -> None:
+    def _create_pods(
+        self, owner: dict[str, Any], count: int, *, replaced: bool, node: str = ""
+    ) -> None:
         meta, spec = owner["metadata"], owner.get("spec") or {}
         template = spec.get("template") or {}
         tmeta = template.get("metadata") or {}
@@ -283,10 +347,16 @@ class WorkloadController:
                 },
                 "spec": copy.deepcopy(template.get("spec") or {}),
             }
+            if node:  # a daemon: bound where it must run, with the daemon tolerations
+                pod["spec"]["nodeName"] = node
+                pod["spec"]["tolerations"] = [
+                    *(pod["spec"].get("tolerations") or ()),
+                    *(dict(t) for t in _DAEMON_TOLERATIONS),
+                ]
             created = self.kube.create(pod)
             name = created["metadata"]["name"]
             self._seq += 1
-            pods[name] = _PodState(name, self._seq)
+            pods[name] = _PodState(name, self._seq, bound=bool(node), node=node)
             self._owner_of_pod[(ns, name)] = (
                 meta["uid"],
                 (owner["kind"], ns, meta["name"]),
@@ -314,7 +384,7 @@ class WorkloadController:
 
 
 def register(manager: Manager, kube: KubeClient, clock: Clock) -> WorkloadController:
-    """Add the ``sim.workloads`` controller (Deployments, ReplicaSets, Jobs) to ``manager``."""
+    """Add the ``sim.workloads`` controller (Deployments, ReplicaSets, Jobs, DaemonSets)."""
     controller = WorkloadController(kube, clock)
     manager.add_controller(
         "sim.workloads",
@@ -323,6 +393,8 @@ def register(manager: Manager, kube: KubeClient, clock: Clock) -> WorkloadContro
             Watch("deployments", mapper=controller.on_owner),
             Watch("replicasets", mapper=controller.on_owner),
             Watch("jobs", mapper=controller.on_owner),
+            Watch("daemonsets", mapper=controller.on_owner),
+            Watch("nodes", mapper=controller.on_node),
             Watch("pods", mapper=controller.on_pod),
         ],
     )

@@ -320,3 +320,35 @@ def test_each_report_counts_only_its_own_runs_metrics() -> None:
     created = first["metrics"]["karpenter_nodeclaims_created_total"]
     assert created == first["nodeClaimsCreated"] > 0
     assert second["metrics"]["karpenter_nodeclaims_created_total"] == created
+
+
+def test_daemonset_pods_run_on_launched_nodes_and_count_toward_utilisation_only() -> None:
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                    ]
+                },
+            },
+        },
+    }
+    sim = Simulation(make_scenario(objects=[ds], workloads=[web(3)]))
+    data = sim.run(300).to_json_dict()
+    nodes = {n["metadata"]["name"] for n in sim.server.list("nodes").items}
+    agents = [
+        p
+        for p in sim.server.list("pods", "default").items
+        if p["metadata"]["labels"].get("app") == "agent"
+    ]
+    assert nodes and {p["spec"]["nodeName"] for p in agents} == nodes
+    assert len(agents) == len(nodes)
+    assert data["pods"]["created"] == 3 and data["pods"]["bound"] == 3  # daemons not counted
+    # Karpenter sized the nodes for the daemon too: the app pods and the agent both fit
+    assert all(conditions(p).get("Ready") == "True" for p in agents)

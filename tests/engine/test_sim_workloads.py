@@ -155,3 +155,66 @@ def test_lowering_parallelism_stops_extra_job_pods(env: Any) -> None:
     server.patch("jobs", "batch", {"spec": {"parallelism": 1}}, "default")
     manager.run_for(1)
     assert len(live_pods(server)) == 1
+
+
+def daemonset(**pod_spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}], **pod_spec},
+            },
+        },
+    }
+
+
+def node(name: str, labels: dict[str, str] | None = None, taints: Any = ()) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": list(taints)},
+    }
+
+
+def daemons(server: InMemoryApiServer) -> dict[str, str]:
+    return {p["spec"]["nodeName"]: p["metadata"]["name"] for p in live_pods(server)}
+
+
+def test_daemonset_runs_one_pod_on_each_node_it_selects_and_tolerates(env: Any) -> None:
+    _clock, server, manager = env
+    server.create(daemonset(nodeSelector={"role": "worker"}))
+    server.create(node("a", {"role": "worker"}))
+    server.create(node("b", {"role": "db"}))
+    server.create(
+        node("c", {"role": "worker"}, [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}])
+    )
+    manager.run_for(1)
+    assert set(daemons(server)) == {"a"}
+    server.patch("nodes", "c", {"spec": {"taints": []}})  # registered: the taint goes
+    server.create(
+        node(
+            "d",
+            {"role": "worker"},
+            [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}],
+        )
+    )
+    manager.run_for(1)
+    assert set(daemons(server)) == {"a", "c", "d"}  # not-ready is tolerated by daemons
+    manager.run_for(1)
+    assert len(live_pods(server)) == 3  # no duplicates on later passes
+
+
+def test_a_deleted_daemon_pod_is_recreated_on_its_node(env: Any) -> None:
+    _clock, server, manager = env
+    server.create(daemonset())
+    server.create(node("a"))
+    manager.run_for(1)
+    first = daemons(server)["a"]
+    server.delete("pods", first, "default", grace_period_seconds=0)
+    manager.run_for(1)
+    assert set(daemons(server)) == {"a"} and daemons(server)["a"] != first
