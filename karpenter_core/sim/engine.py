@@ -163,7 +163,6 @@ class Simulation:
         scenario: Scenario,
         *,
         seed: int | None = None,
-        environ: Mapping[str, str] | None = None,
         start: datetime = DEFAULT_START,
     ) -> None:
         self.scenario = scenario
@@ -175,7 +174,7 @@ class Simulation:
         self.recorder = EventRecorder(self.clock, None, max_events=2_000_000)
         self.cluster_recorder = EventRecorder(self.clock, None, component="kubernetes")
         self.options = self._options(scenario.options)
-        self.provider = self._provider(environ)
+        self.provider = self._provider()
         self._prices: dict[tuple[str, str, str], float] | None = None
         self.observer = Observer(self.clock, self._price_of, _disruption_reasons)
         self._rng = random.Random(self.seed)
@@ -210,7 +209,7 @@ class Simulation:
         except OptionsError as e:
             raise SimulationError(f"{self.scenario.source}: options: {e}") from None
 
-    def _provider(self, environ: Mapping[str, str] | None) -> Any:
+    def _provider(self) -> Any:
         from karpenter_core.plugins import get_cloud_provider
 
         settings = dict(self.scenario.provider_settings)
@@ -831,7 +830,6 @@ def simulate(
     *,
     seed: int | None = None,
     until: float | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> Report:
     """Run ``scenario`` and return its report (the whole of ``karpenter simulate``)."""
-    return Simulation(scenario, seed=seed, environ=environ).run(until)
+    return Simulation(scenario, seed=seed).run(until)
