@@ -245,7 +245,10 @@ class NodeClaim:
         index: InstanceTypeIndex,
         reserved_capacity: bool,
         strict_reservations: bool,
+        optset: OptionSet | None = None,
     ) -> None:
+        """``optset``, when given, indexes exactly ``options`` (the scheduler shares one
+        per pool and limits state instead of rebuilding it for every NodeClaim)."""
         self.template = template
         self.nodepool_name = template.nodepool_name
         self.hostname = f"hostname-placeholder-{next(_hostname_ids):04d}"
@@ -269,9 +272,9 @@ class NodeClaim:
         self.seq = next(_nodeclaim_seq)
         self._sig: int | None = None
         self._by_price: list[ITInfo] | None = None
-        self._optset: OptionSet | None = (
-            template.optset if options is template.instance_type_options else None
-        )
+        if optset is None and options is template.instance_type_options:
+            optset = template.optset
+        self._optset: OptionSet | None = optset
 
     # -- the filtering pipeline --
 

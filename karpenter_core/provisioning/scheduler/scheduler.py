@@ -38,7 +38,11 @@ from karpenter_core.provisioning.scheduler.errors import (
     is_reserved_offering_error,
 )
 from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
-from karpenter_core.provisioning.scheduler.instancetypes import InstanceTypeIndex, ITInfo
+from karpenter_core.provisioning.scheduler.instancetypes import (
+    InstanceTypeIndex,
+    ITInfo,
+    OptionSet,
+)
 from karpenter_core.provisioning.scheduler.nodeclaim import (
     NodeClaim,
     Placement,
@@ -237,6 +241,8 @@ class Scheduler:
             if t.raw_limits:
                 self.remaining[t.nodepool_name] = _parse_limits(t)
         self.reservations = ReservationManager(instance_types)
+        # Pool -> (the remaining-limits dict it was computed for, affordable options, index).
+        self._affordable: dict[str, tuple[Mapping[str, int], list[ITInfo], OptionSet | None]] = {}
         self.new_nodeclaims: list[NodeClaim] = []
         # In-flight NodeClaims by pod count, then by signature (insertion-ordered groups).
         self._buckets: dict[int, dict[int, dict[NodeClaim, None]]] = {}
@@ -483,10 +489,36 @@ class Scheduler:
             elif before == 0:
                 unblocked[nc] = None
 
+    def _affordable_options(
+        self, template: NodeClaimTemplate, remaining: Mapping[str, int]
+    ) -> tuple[list[ITInfo], OptionSet | None]:
+        """The pool's options its remaining limits can still afford, with their index.
+
+        The answer only changes when a NodeClaim from the pool changes ``remaining`` (which
+        is then replaced, never mutated), so it is computed once per limits state rather than
+        once per pod attempt: with a pool at its limits, re-filtering hundreds of instance
+        types for every pending pod, relaxation and queue pass dominated the solve."""
+        name = template.nodepool_name
+        entry = self._affordable.get(name)
+        if entry is not None and entry[0] is remaining and not self.reference:
+            return entry[1], entry[2]
+        options: list[ITInfo] = template.instance_type_options
+        optset: OptionSet | None = None
+        if rl.exceeds_any(template.max_capacity, remaining):
+            options = [i for i in options if not rl.exceeds_any(i.capacity, remaining)]
+            if options and not self.reference:
+                # A subset of options vetted under the template's requirements: the same
+                # compatibility signature still holds.
+                sig = template.optset.sig if template.optset is not None else None
+                optset = OptionSet(options, sig=sig)
+        self._affordable[name] = (remaining, options, optset)
+        return options, optset
+
     def _add_to_new_nodeclaim(self, pod: Any, data: PodData) -> object | None:
         errors: list[object] = []
         for template in self.templates:
             options: list[ITInfo] = template.instance_type_options
+            optset: OptionSet | None = None
             remaining = self.remaining.get(template.nodepool_name)
             if remaining is not None:
                 if remaining.get(NODES_RESOURCE, 1) <= 0 and NODES_RESOURCE in remaining:
@@ -494,8 +526,7 @@ class Scheduler:
                         NodePoolError(template.nodepool_name, "node limits have been exhausted")
                     )
                     continue
-                if rl.exceeds_any(template.max_capacity, remaining):
-                    options = [i for i in options if not rl.exceeds_any(i.capacity, remaining)]
+                options, optset = self._affordable_options(template, remaining)
                 if not options:
                     errors.append(
                         NodePoolError(
@@ -513,6 +544,7 @@ class Scheduler:
                 self.index,
                 self.options.reserved_capacity,
                 self.options.strict_reserved_offerings,
+                optset,
             )
             result = nc.can_add(pod, data, self.relax_min_values, want_error=True)
             if not isinstance(result, Placement):
