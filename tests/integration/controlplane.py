@@ -30,6 +30,7 @@ import hashlib
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -144,7 +145,7 @@ def _run_go(args: Sequence[str], cwd: Path, log: Callable[[str], None]) -> None:
     env = dict(
         os.environ, GOFLAGS="-mod=readonly", GOTOOLCHAIN=os.environ.get("GOTOOLCHAIN", "local")
     )
-    log(f"$ (cd {cwd.relative_to(ROOT)} && {' '.join(args)})")
+    log(f"$ (cd {cwd.relative_to(ROOT)} && {shlex.join(args)})")
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-25:])
@@ -456,8 +457,6 @@ class ControlPlane:
             [
                 str(self.binaries / "kube-scheduler"),
                 f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={_free_port()}",
