@@ -156,3 +156,15 @@ def test_registry_names_upstreams_always_on_controllers() -> None:
         "nodepool.validation",
     ):
         assert upstream in names
+
+
+def test_the_registry_names_every_controller_the_installed_packages_register() -> None:
+    from engine_helpers import make_scenario
+
+    from karpenter_core.sim.engine import Simulation
+
+    sim = Simulation(make_scenario())
+    declared = {p.name: set(p.controllers) for p in CONTROLLER_PACKAGES}
+    assert sim.registration.registered  # the core packages are installed
+    for package, names in sim.registration.registered:
+        assert set(names) <= declared[package], (package, sorted(set(names) - declared[package]))
