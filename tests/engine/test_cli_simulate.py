@@ -84,3 +84,22 @@ def test_bad_until_and_unknown_option_are_errors(tmp_path: Path) -> None:
     scenario.write_text("name: x\noptions: {NOT_AN_OPTION: '1'}\n")
     result = CliRunner().invoke(main, ["simulate", str(scenario)])
     assert result.exit_code == 1 and "options.NOT_AN_OPTION: unknown option" in result.output
+
+
+def test_quickstart_tells_its_story() -> None:
+    result = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "quickstart.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["virtualSeconds"] == 1800.0
+    assert data["removalReasons"] == {"spot interruption": 1}
+    assert data["pods"]["succeeded"] == 8  # the nightly report Job completed
+    assert data["pods"]["bound"] == 15 and data["pods"]["pending"] == 0
+    assert data["pods"]["pendingSeconds"]["p50"] >= 45.0  # the 45 s instance boot
+    actions = {d["action"] for d in data["decisions"]}
+    assert {
+        "CreateNodeClaim",
+        "Launch",
+        "ScaleWorkload",
+        "SpotInterruption",
+        "DeleteNodeClaim",
+    } <= actions
