@@ -312,6 +312,11 @@ class KubernetesClient:
         from kubernetes import client as k8s_client
 
         self.configuration = configuration
+        # every open watch holds a connection: size the pool for many informers, not for
+        # the client's default of a handful (extra connections would be dropped on release)
+        configuration.connection_pool_maxsize = max(
+            int(getattr(configuration, "connection_pool_maxsize", 0) or 0), 64
+        )
         self._api: Any = k8s_client.ApiClient(configuration)
         self._pool = self._api.rest_client.pool_manager
         self.host = str(configuration.host).rstrip("/")
