@@ -30,6 +30,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write_line if reporter is not None else print
+    controlplane.prebuild(session.items, write)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     controlplane.stop_shared()
 

@@ -526,6 +526,23 @@ def shared_control_plane() -> ControlPlane:
         return _shared
 
 
+def prebuild(items: Sequence[Any], write: Callable[[str], None]) -> None:
+    """Build the binaries before any test runs when a collected test needs them — from a
+    collection hook, so a cold build (minutes) is not charged to one test's timeout. A
+    failure is remembered and reported by every real-control-plane test."""
+    global _shared_failure
+    if skip_requested() or not any(i.get_closest_marker("controlplane") for i in items):
+        return
+    if not os.environ.get(BINARIES_ENV) and _stamp_ok(binaries_dir()):
+        return
+    write(f"karpenter: building the test control plane into {binaries_dir()} (first run)")
+    try:
+        ensure_binaries(log=write)
+    except ControlPlaneError as e:
+        with _shared_lock:
+            _shared_failure = e
+
+
 def stop_shared() -> None:
     global _shared
     with _shared_lock:
