@@ -1,0 +1,130 @@
+"""``metrics.node``: per-node resource gauges and ``cluster_utilization_percent``.
+
+Every 5 s (a singleton, as upstream) each node in cluster state gets
+``nodes_allocatable``, ``nodes_total_pod_requests`` / ``_limits``,
+``nodes_total_daemon_requests`` / ``_limits`` and ``nodes_system_overhead`` (capacity minus
+allocatable) per resource, plus ``nodes_current_lifetime_seconds``; the label set is one
+label per well-known node label (:func:`karpenter_core.metrics.node_gauges`) plus
+``node_name``, ``phase`` and ``managed``. Values are in whole units (cpu in cores, with
+fractions). Cluster utilisation is the summed pod requests over the summed allocatable,
+per resource, in percent. Nodes that are gone lose their series at the next pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+from karpenter_core import metrics
+from karpenter_core.apis.resources import CPU
+from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.reconciler import Result
+from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.statenode import StateNode
+
+__all__ = ["CLUSTER_UTILIZATION_KEY", "NAME", "REQUEUE_SECONDS", "NodeMetrics", "unit_value"]
+
+NAME = "metrics.node"
+REQUEUE_SECONDS = 5.0
+CLUSTER_UTILIZATION_KEY = "clusterUtilization"
+
+
+def unit_value(resource: str, milli: int) -> float:
+    """A quantity as the gauges report it: cores (fractional) for cpu, otherwise the
+    integer value rounded up, like Kubernetes' ``Quantity.Value()``."""
+    if resource == CPU:
+        return milli / 1000
+    return float(-(-milli // 1000))
+
+
+def _sum(lists: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in lists:
+        for k, v in r.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+class NodeMetrics:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.cluster = cluster_of(ctx)
+        self.store = MetricStore()
+
+    def reconcile(self) -> Result:
+        gauges, label_map = metrics.node_gauges()
+        nodes = [sn for sn in self.cluster.state_nodes() if sn.node is not None]
+        by_key: dict[Hashable, list[StoreMetric]] = {
+            sn.node.name: self._node_metrics(sn, gauges, label_map) for sn in nodes
+        }
+        by_key[CLUSTER_UTILIZATION_KEY] = utilization_metrics(nodes)
+        self.store.replace_all(by_key)
+        return Result.after(REQUEUE_SECONDS)
+
+    def _node_metrics(
+        self, sn: StateNode, gauges: Mapping[str, Any], label_map: Mapping[str, str]
+    ) -> list[StoreMetric]:
+        node = sn.node
+        base = node_labels(sn, label_map)
+        daemon_keys = {p.key for p in sn.pods if p.is_owned_by_daemonset()}
+        lists: dict[str, Mapping[str, int]] = {
+            "karpenter_nodes_system_overhead": {
+                k: v - node.allocatable.get(k, 0) for k, v in node.capacity.items()
+            },
+            "karpenter_nodes_total_pod_requests": sn.pod_requests(),
+            "karpenter_nodes_total_pod_limits": _sum(p.limits for p in sn.pods),
+            "karpenter_nodes_total_daemon_requests": sn.daemonset_requests(),
+            "karpenter_nodes_total_daemon_limits": _sum(
+                p.limits for p in sn.pods if p.key in daemon_keys
+            ),
+            "karpenter_nodes_allocatable": node.allocatable,
+        }
+        out = []
+        for gauge_name, resources in lists.items():
+            gauge = gauges[gauge_name]
+            for resource, milli in sorted(resources.items()):
+                labels = {
+                    **base,
+                    metrics.LABEL_RESOURCE_TYPE: metrics.resource_type_label(resource),
+                }
+                out.append(StoreMetric(gauge, labels, unit_value(resource, milli)))
+        lifetime = self.ctx.clock.now().timestamp() - (node.creation_timestamp or 0.0)
+        out.append(StoreMetric(gauges[metrics.NODE_LIFETIME_GAUGE], base, max(0.0, lifetime)))
+        return out
+
+
+def node_labels(sn: StateNode, label_map: Mapping[str, str]) -> dict[str, str]:
+    """The node's label values for every well-known label (``""`` when unset), its name,
+    phase and whether Karpenter manages it."""
+    node = sn.node
+    status = (node.raw.get("status") or {}) if isinstance(node.raw, Mapping) else {}
+    labels = {prom: str(node.labels.get(key, "")) for key, prom in label_map.items()}
+    labels.update(
+        node_name=node.name,
+        phase=str(status.get("phase") or ""),
+        managed="true" if sn.managed() else "false",
+    )
+    return labels
+
+
+def utilization_metrics(nodes: Iterable[StateNode]) -> list[StoreMetric]:
+    """``cluster_utilization_percent`` per resource: 100 x requested / allocatable over all
+    nodes (resources no node can allocate are left out)."""
+    nodes = list(nodes)
+    allocatable = _sum(sn.node.allocatable for sn in nodes)
+    requested = _sum(sn.pod_requests() for sn in nodes)
+    out = []
+    for resource, total in sorted(allocatable.items()):
+        alloc = unit_value(resource, total)
+        if alloc == 0:
+            continue
+        used = unit_value(resource, requested.get(resource, 0))
+        out.append(
+            StoreMetric(
+                metrics.CLUSTER_UTILIZATION_PERCENT,
+                {metrics.LABEL_RESOURCE_TYPE: metrics.resource_type_label(resource)},
+                100 * used / alloc,
+            )
+        )
+    return out
