@@ -128,11 +128,15 @@ class PodMetrics:
         node_name = str(spec.get("nodeName") or "")
         node_labels: Mapping[str, Any] = {}
         if node_name:
-            try:
-                node = self.ctx.kube.get("nodes", node_name)
-                node_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
-            except NotFound:
-                pass
+            # Cluster state's parsed node first: a sim with thousands of pods refreshing
+            # every 30 s should not copy a node out of the API server for each of them.
+            sn = self.cluster.state_node_for_node(node_name)
+            if sn is not None and sn.node is not None:
+                node_labels = sn.node.labels
+            else:
+                with contextlib.suppress(NotFound):
+                    node = self.ctx.kube.get("nodes", node_name)
+                    node_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
         pool = str(node_labels.get(NODEPOOL_LABEL_KEY) or "")
         return {
             "name": name,
