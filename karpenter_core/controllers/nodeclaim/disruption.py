@@ -42,7 +42,6 @@ from karpenter_core.apis.v1 import (
     NodePool,
 )
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.cloudprovider.types import (
     InstanceType,
     Offerings,
@@ -193,10 +192,6 @@ class Disruption:
     # ------------------------------------------------------------------ reconcile
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            return self._reconcile(key)
-
-    def _reconcile(self, key: ObjectKey) -> Result:
         try:
             nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:

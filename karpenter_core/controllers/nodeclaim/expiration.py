@@ -13,7 +13,6 @@ from datetime import timedelta
 
 from karpenter_core import metrics
 from karpenter_core.apis.durations import NEVER, parse_go_duration
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodeclaim.garbagecollection import reschedulable_pods
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.utils import deletion_timestamp, is_managed
@@ -38,10 +37,6 @@ class Expiration:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            return self._reconcile(key)
-
-    def _reconcile(self, key: ObjectKey) -> Result:
         try:
             nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:

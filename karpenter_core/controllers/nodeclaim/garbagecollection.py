@@ -23,7 +23,6 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis.v1 import CONDITION_REGISTERED, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.utils import (
@@ -79,10 +78,6 @@ class GarbageCollection:
         self._orphans: set[str] = set()
 
     def reconcile(self) -> Result:
-        with controller_scope(NAME):
-            return self._reconcile()
-
-    def _reconcile(self) -> Result:
         every = list(self.ctx.kube.list(NODECLAIMS))
         nodeclaims = [nc for nc in every if is_managed(nc, self.ctx.cloud_provider)]
         instances = [i for i in self.ctx.cloud_provider.list() if not i.metadata.deletion_timestamp]

@@ -34,7 +34,6 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
-from karpenter_core.cloudprovider.metrics import controller_scope
 from karpenter_core.cloudprovider.protocol import NodeLifecycleHook
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet, nodeclaim_conditions
 from karpenter_core.controllers.nodeclaim.initialization import Initialization
@@ -136,10 +135,6 @@ class NodeClaimLifecycle:
         ]
 
     def reconcile(self, key: ObjectKey) -> Result:
-        with controller_scope(NAME):
-            return self._reconcile(key)
-
-    def _reconcile(self, key: ObjectKey) -> Result:
         try:
             nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:
