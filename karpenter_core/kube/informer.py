@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol
 
 from karpenter_core.kube.client import (
     ADDED,
@@ -45,6 +45,7 @@ __all__ = [
     "Indexer",
     "Informer",
     "SharedInformers",
+    "WatchSpec",
     "object_key",
     "pod_node_name",
 ]
@@ -53,6 +54,16 @@ log = logging.getLogger("karpenter.kube.informer")
 
 Handler = Callable[[str, Obj], None]
 Indexer = Callable[[Obj], Iterable[str]]
+
+
+class WatchSpec(Protocol):
+    """What :meth:`Informer.feed` needs of the Manager's ``Watch`` (mapper and predicate)."""
+
+    @property
+    def mapper(self) -> Callable[[str, Obj], Iterable[Hashable]]: ...
+
+    @property
+    def predicate(self) -> Callable[[str, Obj], bool] | None: ...
 
 POD_NODE_NAME_INDEX = "spec.nodeName"
 
@@ -150,6 +161,19 @@ class Informer:
             existing = list(self._items.values()) if replay else []
         for obj in existing:
             self._call(handler, ADDED, obj)
+
+    def feed(self, watch: WatchSpec, enqueue: Callable[[Hashable], None]) -> Handler:
+        """Enqueue keys from this cache's changes as the Manager does from a watch: the
+        ``Watch``'s predicate filters, its mapper turns each change into keys."""
+
+        def handler(event_type: str, obj: Obj) -> None:
+            if watch.predicate is not None and not watch.predicate(event_type, obj):
+                return
+            for key in watch.mapper(event_type, obj):
+                enqueue(key)
+
+        self.add_handler(handler)
+        return handler
 
     def _call(self, handler: Handler, event_type: str, obj: Obj) -> None:
         try:

@@ -7,9 +7,10 @@ CRDs, informers (resume, relist on 410, indexes), and the Manager running on it 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +18,27 @@ import pytest
 
 import controlplane
 from karpenter_core.kube import adapter as adapter_module
-from karpenter_core.kube.adapter import KubernetesClient, RateLimiter, retry_on_conflict
+from karpenter_core.kube.adapter import (
+    KubernetesClient,
+    RateLimiter,
+    RestWatch,
+    retry_on_conflict,
+)
 from karpenter_core.kube.client import (
     ADDED,
     DELETED,
     MODIFIED,
     ApiError,
     Conflict,
+    Gone,
     resource_for,
 )
 from karpenter_core.kube.config import KubeConfigError, load_config
 from karpenter_core.kube.informer import POD_NODE_NAME_INDEX, Informer
-from karpenter_core.runtime.clock import WallClock
+from karpenter_core.runtime.clock import VirtualClock, WallClock
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.sim.apiserver import InMemoryApiServer
 
 real = pytest.mark.controlplane
 
@@ -152,6 +160,111 @@ def test_retry_on_conflict_gives_up_after_its_attempts() -> None:
 
     with pytest.raises(Conflict):
         retry_on_conflict(write, attempts=2)
+
+
+class _FakeResponse:
+    """A streaming HTTP response carrying newline-delimited watch events."""
+
+    def __init__(self, *lines: dict[str, Any]) -> None:
+        self.body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+    def stream(self, amt: int, decode_content: bool = True) -> Iterator[bytes]:
+        # split mid-line on purpose: the reader must reassemble events across chunks
+        for i in range(0, len(self.body), 7):
+            yield self.body[i : i + 7]
+
+    def release_conn(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _cm_event(kind: str, name: str, rv: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "ns", "resourceVersion": rv}
+    return {"type": kind, "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}}
+
+
+def test_rest_watch_reassembles_events_split_across_chunks() -> None:
+    watch = RestWatch(_FakeResponse(_cm_event(ADDED, "a", "5"), _cm_event(DELETED, "a", "6")), "t")
+    events = list(watch)
+    assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in events] == [
+        (ADDED, "5"),
+        (DELETED, "6"),
+    ]
+
+
+def test_rest_watch_raises_gone_for_an_expired_error_event() -> None:
+    expired = {
+        "type": "ERROR",
+        "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
+    }
+    watch = RestWatch(_FakeResponse(_cm_event(ADDED, "a", "5"), expired), "t")
+    seen = []
+    with pytest.raises(Gone, match="too old"):
+        for event in watch:
+            seen.append(event.type)
+    assert seen == [ADDED]
+    assert watch.stopped
+
+
+def test_rest_watch_poll_returns_nothing_after_the_stream_ends() -> None:
+    watch = RestWatch(_FakeResponse(_cm_event(ADDED, "a", "5")), "t")
+    assert [e.type for e in watch.poll(5)] == [ADDED]
+    assert watch.poll(1) == []
+    assert watch.stopped
+
+
+def _memory() -> InMemoryApiServer:
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    return server
+
+
+def test_informer_feeds_a_manager_watch_spec_on_the_in_memory_server() -> None:
+    server = _memory()
+    keys: list[Any] = []
+    informer = Informer(server, "configmaps", "ns")
+    informer.feed(
+        Watch("configmaps", predicate=lambda t, o: o["metadata"]["name"] != "skip"), keys.append
+    )
+    informer.pump()
+    server.create(_configmap("a", "ns"))
+    server.create(_configmap("skip", "ns"))
+    informer.pump()
+    assert keys == [ObjectKey("ns", "a")]
+
+
+def test_informer_pump_relists_after_gone_on_the_in_memory_server() -> None:
+    server = InMemoryApiServer(VirtualClock(), seed=1, watch_history=2)
+    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    events: list[tuple[str, str]] = []
+    informer = Informer(server, "configmaps", "ns")
+    informer.pump()
+    informer.add_handler(lambda t, o: events.append((t, o["metadata"]["name"])))
+    assert informer._stream is not None
+    informer._stream.stop()
+    for i in range(5):  # more writes than the server's history holds
+        server.create(_configmap(f"c{i}", "ns"))
+    server.delete("configmaps", "c0", "ns")
+    informer.pump()
+    assert informer.relists == 2
+    assert sorted(informer.keys()) == [f"ns/c{i}" for i in range(1, 5)]
+    assert (ADDED, "c4") in events and (ADDED, "c0") not in events
+
+
+def test_informer_handler_errors_do_not_stop_the_cache() -> None:
+    server = _memory()
+    informer = Informer(server, "configmaps", "ns")
+
+    def broken(event_type: str, obj: dict[str, Any]) -> None:
+        raise RuntimeError("bug in a handler")
+
+    informer.add_handler(broken)
+    informer.pump()
+    server.create(_configmap("a", "ns"))
+    informer.pump()
+    assert informer.get("ns/a") is not None
 
 
 # ---------------------------------------------------------------- the real server
