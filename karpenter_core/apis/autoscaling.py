@@ -1,17 +1,15 @@
 """``autoscaling.x-k8s.io/v1beta1``: CapacityBuffer (spare capacity kept warm).
 
 Upstream Karpenter vendors this type from cluster-autoscaler; we model it with the same
-conventions as :mod:`karpenter_core.apis.v1`. Unlike the karpenter.sh kinds it is namespaced
+conventions as :mod:`karpenter_core.apis.v1` (:mod:`karpenter_core.apis.base`). Unlike the karpenter.sh kinds it is namespaced
 and its conditions are plain ``metav1.Condition``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from attrs import field, frozen
 
-from karpenter_core.apis.v1 import Condition, DefaultableModel, F, Model, ObjectMeta, find_condition
+from karpenter_core.apis.base import Condition, F, Model, ObjectMeta, ObjectModel, object_fields
 
 GROUP = "autoscaling.x-k8s.io"
 VERSION = "v1beta1"
@@ -27,8 +25,6 @@ SCALABLE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
 @frozen
 class LocalObjectRef(Model):
     name: str = ""
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (F("name", "name", "str"),)
 
@@ -38,8 +34,6 @@ class ScalableRef(Model):
     kind: str = ""
     name: str = ""
     api_group: str | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("apiGroup", "api_group", "str"),
@@ -56,8 +50,6 @@ class CapacityBufferSpec(Model):
     replicas: int | None = None
     percentage: int | None = None
     limits: dict[str, str | int | float] = field(factory=dict)
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("provisioningStrategy", "provisioning_strategy", "str"),
@@ -76,8 +68,6 @@ class CapacityBufferStatus(Model):
     pod_template_generation: int | None = None
     conditions: tuple[Condition, ...] = ()
     provisioning_strategy: str | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("podTemplateRef", "pod_template_ref", "obj", LocalObjectRef),
@@ -89,7 +79,7 @@ class CapacityBufferStatus(Model):
 
 
 @frozen
-class CapacityBuffer(DefaultableModel):
+class CapacityBuffer(ObjectModel):
     """An ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffer (namespaced)."""
 
     metadata: ObjectMeta = field(factory=ObjectMeta)
@@ -97,20 +87,8 @@ class CapacityBuffer(DefaultableModel):
     status: CapacityBufferStatus | None = None
     api_version: str = API_VERSION
     kind: str = "CapacityBuffer"
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
-    FIELDS = (
-        F("apiVersion", "api_version", "str"),
-        F("kind", "kind", "str"),
-        F("metadata", "metadata", "obj", ObjectMeta),
-        F("spec", "spec", "obj", CapacityBufferSpec),
-        F("status", "status", "obj", CapacityBufferStatus),
-    )
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+    FIELDS = object_fields(CapacityBufferSpec, CapacityBufferStatus)
 
     @property
     def namespace(self) -> str:
@@ -123,13 +101,6 @@ class CapacityBuffer(DefaultableModel):
     @property
     def provisioning_strategy(self) -> str:
         return self.spec.provisioning_strategy or ACTIVE_PROVISIONING_STRATEGY
-
-    @property
-    def conditions(self) -> tuple[Condition, ...]:
-        return self.status.conditions if self.status else ()
-
-    def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
 
 
 __all__ = [

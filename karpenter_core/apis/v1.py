@@ -14,26 +14,33 @@ or ``from_dict(d, defaults=True)`` when reading objects that did not come from a
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any
 
-import attrs
 from attrs import field, frozen
 
 from karpenter_core.apis import labels as wk
-from karpenter_core.apis.crds.schema import Schema, object_schema
-from karpenter_core.apis.durations import (
-    CronError,
-    DurationError,
-    NillableDuration,
-    parse_cron,
-    parse_go_duration,
+from karpenter_core.apis.base import (
+    APIError,
+    Condition,
+    F,
+    Model,
+    ObjectMeta,
+    ObjectModel,
+    OwnerReference,
+    apply_defaults,
+    find_condition,
+    format_time,
+    object_fields,
+    parse_time,
+    root_ready,
+    set_condition,
 )
+from karpenter_core.apis.durations import CronError, NillableDuration, parse_cron
 
 GROUP = "karpenter.sh"
 VERSION = "v1"
@@ -92,401 +99,6 @@ NODECLAIM_READY_DEPENDENTS = (CONDITION_LAUNCHED, CONDITION_REGISTERED, CONDITIO
 MAX_INT32 = 2**31 - 1
 
 
-class APIError(ValueError):
-    """An object whose shape does not fit the API type; the message names the field path."""
-
-
-# --- generic (de)serialisation --------------------------------------------------------------
-
-
-@frozen
-class F:
-    """How one JSON field maps to one attribute.
-
-    ``kind`` is one of: ``str``, ``int``, ``bool``, ``strs`` (list of strings), ``strmap``,
-    ``quantities`` (ResourceList: name -> string or number), ``raw`` (any JSON, deep-copied),
-    ``raws`` (list of any JSON), ``obj``/``objs`` (nested model / list of them), ``ndur``
-    (NillableDuration, ``Never`` allowed) and ``dur`` (Go duration, ``Never`` rejected).
-    """
-
-    json: str
-    attr: str
-    kind: str
-    sub: Any = None
-
-
-_COLLECTION_KINDS = frozenset({"strs", "strmap", "quantities", "raws", "objs"})
-_EMPTY: dict[str, Any] = {"strs": (), "raws": (), "objs": (), "strmap": {}, "quantities": {}}
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
-def _err(path: str, expected: str, value: Any) -> APIError:
-    return APIError(f"{path}: expected {expected}, got {_describe(value)}")
-
-
-def _load_value(value: Any, f: F, path: str) -> Any:
-    kind = f.kind
-    if kind == "str":
-        if not isinstance(value, str):
-            raise _err(path, "a string", value)
-        return value
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _err(path, "an integer", value)
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise APIError(f"{path}: expected an integer, got {value}")
-            return int(value)
-        return value
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise _err(path, "a boolean", value)
-        return value
-    if kind == "strs":
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise _err(path, "a list of strings", value)
-        return tuple(value)
-    if kind == "strmap":
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise _err(path, "a map of strings to strings", value)
-        return dict(value)
-    if kind == "quantities":
-        if not isinstance(value, Mapping):
-            raise _err(path, "a map of resource names to quantities", value)
-        out: dict[str, str | int | float] = {}
-        for k, v in value.items():
-            if isinstance(v, bool) or not isinstance(v, str | int | float):
-                raise _err(f"{path}.{k}", "a quantity (string or number)", v)
-            out[str(k)] = v
-        return out
-    if kind == "raw":
-        return copy.deepcopy(value)
-    if kind == "raws":
-        if not isinstance(value, list | tuple):
-            raise _err(path, "a list", value)
-        return tuple(copy.deepcopy(v) for v in value)
-    if kind == "obj":
-        return f.sub.from_dict(value, path=path)
-    if kind == "objs":
-        if not isinstance(value, list | tuple):
-            raise _err(path, "a list", value)
-        return tuple(f.sub.from_dict(v, path=f"{path}[{i}]") for i, v in enumerate(value))
-    if kind in ("ndur", "dur"):
-        if not isinstance(value, str):
-            raise _err(path, "a duration string", value)
-        if kind == "dur" and value == "Never":
-            raise APIError(f'{path}: "Never" is not allowed here; give a duration like "1h"')
-        try:
-            return NillableDuration.parse(value)
-        except DurationError as e:
-            raise APIError(f"{path}: {e}") from None
-    raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover
-
-
-def _dump_value(value: Any, f: F) -> Any:
-    kind = f.kind
-    if kind in ("strs", "raws"):
-        return [copy.deepcopy(v) for v in value]
-    if kind in ("strmap", "quantities"):
-        return dict(value)
-    if kind == "raw":
-        return copy.deepcopy(value)
-    if kind == "obj":
-        return value.to_dict()
-    if kind == "objs":
-        return [v.to_dict() for v in value]
-    if kind in ("ndur", "dur"):
-        return value.to_raw()
-    return value
-
-
-M = TypeVar("M", bound="Model")
-
-
-class Model:
-    """Mixin giving attrs classes lossless ``from_dict``/``to_dict`` from a ``FIELDS`` table.
-
-    Subclasses declare ``FIELDS`` and two trailing attributes: ``extra`` (unknown JSON keys,
-    kept verbatim) and ``explicit_empty`` (JSON keys whose list/map value was written empty,
-    so it is written back instead of omitted).
-    """
-
-    FIELDS: ClassVar[tuple[F, ...]] = ()
-    __slots__ = ()
-    extra: dict[str, Any]
-    explicit_empty: frozenset[str]
-
-    @classmethod
-    def from_dict(cls, data: Any, *, path: str = "") -> Self:
-        where = path or cls.__name__
-        if not isinstance(data, Mapping):
-            raise _err(where, "an object", data)
-        kwargs: dict[str, Any] = {}
-        known: set[str] = set()
-        empty: set[str] = set()
-        for f in cls.FIELDS:
-            known.add(f.json)
-            if f.json not in data:
-                continue
-            value = data[f.json]
-            sub_path = f"{path}.{f.json}" if path else f.json
-            if value is None:
-                # JSON null is "unset" for the API server; remember nothing.
-                continue
-            loaded = _load_value(value, f, sub_path)
-            if f.kind in _COLLECTION_KINDS and not loaded:
-                empty.add(f.json)
-            kwargs[f.attr] = loaded
-        kwargs["extra"] = {k: copy.deepcopy(v) for k, v in data.items() if k not in known}
-        kwargs["explicit_empty"] = frozenset(empty)
-        return cls(**kwargs)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        empty = self.explicit_empty
-        for f in self.FIELDS:
-            value = getattr(self, f.attr)
-            if value is None:
-                continue
-            if f.kind in _COLLECTION_KINDS and not value and f.json not in empty:
-                continue
-            out[f.json] = _dump_value(value, f)
-        for k, v in self.extra.items():
-            out[k] = copy.deepcopy(v)
-        return out
-
-
-# --- defaulting -------------------------------------------------------------------------------
-
-
-def apply_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``obj`` with the CRD's defaults filled in, as the API server does.
-
-    A missing property that has a ``default`` gets it, and defaulting then continues inside
-    the defaulted value (so an absent ``disruption`` becomes ``{consolidateAfter: 0s,
-    consolidationPolicy: WhenEmptyOrUnderutilized, budgets: [{nodes: 10%}]}``). Objects of
-    kinds without a core CRD are returned unchanged (copied).
-    """
-    out = copy.deepcopy(dict(obj))
-    schema = object_schema(str(out.get("apiVersion", "")), str(out.get("kind", "")))
-    if schema is not None:
-        _default_into(out, schema)
-    return out
-
-
-def _default_into(value: Any, schema: Schema) -> None:
-    if isinstance(value, dict):
-        props: Mapping[str, Schema] = schema.get("properties", {})
-        for name, sub in props.items():
-            if "default" in sub and (name not in value or value[name] is None):
-                value[name] = copy.deepcopy(sub["default"])
-        for name, item in value.items():
-            if name in props:
-                _default_into(item, props[name])
-            elif isinstance(schema.get("additionalProperties"), Mapping):
-                _default_into(item, schema["additionalProperties"])
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        for item in value:
-            _default_into(item, schema["items"])
-
-
-class DefaultableModel(Model):
-    __slots__ = ()
-
-    @classmethod
-    def from_dict(cls, data: Any, *, path: str = "", defaults: bool = False) -> Self:
-        if defaults and isinstance(data, Mapping):
-            data = apply_defaults(data)
-        return super().from_dict(data, path=path)
-
-    def with_defaults(self) -> Self:
-        """A copy with the API server's defaults applied (fields already set are kept)."""
-        return type(self).from_dict(apply_defaults(self.to_dict()))
-
-
-# --- shared pieces ----------------------------------------------------------------------------
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """Parse an RFC 3339 timestamp (``2024-01-02T03:04:05Z``) into an aware datetime."""
-    if not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise APIError(f"invalid RFC 3339 timestamp {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(value: datetime) -> str:
-    """Format a datetime the way Kubernetes writes ``metav1.Time`` (UTC, seconds)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@frozen
-class OwnerReference(Model):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
-
-    FIELDS = (
-        F("apiVersion", "api_version", "str"),
-        F("kind", "kind", "str"),
-        F("name", "name", "str"),
-        F("uid", "uid", "str"),
-        F("controller", "controller", "bool"),
-        F("blockOwnerDeletion", "block_owner_deletion", "bool"),
-    )
-
-
-@frozen
-class ObjectMeta(Model):
-    """The parts of ``metav1.ObjectMeta`` controllers read; the rest stays in ``extra``."""
-
-    name: str | None = None
-    generate_name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-    generation: int | None = None
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
-    labels: dict[str, str] = field(factory=dict)
-    annotations: dict[str, str] = field(factory=dict)
-    finalizers: tuple[str, ...] = ()
-    owner_references: tuple[OwnerReference, ...] = ()
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
-
-    FIELDS = (
-        F("name", "name", "str"),
-        F("generateName", "generate_name", "str"),
-        F("namespace", "namespace", "str"),
-        F("uid", "uid", "str"),
-        F("resourceVersion", "resource_version", "str"),
-        F("generation", "generation", "int"),
-        F("creationTimestamp", "creation_timestamp", "str"),
-        F("deletionTimestamp", "deletion_timestamp", "str"),
-        F("labels", "labels", "strmap"),
-        F("annotations", "annotations", "strmap"),
-        F("finalizers", "finalizers", "strs"),
-        F("ownerReferences", "owner_references", "objs", OwnerReference),
-    )
-
-    @property
-    def created_at(self) -> datetime | None:
-        return parse_time(self.creation_timestamp)
-
-    @property
-    def deleted_at(self) -> datetime | None:
-        return parse_time(self.deletion_timestamp)
-
-
-@frozen
-class Condition(Model):
-    """An operatorpkg status condition (``type``, ``status`` True/False/Unknown, ...)."""
-
-    type: str = ""
-    status: str = "Unknown"
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
-
-    FIELDS = (
-        F("type", "type", "str"),
-        F("status", "status", "str"),
-        F("observedGeneration", "observed_generation", "int"),
-        F("lastTransitionTime", "last_transition_time", "str"),
-        F("reason", "reason", "str"),
-        F("message", "message", "str"),
-    )
-
-    @property
-    def is_true(self) -> bool:
-        return self.status == "True"
-
-    @property
-    def is_false(self) -> bool:
-        return self.status == "False"
-
-    @property
-    def is_unknown(self) -> bool:
-        return self.status not in ("True", "False")
-
-    @property
-    def transitioned_at(self) -> datetime | None:
-        return parse_time(self.last_transition_time)
-
-
-def find_condition(conditions: Sequence[Condition], type_: str) -> Condition | None:
-    """The condition of ``type_``, or ``None``."""
-    for c in conditions:
-        if c.type == type_:
-            return c
-    return None
-
-
-def set_condition(
-    conditions: Sequence[Condition], new: Condition, now: datetime | None = None
-) -> tuple[Condition, ...]:
-    """Replace (or add) the condition of ``new.type``.
-
-    ``lastTransitionTime`` moves only when the status changes, so "how long has this been
-    Unknown" questions (liveness, consolidateAfter) stay answerable.
-    """
-    now = now or datetime.now(UTC)
-    old = find_condition(conditions, new.type)
-    if old is not None and old.status == new.status and old.last_transition_time:
-        new = attrs.evolve(new, last_transition_time=old.last_transition_time)
-    elif new.last_transition_time is None or (old is not None and old.status != new.status):
-        new = attrs.evolve(new, last_transition_time=format_time(now))
-    out = [c for c in conditions if c.type != new.type]
-    out.append(new)
-    return tuple(out)
-
-
-def root_ready(conditions: Sequence[Condition], dependents: Sequence[str]) -> str:
-    """``Ready`` status from dependent conditions: True only when all are True, False when
-    any is False, Unknown otherwise (operatorpkg ``NewReadyConditions``)."""
-    statuses = []
-    for t in dependents:
-        c = find_condition(conditions, t)
-        statuses.append(c.status if c else "Unknown")
-    if all(s == "True" for s in statuses):
-        return "True"
-    if any(s == "False" for s in statuses):
-        return "False"
-    return "Unknown"
-
-
 @frozen
 class Taint(Model):
     """A core/v1 Taint in API form (the scheduling algebra has its own ``Taint``)."""
@@ -495,8 +107,6 @@ class Taint(Model):
     effect: str = ""
     value: str | None = None
     time_added: str | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("key", "key", "str"),
@@ -514,8 +124,6 @@ class NodeSelectorRequirementWithMinValues(Model):
     operator: str = ""
     values: tuple[str, ...] = ()
     min_values: int | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("key", "key", "str"),
@@ -532,8 +140,6 @@ class NodeClassReference(Model):
     group: str = ""
     kind: str = ""
     name: str = ""
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (F("group", "group", "str"), F("kind", "kind", "str"), F("name", "name", "str"))
 
@@ -553,8 +159,6 @@ class Budget(Model):
     reasons: tuple[str, ...] | None = None
     schedule: str | None = None
     duration: NillableDuration | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("nodes", "nodes", "str"),
@@ -606,8 +210,6 @@ class Disruption(Model):
     consolidate_after: NillableDuration | None = None
     consolidation_policy: str | None = None
     budgets: tuple[Budget, ...] = ()
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("consolidateAfter", "consolidate_after", "ndur"),
@@ -622,8 +224,6 @@ class TemplateMetadata(Model):
 
     labels: dict[str, str] = field(factory=dict)
     annotations: dict[str, str] = field(factory=dict)
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (F("labels", "labels", "strmap"), F("annotations", "annotations", "strmap"))
 
@@ -636,8 +236,6 @@ class NodeClaimTemplateSpec(Model):
     startup_taints: tuple[Taint, ...] = ()
     termination_grace_period: NillableDuration | None = None
     expire_after: NillableDuration | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("taints", "taints", "objs", Taint),
@@ -653,8 +251,6 @@ class NodeClaimTemplateSpec(Model):
 class NodeClaimTemplate(Model):
     metadata: TemplateMetadata | None = None
     spec: NodeClaimTemplateSpec = field(factory=NodeClaimTemplateSpec)
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("metadata", "metadata", "obj", TemplateMetadata),
@@ -692,8 +288,6 @@ class NodePoolSpec(Model):
     limits: dict[str, str | int | float] = field(factory=dict)
     weight: int | None = None
     replicas: int | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("template", "template", "obj", NodeClaimTemplate),
@@ -710,8 +304,6 @@ class NodePoolStatus(Model):
     nodes: int | None = None
     node_class_observed_generation: int | None = None
     conditions: tuple[Condition, ...] = ()
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("resources", "resources", "quantities"),
@@ -722,7 +314,7 @@ class NodePoolStatus(Model):
 
 
 @frozen
-class NodePool(DefaultableModel):
+class NodePool(ObjectModel):
     """A ``karpenter.sh/v1`` NodePool."""
 
     metadata: ObjectMeta = field(factory=ObjectMeta)
@@ -730,20 +322,8 @@ class NodePool(DefaultableModel):
     status: NodePoolStatus | None = None
     api_version: str = API_VERSION
     kind: str = "NodePool"
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
-    FIELDS = (
-        F("apiVersion", "api_version", "str"),
-        F("kind", "kind", "str"),
-        F("metadata", "metadata", "obj", ObjectMeta),
-        F("spec", "spec", "obj", NodePoolSpec),
-        F("status", "status", "obj", NodePoolStatus),
-    )
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+    FIELDS = object_fields(NodePoolSpec, NodePoolStatus)
 
     @property
     def is_static(self) -> bool:
@@ -753,13 +333,6 @@ class NodePool(DefaultableModel):
     @property
     def weight(self) -> int:
         return self.spec.weight or 0
-
-    @property
-    def conditions(self) -> tuple[Condition, ...]:
-        return self.status.conditions if self.status else ()
-
-    def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
 
     def ready(self) -> bool:
         """Ready when both ValidationSucceeded and NodeClassReady are True."""
@@ -827,8 +400,6 @@ def nodepool_template_hash(template: NodeClaimTemplate) -> str:
 @frozen
 class ResourceRequirements(Model):
     requests: dict[str, str | int | float] = field(factory=dict)
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (F("requests", "requests", "quantities"),)
 
@@ -842,8 +413,6 @@ class NodeClaimSpec(Model):
     resources: ResourceRequirements | None = None
     termination_grace_period: NillableDuration | None = None
     expire_after: NillableDuration | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("taints", "taints", "objs", Taint),
@@ -865,8 +434,6 @@ class NodeClaimStatus(Model):
     allocatable: dict[str, str | int | float] = field(factory=dict)
     conditions: tuple[Condition, ...] = ()
     last_pod_event_time: str | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("nodeName", "node_name", "str"),
@@ -880,7 +447,7 @@ class NodeClaimStatus(Model):
 
 
 @frozen
-class NodeClaim(DefaultableModel):
+class NodeClaim(ObjectModel):
     """A ``karpenter.sh/v1`` NodeClaim: a request for one node, and its record."""
 
     metadata: ObjectMeta = field(factory=ObjectMeta)
@@ -888,20 +455,8 @@ class NodeClaim(DefaultableModel):
     status: NodeClaimStatus | None = None
     api_version: str = API_VERSION
     kind: str = "NodeClaim"
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
-    FIELDS = (
-        F("apiVersion", "api_version", "str"),
-        F("kind", "kind", "str"),
-        F("metadata", "metadata", "obj", ObjectMeta),
-        F("spec", "spec", "obj", NodeClaimSpec),
-        F("status", "status", "obj", NodeClaimStatus),
-    )
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+    FIELDS = object_fields(NodeClaimSpec, NodeClaimStatus)
 
     @property
     def nodepool_name(self) -> str | None:
@@ -910,13 +465,6 @@ class NodeClaim(DefaultableModel):
     @property
     def provider_id(self) -> str:
         return (self.status.provider_id or "") if self.status else ""
-
-    @property
-    def conditions(self) -> tuple[Condition, ...]:
-        return self.status.conditions if self.status else ()
-
-    def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
 
     def is_true(self, type_: str) -> bool:
         c = self.condition(type_)
@@ -928,11 +476,6 @@ class NodeClaim(DefaultableModel):
         if c is not None:
             return c.is_true
         return root_ready(self.conditions, NODECLAIM_READY_DEPENDENTS) == "True"
-
-
-def parse_duration_nanos(value: str) -> int:
-    """Convenience re-export: Go duration string -> nanoseconds."""
-    return parse_go_duration(value)
 
 
 __all__ = [
@@ -958,6 +501,8 @@ __all__ = [
     "TemplateMetadata",
     "apply_defaults",
     "find_condition",
+    "format_time",
+    "parse_time",
     "root_ready",
     "set_condition",
 ]

@@ -7,20 +7,11 @@ Same conventions as :mod:`karpenter_core.apis.v1`: frozen attrs values, lossless
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from attrs import field, frozen
 
-from karpenter_core.apis.v1 import (
-    CONDITION_READY,
-    Condition,
-    DefaultableModel,
-    F,
-    Model,
-    NodeSelectorRequirementWithMinValues,
-    ObjectMeta,
-    find_condition,
-)
+from karpenter_core.apis.base import Condition, F, Model, ObjectMeta, ObjectModel, object_fields
+from karpenter_core.apis.v1 import CONDITION_READY, NodeSelectorRequirementWithMinValues
 
 GROUP = "karpenter.sh"
 VERSION = "v1alpha1"
@@ -37,8 +28,6 @@ class NodeSelectorRequirement(Model):
     key: str = ""
     operator: str = ""
     values: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("key", "key", "str"),
@@ -60,8 +49,6 @@ class NodeOverlaySpec(Model):
     price: str | None = None
     capacity: dict[str, str | int | float] = field(factory=dict)
     weight: int | None = None
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (
         F("requirements", "requirements", "objs", NodeSelectorRequirement),
@@ -75,14 +62,12 @@ class NodeOverlaySpec(Model):
 @frozen
 class NodeOverlayStatus(Model):
     conditions: tuple[Condition, ...] = ()
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
     FIELDS = (F("conditions", "conditions", "objs", Condition),)
 
 
 @frozen
-class NodeOverlay(DefaultableModel):
+class NodeOverlay(ObjectModel):
     """A ``karpenter.sh/v1alpha1`` NodeOverlay."""
 
     metadata: ObjectMeta = field(factory=ObjectMeta)
@@ -90,31 +75,12 @@ class NodeOverlay(DefaultableModel):
     status: NodeOverlayStatus | None = None
     api_version: str = API_VERSION
     kind: str = "NodeOverlay"
-    extra: dict[str, Any] = field(factory=dict, kw_only=True, repr=False)
-    explicit_empty: frozenset[str] = field(default=frozenset(), kw_only=True, eq=False, repr=False)
 
-    FIELDS = (
-        F("apiVersion", "api_version", "str"),
-        F("kind", "kind", "str"),
-        F("metadata", "metadata", "obj", ObjectMeta),
-        F("spec", "spec", "obj", NodeOverlaySpec),
-        F("status", "status", "obj", NodeOverlayStatus),
-    )
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+    FIELDS = object_fields(NodeOverlaySpec, NodeOverlayStatus)
 
     @property
     def weight(self) -> int:
         return self.spec.weight or 0
-
-    @property
-    def conditions(self) -> tuple[Condition, ...]:
-        return self.status.conditions if self.status else ()
-
-    def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
 
     def ready(self) -> bool:
         c = self.condition(CONDITION_READY) or self.condition(CONDITION_VALIDATION_SUCCEEDED)
