@@ -11,7 +11,12 @@ import contextlib
 from typing import Any
 
 from karpenter_core.controllers.nodeclaim.hydration import nodeclass_label
-from karpenter_core.controllers.nodeclaim.utils import NodeIndex, is_managed, labels, provider_id
+from karpenter_core.controllers.nodeclaim.utils import (
+    NodeIndex,
+    labels,
+    nodeclaim_of_node,
+    provider_id,
+)
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -20,7 +25,6 @@ __all__ = ["NAME", "NodeHydration"]
 
 NAME = "node.hydration"
 NODES = "nodes"
-NODECLAIMS = "nodeclaims"
 
 
 class NodeHydration:
@@ -40,21 +44,10 @@ class NodeHydration:
         return [ObjectKey("", str((obj.get("metadata") or {}).get("name") or ""))]
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            node = self.ctx.kube.get(NODES, key.name)
-        except NotFound:
+        pair = nodeclaim_of_node(self.ctx.kube, self.ctx.cloud_provider, self.index, key.name)
+        if pair is None:
             return Result()
-        keys = self.index.keys_for(provider_id(node))
-        if len(keys) != 1:
-            return Result()
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, keys[0].name)
-        except NotFound:
-            return Result()
-        if provider_id(nodeclaim) != provider_id(node) or not is_managed(
-            nodeclaim, self.ctx.cloud_provider
-        ):
-            return Result()
+        node, nodeclaim = pair
         want = nodeclass_label(nodeclaim)
         if want is None or labels(node).get(want[0]) == want[1]:
             return Result()

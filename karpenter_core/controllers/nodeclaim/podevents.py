@@ -19,7 +19,7 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from karpenter_core.controllers.nodeclaim.utils import NodeIndex, is_managed, provider_id
+from karpenter_core.controllers.nodeclaim.utils import NodeIndex, nodeclaim_of_node
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
@@ -29,7 +29,6 @@ __all__ = ["DEDUPE_TIMEOUT", "NAME", "PodEvents", "PodTransitions"]
 
 NAME = "nodeclaim.podevents"
 DEDUPE_TIMEOUT = 10.0
-NODES = "nodes"
 NODECLAIMS = "nodeclaims"
 
 
@@ -85,21 +84,10 @@ class PodEvents:
         self.index = index
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            node = self.ctx.kube.get(NODES, key.name)
-        except NotFound:
+        pair = nodeclaim_of_node(self.ctx.kube, self.ctx.cloud_provider, self.index, key.name)
+        if pair is None:
             return Result()
-        keys = self.index.keys_for(provider_id(node))
-        if len(keys) != 1:
-            return Result()
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, keys[0].name)
-        except NotFound:
-            return Result()
-        if provider_id(nodeclaim) != provider_id(node) or not is_managed(
-            nodeclaim, self.ctx.cloud_provider
-        ):
-            return Result()
+        _, nodeclaim = pair
         now = self.ctx.clock.now()
         last = (nodeclaim.get("status") or {}).get("lastPodEventTime")
         if last:
@@ -114,7 +102,7 @@ class PodEvents:
         with contextlib.suppress(NotFound):
             self.ctx.kube.patch(
                 NODECLAIMS,
-                keys[0].name,
+                str(nodeclaim["metadata"]["name"]),
                 {"status": {"lastPodEventTime": stamp}},
                 subresource="status",
             )

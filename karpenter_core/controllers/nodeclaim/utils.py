@@ -222,6 +222,32 @@ class NodeIndex:
         return self.keys_for(provider_id(obj))
 
 
+def nodeclaim_of_node(
+    kube: KubeClient, cloud_provider: CloudProvider, index: NodeIndex, node_name: str
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The Node ``node_name`` and its NodeClaim, fresh from the server, or None.
+
+    Node-keyed controllers (``node.hydration``, ``nodeclaim.podevents``) act only on an
+    unambiguous pair: a Node that is gone, no or several NodeClaims with its providerID,
+    a NodeClaim whose providerID has moved on, or one another provider manages, all mean
+    there is nothing to do.
+    """
+    try:
+        node = kube.get(NODES, node_name)
+    except NotFound:
+        return None
+    keys = index.keys_for(provider_id(node))
+    if len(keys) != 1:
+        return None
+    try:
+        nodeclaim = kube.get(NODECLAIMS, keys[0].name)
+    except NotFound:
+        return None
+    if provider_id(nodeclaim) != provider_id(node) or not is_managed(nodeclaim, cloud_provider):
+        return None
+    return node, nodeclaim
+
+
 def managed_nodeclaims(kube: KubeClient, cloud_provider: CloudProvider) -> list[dict[str, Any]]:
     return [nc for nc in kube.list(NODECLAIMS) if is_managed(nc, cloud_provider)]
 
