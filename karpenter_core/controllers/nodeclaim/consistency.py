@@ -24,9 +24,9 @@ from karpenter_core.controllers.nodeclaim.utils import (
     NodeNotFoundError,
     deletion_timestamp,
     is_managed,
-    merge_patch,
     node_for_nodeclaim,
     provider_id,
+    status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -123,12 +123,7 @@ class Consistency:
         elif not conds.is_true(CONDITION_CONSISTENT_STATE_FOUND):
             conds.set_true(CONDITION_CONSISTENT_STATE_FOUND)
         if nodeclaim != stored:
-            patch = {
-                "metadata": {
-                    "resourceVersion": (stored.get("metadata") or {}).get("resourceVersion")
-                },
-                "status": merge_patch(stored.get("status") or {}, nodeclaim.get("status") or {}),
-            }
+            patch = status_patch(stored, nodeclaim)
             try:
                 self.ctx.kube.patch(NODECLAIMS, key.name, patch, subresource="status")
             except NotFound:

@@ -55,7 +55,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     deletion_timestamp,
     is_managed,
     labels,
-    merge_patch,
+    status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -211,12 +211,7 @@ class Disruption:
         if (nodepool.get("spec") or {}).get("replicas") is None:
             results.append(self._consolidation(nodepool, nodeclaim, conds))
         if nodeclaim != stored:
-            patch = {
-                "metadata": {
-                    "resourceVersion": (stored.get("metadata") or {}).get("resourceVersion")
-                },
-                "status": merge_patch(stored.get("status") or {}, nodeclaim.get("status") or {}),
-            }
+            patch = status_patch(stored, nodeclaim)
             try:
                 self.ctx.kube.patch(NODECLAIMS, key.name, patch, subresource="status")
             except Conflict:

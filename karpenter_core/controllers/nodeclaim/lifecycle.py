@@ -52,6 +52,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     labels,
     merge_patch,
     provider_id,
+    status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -232,12 +233,7 @@ class NodeClaimLifecycle:
             if nodeclaim != stored:
                 try:
                     nodeclaim = self._patch(
-                        name,
-                        {
-                            "metadata": {"resourceVersion": meta.get("resourceVersion")},
-                            "status": merge_patch(stored.get("status") or {}, nodeclaim["status"]),
-                        },
-                        subresource="status",
+                        name, status_patch(stored, nodeclaim), subresource="status"
                     )
                 except NotFound:
                     return Result()

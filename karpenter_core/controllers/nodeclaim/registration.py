@@ -41,6 +41,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     labels,
     merge_patch,
     node_for_nodeclaim,
+    status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -288,10 +289,8 @@ def record_registration(
                 str(launched.get("message") or ""),
             )
     if changed:
-        patch = {
-            "metadata": {"resourceVersion": pool_meta.get("resourceVersion")},
-            "status": merge_patch(stored.get("status") or {}, nodepool.get("status") or {}),
-        }
         with contextlib.suppress(NotFound):
-            ctx.kube.patch(NODEPOOLS, pool_name, patch, subresource="status")
+            ctx.kube.patch(
+                NODEPOOLS, pool_name, status_patch(stored, nodepool), subresource="status"
+            )
     health.update(uid, success)

@@ -278,6 +278,17 @@ def merge_patch(old: Any, new: Any) -> Any:
     return patch
 
 
+def status_patch(stored: Mapping[str, Any], updated: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch writing ``updated``'s status over ``stored``'s, conditional on the
+    resourceVersion read (optimistic locking, upstream's ``MergeFromWithOptimisticLock``):
+    condition lists are replaced whole, so a concurrent writer must make this write fail
+    (Conflict) rather than be overwritten."""
+    return {
+        "metadata": {"resourceVersion": _meta(stored).get("resourceVersion")},
+        "status": merge_patch(stored.get("status") or {}, updated.get("status") or {}),
+    }
+
+
 def instance_matches(instance: Any, nodeclaim: Mapping[str, Any]) -> bool:
     """Whether a provider instance (a NodeClaim from ``CloudProvider.list()``) is the one
     launched for ``nodeclaim``.
