@@ -23,7 +23,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     NodeIndex,
     NodeNotFoundError,
     deletion_timestamp,
-    is_managed,
+    managed_nodeclaim,
     node_for_nodeclaim,
     provider_id,
     status_patch,
@@ -88,11 +88,8 @@ class Consistency:
         self._last_scanned: dict[str, float] = {}
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(nodeclaim, self.ctx.cloud_provider) or not provider_id(nodeclaim):
+        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
+        if nodeclaim is None or not provider_id(nodeclaim):
             return Result()
         uid = str((nodeclaim.get("metadata") or {}).get("uid") or key.name)
         now = self.ctx.clock.monotonic()

@@ -55,6 +55,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     deletion_timestamp,
     is_managed,
     labels,
+    managed_nodeclaim,
     status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
@@ -192,11 +193,8 @@ class Disruption:
     # ------------------------------------------------------------------ reconcile
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(nodeclaim, self.ctx.cloud_provider) or deletion_timestamp(nodeclaim):
+        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
+        if nodeclaim is None or deletion_timestamp(nodeclaim):
             return Result()
         pool_name = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
         if not pool_name:

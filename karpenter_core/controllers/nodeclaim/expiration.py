@@ -15,7 +15,7 @@ from karpenter_core import metrics
 from karpenter_core.apis.durations import NEVER, parse_go_duration
 from karpenter_core.controllers.nodeclaim.garbagecollection import reschedulable_pods
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
-from karpenter_core.controllers.nodeclaim.utils import deletion_timestamp, is_managed
+from karpenter_core.controllers.nodeclaim.utils import deletion_timestamp, managed_nodeclaim
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import parse_time
@@ -37,11 +37,8 @@ class Expiration:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(nodeclaim, self.ctx.cloud_provider) or deletion_timestamp(nodeclaim):
+        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
+        if nodeclaim is None or deletion_timestamp(nodeclaim):
             return Result()
         meta = nodeclaim.get("metadata") or {}
         raw = (nodeclaim.get("spec") or {}).get("expireAfter")

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from karpenter_core.controllers.nodeclaim.utils import is_managed, labels
+from karpenter_core.controllers.nodeclaim.utils import labels, managed_nodeclaim
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -38,11 +38,8 @@ class Hydration:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(nodeclaim, self.ctx.cloud_provider):
+        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
+        if nodeclaim is None:
             return Result()
         want = nodeclass_label(nodeclaim)
         if want is None or labels(nodeclaim).get(want[0]) == want[1]:

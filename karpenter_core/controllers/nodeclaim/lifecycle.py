@@ -50,6 +50,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     deletion_timestamp,
     is_managed,
     labels,
+    managed_nodeclaim,
     merge_patch,
     provider_id,
     status_patch,
@@ -136,11 +137,8 @@ class NodeClaimLifecycle:
         ]
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            nodeclaim = self.ctx.kube.get(NODECLAIMS, key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(nodeclaim, self.ctx.cloud_provider):
+        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
+        if nodeclaim is None:
             return Result()
         if deletion_timestamp(nodeclaim):
             return self.finalize(nodeclaim)

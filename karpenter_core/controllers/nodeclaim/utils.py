@@ -239,13 +239,22 @@ def nodeclaim_of_node(
     keys = index.keys_for(provider_id(node))
     if len(keys) != 1:
         return None
-    try:
-        nodeclaim = kube.get(NODECLAIMS, keys[0].name)
-    except NotFound:
-        return None
-    if provider_id(nodeclaim) != provider_id(node) or not is_managed(nodeclaim, cloud_provider):
+    nodeclaim = managed_nodeclaim(kube, cloud_provider, keys[0].name)
+    if nodeclaim is None or provider_id(nodeclaim) != provider_id(node):
         return None
     return node, nodeclaim
+
+
+def managed_nodeclaim(
+    kube: KubeClient, cloud_provider: CloudProvider, name: str
+) -> dict[str, Any] | None:
+    """The NodeClaim ``name`` fresh from the server when it exists and this provider manages
+    it; None otherwise (the NodeClaim-keyed controllers then have nothing to do)."""
+    try:
+        nodeclaim = kube.get(NODECLAIMS, name)
+    except NotFound:
+        return None
+    return nodeclaim if is_managed(nodeclaim, cloud_provider) else None
 
 
 def managed_nodeclaims(kube: KubeClient, cloud_provider: CloudProvider) -> list[dict[str, Any]]:
