@@ -37,6 +37,7 @@ __all__ = [
     "PatchOutcome",
     "get_nodeclass",
     "is_managed",
+    "managed_nodepool",
     "managed_predicate",
     "nodeclass_kind",
     "nodeclass_resource",
@@ -99,6 +100,16 @@ def nodepool_reference(np: Mapping[str, Any]) -> dict[str, str]:
 
 def is_managed(np: Mapping[str, Any], ctx: ControllerContext) -> bool:
     return is_managed_nodepool(np, ctx.cloud_provider)
+
+
+def managed_nodepool(ctx: ControllerContext, name: str) -> dict[str, Any] | None:
+    """The NodePool ``name`` fresh from the server when it exists and names a NodeClass kind
+    this provider manages; None otherwise (the controller then has nothing to do)."""
+    try:
+        np = ctx.kube.get("nodepools", name)
+    except NotFound:
+        return None
+    return np if is_managed(np, ctx) else None
 
 
 def managed_predicate(ctx: ControllerContext) -> Any:

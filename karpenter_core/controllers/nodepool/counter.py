@@ -10,8 +10,7 @@ from __future__ import annotations
 import copy
 
 from karpenter_core.apis.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_resource_list
-from karpenter_core.controllers.nodepool.common import is_managed, patch_status
-from karpenter_core.kube.client import NotFound
+from karpenter_core.controllers.nodepool.common import managed_nodepool, patch_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.informers import cluster_of
@@ -31,11 +30,8 @@ class Counter:
         self.cluster = cluster_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            stored = self.ctx.kube.get("nodepools", key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(stored, self.ctx):
+        stored = managed_nodepool(self.ctx, key.name)
+        if stored is None:
             return Result()
         if not self.cluster.synced():
             return Result.after(UNSYNCED_RETRY_SECONDS)

@@ -19,7 +19,7 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
-from karpenter_core.controllers.nodepool.common import is_managed, meta_of
+from karpenter_core.controllers.nodepool.common import managed_nodepool, meta_of
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -51,11 +51,8 @@ class Hash:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            stored = self.ctx.kube.get("nodepools", key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(stored, self.ctx):
+        stored = managed_nodepool(self.ctx, key.name)
+        if stored is None:
             return Result()
         try:
             pool_hash = NodePool.from_dict(stored).hash()

@@ -18,13 +18,12 @@ from karpenter_core.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpenter_core.apis.validation import validate_nodepool
 from karpenter_core.controllers.nodepool.common import (
     PatchOutcome,
-    is_managed,
+    managed_nodepool,
     meta_of,
     nodepool_conditions,
     nodepool_reference,
     patch_status,
 )
-from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.events import WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -51,11 +50,8 @@ class Validation:
         self.ctx = ctx
 
     def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            stored = self.ctx.kube.get("nodepools", key.name)
-        except NotFound:
-            return Result()
-        if not is_managed(stored, self.ctx):
+        stored = managed_nodepool(self.ctx, key.name)
+        if stored is None:
             return Result()
         np = copy.deepcopy(stored)
         conditions = nodepool_conditions(np, self.ctx.clock)
