@@ -315,6 +315,20 @@ def test_watch_with_a_timeout_ends_its_iteration(kube: KubernetesClient, namespa
 
 
 @real
+def test_stopping_a_watch_unblocks_a_thread_reading_it(
+    kube: KubernetesClient, namespace: str
+) -> None:
+    stream = kube.watch("configmaps", namespace, resource_version="0")
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.extend(stream), daemon=True)
+    reader.start()
+    stream.stop()
+    reader.join(30)
+    assert not reader.is_alive()
+    assert stream.stopped
+
+
+@real
 def test_events_k8s_io_events_can_be_created(kube: KubernetesClient, namespace: str) -> None:
     event = {
         "apiVersion": "events.k8s.io/v1",
