@@ -20,7 +20,7 @@ times these conditions record:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpenter_core.apis.v1 import CONDITION_READY, NODECLAIM_READY_DEPENDENTS
@@ -32,6 +32,7 @@ __all__ = [
     "TRUE",
     "UNKNOWN",
     "ConditionSet",
+    "condition_of",
     "nodeclaim_conditions",
 ]
 
@@ -40,6 +41,18 @@ FALSE = "False"
 UNKNOWN = "Unknown"
 AWAITING_RECONCILIATION = "AwaitingReconciliation"
 _AWAITING_MESSAGE = "object is awaiting reconciliation"
+
+
+def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The ``status.conditions`` entry of ``type_`` on an object dict of any kind (Node,
+    NodeClaim, NodePool, NodeClass), or None. Read-only, so it needs no clock or root
+    condition the way :class:`ConditionSet` does; a malformed status reads as no condition."""
+    status = obj.get("status")
+    conds = status.get("conditions") if isinstance(status, Mapping) else None
+    for c in conds if isinstance(conds, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return c
+    return None
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

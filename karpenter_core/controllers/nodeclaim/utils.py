@@ -15,6 +15,7 @@ from typing import Any
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.cloudprovider.protocol import CloudProvider
+from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import KubeClient, NotFound
 from karpenter_core.runtime.reconciler import ObjectKey
 
@@ -114,12 +115,7 @@ def termination_mode(nodeclaim: Mapping[str, Any]) -> str:
 
 def node_ready_status(node: Mapping[str, Any]) -> str:
     """The status of the Node's ``Ready`` condition, ``Unknown`` when absent."""
-    status = node.get("status")
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    for c in conds or ():
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return str(c.get("status") or "Unknown")
-    return "Unknown"
+    return str((condition_of(node, "Ready") or {}).get("status") or "Unknown")
 
 
 def all_nodes_for_nodeclaim(

@@ -19,6 +19,7 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
+from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.controllers.nodepool.common import managed_nodepool, meta_of
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -35,15 +36,6 @@ NAME = "nodepool.hash"
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     ann = meta_of(obj).get("annotations")
     return ann if isinstance(ann, Mapping) else {}
-
-
-def _has_drifted_condition(nc: Mapping[str, Any]) -> bool:
-    status = nc.get("status")
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    return any(
-        isinstance(c, Mapping) and c.get("type") == CONDITION_DRIFTED
-        for c in (conds if isinstance(conds, list) else ())
-    )
 
 
 class Hash:
@@ -82,7 +74,7 @@ class Hash:
             if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION_KEY) == NODEPOOL_HASH_VERSION:
                 continue
             patch = {NODEPOOL_HASH_VERSION_ANNOTATION_KEY: NODEPOOL_HASH_VERSION}
-            if not _has_drifted_condition(nc):
+            if condition_of(nc, CONDITION_DRIFTED) is None:
                 patch[NODEPOOL_HASH_ANNOTATION_KEY] = pool_hash
             try:
                 self.ctx.kube.patch(

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpenter_core.apis.v1 import CONDITION_NODE_CLASS_READY
+from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.controllers.nodepool.common import (
     UNSUPPORTED,
     PatchOutcome,
@@ -34,22 +35,13 @@ __all__ = ["NAME", "Readiness", "nodeclass_ready_condition"]
 NAME = "nodepool.readiness"
 
 
-def _ready(nodeclass: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    status = nodeclass.get("status")
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    for c in conds if isinstance(conds, list) else ():
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c
-    return None
-
-
 def nodeclass_ready_condition(nodeclass: Mapping[str, Any] | None) -> tuple[str, str, str]:
     """(status, reason, message) of the pool's ``NodeClassReady`` for this NodeClass."""
     if nodeclass is None:
         return "False", "NodeClassNotFound", "NodeClass not found on cluster"
     if meta_of(nodeclass).get("deletionTimestamp"):
         return "False", "NodeClassTerminating", "NodeClass is Terminating"
-    ready = _ready(nodeclass)
+    ready = condition_of(nodeclass, "Ready")
     status = ready.get("status") if ready is not None else None
     if status == "False":
         assert ready is not None

@@ -46,6 +46,7 @@ from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
 from karpenter_core.controllers.node.termination.terminator import Terminator
+from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
@@ -80,20 +81,6 @@ def is_managed(node: Mapping[str, Any], node_class_label_keys: frozenset[str]) -
     """Whether the node carries the NodeClass label of one of this provider's kinds."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     return any(k in labels for k in node_class_label_keys)
-
-
-def _node_ready(node: Mapping[str, Any]) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
-
-
-def find_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == type_:
-            return c
-    return None
 
 
 def set_condition(
@@ -194,7 +181,7 @@ class NodeTerminationController:
                 if marked is not None:
                     nodeclaim = marked
 
-        if not _node_ready(node):
+        if not self._is_true(node, "Ready"):
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             try:
                 self.cloud_provider.get(provider_id)
@@ -244,7 +231,7 @@ class NodeTerminationController:
 
     @staticmethod
     def _is_true(obj: Mapping[str, Any], type_: str) -> bool:
-        c = find_condition(obj, type_)
+        c = condition_of(obj, type_)
         return c is not None and c.get("status") == "True"
 
     def _termination_time(
@@ -282,7 +269,7 @@ class NodeTerminationController:
         self, nodeclaim: dict[str, Any] | None, node: dict[str, Any], deadline: datetime | None
     ) -> Result | None:
         now = self.clock.now()
-        if nodeclaim is not None and find_condition(nodeclaim, v1.CONDITION_DRAINED) is None:
+        if nodeclaim is not None and condition_of(nodeclaim, v1.CONDITION_DRAINED) is None:
             set_condition(nodeclaim, v1.CONDITION_DRAINED, "Unknown", "Draining", "Draining", now)
         error = self.terminator.drain(node, deadline)
         if error is not None:
@@ -292,7 +279,7 @@ class NodeTerminationController:
             )
             return Result(requeue_after=DRAIN_REQUEUE)
         if nodeclaim is not None:
-            cond = find_condition(nodeclaim, v1.CONDITION_DRAINED)
+            cond = condition_of(nodeclaim, v1.CONDITION_DRAINED)
             if cond is None:
                 return Result(requeue_after=DRAIN_REQUEUE)
             if cond.get("status") not in ("True", "False"):
