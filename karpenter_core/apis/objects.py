@@ -181,6 +181,23 @@ def _name(meta: Mapping[str, Any]) -> str:
     return name
 
 
+def _namespace(meta: Mapping[str, Any]) -> str:
+    """Manifests may leave a namespaced object's namespace out; kubectl puts it in default."""
+    return str(meta.get("namespace") or "default")
+
+
+class _Namespaced:
+    """Mixin for the namespaced views: ``key`` is ``namespace/name``, how caches index them."""
+
+    __slots__ = ()
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 # --- label selectors ------------------------------------------------------------------------
 
 
@@ -461,7 +478,7 @@ class Pod:
         spec = _mapping(d.get("spec"), "spec")
         status = _mapping(d.get("status"), "status")
         name = _name(meta)
-        namespace = str(meta.get("namespace") or "default")
+        namespace = _namespace(meta)
         if not _list(spec.get("containers"), "spec.containers"):
             raise ObjectError("spec.containers", "required (a pod needs at least one container)")
         volumes = tuple(
@@ -683,7 +700,7 @@ class Node:
 
 
 @frozen(eq=False)
-class DaemonSet:
+class DaemonSet(_Namespaced):
     """A DaemonSet with the pod it would run on a new node (``template_pod``).
 
     The template pod is named after the DaemonSet and owned by it, so daemon-overhead code can
@@ -698,16 +715,12 @@ class DaemonSet:
     template_pod: Pod
     raw: Mapping[str, Any] = field(repr=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DaemonSet:
         d = _mapping(d, "")
         meta = _metadata(d)
         name = _name(meta)
-        namespace = str(meta.get("namespace") or "default")
+        namespace = _namespace(meta)
         uid = str(meta.get("uid") or deterministic_uid("DaemonSet", namespace, name))
         spec = _mapping(d.get("spec"), "spec")
         template = _mapping(spec.get("template"), "spec.template")
@@ -752,7 +765,7 @@ class DaemonSet:
 
 
 @frozen(eq=False)
-class PodDisruptionBudget:
+class PodDisruptionBudget(_Namespaced):
     namespace: str
     name: str
     selector: Mapping[str, Any] | None
@@ -763,10 +776,6 @@ class PodDisruptionBudget:
     desired_healthy: int
     expected_pods: int
     raw: Mapping[str, Any] = field(repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     def selects(self, pod: Pod) -> bool:
         """Same namespace and the selector matches; a PDB with no selector selects nothing
@@ -789,7 +798,7 @@ class PodDisruptionBudget:
 
         selector = spec.get("selector")
         return cls(
-            namespace=str(meta.get("namespace") or "default"),
+            namespace=_namespace(meta),
             name=_name(meta),
             selector=_mapping(selector, "spec.selector") if selector is not None else None,
             min_available=int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
@@ -808,7 +817,7 @@ class PodDisruptionBudget:
 
 
 @frozen(eq=False)
-class PersistentVolumeClaim:
+class PersistentVolumeClaim(_Namespaced):
     """``storage_class_name`` is None when unset and ``""`` when explicitly empty (the
     difference matters: only an unset class receives the cluster default)."""
 
@@ -823,10 +832,6 @@ class PersistentVolumeClaim:
     raw: Mapping[str, Any] = field(repr=False)
 
     @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
     def storage_class(self) -> str:
         return self.storage_class_name or ""
 
@@ -838,7 +843,7 @@ class PersistentVolumeClaim:
         status = _mapping(d.get("status"), "status")
         res = _mapping(spec.get("resources"), "spec.resources")
         return cls(
-            namespace=str(meta.get("namespace") or "default"),
+            namespace=_namespace(meta),
             name=_name(meta),
             storage_class_name=_opt_str(spec.get("storageClassName"), "spec.storageClassName"),
             volume_name=_opt_str(spec.get("volumeName"), "spec.volumeName") or "",
@@ -1009,7 +1014,7 @@ class Namespace:
 
 
 @frozen(eq=False)
-class Service:
+class Service(_Namespaced):
     """A Service's pod selector: kube-scheduler deduces default spread selectors from the
     Services selecting a pod. ``selector`` is None when the Service has none (it then
     selects nothing)."""
@@ -1019,10 +1024,6 @@ class Service:
     selector: Mapping[str, str] | None
     raw: Mapping[str, Any] = field(repr=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Service:
         d = _mapping(d, "")
@@ -1030,7 +1031,7 @@ class Service:
         spec = _mapping(d.get("spec"), "spec")
         selector = spec.get("selector")
         return cls(
-            namespace=str(meta.get("namespace") or "default"),
+            namespace=_namespace(meta),
             name=_name(meta),
             selector=None if selector is None else _str_map(selector, "spec.selector"),
             raw=d,
@@ -1038,7 +1039,7 @@ class Service:
 
 
 @frozen(eq=False)
-class Controller:
+class Controller(_Namespaced):
     """A pod controller (ReplicaSet, StatefulSet, ReplicationController) as default spreads
     need it: identity and pod selector."""
 
@@ -1049,10 +1050,6 @@ class Controller:
     uid: str
     selector: Mapping[str, Any] | None
     raw: Mapping[str, Any] = field(repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Controller:
@@ -1069,7 +1066,7 @@ class Controller:
         return cls(
             api_version=str(d.get("apiVersion") or ""),
             kind=kind,
-            namespace=str(meta.get("namespace") or "default"),
+            namespace=_namespace(meta),
             name=_name(meta),
             uid=str(meta.get("uid") or ""),
             selector=selector,
