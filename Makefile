@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
 
-.PHONY: venv demo test lint typecheck unit clean
+.PHONY: venv demo test lint typecheck unit controlplane clean
 
 $(STAMP): pyproject.toml plugins/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,13 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -n auto -q
 
-test: $(STAMP)
+# A real etcd + kube-apiserver (+ scheduler, controller-manager) built from their Go
+# modules at pinned versions and cached under the user's cache directory: a cold build
+# takes several minutes, a warm one milliseconds. The integration tests start it.
+controlplane: $(STAMP)
+	$(BIN)/python tests/integration/controlplane.py build
+
+test: $(STAMP) controlplane
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -q

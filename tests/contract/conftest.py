@@ -41,12 +41,6 @@ if _INTEGRATION not in sys.path:
 import controlplane  # noqa: E402  (tests/integration/controlplane.py)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "controlplane: needs a real etcd + kube-apiserver (built with Go)"
-    )
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write_line if reporter is not None else print

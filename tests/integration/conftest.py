@@ -24,12 +24,6 @@ from karpenter_core.kube.adapter import KubernetesClient
 from karpenter_core.kube.client import ApiError
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "controlplane: needs a real etcd + kube-apiserver (built with Go)"
-    )
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write_line if reporter is not None else print
