@@ -621,13 +621,6 @@ class Pod:
         anti = (self.affinity or {}).get("podAntiAffinity") or {}
         return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
-    def has_pod_anti_affinity(self) -> bool:
-        anti = (self.affinity or {}).get("podAntiAffinity") or {}
-        return bool(
-            anti.get("requiredDuringSchedulingIgnoredDuringExecution")
-            or anti.get("preferredDuringSchedulingIgnoredDuringExecution")
-        )
-
 
 # --- Node -------------------------------------------------------------------------------------
 

@@ -253,10 +253,6 @@ def managed_nodeclaim(
     return nodeclaim if is_managed(nodeclaim, cloud_provider) else None
 
 
-def managed_nodeclaims(kube: KubeClient, cloud_provider: CloudProvider) -> list[dict[str, Any]]:
-    return [nc for nc in kube.list(NODECLAIMS) if is_managed(nc, cloud_provider)]
-
-
 TERMINATION_FINALIZER = wk.TERMINATION_FINALIZER
 
 
