@@ -13,8 +13,7 @@ from datetime import timedelta
 
 from karpenter_core import metrics
 from karpenter_core.apis.durations import NEVER, parse_go_duration
-from karpenter_core.controllers.nodeclaim.garbagecollection import reschedulable_pods
-from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
+from karpenter_core.controllers.nodeclaim.garbagecollection import record_disruption
 from karpenter_core.controllers.nodeclaim.utils import deletion_timestamp, managed_nodeclaim
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
@@ -59,13 +58,5 @@ class Expiration:
         except NotFound:
             return Result()
         log.info("deleting expired nodeclaim %s", key.name)
-        lbl = disrupted_labels(nodeclaim, metrics.REASON_EXPIRED)
-        metrics.NODECLAIMS_DISRUPTED_TOTAL.labels(**lbl).inc()
-        node_name = str((nodeclaim.get("status") or {}).get("nodeName") or "")
-        try:
-            pods = reschedulable_pods(self.ctx, node_name)
-        except Exception as err:
-            log.debug("listing reschedulable pods for disruption metric: %s", err)
-            pods = []
-        metrics.PODS_DISRUPTION_INITIATED_TOTAL.labels(**lbl).inc(len(pods))
+        record_disruption(self.ctx, nodeclaim, metrics.REASON_EXPIRED)
         return Result()

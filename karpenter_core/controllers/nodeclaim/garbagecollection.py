@@ -70,6 +70,20 @@ def reschedulable_pods(ctx: ControllerContext, node_name: str) -> list[dict[str,
     return [p for p in pods if _is_reschedulable(p)]
 
 
+def record_disruption(ctx: ControllerContext, nodeclaim: dict[str, Any], reason: str) -> None:
+    """Count the NodeClaim as disrupted for ``reason``, and the pods on its Node that now
+    need a new home. Listing the pods is best effort: a failure loses only that count."""
+    lbl = disrupted_labels(nodeclaim, reason)
+    metrics.NODECLAIMS_DISRUPTED_TOTAL.labels(**lbl).inc()
+    node_name = str((nodeclaim.get("status") or {}).get("nodeName") or "")
+    try:
+        pods = reschedulable_pods(ctx, node_name)
+    except Exception as err:
+        log.debug("listing reschedulable pods for disruption metric: %s", err)
+        pods = []
+    metrics.PODS_DISRUPTION_INITIATED_TOTAL.labels(**lbl).inc(len(pods))
+
+
 class GarbageCollection:
     """The singleton behind ``nodeclaim.garbagecollection``."""
 
@@ -120,14 +134,7 @@ class GarbageCollection:
             node_name,
             provider_id(nodeclaim),
         )
-        lbl = disrupted_labels(nodeclaim, metrics.REASON_GARBAGE_COLLECTED)
-        metrics.NODECLAIMS_DISRUPTED_TOTAL.labels(**lbl).inc()
-        try:
-            pods = reschedulable_pods(self.ctx, node_name)
-        except Exception as err:
-            log.debug("listing reschedulable pods for disruption metric: %s", err)
-            pods = []
-        metrics.PODS_DISRUPTION_INITIATED_TOTAL.labels(**lbl).inc(len(pods))
+        record_disruption(self.ctx, nodeclaim, metrics.REASON_GARBAGE_COLLECTED)
 
     def _terminate_orphans(
         self, nodeclaims: list[dict[str, Any]], instances: list[NodeClaim]
