@@ -13,7 +13,7 @@ copies via :meth:`StateNode.copy` so a simulation never leaks into the snapshot.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from attrs import frozen
 
@@ -307,31 +307,27 @@ class StateNode:
         return taints
 
     def capacity(self) -> dict[str, int]:
-        nc = self.nodeclaim_view
-        if nc is not None and not self.initialized():
-            if self.node is not None:
-                out = dict(self.node.capacity)
-                for k, v in nc.capacity.items():
-                    if not out.get(k):
-                        out[k] = v
-            else:
-                out = dict(nc.capacity)
-        else:
-            out = dict(self.node.capacity)
+        out = self._resources("capacity")
         out[NODES_RESOURCE] = ONE
         return out
 
     def allocatable(self) -> dict[str, int]:
+        return self._resources("allocatable")
+
+    def _resources(self, which: Literal["capacity", "allocatable"]) -> dict[str, int]:
+        """The Node's ``capacity``/``allocatable``; until the node is initialised the Node may
+        not report every resource yet, so the NodeClaim's estimate fills the zeros and gaps
+        (and stands alone while there is no Node)."""
         nc = self.nodeclaim_view
-        if nc is not None and not self.initialized():
-            if self.node is not None:
-                out = dict(self.node.allocatable)
-                for k, v in nc.allocatable.items():
-                    if not out.get(k):
-                        out[k] = v
-                return out
-            return dict(nc.allocatable)
-        return dict(self.node.allocatable)
+        if nc is None or self.initialized():
+            return dict(getattr(self.node, which))
+        if self.node is None:
+            return dict(getattr(nc, which))
+        out: dict[str, int] = dict(getattr(self.node, which))
+        for k, v in getattr(nc, which).items():
+            if not out.get(k):
+                out[k] = v
+        return out
 
     def available(self) -> dict[str, int]:
         """Allocatable minus what bound pods request (only allocatable's resources)."""
