@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -118,6 +118,16 @@ class NodeClaimLifecycle:
         self.own_writes.record(result)
         return result
 
+    def _set_finalizers(
+        self, name: str, meta: Mapping[str, Any], finalizers: list[str]
+    ) -> dict[str, Any]:
+        """Write the whole finalizer list, conditional on the resourceVersion read, so a
+        concurrent change to the list is a Conflict rather than lost."""
+        body = {
+            "metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}
+        }
+        return self._patch(name, body)
+
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """The NodeClaim watch mapper: keep the index current, skip our own writes' echoes."""
         self.index.observe(event_type, obj)
@@ -147,15 +157,7 @@ class NodeClaimLifecycle:
         if wk.TERMINATION_FINALIZER not in finalizers:
             finalizers.append(wk.TERMINATION_FINALIZER)
             try:
-                nodeclaim = self._patch(
-                    key.name,
-                    {
-                        "metadata": {
-                            "finalizers": finalizers,
-                            "resourceVersion": meta.get("resourceVersion"),
-                        }
-                    },
-                )
+                nodeclaim = self._set_finalizers(key.name, meta, finalizers)
             except Conflict:
                 return Result(requeue=True)
             except NotFound:
@@ -248,15 +250,7 @@ class NodeClaimLifecycle:
                 ).observe(since)
         finalizers = [f for f in meta.get("finalizers") or [] if f != wk.TERMINATION_FINALIZER]
         try:
-            self._patch(
-                name,
-                {
-                    "metadata": {
-                        "finalizers": finalizers,
-                        "resourceVersion": meta.get("resourceVersion"),
-                    }
-                },
-            )
+            self._set_finalizers(name, meta, finalizers)
         except Conflict:
             return Result(requeue=True)
         except NotFound:
