@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from karpenter_core.apis.quantity import QuantityError, format_quantity, parse_quantity
+from karpenter_core.apis.quantity import format_quantity
 from karpenter_core.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_INITIALIZED
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
@@ -24,6 +24,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     NodeNotFoundError,
     deletion_timestamp,
     managed_nodeclaim,
+    milli_or_zero,
     node_for_nodeclaim,
     provider_id,
     status_patch,
@@ -40,13 +41,6 @@ NAME = "nodeclaim.consistency"
 SCAN_PERIOD = 600.0
 NODECLAIMS = "nodeclaims"
 EVENT_FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
-
-
-def _milli(value: Any) -> int:
-    try:
-        return parse_quantity(value)
-    except (QuantityError, ValueError, TypeError):
-        return 0
 
 
 def _show(name: str, milli: int) -> str:
@@ -66,10 +60,10 @@ def node_shape_issues(node: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> 
     have = (node.get("status") or {}).get("capacity") or {}
     issues = []
     for name in sorted(requests):
-        want = _milli(expected.get(name, 0))
-        if _milli(requests[name]) == 0 or want == 0:
+        want = milli_or_zero(expected.get(name, 0))
+        if milli_or_zero(requests[name]) == 0 or want == 0:
             continue
-        got = _milli(have.get(name, 0))
+        got = milli_or_zero(have.get(name, 0))
         pct = got / want
         if pct < 0.90:
             issues.append(

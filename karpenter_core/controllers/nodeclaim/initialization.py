@@ -18,13 +18,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from karpenter_core.apis import labels as wk
-from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.apis.v1 import CONDITION_INITIALIZED, CONDITION_REGISTERED
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
     NodeIndex,
     NodeNotFoundError,
+    milli_or_zero,
     node_for_nodeclaim,
     node_ready_status,
 )
@@ -73,13 +73,6 @@ def known_ephemeral_taint(node: Mapping[str, Any]) -> Taint | None:
     return None
 
 
-def _milli(value: Any) -> int:
-    try:
-        return parse_quantity(value)
-    except (QuantityError, ValueError, TypeError):
-        return 0
-
-
 def requested_resource_missing(node: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> str | None:
     """The first non-zero requested resource with zero allocatable on the node, or None.
 
@@ -90,9 +83,9 @@ def requested_resource_missing(node: Mapping[str, Any], nodeclaim: Mapping[str, 
     requests = ((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     for name in sorted(requests):
-        if _milli(requests[name]) == 0:
+        if milli_or_zero(requests[name]) == 0:
             continue
-        if _milli(allocatable.get(name, 0)) == 0:
+        if milli_or_zero(allocatable.get(name, 0)) == 0:
             return str(name)
     return None
 

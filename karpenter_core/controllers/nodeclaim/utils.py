@@ -14,6 +14,7 @@ from typing import Any
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.durations import parse_go_duration
+from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.cloudprovider.protocol import CloudProvider
 from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import KubeClient, NotFound
@@ -82,6 +83,15 @@ def provider_id(obj: Mapping[str, Any]) -> str:
         return str(spec.get("providerID") or "") if isinstance(spec, Mapping) else ""
     status = obj.get("status")
     return str(status.get("providerID") or "") if isinstance(status, Mapping) else ""
+
+
+def milli_or_zero(value: Any) -> int:
+    """A resource quantity in milli-units; a malformed one (a Node or NodeClaim status the
+    controllers do not own) counts as zero instead of failing the reconcile."""
+    try:
+        return parse_quantity(value)
+    except (QuantityError, ValueError, TypeError):
+        return 0
 
 
 def managed_group_kinds(cloud_provider: CloudProvider) -> frozenset[tuple[str, str]]:
