@@ -84,8 +84,6 @@ class Liveness:
             record_registration(self.ctx, self.health, nodeclaim, success=False)
         except Conflict:
             return Result(requeue=True)
-        except NotFound:
-            pass
         name = str((nodeclaim.get("metadata") or {}).get("name") or "")
         try:
             self.ctx.kube.delete(NODECLAIMS, name)

@@ -213,8 +213,6 @@ class Registration:
             record_registration(self.ctx, self.health, nodeclaim, success=True)
         except Conflict:
             return Result(requeue=True)
-        except NotFound:
-            pass
         return Result()
 
     def _check_hooks(
@@ -263,7 +261,10 @@ def record_registration(
     pool_name = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
     if not pool_name:
         return
-    nodepool = ctx.kube.get(NODEPOOLS, pool_name)
+    try:
+        nodepool = ctx.kube.get(NODEPOOLS, pool_name)
+    except NotFound:
+        return  # a NodePool that is gone has no health to record
     pool_meta = nodepool.get("metadata") or {}
     uid = str(pool_meta.get("uid") or "")
     owners = (nodeclaim.get("metadata") or {}).get("ownerReferences") or []
