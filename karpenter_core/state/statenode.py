@@ -116,7 +116,6 @@ class StateNode:
         "_nominated_until",
         "_pod_requests",
         "_pod_requests_total",
-        "_volume_limits",
         "_volume_usage",
         "node",
         "nodeclaim",
@@ -151,7 +150,6 @@ class StateNode:
         self._pod_requests_total: dict[str, int] | None = None
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
-        self._volume_limits: Mapping[str, int] = dict(volume_limits or {})
         pod_volumes = pod_volumes or {}
         for pod in pods:
             self.add_pod(pod, pod_volumes.get(pod.key, {}))
@@ -200,7 +198,6 @@ class StateNode:
         n._pod_requests_total = self._pod_requests_total
         n._host_port_usage = self._host_port_usage.copy()
         n._volume_usage = self._volume_usage.copy()
-        n._volume_limits = self._volume_limits
         return n
 
     def pod_requests(self) -> dict[str, int]:
@@ -228,7 +225,7 @@ class StateNode:
 
     def volume_limits(self) -> Mapping[str, int]:
         """Per-CSI-driver attachable-volume limits from the node's CSINode (empty: none)."""
-        return self._volume_limits
+        return self._volume_usage.limits
 
     # -- identity and lifecycle --
 
