@@ -57,6 +57,8 @@ __all__ = [
 
 log = logging.getLogger("karpenter.operator")
 
+POOL_SIZE = 64
+
 # client-go's defaults for a rest.Config without QPS/Burst: the lease client keeps them.
 LEASE_CLIENT_QPS = 5.0
 LEASE_CLIENT_BURST = 10
@@ -70,6 +72,27 @@ CACHED_KINDS = (
     ("v1", "Node"),
     ("v1", "Pod"),
 )
+
+
+def _leader_gauge() -> Any:
+    """controller-runtime's ``leader_election_master_status{name}``: 1 on the replica that
+    holds the Lease, 0 on standbys (dashboards and the e2e tests tell replicas apart by it)."""
+    from prometheus_client import Gauge
+
+    from karpenter_core import metrics
+
+    existing = getattr(metrics.REGISTRY, "_names_to_collectors", {}).get(
+        "leader_election_master_status"
+    )
+    if existing is not None:
+        return existing
+    return Gauge(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ["name"],
+        registry=metrics.REGISTRY,
+    )
 
 
 class ServeError(RuntimeError):
@@ -188,6 +211,7 @@ class Operator:
         self._wake = threading.Event()
         self._crd_kinds: list[ResourceType] = []
         self._cached: list[Any] = []
+        self._leader_status: Any = None
 
     # ------------------------------------------------------------------ start-up steps
 
@@ -204,6 +228,12 @@ class Operator:
         except KubeConfigError as e:
             raise ServeError(str(e)) from None
         ua = f"karpenter/{__version__}"
+        # One pooled connection per concurrently reconciling worker, not the client's
+        # default of 5 x CPUs (extra requests would open and drop connections).
+        configuration = loaded.configuration
+        configuration.connection_pool_maxsize = max(
+            int(getattr(configuration, "connection_pool_maxsize", 0) or 0), POOL_SIZE
+        )
         self.client = KubernetesClient(
             loaded.configuration,
             qps=self.options.kube_client_qps,
@@ -323,6 +353,8 @@ class Operator:
             self.leading.set()
             self._wake.set()
             return
+        self._leader_status = _leader_gauge().labels(name=opts.leader_election_name)
+        self._leader_status.set(0)
         namespace = opts.leader_election_namespace or own_namespace(self.environ) or ""
         try:
             cfg = LeaderElectionConfig(
@@ -335,10 +367,12 @@ class Operator:
         assert self.lease_client is not None
 
         def started() -> None:
+            self._leader_status.set(1)
             self.leading.set()
             self._wake.set()
 
         def stopped() -> None:
+            self._leader_status.set(0)
             self.lost.set()
             self._wake.set()
 
@@ -360,19 +394,20 @@ class Operator:
         from karpenter_core.runtime.manager import Manager
         from karpenter_core.state.cluster import Cluster
 
+        from karpenter_core.cloudprovider.metrics import decorate
+
         assert self.client is not None
         ctx = ControllerContext(
             kube=self.client,
             clock=self.clock,
-            cloud_provider=self.provider,
+            # wrapped once, as upstream's main does: karpenter_cloudprovider_* metrics
+            cloud_provider=decorate(self.provider),
             recorder=self.recorder,
             options=self.options,
             cluster=Cluster(self.client, self.clock, self.provider),
         )
         self.manager = Manager(self.clock, self.client)
-        self.registration = register_all(self.manager, ctx)
-        for note in self.registration.notes():
-            log.warning(note)
+        self.registration = register_all(self.manager, ctx)  # logs packages not running
         self.manager.start()
         self.controllers_started.set()
         log.info(
@@ -447,6 +482,7 @@ class Operator:
         if self.elector is not None:
             self.elector.stop()
             self.elector = None
+            self._leader_status.set(0)
         if self.informers is not None:
             self.informers.stop()
         for server in (self.health_server, self.metrics_server):
