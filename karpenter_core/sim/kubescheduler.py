@@ -4,7 +4,7 @@ Karpenter only acts on pods kube-scheduler gave up on (``PodScheduled=False``, r
 ``Unschedulable``), and its disruption decisions depend on where pods actually land; a
 simulation therefore needs a scheduler that behaves like the real one closely enough.
 
-Each pass (one reconcile of the single key, run after any pod or node change) lists nodes
+Each pass (one reconcile of the single key, run after any pod or node change) reads nodes
 and pods, then takes the pending pods — unbound, not terminating or terminal, handled by a
 scheduler name this instance serves — in queue order (priority descending, then creation
 time, then namespace/name) and, for each, runs the filters of the default profile in
@@ -33,6 +33,16 @@ fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with kube-scheduler's
 (``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
 {karpenter.sh/unregistered: }.``); a gated pod gets reason ``SchedulingGated``.
 
+A pass decides exactly what trying every pending pod on every node would, but does
+only the work that can change the outcome, as the real scheduler's caches do: nodes and
+pods come from watch-fed caches (no copy of the cluster per pass) parsed once per
+resourceVersion; a pass with nothing changed since the last clean one is skipped; pods
+with the same namespace, labels and scheduling spec form a class, whose node-only
+filters (1-3) are remembered per node version; and once a class fits nowhere, later
+pods of that class in the pass are not tried again unless their condition needs
+writing (for classes with spread constraints or required pod affinity, which other
+pods' bindings can satisfy, only until the next binding).
+
 Approximations, on purpose:
 
 - The condition is written only when its status or reason changes, not when just the
@@ -50,6 +60,7 @@ Approximations, on purpose:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,7 +68,15 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from karpenter_core.apis.objects import Node, ObjectError, Pod, label_selector_matches
-from karpenter_core.kube.client import ApiError, KubeClient
+from karpenter_core.kube.client import (
+    ADDED,
+    DELETED,
+    ERROR,
+    MODIFIED,
+    ApiError,
+    KubeClient,
+    WatchStream,
+)
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.reconciler import Result, Watch
 from karpenter_core.scheduling.hostports import HostPortUsage
@@ -135,6 +154,24 @@ def _toleration_covers(tolerations: Sequence[Toleration], taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
 
 
+class _NodeStatic:
+    """What a node's object alone decides, parsed once per resourceVersion."""
+
+    __slots__ = ("allocatable", "label_reqs", "labels", "name", "node", "rv", "taints")
+
+    def __init__(self, rv: str, node: Node) -> None:
+        self.rv = rv
+        self.node = node
+        self.name = node.name
+        self.labels = node.labels
+        self.label_reqs = Requirements.from_labels(node.labels)
+        taints = [t for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
+        if not node.ready:
+            taints.append(Taint(TAINT_NODE_NOT_READY, NO_SCHEDULE))
+        self.taints = tuple(taints)
+        self.allocatable = dict(node.allocatable)
+
+
 class _NodeState:
     """What the scheduler's cache knows about one node during a pass."""
 
@@ -147,19 +184,18 @@ class _NodeState:
         "pods",
         "ports",
         "requested",
+        "static",
         "taints",
     )
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
-        self.name = node.name
-        self.labels = node.labels
-        self.label_reqs = Requirements.from_labels(node.labels)
-        taints = [t for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
-        if not node.ready:
-            taints.append(Taint(TAINT_NODE_NOT_READY, NO_SCHEDULE))
-        self.taints = tuple(taints)
-        self.allocatable = dict(node.allocatable)
+    def __init__(self, static: _NodeStatic) -> None:
+        self.static = static
+        self.node = static.node
+        self.name = static.name
+        self.labels = static.labels
+        self.label_reqs = static.label_reqs
+        self.taints = static.taints
+        self.allocatable = static.allocatable
         self.requested: dict[str, int] = {}
         self.ports = HostPortUsage()
         self.pods: list[Pod] = []
@@ -213,7 +249,7 @@ def _fields_match(fields: Sequence[Mapping[str, Any]], node_name: str) -> bool:
 
 
 def _matches_node_affinity(
-    terms: list[tuple[Requirements, list[Mapping[str, Any]]]], node: _NodeState
+    terms: list[tuple[Requirements, list[Mapping[str, Any]]]], node: _NodeState | _NodeStatic
 ) -> bool:
     return any(
         node.label_reqs.is_compatible(reqs) and _fields_match(fields, node.name)
@@ -242,8 +278,121 @@ def _required_terms(pod: Pod, kind: str) -> list[Mapping[str, Any]]:
     return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey")]
 
 
+class _Informer:
+    """A watch-fed cache of one resource, as the real scheduler's informers keep: the
+    first sync lists (a watch from no resourceVersion replays what exists), later syncs
+    apply only what changed, so a pass no longer copies every object in the cluster."""
+
+    def __init__(self, kube: KubeClient, resource: str) -> None:
+        self.kube = kube
+        self.resource = resource
+        self.objects: dict[str, dict[str, Any]] = {}
+        self._stream: WatchStream | None = None
+
+    def sync(self) -> bool:
+        """Bring the cache up to date; True when anything changed."""
+        if self._stream is None or self._stream.stopped:
+            return self._relist()
+        try:
+            events = self._stream.poll(0)
+        except ApiError as e:
+            log.info("kube-scheduler: %s watch failed (%s); listing again", self.resource, e)
+            return self._relist()
+        for event in events:
+            if event.type in (ADDED, MODIFIED):
+                self.objects[_name(event.object)] = event.object
+            elif event.type == DELETED:
+                self.objects.pop(_name(event.object), None)
+            elif event.type == ERROR:
+                return self._relist()
+        return bool(events)
+
+    def _relist(self) -> bool:
+        if self._stream is not None:
+            self._stream.stop()
+        self._stream = None
+        self.objects.clear()
+        try:
+            self._stream = self.kube.watch(self.resource)
+            events = self._stream.poll(0)
+        except (ApiError, AttributeError, NotImplementedError, TypeError):
+            # A client without a usable watch: fall back to listing on every pass.
+            self._stream = None
+            for obj in self.kube.list(self.resource):
+                self.objects[_name(obj)] = obj
+            return True
+        for event in events:
+            if event.type in (ADDED, MODIFIED):
+                self.objects[_name(event.object)] = event.object
+        return True
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream = None
+
+
+class _PodClass:
+    """What the filters and the score read from a pod, shared by every pending pod with
+    the same scheduling-relevant spec, namespace and labels (a Deployment's replicas):
+    such pods get the same verdict on the same node state."""
+
+    __slots__ = ("insufficient", "monotone", "static", "terms")
+
+    def __init__(self, pod: Pod) -> None:
+        self.terms = _node_selector_terms(pod)
+        self.insufficient = tuple(
+            (name, qty, REASON_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
+            for name, qty in sorted(pod.scheduling_requests.items())
+            if qty > 0
+        )
+        # Pods bound during a pass only ever make resources, ports and anti-affinity
+        # harder to satisfy; topology spread and required pod affinity can get easier.
+        self.monotone = not _spread_constraints(pod) and not _required_terms(pod, "podAffinity")
+        # node name -> (the node's parsed state, the first static filter's failure or "").
+        self.static: dict[str, tuple[_NodeStatic, str]] = {}
+
+
+def _class_key(pod: Pod) -> Hashable:
+    raw_spec = pod.raw.get("spec") or {}
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.scheduling_requests.items())),
+        pod.tolerations,
+        pod.host_ports,
+        json.dumps(
+            [
+                dict(pod.node_selector),
+                pod.affinity,
+                list(pod.topology_spread_constraints),
+                raw_spec.get("schedulerName"),
+            ],
+            sort_keys=True,
+            default=str,
+        ),
+    )
+
+
+class _PodInfo:
+    __slots__ = ("class_key", "pod", "rv")
+
+    def __init__(self, rv: str, pod: Pod) -> None:
+        self.rv = rv
+        self.pod = pod
+        self.class_key = _class_key(pod)
+
+
 class KubeScheduler:
-    """The reconciler; see the module docstring. Every key means "run a pass"."""
+    """The reconciler; see the module docstring. Every key means "run a pass".
+
+    A pass's decisions are those of the straightforward algorithm (every pending pod
+    against every node); the work is incremental: objects come from watch-fed caches,
+    parsed once per resourceVersion; node-only filters (unschedulable, taints, node
+    affinity) are remembered per pod class and node version; and once a pod class fails
+    on every node, later pods of that class in the same pass fail without being tried
+    again (for spread and pod-affinity classes only until the next binding). A pod whose
+    condition must be written is still evaluated in full, so its message is exact."""
 
     def __init__(
         self, kube: KubeClient, clock: Clock, options: KubeSchedulerOptions | None = None
@@ -252,60 +401,93 @@ class KubeScheduler:
         self.clock = clock
         self.options = options or KubeSchedulerOptions()
         self.bindings = 0
-        # Parsed pods by namespace/name, reused while the resourceVersion is unchanged:
-        # a pass lists every pod, and most have not changed since the last one.
-        self._parsed: dict[str, tuple[str, Pod]] = {}
+        self.passes = 0
+        self._pod_cache = _Informer(kube, "pods")
+        self._node_cache = _Informer(kube, "nodes")
+        self._pods: dict[str, _PodInfo | None] = {}
+        self._nodes: dict[str, _NodeStatic | None] = {}
+        self._classes: dict[Hashable, _PodClass] = {}
+        # False after a pass whose writes failed: the next pass must run even if nothing
+        # changed, to retry them.
+        self._settled = False
 
     # ------------------------------------------------------------------ the pass
 
     def reconcile(self, key: object = None) -> Result:
-        nodes: list[_NodeState] = []
-        for obj in self.kube.list("nodes"):
-            try:
-                nodes.append(_NodeState(Node.from_dict(obj)))
-            except ObjectError as e:
-                log.warning("kube-scheduler: skipping node %s: %s", _name(obj), e)
-        nodes.sort(key=lambda n: n.name)
+        changed = self._node_cache.sync()
+        changed = self._pod_cache.sync() or changed
+        if not changed and self._settled:
+            return Result()
+        self.passes += 1
+        self._settled = True
+        nodes = [_NodeState(s) for s in self._node_statics()]
         by_name = {n.name: n for n in nodes}
-        pending: list[Pod] = []
+        pending: list[_PodInfo] = []
         bound: list[Pod] = []
-        parsed: dict[str, tuple[str, Pod]] = {}
-        for obj in self.kube.list("pods"):
-            pod = self._parse(obj, parsed)
-            if pod is None:
-                continue
+        for info in self._pod_infos():
+            pod = info.pod
             if pod.node_name:
                 state = by_name.get(pod.node_name)
                 if state is not None and not pod.is_terminal():
                     state.add(pod)
                     bound.append(pod)
             elif self._serves(pod) and pod.is_active():
-                pending.append(pod)
-        self._parsed = parsed
-        pending.sort(key=lambda p: (-p.priority, p.creation_timestamp, p.key))
+                pending.append(info)
+        pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
         anti_holders = [(p, p.node_name) for p in bound if p.has_required_pod_anti_affinity()]
-        for pod in pending:
+        classes: dict[Hashable, _PodClass] = {}
+        failed: set[Hashable] = set()
+        for info in pending:
+            pod = info.pod
             if pod.scheduling_gates:
                 self._mark(pod, "SchedulingGated", GATED_MESSAGE)
                 continue
-            self._schedule_one(pod, nodes, bound, anti_holders)
+            cls = classes.get(info.class_key)
+            if cls is None:
+                cls = self._classes.get(info.class_key) or _PodClass(pod)
+                classes[info.class_key] = cls
+            if info.class_key in failed and _marked(pod, "Unschedulable"):
+                continue  # it would fail again, and its condition already says so
+            outcome = self._schedule_one(pod, cls, nodes, by_name, bound, anti_holders)
+            if outcome is None:
+                failed.add(info.class_key)
+            elif outcome:
+                failed = {k for k in failed if classes[k].monotone}
+        self._classes = classes
         return Result()
 
-    def _parse(self, obj: Mapping[str, Any], parsed: dict[str, tuple[str, Pod]]) -> Pod | None:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        rv = str(meta.get("resourceVersion") or "")
-        cached = self._parsed.get(key)
-        if cached is not None and rv and cached[0] == rv:
-            parsed[key] = cached
-            return cached[1]
-        try:
-            pod = Pod.from_dict(obj)
-        except ObjectError as e:
-            log.warning("kube-scheduler: skipping pod %s: %s", _name(obj), e)
-            return None
-        parsed[key] = (rv, pod)
-        return pod
+    def _node_statics(self) -> list[_NodeStatic]:
+        objects = self._node_cache.objects
+        cache: dict[str, _NodeStatic | None] = {}
+        for name, obj in objects.items():
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            old = self._nodes.get(name)
+            if old is not None and rv and old.rv == rv:
+                cache[name] = old
+                continue
+            try:
+                cache[name] = _NodeStatic(rv, Node.from_dict(obj))
+            except ObjectError as e:
+                log.warning("kube-scheduler: skipping node %s: %s", name, e)
+                cache[name] = None
+        self._nodes = cache
+        return sorted((s for s in cache.values() if s is not None), key=lambda s: s.name)
+
+    def _pod_infos(self) -> list[_PodInfo]:
+        cache: dict[str, _PodInfo | None] = {}
+        for key, obj in self._pod_cache.objects.items():
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            old = self._pods.get(key)
+            if old is not None and rv and old.rv == rv:
+                cache[key] = old
+                continue
+            try:
+                cache[key] = _PodInfo(rv, Pod.from_dict(obj))
+            except ObjectError as e:
+                log.warning("kube-scheduler: skipping pod %s: %s", key, e)
+                cache[key] = None
+        self._pods = cache
+        return [i for _, i in sorted(cache.items()) if i is not None]
 
     def _serves(self, pod: Pod) -> bool:
         name = (pod.raw.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
@@ -314,20 +496,23 @@ class KubeScheduler:
     def _schedule_one(
         self,
         pod: Pod,
+        cls: _PodClass,
         nodes: list[_NodeState],
+        by_name: Mapping[str, _NodeState],
         bound: list[Pod],
         anti_holders: list[tuple[Pod, str]],
-    ) -> None:
-        terms = _node_selector_terms(pod)
-        if terms is None:
+    ) -> bool | None:
+        """Place one pod: True when bound, False when binding failed, None when it fits
+        nowhere (and its condition says so)."""
+        if cls.terms is None:
             self._mark(pod, "Unschedulable", "pod has a malformed node affinity")
-            return
-        ctx = _PodContext(pod, terms, nodes, bound, anti_holders)
+            return None
+        ctx = _PodContext(pod, cls.terms, nodes, by_name, bound, anti_holders)
         reasons: dict[str, int] = {}
         best: _NodeState | None = None
         best_score = -1.0
         for node in nodes:
-            failed = self._filter(ctx, node)
+            failed = self._filter(ctx, cls, node)
             if failed:
                 for r in failed:
                     reasons[r] = reasons.get(r, 0) + 1
@@ -337,34 +522,39 @@ class KubeScheduler:
                 best, best_score = node, score
         if best is None:
             self._mark(pod, "Unschedulable", _fit_error(len(nodes), reasons))
-            return
+            return None
         try:
             self.kube.bind(pod.name, pod.namespace, best.name)
         except ApiError as e:
             log.info("kube-scheduler: binding %s to %s failed: %s", pod.key, best.name, e)
-            return
+            self._settled = False
+            return False
         self.bindings += 1
         best.add(pod)
         bound.append(pod)
         if pod.has_required_pod_anti_affinity():
             anti_holders.append((pod, best.name))
+        return True
 
     # ------------------------------------------------------------------ filters
 
-    def _filter(self, ctx: _PodContext, node: _NodeState) -> list[str]:
+    def _filter(self, ctx: _PodContext, cls: _PodClass, node: _NodeState) -> list[str]:
+        static = cls.static.get(node.name)
+        if static is None or static[0] is not node.static:
+            static = (node.static, _static_failure(ctx, node.static))
+            cls.static[node.name] = static
+        if static[1]:
+            return [static[1]]
         pod = ctx.pod
-        if node.node.unschedulable and not _toleration_covers(
-            pod.tolerations, Taint(TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE)
-        ):
-            return [REASON_UNSCHEDULABLE_NODE]
-        for taint in node.taints:
-            if not _toleration_covers(pod.tolerations, taint):
-                return [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"]
-        if not _matches_node_affinity(ctx.terms, node):
-            return [REASON_AFFINITY]
         if pod.host_ports and node.ports.conflicts(pod.key, pod.host_ports) is not None:
             return [REASON_PORTS]
-        insufficient = self._insufficient(pod, node)
+        requested = node.requested
+        allocatable = node.allocatable
+        insufficient = [
+            reason
+            for name, qty, reason in cls.insufficient
+            if requested.get(name, 0) + qty > allocatable.get(name, 0)
+        ]
         if insufficient:
             return insufficient
         spread = ctx.spread_failure(node)
@@ -374,16 +564,6 @@ class KubeScheduler:
         if affinity:
             return [affinity]
         return []
-
-    @staticmethod
-    def _insufficient(pod: Pod, node: _NodeState) -> list[str]:
-        out = []
-        for name, qty in sorted(pod.scheduling_requests.items()):
-            if qty <= 0:
-                continue
-            if node.requested.get(name, 0) + qty > node.allocatable.get(name, 0):
-                out.append(REASON_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
-        return out
 
     def _score(self, pod: Pod, node: _NodeState) -> float:
         """NodeResourcesFit over cpu and memory: the free (LeastAllocated) or used
@@ -402,15 +582,9 @@ class KubeScheduler:
 
     def _mark(self, pod: Pod, reason: str, message: str) -> None:
         """Write ``PodScheduled=False`` with ``reason`` unless it already says so."""
-        conditions = [dict(c) for c in pod.conditions]
-        for c in conditions:
-            if (
-                c.get("type") == "PodScheduled"
-                and c.get("status") == "False"
-                and c.get("reason") == reason
-            ):
-                return
-        conditions = [c for c in conditions if c.get("type") != "PodScheduled"]
+        if _marked(pod, reason):
+            return
+        conditions = [dict(c) for c in pod.conditions if c.get("type") != "PodScheduled"]
         conditions.append(
             {
                 "type": "PodScheduled",
@@ -431,6 +605,7 @@ class KubeScheduler:
             )
         except ApiError as e:
             log.info("kube-scheduler: updating %s failed: %s", pod.key, e)
+            self._settled = False
 
 
 class _PodContext:
@@ -441,6 +616,7 @@ class _PodContext:
         pod: Pod,
         terms: list[tuple[Requirements, list[Mapping[str, Any]]]],
         nodes: list[_NodeState],
+        by_name: Mapping[str, _NodeState],
         bound: list[Pod],
         anti_holders: list[tuple[Pod, str]],
     ) -> None:
@@ -457,7 +633,7 @@ class _PodContext:
             )
         ]
         self._spread: list[tuple[str, int, dict[str, int], bool]] | None = None
-        self._node_of = {n.name: n for n in nodes}
+        self._node_of = by_name
         self._selected_anywhere: dict[int, bool] = {}
 
     # -- topology spread
@@ -466,12 +642,7 @@ class _PodContext:
         if self._spread is not None:
             return self._spread
         pod = self.pod
-        constraints = [
-            c
-            for c in pod.topology_spread_constraints
-            if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-            and c.get("topologyKey")
-        ]
+        constraints = _spread_constraints(pod)
         keys = [str(c["topologyKey"]) for c in constraints]
         eligible = [
             n
@@ -560,6 +731,39 @@ class _PodContext:
                 ):
                     return REASON_EXISTING_ANTI_AFFINITY
         return ""
+
+
+def _spread_constraints(pod: Pod) -> list[Mapping[str, Any]]:
+    """The pod's ``DoNotSchedule`` topology spread constraints (the ones that filter)."""
+    return [
+        c
+        for c in pod.topology_spread_constraints
+        if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" and c.get("topologyKey")
+    ]
+
+
+def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
+    """The first failing filter among those that read only the node's object and the
+    pod's spec (NodeUnschedulable, TaintToleration, NodeAffinity), or ""."""
+    tolerations = ctx.pod.tolerations
+    if node.node.unschedulable and not _toleration_covers(
+        tolerations, Taint(TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE)
+    ):
+        return REASON_UNSCHEDULABLE_NODE
+    for taint in node.taints:
+        if not _toleration_covers(tolerations, taint):
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    if not _matches_node_affinity(ctx.terms, node):
+        return REASON_AFFINITY
+    return ""
+
+
+def _marked(pod: Pod, reason: str) -> bool:
+    """The pod already carries ``PodScheduled=False`` with ``reason``."""
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == reason
+        for c in pod.conditions
+    )
 
 
 def _with_match_label_keys(selector: Any, keys: Any, pod: Pod) -> Mapping[str, Any] | None:
