@@ -270,8 +270,8 @@ class Simulation:
         )
 
     def _kubelet_options(self, module: str) -> tuple[Any, ...]:
-        """With KWOK, the kubelet manages the nodes carrying KWOK's annotation (as the KWOK
-        controller does), so a failed node can be let go by taking the annotation off."""
+        """With KWOK, the kubelet manages the nodes carrying KWOK's annotation, as the KWOK
+        controller does."""
         options = getattr(importlib.import_module(module), "KubeletOptions", None)
         if options is None or self.scenario.cloud_provider != "kwok":
             return ()
@@ -611,13 +611,8 @@ class Simulation:
 
     def _stop_kubelet(self, node_name: str) -> None:
         """The node's kubelet goes silent: nothing reports it Ready or runs its pods."""
-        fail = getattr(self._kubelet, "fail_node", None)
-        if callable(fail):
-            fail(node_name)
-            return
-        key, _ = KWOK_MANAGED_ANNOTATION
-        with contextlib.suppress(NotFound):
-            self.server.patch("nodes", node_name, {"metadata": {"annotations": {key: None}}})
+        if self._kubelet is not None:
+            self._kubelet.fail_node(node_name)
 
     def _node_failure(self, e: ScenarioEvent) -> None:
         """A node stops: its kubelet goes silent, kube-controller-manager marks it

@@ -24,6 +24,15 @@ KWOK's ``--manage-nodes-with-annotation-selector``):
 - **Orphans**: a pod bound to a Node that no longer exists is deleted after
   ``orphan_pod_gc_delay`` seconds (kube-controller-manager's pod GC, 40 s quarantine).
 
+- **Failure**: :meth:`Kubelet.fail_node` silences one node's kubelet. Its status then
+  reads as the node lifecycle controller leaves a node whose kubelet stopped posting:
+  every kubelet condition ``Unknown``, reason ``NodeStatusUnknown``, "Kubelet stopped
+  posting node status.". From then on nothing makes that node Ready or removes its
+  taints, and its pods are no longer started, finished or removed when deleted (they
+  stay Terminating, as on a real dead node); pods left bound after the Node object is
+  deleted are still collected as orphans, which is kube-controller-manager's work. A
+  Node created later under the same name is a new machine and is managed again.
+
 Everything waits with ``Result(requeue_after=...)`` on the controller clock; nothing
 sleeps. Not simulated: heartbeats (``lastHeartbeatTime`` is written once), node
 pressure, probes and restarts, NoExecute taint eviction, images, volumes.
@@ -141,6 +150,14 @@ def _is_ready(node: Mapping[str, Any]) -> bool:
     )
 
 
+def _heartbeat(conditions: Iterable[Any], kind: str) -> str | None:
+    """The last heartbeat a condition recorded: a silent kubelet posts no newer one."""
+    for c in conditions:
+        if isinstance(c, Mapping) and c.get("type") == kind and c.get("lastHeartbeatTime"):
+            return str(c["lastHeartbeatTime"])
+    return None
+
+
 def _replace_conditions(
     existing: Iterable[Any], updates: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -179,10 +196,58 @@ class Kubelet:
         self._started: dict[str, float] = {}
         self._deleting_seen: dict[str, float] = {}
         self._orphan_seen: dict[str, float] = {}
+        # Nodes whose kubelet fail_node() silenced: name -> uid, so that a later Node of
+        # the same name (a new machine) is managed again.
+        self._failed: dict[str, str] = {}
         self.node_reconciler = _NodeReconciler(self)
         self.pod_reconciler = _PodReconciler(self)
 
+    def fail_node(self, name: str) -> None:
+        """Silence node ``name``'s kubelet (see the module docstring): report its
+        conditions Unknown now and leave the node and its pods alone from here on."""
+        try:
+            node = self.kube.get("nodes", name)
+        except NotFound:
+            return  # no node, no kubelet to silence
+        meta = node.get("metadata") or {}
+        self._failed[name] = str(meta.get("uid") or "")
+        self._node_seen.pop(name, None)
+        for k in [k for k in self._taint_seen if k[0] == name]:
+            del self._taint_seen[k]
+        stamp = format_time(self.clock.now())
+        conditions = (node.get("status") or {}).get("conditions") or []
+        kinds = {"Ready", *(k for k, _, _ in _PRESSURE_CONDITIONS)}
+        kinds.update(str(c.get("type")) for c in conditions if isinstance(c, Mapping))
+        updates = [
+            {
+                "type": kind,
+                "status": "Unknown",
+                "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.",
+                "lastHeartbeatTime": _heartbeat(conditions, kind) or stamp,
+                "lastTransitionTime": stamp,
+            }
+            for kind in sorted(kinds)
+        ]
+        try:
+            self.kube.patch(
+                "nodes",
+                name,
+                {"status": {"conditions": _replace_conditions(conditions, updates)}},
+                subresource="status",
+            )
+        except ApiError as e:
+            log.info("kubelet: marking node %s unknown failed: %s", name, e)
+
+    def failed(self, node: Mapping[str, Any]) -> bool:
+        """The node's kubelet was silenced by :meth:`fail_node`."""
+        meta = node.get("metadata") or {}
+        uid = self._failed.get(str(meta.get("name") or ""))
+        return uid is not None and uid in ("", str(meta.get("uid") or ""))
+
     def manages(self, node: Mapping[str, Any]) -> bool:
+        if self._failed and self.failed(node):
+            return False
         wanted = self.options.manage_annotation
         if wanted is None:
             return True
@@ -204,6 +269,7 @@ class Kubelet:
             node = self.kube.get("nodes", key.name)
         except NotFound:
             self._node_seen.pop(key.name, None)
+            self._failed.pop(key.name, None)  # that machine is gone for good
             for k in [k for k in self._taint_seen if k[0] == key.name]:
                 del self._taint_seen[k]
             return Result()

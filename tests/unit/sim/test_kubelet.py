@@ -318,3 +318,97 @@ def test_scheduler_and_kubelet_take_a_pod_from_pending_to_running() -> None:
     assert sim.phase() == "Pending"
     sim.run_for(0.1)
     assert sim.phase() == "Running"
+
+
+# --- node failure --------------------------------------------------------------------------------
+
+
+def _conditions(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
+
+
+def test_failed_node_reports_every_condition_unknown() -> None:
+    sim = Sim()
+    sim.node()
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    conditions = _conditions(sim.get_node())
+    assert set(conditions) == {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"}
+    for c in conditions.values():
+        assert (c["status"], c["reason"], c["message"]) == (
+            "Unknown",
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        )
+
+
+def test_failed_node_is_not_made_ready_again() -> None:
+    sim = Sim(KubeletOptions(node_ready_delay=5))
+    sim.node()
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    sim.run_for(60)
+    assert _conditions(sim.get_node())["Ready"]["status"] == "Unknown"
+
+
+def test_failed_node_keeps_its_startup_taint() -> None:
+    taint = {"key": "example.com/agent", "effect": "NoSchedule"}
+    sim = Sim(KubeletOptions(startup_taint_removers=[StartupTaintRemover(taint["key"], 10)]))
+    sim.node(taints=[taint], ready=True)
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    sim.run_for(60)
+    assert sim.get_node()["spec"]["taints"] == [taint]
+
+
+def test_pods_of_a_failed_node_are_not_started() -> None:
+    sim = Sim(KubeletOptions(pod_start_delay=10))
+    sim.node(ready=True)
+    sim.pod()
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    sim.run_for(60)
+    assert sim.phase() == "Pending"
+
+
+def test_deleted_pod_of_a_failed_node_stays_terminating() -> None:
+    sim = Sim()
+    sim.node(ready=True)
+    sim.pod(terminationGracePeriodSeconds=30)
+    sim.run_for(1)
+    assert sim.phase() == "Running"
+    sim.kubelet.fail_node("n1")
+    sim.kube.delete("pods", "p", "default")
+    sim.run_for(600)
+    assert sim.exists()
+
+
+def test_pods_of_a_failed_node_are_collected_once_the_node_is_deleted() -> None:
+    sim = Sim()
+    sim.node(ready=True)
+    sim.pod()
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    sim.kube.delete("nodes", "n1")
+    sim.run_for(40)
+    assert not sim.exists()
+
+
+def test_a_new_node_with_a_failed_nodes_name_is_managed() -> None:
+    sim = Sim()
+    sim.node()
+    sim.run_for(1)
+    sim.kubelet.fail_node("n1")
+    sim.kube.delete("nodes", "n1")
+    sim.run_for(1)
+    sim.node()
+    sim.run_for(1)
+    assert sim.ready()
+
+
+def test_failing_a_missing_node_does_nothing() -> None:
+    sim = Sim()
+    sim.kubelet.fail_node("ghost")
+    sim.node("ghost")
+    sim.run_for(1)
+    assert _conditions(sim.kube.get("nodes", "ghost"))["Ready"]["status"] == "True"
