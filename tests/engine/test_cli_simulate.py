@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from karpenter_core.cli import main
@@ -103,3 +104,18 @@ def test_quickstart_tells_its_story() -> None:
         "SpotInterruption",
         "DeleteNodeClaim",
     } <= actions
+
+
+SHIPPED = [EXAMPLES / "quickstart.yaml", *sorted((EXAMPLES / "scenarios").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_every_shipped_scenario_runs_and_explains_itself(path: Path) -> None:
+    result = CliRunner().invoke(main, ["simulate", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["nodesLaunched"] > 0 and data["pods"]["pending"] == 0
+    removed = [n for n in data["nodes"] if n["removed"] is not None]
+    assert all(n["removalReason"] for n in removed), removed
+    assert sum(data["removalReasons"].values()) == data["nodesRemoved"]
+    assert all(d["action"] and d["reason"] for d in data["decisions"])
