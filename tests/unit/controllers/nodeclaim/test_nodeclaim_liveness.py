@@ -101,3 +101,16 @@ def test_a_deleted_nodepool_does_not_block_the_timeout() -> None:
     env.server.delete("nodepools", "pool-gone", propagation_policy="Orphan")
     env.run_for(minutes(16))
     assert not env.exists("nodeclaims", "nc")
+
+
+def test_a_launch_that_keeps_failing_is_deleted_after_five_minutes() -> None:
+    env = Env()
+    pool = env.create_nodepool("pool-lt")
+    before = disrupted("launch_timeout", "pool-lt")
+    env.provider.errors.extend(RuntimeError("boom") for _ in range(1000))
+    env.create_nodeclaim("nc", nodepool=pool)
+    env.run_for(minutes(4.9))
+    assert env.exists("nodeclaims", "nc")
+    env.run_for(minutes(0.5))
+    assert not env.exists("nodeclaims", "nc")
+    assert disrupted("launch_timeout", "pool-lt") == before + 1
