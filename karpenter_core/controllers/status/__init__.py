@@ -1,23 +1,25 @@
-"""Status-condition metrics: ``status.nodeclaim``, ``status.nodepool`` and ``status.node``.
+"""Status-condition metrics and events for NodeClaims, NodePools and Nodes.
 
-Upstream runs operatorpkg's status controllers for NodeClaims, NodePools and Nodes; they
-publish the generic ``operator_status_condition_*`` and ``operator_termination_*`` series
-(apis-and-cloudprovider spec §13) so dashboards can see how long objects sit in each
-condition and how long they take to go away. Here one reconciler per kind does the same
-from the object dicts:
+Upstream runs operatorpkg's status controllers (``operatorpkg.nodeclaim.status``,
+``operatorpkg.nodepool.status``, ``operatorpkg.node.status``); they publish the generic
+``operator_status_condition_*`` and ``operator_termination_*`` series (apis-and-cloudprovider
+spec §13) so dashboards can see how long objects sit in each condition and how long they
+take to go away, and the condition-transition and ``Finalized`` events (§14). One
+reconciler per kind does the same from the object dicts:
 
 - ``operator_status_condition_count`` is 1 for every condition the object has now (type,
   status, reason); ``operator_status_condition_current_status_seconds`` is the time since
   its ``lastTransitionTime``. The object's previous series are replaced, so a condition
   that changed status is counted once.
-- a condition that appears or changes status after the first observation of its object
-  counts in ``operator_status_condition_transitions_total``; when it changed, the time it
-  held its previous status is observed in ``operator_status_condition_transition_seconds``
-  (labelled with that previous status). The first observation is a baseline only, so a
-  restarted operator does not count every existing condition again.
+- a condition whose status differs from the last one this process saw (a condition seen
+  for the first time included, as upstream: a restarted operator counts them again) counts
+  in ``operator_status_condition_transitions_total``; when there was an earlier status, the
+  time it held it is observed in ``operator_status_condition_transition_seconds`` and a
+  Normal event, reason the condition type, says "Status condition transitioned, ...".
 - while the object is deleting, ``operator_termination_current_time_seconds`` is the time
   since its ``deletionTimestamp``; once it is gone that time is observed in
   ``operator_termination_duration_seconds`` and every series of the object goes.
+- each finalizer that disappears from an object is announced with a ``Finalized`` event.
 
 Each object is refreshed every 10 s so the "seconds" gauges move on an idle cluster.
 """
@@ -37,6 +39,7 @@ from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import KubeClient, NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import Clock, parse_time
+from karpenter_core.runtime.events import NORMAL, Event, EventRecorder, object_reference
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 
@@ -58,14 +61,22 @@ class StatusKind:
 
 
 KINDS = (
-    StatusKind("status.nodeclaim", "nodeclaims", "karpenter.sh", "NodeClaim"),
-    StatusKind("status.nodepool", "nodepools", "karpenter.sh", "NodePool"),
-    StatusKind("status.node", "nodes", "", "Node"),
+    StatusKind("operatorpkg.nodeclaim.status", "nodeclaims", "karpenter.sh", "NodeClaim"),
+    StatusKind("operatorpkg.nodepool.status", "nodepools", "karpenter.sh", "NodePool"),
+    StatusKind("operatorpkg.node.status", "nodes", "", "Node"),
 )
 NAMES = tuple(k.controller for k in KINDS)
 
-# Per condition type: (status, reason, lastTransitionTime or None).
-_Seen = dict[str, tuple[str, str, datetime | None]]
+
+@frozen
+class _Cond:
+    status: str
+    reason: str
+    message: str
+    since: datetime | None
+
+
+_Seen = dict[str, _Cond]
 
 
 def _time(value: Any) -> datetime | None:
@@ -82,24 +93,33 @@ def _conditions(obj: Mapping[str, Any]) -> _Seen:
     for c in (obj.get("status") or {}).get("conditions") or ():
         if not isinstance(c, Mapping) or not c.get("type"):
             continue
-        seen[str(c["type"])] = (
+        seen[str(c["type"])] = _Cond(
             str(c.get("status") or ""),
             str(c.get("reason") or ""),
+            str(c.get("message") or ""),
             _time(c.get("lastTransitionTime")),
         )
     return seen
 
 
-class ConditionMetrics:
-    """The status-condition metrics reconciler for one kind (see the module docstring)."""
+def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
 
-    def __init__(self, kind: StatusKind, kube: KubeClient, clock: Clock) -> None:
+
+class ConditionMetrics:
+    """The status-condition reconciler for one kind (see the module docstring)."""
+
+    def __init__(
+        self, kind: StatusKind, kube: KubeClient, clock: Clock, recorder: EventRecorder
+    ) -> None:
         self.kind = kind
         self.kube = kube
         self.clock = clock
+        self.recorder = recorder
         self.store = MetricStore()
         self._lock = threading.Lock()
         self._seen: dict[tuple[str, str], _Seen] = {}
+        self._finalizers: dict[tuple[str, str], tuple[dict[str, Any], list[str]]] = {}
         self._deleting: dict[tuple[str, str], datetime] = {}
 
     def _labels(self, namespace: str, name: str) -> dict[str, str]:
@@ -119,22 +139,25 @@ class ConditionMetrics:
             return Result()
         now = self.clock.now()
         current = _conditions(obj)
+        finalizers = _finalizers(obj)
         with self._lock:
-            previous = self._seen.get(ident)
+            previous = self._seen.get(ident, {})
             self._seen[ident] = current
-        if previous is not None:
-            self._count_transitions(previous, current)
+            _, before = self._finalizers.get(ident, ({}, []))
+            self._finalizers[ident] = (object_reference(obj), finalizers)
+        self._announce_finalized(obj, [f for f in before if f not in finalizers])
+        self._count_transitions(obj, previous, current)
         base = self._labels(*ident)
         series = []
-        for ctype, (status, reason, since) in sorted(current.items()):
+        for ctype, c in sorted(current.items()):
             labels = {
                 **base,
                 metrics.LABEL_TYPE: ctype,
-                metrics.LABEL_STATUS: status,
-                metrics.LABEL_REASON: reason,
+                metrics.LABEL_STATUS: c.status,
+                metrics.LABEL_REASON: c.reason,
             }
             series.append(StoreMetric(metrics.OPERATOR_STATUS_CONDITION_COUNT, labels, 1.0))
-            held = 0.0 if since is None else max((now - since).total_seconds(), 0.0)
+            held = 0.0 if c.since is None else max((now - c.since).total_seconds(), 0.0)
             series.append(
                 StoreMetric(metrics.OPERATOR_STATUS_CONDITION_CURRENT_STATUS_SECONDS, labels, held)
             )
@@ -152,36 +175,53 @@ class ConditionMetrics:
         self.store.update(ident, series)
         return Result.after(REQUEUE_SECONDS)
 
-    def _count_transitions(self, previous: _Seen, current: _Seen) -> None:
-        for ctype, (status, reason, since) in current.items():
+    def _count_transitions(self, obj: Mapping[str, Any], previous: _Seen, current: _Seen) -> None:
+        group, kind = self.kind.group, self.kind.kind
+        for ctype, c in sorted(current.items()):
             before = previous.get(ctype)
-            if before is not None and before[0] == status:
+            if before is not None and before.status == c.status:
                 continue
             metrics.OPERATOR_STATUS_CONDITION_TRANSITIONS_TOTAL.labels(
-                ctype, status, reason, self.kind.group, self.kind.kind
+                ctype, c.status, c.reason, group, kind
             ).inc()
-            if before is not None and before[2] is not None and since is not None:
+            if before is None:
+                continue
+            if before.since is not None and c.since is not None:
                 metrics.OPERATOR_STATUS_CONDITION_TRANSITION_SECONDS.labels(
-                    ctype, before[0], self.kind.group, self.kind.kind
-                ).observe(max((since - before[2]).total_seconds(), 0.0))
+                    ctype, before.status, group, kind
+                ).observe(max((c.since - before.since).total_seconds(), 0.0))
+            message = (
+                f"Status condition transitioned, Type: {ctype}, Status: {before.status} -> "
+                f"{c.status}, Reason: {c.reason}"
+            )
+            if c.message:
+                message += f", Message: {c.message}"
+            self.recorder.publish(Event(obj, NORMAL, ctype, message))
+
+    def _announce_finalized(self, ref: Mapping[str, Any], removed: list[str]) -> None:
+        for finalizer in removed:
+            self.recorder.publish(Event(ref, NORMAL, "Finalized", f"Finalized {finalizer}"))
 
     def _gone(self, ident: tuple[str, str]) -> None:
         with self._lock:
             self._seen.pop(ident, None)
             deleting = self._deleting.pop(ident, None)
+            ref, finalizers = self._finalizers.pop(ident, ({}, []))
         if deleting is not None:
             metrics.OPERATOR_TERMINATION_DURATION_SECONDS.labels(
                 self.kind.group, self.kind.kind
             ).observe(max((self.clock.now() - deleting).total_seconds(), 0.0))
+        if ref:
+            self._announce_finalized(ref, finalizers)
         self.store.delete(ident)
 
 
 def register(manager: Manager, ctx: ControllerContext) -> None:
-    """Add one status-condition metrics controller per kind (NodeClaim, NodePool, Node)."""
+    """Add one status-condition controller per kind (NodeClaim, NodePool, Node)."""
     for kind in KINDS:
         manager.add_controller(
             kind.controller,
-            ConditionMetrics(kind, ctx.kube, ctx.clock),
+            ConditionMetrics(kind, ctx.kube, ctx.clock, ctx.recorder),
             watches=[Watch(kind.resource)],
             workers=10,
         )

@@ -31,11 +31,12 @@ class Env:
     def __init__(self) -> None:
         self.clock = VirtualClock(START)
         self.kube = InMemoryApiServer(self.clock)
+        self.recorder = EventRecorder(self.clock)
         ctx = ControllerContext(
             kube=self.kube,
             clock=self.clock,
             cloud_provider=None,  # type: ignore[arg-type]
-            recorder=EventRecorder(self.clock),
+            recorder=self.recorder,
             options=Options(),
         )
         self.manager = Manager(self.clock, self.kube)
@@ -140,6 +141,16 @@ def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None
         )
         == 1.0
     )
+    assert (
+        env.value(
+            "operator_status_condition_transitions_total",
+            type="Ready",
+            status="False",
+            reason="NotReady",
+            kind="NodePool",
+        )
+        == 1.0
+    )  # its first sighting
     # It held False for 60 s before the change.
     assert (
         env.value(
@@ -152,12 +163,27 @@ def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None
     )
 
 
-def test_the_first_observation_counts_no_transition() -> None:
+def test_a_condition_seen_for_the_first_time_counts_once_without_an_event() -> None:
     env = Env()
     env.kube.create(node("n1"))
     env.set_conditions("nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
-    env.manager.run_for(30)
-    assert env.scrape("operator_status_condition_transitions_total") == []
+    env.manager.run_for(30)  # refreshed three times: still one transition
+    assert [v for _, v in env.scrape("operator_status_condition_transitions_total")] == [1.0]
+    assert not [e for e in env.recorder.events if e.reason == "Ready"]
+
+
+def test_a_transition_is_announced_with_an_event() -> None:
+    env = Env()
+    env.kube.create(node("n1"))
+    env.set_conditions("nodes", "n1", [cond("Ready", "Unknown", "NodeStatusUnknown", 0)])
+    env.manager.run_for(1)
+    env.set_conditions("nodes", "n1", [cond("Ready", "True", "KubeletReady", 1)])
+    env.manager.run_for(1)
+    [event] = [e for e in env.recorder.events if e.reason == "Ready"]
+    assert event.type == "Normal" and event.name == "n1"
+    assert event.message == (
+        "Status condition transitioned, Type: Ready, Status: Unknown -> True, Reason: KubeletReady"
+    )
 
 
 def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone() -> None:
@@ -178,6 +204,10 @@ def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone()
     assert current is not None and 15.0 <= current <= 25.0
     env.kube.patch("nodeclaims", "nc", {"metadata": {"finalizers": None}})
     env.manager.run_for(1)
+    finalized = [e for e in env.recorder.events if e.reason == "Finalized"]
+    assert [(e.name, e.message) for e in finalized] == [
+        ("nc", "Finalized karpenter.sh/termination")
+    ]
     assert env.value("operator_termination_current_time_seconds", name="nc") is None
     assert env.value("operator_status_condition_count", name="nc") is None
     assert (
@@ -192,5 +222,9 @@ def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone()
 
 def test_register_adds_one_controller_per_kind() -> None:
     env = Env()
-    assert set(status.NAMES) == {"status.nodeclaim", "status.nodepool", "status.node"}
+    assert set(status.NAMES) == {
+        "operatorpkg.nodeclaim.status",
+        "operatorpkg.nodepool.status",
+        "operatorpkg.node.status",
+    }
     assert set(status.NAMES) <= {c.name for c in env.manager.controllers}
