@@ -669,18 +669,30 @@ def build_report(
     )
 
 
+STATUS_TRANSITION_PREFIX = "Status condition transitioned,"
+
+
+def _is_status_observation(ev: Any) -> bool:
+    """An operatorpkg status-controller event (a condition changed, a finalizer went)."""
+    return ev.reason == "Finalized" or str(ev.message).startswith(STATUS_TRANSITION_PREFIX)
+
+
 def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[str, Any]]:
     """Observer decisions plus the controllers' events, in time order.
 
     Pod events are folded: ``Nominated`` events become the pod count of the NodeClaim they
     name; other pod events with the same reason and message at the same instant become
-    one decision with a ``pods`` count.
+    one decision with a ``pods`` count. The status controllers' condition-transition and
+    ``Finalized`` events are observations of what other decisions did, not decisions, so
+    they are left out.
     """
     nominated: Counter[tuple[str, float]] = Counter()  # (NodeClaim, when)
     rows: list[tuple[float, int, dict[str, Any]]] = []
     folded: dict[tuple[float, str, str, str], dict[str, Any]] = {}
     seq = 0
     for ev in recorded:
+        if _is_status_observation(ev):
+            continue
         t = (ev.time - observer.start_time).total_seconds()
         if ev.kind == "Pod":
             if ev.reason == "Nominated":

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.events import RecordedEvent
 from karpenter_core.sim.report import Observer, build_report, percentile, render_html, render_text
 
 
@@ -181,3 +182,26 @@ def test_charts_draw_steps_only_where_the_value_changes() -> None:
     points = re.findall(r'<polyline[^>]*points="([^"]*)"', page)
     assert len(points) == 3
     assert all(len(p.split()) == 2 for p in points)  # a flat line: start and end
+
+
+def test_status_transition_and_finalized_events_are_not_decisions(observed: Any) -> None:
+    clock, obs = observed
+    ref = {"kind": "NodeClaim", "name": "nc1"}
+    events = [
+        RecordedEvent(
+            clock.now(),
+            ref,
+            "Normal",
+            "Launched",
+            "Status condition transitioned, Type: Launched, Status: Unknown -> True, "
+            "Reason: Launched",
+        ),
+        RecordedEvent(
+            clock.now(), ref, "Normal", "Finalized", "Finalized karpenter.sh/termination"
+        ),
+        RecordedEvent(clock.now(), ref, "Warning", "FailedDraining", "Failed to drain node"),
+    ]
+    report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0, recorded_events=events)
+    actions = [d["action"] for d in report.to_json_dict()["decisions"]]
+    assert "FailedDraining" in actions
+    assert "Launched" not in actions and "Finalized" not in actions
