@@ -142,9 +142,13 @@ def _resources(value: Any, path: str) -> dict[str, int]:
         return out
     for name, q in _mapping(value, path).items():
         try:
-            out[str(name)] = _parse_quantity_str(q) if type(q) is str else parse_quantity(q)
+            milli = _parse_quantity_str(q) if type(q) is str else parse_quantity(q)
         except (QuantityError, ValueError, TypeError) as e:
             raise ObjectError(f"{path}.{name}", str(e) or f"invalid quantity {q!r}") from None
+        if milli < 0:
+            # The API server rejects these (ValidateResourceQuantityValue): never count them.
+            raise ObjectError(f"{path}.{name}", f"must be greater than or equal to 0, got {q!r}")
+        out[str(name)] = milli
     return out
 
 

@@ -147,12 +147,25 @@ def _template(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, str
     return template, {str(k): str(v) for k, v in labels.items()}
 
 
-def _count(spec: Mapping[str, Any], key: str, default: int, where: str = "spec") -> int:
+MAX_EXPANDED_PODS = 100_000
+"""Most pods one workload may expand into: beyond this an offline run would not finish, so a
+typo like ``replicas: 99999999999`` is reported instead of hanging (kube caps at int32)."""
+
+
+def _count(
+    spec: Mapping[str, Any], key: str, default: int, where: str = "spec", *, pods: bool = True
+) -> int:
+    """A non-negative integer field; ``pods`` when it counts pods to create (so it is capped)."""
     v = spec.get(key)
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ObjectError(f"{where}.{key}", f"expected a non-negative integer, got {v!r}")
+    if pods and v > MAX_EXPANDED_PODS:
+        raise ObjectError(
+            f"{where}.{key}",
+            f"{v} is more than the {MAX_EXPANDED_PODS} pods one workload may expand to",
+        )
     return v
 
 
@@ -288,7 +301,11 @@ def _expand_statefulset(
     selector = _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
     ordinals = spec.get("ordinals") or {}
-    start = _count(ordinals, "start", 0, "spec.ordinals") if isinstance(ordinals, Mapping) else 0
+    start = (
+        _count(ordinals, "start", 0, "spec.ordinals", pods=False)
+        if isinstance(ordinals, Mapping)
+        else 0
+    )
     have = {p.name for p in _live(existing, namespace)}
     revision = f"{name}-{template_hash(template)}"
     owner = _owner("apps/v1", "StatefulSet", name, uid)
@@ -354,7 +371,9 @@ def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
     parallelism = _count(spec, "parallelism", 1)
     completions = spec.get("completions")
     status = obj.get("status") or {}
-    succeeded = _count(status, "succeeded", 0, "status") if isinstance(status, Mapping) else 0
+    succeeded = (
+        _count(status, "succeeded", 0, "status", pods=False) if isinstance(status, Mapping) else 0
+    )
     want = parallelism
     if completions is not None:
         want = min(parallelism, max(0, _count(spec, "completions", 1) - succeeded))

@@ -138,7 +138,9 @@ def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]
 @click.option(
     "--instance-types",
     "instance_types_file",
-    type=click.Path(dir_okay=False),
+    # Not click.Path(dir_okay=False): that exits 2 with a usage error, while a wrong path is
+    # bad input like any broken file (exit 1, one line from the provider naming the file).
+    type=str,
     default=None,
     help="Instance types file for providers that read one (KWOK JSON format for kwok).",
 )

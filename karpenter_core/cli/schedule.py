@@ -165,9 +165,14 @@ def _load(paths: Sequence[str]) -> list[Any]:
     except ImportError as e:  # pragma: no cover - the loader ships with karpenter-core
         raise InputError(f"manifest loader unavailable: {e}") from None
     try:
-        return list(load_manifests(paths))
+        loaded = list(load_manifests(paths))
     except ManifestError as e:
         raise InputError(str(e)) from None
+    if not loaded:
+        # Like kubectl's "no objects passed to apply": an empty file or a directory without
+        # manifests is almost always the wrong path, not a cluster with nothing in it.
+        raise InputError("no objects found in " + ", ".join(paths))
+    return loaded
 
 
 def _karpenter_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:

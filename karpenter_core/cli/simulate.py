@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
-from karpenter_core.sim.scenario import ScenarioError, load_scenario, parse_duration
+from karpenter_core.apis.objects import ObjectError, Pod
+from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
+from karpenter_core.sim.scenario import Scenario, ScenarioError, load_scenario, parse_duration
 
 __all__ = ["command"]
 
@@ -61,6 +65,9 @@ def command(
         until_s = None if until is None else parse_duration(until, "--until")
     except ScenarioError as e:
         raise click.ClickException(str(e)) from None
+    problem = _workload_problem(parsed)
+    if problem is not None:
+        raise click.ClickException(problem)
 
     from karpenter_core.sim.engine import Simulation, SimulationError
     from karpenter_core.sim.report import render_html, render_text
@@ -84,3 +91,40 @@ def command(
     except OSError as e:
         raise click.ClickException(f"--out {out}: cannot write: {e.strerror or e}") from None
     click.echo(f"wrote {output} report to {out}", err=True)
+
+
+def _pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod a workload manifest creates (a bare Pod is its own template)."""
+    if manifest.get("kind") == "Pod":
+        return manifest
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    return template if isinstance(template, Mapping) else None
+
+
+def _workload_problem(scenario: Scenario) -> str | None:
+    """What the scenario loader lets through but would hang or mis-count the run.
+
+    Sizes beyond :data:`MAX_EXPANDED_PODS` would never finish, and a pod template the API
+    server would reject (a negative request...) must not be simulated as if it were valid.
+    """
+    for i, w in enumerate(scenario.workloads):
+        where = f"{scenario.source}: workloads[{i}] ({w.name})"
+        sizes = [("replicas", w.replicas)]
+        sizes += [(f"scale[{j}].replicas", step.replicas) for j, step in enumerate(w.scale)]
+        for field_name, size in sizes:
+            if size > MAX_EXPANDED_PODS:
+                return (
+                    f"{where}: {field_name}: {size} is more than the {MAX_EXPANDED_PODS} "
+                    "pods one workload may expand to"
+                )
+        template = _pod_template(w.manifest)
+        if template is None:
+            continue
+        pod = {"apiVersion": "v1", "kind": "Pod", **template}
+        pod["metadata"] = {"name": w.name, "namespace": w.namespace}
+        try:
+            Pod.from_dict(pod)
+        except ObjectError as e:
+            return f"{where}: pod template: {e}"
+    return None

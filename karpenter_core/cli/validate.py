@@ -74,7 +74,7 @@ def command(
                 if kind in ("NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer"):
                     # Right kind, wrong version: that is an error, not something to skip.
                     checked[kind] += 1
-                    for err in validate(loaded.obj):
+                    for err in dict.fromkeys(str(e) for e in validate(loaded.obj)):
                         click.echo(f"{loaded.source}: {loaded.display}: {err}")
                     invalid += 1
                     failed = True
@@ -88,7 +88,8 @@ def command(
                     )
                 continue
             checked[loaded.kind] += 1
-            errors = validate(loaded.obj)
+            # Some rules (schema and CEL) can report the same problem twice: print it once.
+            errors = list(dict.fromkeys(str(e) for e in validate(loaded.obj)))
             if errors:
                 invalid += 1
                 failed = True
@@ -96,6 +97,9 @@ def command(
                     click.echo(f"{loaded.source}: {loaded.display}: {err}")
 
     total = sum(checked.values())
+    if not failed and total == 0 and skipped == 0:
+        # kubectl apply says "no objects passed to apply" here: nothing was checked at all.
+        raise click.ClickException("no objects found in " + ", ".join(filenames))
     summary = ", ".join(f"{n} {k}" for k, n in sorted(checked.items())) or "no Karpenter objects"
     extra = f"; {skipped} other object(s) skipped" if skipped else ""
     if failed:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -182,6 +183,8 @@ def _resources(value: Any, ctx: _Context) -> tuple[dict[str, int], dict[str, str
             milli, fmt = parse_quantity_format(quantity)
         except QuantityError as exc:
             raise ctx.error(f"resources.{name}", str(exc)) from None
+        if milli < 0:
+            raise ctx.error(f"resources.{name}", f"must not be negative, got {quantity!r}")
         parsed[name] = milli
         canonical[name] = format_quantity(milli, fmt)
     for required in ("cpu", "memory"):
@@ -206,13 +209,22 @@ def _offering(obj: Any, ctx: _Context, where: str) -> Offering:
     price = fields.get("Price")
     if isinstance(price, bool) or not isinstance(price, int | float):
         raise ctx.error(f"{where}.Price", f"must be a number, got {_describe(price)}")
+    if not math.isfinite(price):
+        raise ctx.error(f"{where}.Price", f"must be a finite number, got {price!r}")
     if price < 0:
         raise ctx.error(f"{where}.Price", f"must not be negative, got {price!r}")
+    available = fields.get("Available", True)
+    if not isinstance(available, bool):
+        raise ctx.error(f"{where}.Available", f"must be a boolean, got {_describe(available)}")
     reservation_capacity = fields.get("ReservationCapacity", 0) or 0
     if isinstance(reservation_capacity, bool) or not isinstance(reservation_capacity, int):
         raise ctx.error(
             f"{where}.ReservationCapacity",
             f"must be an integer, got {_describe(reservation_capacity)}",
+        )
+    if reservation_capacity < 0:
+        raise ctx.error(
+            f"{where}.ReservationCapacity", f"must not be negative, got {reservation_capacity}"
         )
     raw_reqs = fields.get("Requirements")
     if not isinstance(raw_reqs, list):

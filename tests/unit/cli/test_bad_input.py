@@ -1,0 +1,457 @@
+"""Bad input to the file-reading commands: one clear line, exit code 1, never a traceback.
+
+Issue 2's rule: "a malformed manifest, an unknown operator, a bad quantity or a broken
+instance-types file gets one clear line naming the file, the object and the field, and exit
+code 1". Each row writes one file, runs one command on it and checks the line it prints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from karpenter_core.cli import main
+
+NODEPOOL_HEAD = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: np}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+"""
+REQS = "      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]\n"
+GOOD_NODEPOOL = NODEPOOL_HEAD + REQS
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "%s"}}}]
+"""
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  replicas: %s
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec: {containers: [{name: c}]}
+"""
+SCENARIO_HEAD = """\
+apiVersion: simulate.karpenter.sh/v1alpha1
+kind: Scenario
+until: 1m
+nodePools:
+  - apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: np}
+    spec:
+      template:
+        spec:
+          nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+          requirements: []
+"""
+
+# (id, file content (str, bytes, or None for "a directory with no YAML"), expected fragments)
+MANIFEST_CASES: list[tuple[str, str | bytes | None, tuple[str, ...]]] = [
+    ("tab-indented", "apiVersion: v1\n\tkind: NodePool\n", ("invalid YAML", "line 2")),
+    ("binary-garbage", bytes(range(128, 256)) * 3, ("not a UTF-8 text file",)),
+    ("top-level-list", "- a\n- b\n", ("document 1", "got a list")),
+    ("top-level-string", "just words\n", ("document 1", "got a string")),
+    ("unterminated-json", '{"apiVersion": "v1", "kind": "Pod"', ("invalid YAML",)),
+    ("python-tag", "a: !!python/object:os.system x\n", ("invalid YAML",)),
+    ("duplicate-key", "kind: Pod\nkind: Node\n", ("duplicate key 'kind'",)),
+    ("list-with-broken-item", "apiVersion: v1\nkind: List\nitems:\n- 5\n", ("items[0]",)),
+    (
+        "list-with-invalid-nodepool",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n"
+        "  kind: NodePool\n  metadata: {name: x}\n  spec: 3\n",
+        ("NodePool", "x", "spec"),
+    ),
+    (
+        "requirements-is-a-string",
+        NODEPOOL_HEAD + '      requirements: "kubernetes.io/arch In amd64"\n',
+        ("NodePool", "np", "spec.template.spec.requirements", "array"),
+    ),
+    (
+        "operator-in-lower-case",
+        NODEPOOL_HEAD + "      requirements: [{key: a, operator: in, values: [x]}]\n",
+        ("NodePool", "np", "spec.template.spec.requirements[0].operator", '"in"'),
+    ),
+    (
+        "unknown-operator",
+        NODEPOOL_HEAD + "      requirements: [{key: a, operator: Near, values: [x]}]\n",
+        ("NodePool", "np", "requirements[0].operator", '"Near"'),
+    ),
+    (
+        "bad-limit-quantity",
+        GOOD_NODEPOOL + "  limits: {cpu: 5zz}\n",
+        ("NodePool", "np", "spec.limits[cpu]", "5zz"),
+    ),
+    (
+        "infinite-limit",
+        GOOD_NODEPOOL + "  limits: {cpu: .inf}\n",
+        ("NodePool", "np", "spec.limits[cpu]"),
+    ),
+    (
+        "huge-weight",
+        GOOD_NODEPOOL + "  weight: 99999999999999999999999\n",
+        ("NodePool", "np", "spec.weight", "100"),
+    ),
+    (
+        "unicode-weight",
+        GOOD_NODEPOOL + "  weight: \u00fcn\u00ef\n",
+        ("NodePool", "np", "spec.weight", "integer"),
+    ),
+    (
+        "non-string-requirement-values",
+        NODEPOOL_HEAD + "      requirements: [{key: a, operator: In, values: [1]}]\n",
+        ("NodePool", "np", "requirements[0].values[0]", "string"),
+    ),
+    (
+        "metadata-not-a-mapping",
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: 5\nspec: {}\n",
+        ("NodePool", "metadata", "object"),
+    ),
+]
+
+
+def _write(tmp_path: Path, name: str, content: str | bytes | None) -> Path:
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+        (path / "notes.txt").write_text("not a manifest\n")
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Exit code and everything printed; a crash (an exception other than exit) fails."""
+    result = CliRunner().invoke(main, list(args), env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    text = result.stdout + result.stderr
+    assert "Traceback" not in text
+    return result.exit_code, text
+
+
+def _problem_lines(text: str) -> list[str]:
+    """The lines that report a problem (not validate's FAILED summary)."""
+    return [line for line in text.splitlines() if line and not line.startswith("FAILED:")]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [pytest.param(c, e, id=i) for i, c, e in MANIFEST_CASES],
+)
+def test_validate_reports_bad_manifest_in_one_line(
+    tmp_path: Path, content: str | bytes, expected: tuple[str, ...]
+) -> None:
+    path = _write(tmp_path, "in.yaml", content)
+    code, text = _run("validate", "-f", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert lines, text
+    assert all(line.startswith(str(path)) for line in lines), text
+    assert any(all(frag in line for frag in expected) for line in lines), text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [pytest.param(c, e, id=i) for i, c, e in MANIFEST_CASES],
+)
+def test_schedule_reports_bad_manifest_in_one_line(
+    tmp_path: Path, content: str | bytes, expected: tuple[str, ...]
+) -> None:
+    good = _write(tmp_path, "good.yaml", GOOD_NODEPOOL + "---\n" + POD % "1")
+    path = _write(tmp_path, "in.yaml", content)
+    code, text = _run("schedule", "-f", str(good), "-f", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"Error: {path}")
+    assert all(frag in lines[0] for frag in expected), text
+
+
+@pytest.mark.parametrize(
+    ("args", "content", "expected"),
+    [
+        pytest.param(("validate", "-f"), "", "no objects found", id="validate-empty-file"),
+        pytest.param(("validate", "-f"), None, "no manifest files", id="validate-dir-no-yaml"),
+        pytest.param(("schedule", "-f"), "", "no objects found", id="schedule-empty-file"),
+        pytest.param(("schedule", "-f"), None, "no objects found", id="schedule-dir-no-yaml"),
+        pytest.param(("simulate",), "", "found 0", id="simulate-empty-file"),
+    ],
+)
+def test_nothing_to_read_is_an_error(
+    tmp_path: Path, args: tuple[str, ...], content: str | None, expected: str
+) -> None:
+    path = _write(tmp_path, "in.yaml" if content is not None else "manifests", content)
+    code, text = _run(*args, str(path))
+    assert code == 1
+    assert len(_problem_lines(text)) == 1, text
+    assert expected in text
+    assert str(path) in text
+
+
+@pytest.mark.parametrize("command", ["validate", "schedule"])
+def test_missing_file_is_one_line(tmp_path: Path, command: str) -> None:
+    missing = tmp_path / "nope.yaml"
+    code, text = _run(command, "-f", str(missing))
+    assert code == 1
+    assert _problem_lines(text) == [f"Error: {missing}: no such file or directory"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param(
+            POD % "-1",
+            ("Pod default/p", "requests.cpu", "greater than or equal to 0"),
+            id="negative-request",
+        ),
+        pytest.param(POD % "abc", ("Pod default/p", "requests.cpu", '"abc"'), id="bad-request"),
+        pytest.param(
+            DEPLOYMENT % "99999999999999",
+            ("Deployment default/d", "spec.replicas", "more than"),
+            id="huge-replicas",
+        ),
+        pytest.param(
+            DEPLOYMENT % "-2", ("Deployment default/d", "spec.replicas", "-2"), id="neg-replicas"
+        ),
+        pytest.param(
+            POD.replace(
+                "containers: [",
+                "affinity: {nodeAffinity: "
+                "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                "[{matchExpressions: [{key: a, operator: in, values: [x]}]}]}}}\n"
+                "  containers: [",
+            )
+            % "1",
+            ("Pod default/p", "matchExpressions[0].operator", "'in'"),
+            id="pod-affinity-operator-lower-case",
+        ),
+    ],
+)
+def test_schedule_reports_bad_workload_in_one_line(
+    tmp_path: Path, extra: str, expected: tuple[str, ...]
+) -> None:
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + extra)
+    code, text = _run("schedule", "-f", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"Error: {path}")
+    assert all(frag in lines[0] for frag in expected), text
+
+
+def _entry(**over: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": "x-1",
+        "architecture": "amd64",
+        "operatingSystems": ["linux"],
+        "resources": {"cpu": "1", "memory": "1Gi", "pods": "10"},
+        "offerings": [
+            {
+                "Price": 0.5,
+                "Available": True,
+                "Requirements": [
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                ],
+            }
+        ],
+    }
+    entry.update(over)
+    return entry
+
+
+def _offering(**over: Any) -> list[dict[str, Any]]:
+    offering = dict(_entry()["offerings"][0])
+    offering.update(over)
+    return [offering]
+
+
+INSTANCE_TYPE_CASES: list[tuple[str, str | bytes | None, tuple[str, ...]]] = [
+    ("empty-file", "", ("not valid JSON",)),
+    ("binary-garbage", bytes(range(128, 256)), ("not UTF-8",)),
+    ("yaml-not-json", "- name: x\n", ("not valid JSON",)),
+    ("an-object", "{}", ("must be a JSON list",)),
+    ("entry-not-object", "[5]", ("entry 0", "must be an object")),
+    ("no-name", json.dumps([_entry(name=None)]), ("entry 0", "name")),
+    (
+        "unknown-field",
+        json.dumps([_entry(zone="a")]),
+        ("entry 0", "unknown field 'zone'"),
+    ),
+    (
+        "bad-quantity",
+        json.dumps([_entry(resources={"cpu": "abc", "memory": "1Gi"})]),
+        ('"x-1"', "resources.cpu", '"abc"'),
+    ),
+    (
+        "negative-quantity",
+        json.dumps([_entry(resources={"cpu": "-4", "memory": "1Gi"})]),
+        ('"x-1"', "resources.cpu", "negative"),
+    ),
+    (
+        "operator-in-lower-case",
+        json.dumps(
+            [
+                _entry(
+                    offerings=_offering(
+                        Requirements=[{"key": "k", "operator": "in", "values": ["a"]}]
+                    )
+                )
+            ]
+        ),
+        ('"x-1"', "offerings[0].Requirements[0]", '"in"'),
+    ),
+    (
+        "requirements-a-string",
+        json.dumps([_entry(offerings=_offering(Requirements="zone=a"))]),
+        ('"x-1"', "offerings[0].Requirements", "list"),
+    ),
+    (
+        "price-a-string",
+        json.dumps([_entry(offerings=_offering(Price="cheap"))]),
+        ('"x-1"', "offerings[0].Price", "number"),
+    ),
+    (
+        "price-infinite",
+        '[{"name": "x-1", "architecture": "amd64", "operatingSystems": ["linux"], '
+        '"resources": {"cpu": "1", "memory": "1Gi"}, "offerings": [{"Price": 1e400, '
+        '"Available": true, "Requirements": [{"key": "topology.kubernetes.io/zone", '
+        '"operator": "In", "values": ["a"]}, {"key": "karpenter.sh/capacity-type", '
+        '"operator": "In", "values": ["spot"]}]}]}]',
+        ('"x-1"', "offerings[0].Price", "finite"),
+    ),
+    (
+        "price-negative",
+        json.dumps([_entry(offerings=_offering(Price=-1))]),
+        ('"x-1"', "offerings[0].Price", "negative"),
+    ),
+    (
+        "available-a-string",
+        json.dumps([_entry(offerings=_offering(Available="yes"))]),
+        ('"x-1"', "offerings[0].Available", "boolean"),
+    ),
+    (
+        "reservation-capacity-negative",
+        json.dumps([_entry(offerings=_offering(ReservationCapacity=-1))]),
+        ('"x-1"', "offerings[0].ReservationCapacity", "negative"),
+    ),
+    (
+        "duplicate-name",
+        json.dumps([_entry(), _entry()]),
+        ("entry 1", "duplicates entry 0"),
+    ),
+    ("directory", None, ("could not read", "directory")),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [pytest.param(c, e, id=i) for i, c, e in INSTANCE_TYPE_CASES],
+)
+def test_instance_types_file_problem_is_one_line(
+    tmp_path: Path, content: str | bytes | None, expected: tuple[str, ...]
+) -> None:
+    path = _write(tmp_path, "types.json", content)
+    code, text = _run("instance-types", "--instance-types", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert str(path) in lines[0]
+    assert all(frag in lines[0] for frag in expected), text
+
+
+def test_instance_types_file_from_environment_reports_the_same_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "types.json", json.dumps([_entry(offerings=_offering(Price=-1))]))
+    code, text = _run("instance-types", env={"INSTANCE_TYPES_FILE_PATH": str(path)})
+    assert code == 1
+    assert _problem_lines(text) == [
+        f'Error: {path}: entry 0 "x-1": offerings[0].Price: must not be negative, got -1'
+    ]
+
+
+def test_schedule_reports_broken_instance_types_file(tmp_path: Path) -> None:
+    manifests = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + POD % "1")
+    types = _write(tmp_path, "types.json", json.dumps([_entry(offerings=_offering(Price="x"))]))
+    code, text = _run("schedule", "-f", str(manifests), "--instance-types", str(types))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert str(types) in lines[0] and "offerings[0].Price" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param("\tname: x\n", ("invalid YAML",), id="tab"),
+        pytest.param("- a\n", ("a scenario is a mapping",), id="list"),
+        pytest.param(
+            SCENARIO_HEAD.replace("requirements: []", 'requirements: "abc"'),
+            ("nodePools[0] (np)", "spec.template.spec.requirements"),
+            id="requirements-a-string",
+        ),
+        pytest.param(
+            SCENARIO_HEAD.replace(
+                "requirements: []", "requirements: [{key: a, operator: in, values: [x]}]"
+            ),
+            ("nodePools[0] (np)", "requirements[0].operator", '"in"'),
+            id="operator-lower-case",
+        ),
+        pytest.param(
+            SCENARIO_HEAD + "workloads:\n  - deployment: d\n    requests: {cpu: zz}\n",
+            ("workloads[0].requests.cpu", '"zz"'),
+            id="bad-request",
+        ),
+        pytest.param(
+            SCENARIO_HEAD + 'workloads:\n  - deployment: d\n    requests: {cpu: "-1"}\n',
+            ("workloads[0] (d)", "requests.cpu", "greater than or equal to 0"),
+            id="negative-request",
+        ),
+        pytest.param(
+            SCENARIO_HEAD + "workloads:\n  - deployment: d\n    replicas: 99999999999\n",
+            ("workloads[0] (d)", "replicas", "more than"),
+            id="huge-replicas",
+        ),
+        pytest.param(
+            SCENARIO_HEAD
+            + "workloads:\n  - deployment: d\n    scale: [{at: 1m, replicas: 99999999999}]\n",
+            ("workloads[0] (d)", "scale[0].replicas", "more than"),
+            id="huge-scale-step",
+        ),
+    ],
+)
+def test_simulate_reports_bad_scenario_in_one_line(
+    tmp_path: Path, body: str, expected: tuple[str, ...]
+) -> None:
+    path = _write(tmp_path, "scenario.yaml", body)
+    code, text = _run("simulate", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"Error: {path}")
+    assert all(frag in lines[0] for frag in expected), text
+
+
+def test_simulate_binary_scenario_is_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "scenario.yaml", bytes(range(128, 256)))
+    code, text = _run("simulate", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1 and str(path) in lines[0], text
