@@ -1,0 +1,43 @@
+"""`karpenter plugins` over the five packages this repository installs (no fakes).
+
+Issue 2: the aws/azure/gcp skeletons must say honestly that they cannot launch yet, and
+kwok that it can; the wheel test checks the same for a fresh install of kwok and aws.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from karpenter_core.cli import main
+
+
+def _providers() -> dict[str, dict[str, object]]:
+    result = CliRunner().invoke(main, ["plugins", "-o", "json"], env={"KARPENTER_PLUGINS": None})
+    assert result.exit_code == 0, result.output
+    return {
+        provider["name"]: provider
+        for plugin in json.loads(result.stdout)["plugins"]
+        for provider in plugin["cloud_providers"]
+    }
+
+
+@pytest.mark.parametrize("name", ["aws", "azure", "gcp"])
+def test_skeleton_provider_is_listed_as_not_able_to_launch(name: str) -> None:
+    provider = _providers()[name]
+    assert provider["can_launch"] is False
+    assert "cannot launch" in str(provider["status"])
+
+
+def test_kwok_is_listed_as_able_to_launch() -> None:
+    assert _providers()["kwok"]["can_launch"] is True
+
+
+@pytest.mark.parametrize("name", ["aws", "azure", "gcp"])
+def test_table_row_says_the_skeleton_cannot_launch(name: str) -> None:
+    result = CliRunner().invoke(main, ["plugins"], env={"KARPENTER_PLUGINS": None})
+    assert result.exit_code == 0
+    [row] = [line for line in result.stdout.splitlines() if line.split()[:1] == [name]]
+    assert row.endswith(f"{name}: catalogue only — cannot launch yet")
