@@ -155,6 +155,13 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
         optional=True,
     ),
     ControllerPackage(
+        "status",
+        "karpenter_core.controllers.status",
+        ("operatorpkg.nodeclaim.status", "operatorpkg.nodepool.status", "operatorpkg.node.status"),
+        gate=_observability,
+        optional=True,
+    ),
+    ControllerPackage(
         "dynamicresources",
         "karpenter_core.controllers.dynamicresources",
         ("dynamicresources.deviceallocation",),
