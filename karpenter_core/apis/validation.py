@@ -382,6 +382,7 @@ def _scalar(pred: Callable[[Any], bool]) -> Callable[[Any, Any], list[str]]:
 
 
 _CEL_INT_RE = re.compile(r"^[+-]?[0-9]+$", re.ASCII)
+_INT64_MAX = 2**63 - 1
 
 
 def _values(x: Any) -> list[Any]:
@@ -401,7 +402,12 @@ def _numeric_ok(x: Any) -> bool:
         return False
     if not _CEL_INT_RE.match(values[0]):
         return False  # CEL int() fails to parse: the rule errors and the object is rejected
-    return int(values[0]) >= 0
+    return _cel_int_in_range(values[0])
+
+
+def _cel_int_in_range(text: str) -> bool:
+    """``int(text) >= 0`` as CEL evaluates it: beyond int64 ``int()`` errors (rejected)."""
+    return 0 <= int(text) <= _INT64_MAX
 
 
 def _min_values_ok(x: Any) -> bool:
@@ -652,7 +658,9 @@ def validate_requirement(req: Any, path: str = "") -> list[FieldError]:
             "in 'values' field"
         )
     if op in ("Gt", "Lt", "Gte", "Lte"):
-        ok = len(values) == 1 and bool(_CEL_INT_RE.match(values[0])) and int(values[0]) >= 0
+        ok = (
+            len(values) == 1 and bool(_CEL_INT_RE.match(values[0])) and _cel_int_in_range(values[0])
+        )
         if not ok:
             out.append(f"key {key} with operator {op} must have a single positive integer value")
     return [FieldError(path, m) for m in out]
