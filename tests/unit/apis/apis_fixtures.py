@@ -31,7 +31,7 @@ spec:
         - {key: example.com/special, value: "true", effect: NoSchedule}
         - {key: example.com/special, effect: NoExecute, timeAdded: "2026-01-01T00:00:00Z"}
       startupTaints:
-        - {key: example.com/not-ready, effect: NoSchedule}
+        - {key: example.com/not-ready, value: "yes", effect: NoSchedule, timeAdded: "2026-01-01T00:00:00Z"}
       requirements:
         - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
         - {key: node.kubernetes.io/instance-type, operator: Exists, minValues: 2}
@@ -86,8 +86,8 @@ metadata:
   finalizers: [karpenter.sh/termination]
   deletionTimestamp: "2026-01-02T00:00:00Z"
 spec:
-  taints: [{key: a, effect: NoSchedule}]
-  startupTaints: [{key: b, value: c, effect: NoExecute}]
+  taints: [{key: a, value: v, effect: NoSchedule, timeAdded: "2026-01-01T00:00:00Z"}]
+  startupTaints: [{key: b, value: c, effect: NoExecute, timeAdded: "2026-01-01T00:00:01Z"}]
   requirements:
     - {key: karpenter.sh/nodepool, operator: In, values: [full]}
     - {key: node.kubernetes.io/instance-type, operator: In, values: [c-4x, c-8x], minValues: 2}
@@ -102,7 +102,7 @@ status:
   capacity: {cpu: "4", memory: 16Gi}
   allocatable: {cpu: 3920m, memory: 15Gi}
   conditions:
-    - {type: Launched, status: "True", reason: Launched, message: "", lastTransitionTime: "2026-01-01T00:00:05Z"}
+    - {type: Launched, status: "True", reason: Launched, message: "", lastTransitionTime: "2026-01-01T00:00:05Z", observedGeneration: 1}
     - {type: Registered, status: "True", reason: "", message: "", lastTransitionTime: "2026-01-01T00:00:40Z"}
     - {type: Initialized, status: Unknown, reason: NodeNotReady, message: "not ready", lastTransitionTime: "2026-01-01T00:00:40Z"}
   lastPodEventTime: "2026-01-01T00:10:00Z"
@@ -124,7 +124,7 @@ spec:
   weight: 100
 status:
   conditions:
-    - {type: ValidationSucceeded, status: "True", reason: Valid, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
+    - {type: ValidationSucceeded, status: "True", reason: Valid, message: "", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
 """
 )
 
@@ -146,6 +146,48 @@ status:
   provisioningStrategy: buffer.x-k8s.io/active-capacity
   conditions:
     - {type: ReadyForProvisioning, status: "True", reason: Resolved, message: ok, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
+"""
+)
+
+# The fields that exclude ones above (replicas vs weight, price vs priceAdjustment,
+# podTemplateRef vs scalableRef): with these, every CRD schema field appears in some fixture.
+STATIC_NODEPOOL = yaml.safe_load(
+    """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: static}
+spec:
+  replicas: 3
+  limits: {nodes: "5"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c-4x-amd64-linux]}
+"""
+)
+
+PRICE_NODEOVERLAY = yaml.safe_load(
+    """
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: fixed-price}
+spec:
+  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [c-4x-amd64-linux]}
+  price: "0.125"
+  weight: 10
+"""
+)
+
+TEMPLATE_CAPACITYBUFFER = yaml.safe_load(
+    """
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: chunk, namespace: web}
+spec:
+  podTemplateRef: {name: web-chunk}
+  replicas: 4
 """
 )
 

@@ -14,10 +14,14 @@ from apis_fixtures import (
     FULL_NODEOVERLAY,
     FULL_NODEPOOL,
     MINIMAL_NODEPOOL,
+    PRICE_NODEOVERLAY,
+    STATIC_NODEPOOL,
+    TEMPLATE_CAPACITYBUFFER,
     fresh,
 )
 
 from karpenter_core.apis.autoscaling import CapacityBuffer
+from karpenter_core.apis.crds import crd_manifests
 from karpenter_core.apis.durations import HOUR, MINUTE
 from karpenter_core.apis.manifests import load_manifests
 from karpenter_core.apis.v1 import (
@@ -51,10 +55,56 @@ MODELS: dict[str, Any] = {
         (NodeClaim, FULL_NODECLAIM),
         (NodeOverlay, FULL_NODEOVERLAY),
         (CapacityBuffer, FULL_CAPACITYBUFFER),
+        (NodePool, STATIC_NODEPOOL),
+        (NodeOverlay, PRICE_NODEOVERLAY),
+        (CapacityBuffer, TEMPLATE_CAPACITYBUFFER),
     ],
 )
 def test_full_manifest_round_trips_losslessly(cls: Any, manifest: dict[str, Any]) -> None:
     assert cls.from_dict(fresh(manifest)).to_dict() == manifest
+
+
+ROUND_TRIP_FIXTURES = (
+    FULL_NODEPOOL,
+    FULL_NODECLAIM,
+    FULL_NODEOVERLAY,
+    FULL_CAPACITYBUFFER,
+    STATIC_NODEPOOL,
+    PRICE_NODEOVERLAY,
+    TEMPLATE_CAPACITYBUFFER,
+)
+
+
+def _schema_paths(schema: dict[str, Any], prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for name, sub in (schema.get("properties") or {}).items():
+        path = f"{prefix}.{name}" if prefix else name
+        out |= {path} | _schema_paths(sub, path)
+    if "items" in schema:
+        out |= _schema_paths(schema["items"], prefix + "[]")
+    return out
+
+
+def _object_paths(obj: Any, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    if isinstance(obj, dict):
+        for name, sub in obj.items():
+            path = f"{prefix}.{name}" if prefix else name
+            out |= {path} | _object_paths(sub, path)
+    elif isinstance(obj, list):
+        for sub in obj:
+            out |= _object_paths(sub, prefix + "[]")
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_round_trip_fixtures_cover_every_crd_field(kind: str) -> None:
+    [crd] = [c for c in crd_manifests() if c["spec"]["names"]["kind"] == kind]
+    [version] = [v for v in crd["spec"]["versions"] if v.get("storage")]
+    schema_fields = _schema_paths(version["schema"]["openAPIV3Schema"])
+    used = set().union(*(_object_paths(f) for f in ROUND_TRIP_FIXTURES if f["kind"] == kind))
+    missing = {p for p in schema_fields - used if not p.startswith("metadata")}
+    assert not missing, sorted(missing)
 
 
 def test_examples_round_trip_losslessly() -> None:

@@ -13,6 +13,9 @@ from apis_fixtures import (
     FULL_NODEPOOL,
     MINIMAL_NODEOVERLAY,
     MINIMAL_NODEPOOL,
+    PRICE_NODEOVERLAY,
+    STATIC_NODEPOOL,
+    TEMPLATE_CAPACITYBUFFER,
     fresh,
 )
 
@@ -62,7 +65,16 @@ def _set(path: str, value: Any) -> Mutation:
 
 @pytest.mark.parametrize(
     "manifest",
-    [FULL_NODEPOOL, FULL_NODECLAIM, FULL_NODEOVERLAY, FULL_CAPACITYBUFFER, MINIMAL_NODEPOOL],
+    [
+        FULL_NODEPOOL,
+        FULL_NODECLAIM,
+        FULL_NODEOVERLAY,
+        FULL_CAPACITYBUFFER,
+        MINIMAL_NODEPOOL,
+        STATIC_NODEPOOL,
+        PRICE_NODEOVERLAY,
+        TEMPLATE_CAPACITYBUFFER,
+    ],
 )
 def test_full_manifests_are_valid(manifest: dict[str, Any]) -> None:
     assert validate(fresh(manifest)) == []
