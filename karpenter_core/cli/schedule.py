@@ -478,6 +478,8 @@ def read_scheduler_config(path: str) -> SchedulerOptions:
             text = f.read()
     except OSError as e:
         raise InputError(f"{path}: cannot read scheduler config: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: cannot read scheduler config: not a UTF-8 text file") from None
     try:
         return SchedulerOptions(scheduler_config=text)
     except ValueError as e:

@@ -455,3 +455,23 @@ def test_simulate_binary_scenario_is_one_line(tmp_path: Path) -> None:
     assert code == 1
     lines = _problem_lines(text)
     assert len(lines) == 1 and str(path) in lines[0], text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(bytes(range(128, 256)), "not a UTF-8 text file", id="binary"),
+        pytest.param(None, "cannot read scheduler config", id="directory"),
+        pytest.param("a: [\n", "scheduler config", id="broken-yaml"),
+    ],
+)
+def test_schedule_reports_broken_scheduler_config(
+    tmp_path: Path, content: str | bytes | None, expected: str
+) -> None:
+    manifests = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + POD % "1")
+    config = _write(tmp_path, "config", content)
+    code, text = _run("schedule", "-f", str(manifests), "--scheduler-config", str(config))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"Error: {config}: ") and expected in lines[0]
