@@ -211,12 +211,18 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
     ``None`` matches nothing (as ``LabelSelectorAsSelector(nil)`` does). Unknown operators
     match nothing rather than raising: a selector the API server rejected cannot select.
     """
-    if selector is None:
+    if not isinstance(selector, Mapping):
         return False
-    for k, v in (selector.get("matchLabels") or {}).items():
+    match_labels = selector.get("matchLabels") or {}
+    match_expressions = selector.get("matchExpressions") or ()
+    if not isinstance(match_labels, Mapping) or not isinstance(match_expressions, list | tuple):
+        return False
+    for k, v in match_labels.items():
         if labels.get(k) != v:
             return False
-    for expr in selector.get("matchExpressions") or ():
+    for expr in match_expressions:
+        if not isinstance(expr, Mapping):
+            return False
         if not expression_matches(
             expr.get("key"), expr.get("operator"), expr.get("values") or (), labels
         ):

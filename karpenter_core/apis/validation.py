@@ -623,7 +623,9 @@ def validate_requirement(req: Any, path: str = "") -> list[FieldError]:
         req = _as_mapping(req)
     key = wk.normalize_key(str(req.get("key", "")))
     op = str(req.get("operator", ""))
-    values = [str(v) for v in (req.get("values") or ())]
+    raw_values = req.get("values")
+    # A values field that is not a list is a schema error reported on its own.
+    values = [str(v) for v in raw_values] if isinstance(raw_values, list | tuple) else []
     min_values = req.get("minValues")
     out: list[str] = []
     if op not in S.OPERATORS:

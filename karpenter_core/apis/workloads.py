@@ -173,6 +173,10 @@ def _selector(spec: Mapping[str, Any], labels: Mapping[str, str]) -> Mapping[str
     sel = spec.get("selector")
     if not isinstance(sel, Mapping):
         raise ObjectError("spec.selector", "required")
+    if not isinstance(sel.get("matchLabels") or {}, Mapping):
+        raise ObjectError("spec.selector.matchLabels", "expected a map of label keys to values")
+    if not isinstance(sel.get("matchExpressions") or [], list):
+        raise ObjectError("spec.selector.matchExpressions", "expected a list")
     for i, expr in enumerate(sel.get("matchExpressions") or ()):
         op = expr.get("operator") if isinstance(expr, Mapping) else None
         if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
@@ -507,12 +511,12 @@ def expand_workloads(
     A ReplicaSet owned by a Deployment that is also listed is skipped: the Deployment
     accounts for its pods (exported clusters contain both)."""
     deployments = {
-        (
-            str((o.get("metadata") or {}).get("namespace") or "default"),
-            str((o.get("metadata") or {}).get("name")),
-        )
+        (str(meta.get("namespace") or "default"), str(meta.get("name")))
         for o in objects
         if o.get("kind") == "Deployment"
+        # A metadata that is not a mapping is reported when the Deployment itself expands.
+        for meta in [o.get("metadata")]
+        if isinstance(meta, Mapping)
     }
     pvcs = list(existing_pvcs)
     out = []

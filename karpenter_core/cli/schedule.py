@@ -353,7 +353,7 @@ def apply_node_overlays(
     of the same weight (same offering priced, or same capacity key) is skipped everywhere.
     """
     from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
-    from karpenter_core.apis.objects import _resources
+    from karpenter_core.apis.resources import parse_resource_list
     from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 
     def weight(o: Any) -> int:
@@ -384,7 +384,9 @@ def apply_node_overlays(
         except ValueError:
             continue
         change = spec.get("price") or spec.get("priceAdjustment")
-        cap = _resources(spec.get("capacity"), "spec.capacity")
+        # Validated already (CRD pattern); the CRD admits a signed quantity, so parse it as a
+        # plain ResourceList rather than with the pod-request reader that rejects negatives.
+        cap = parse_resource_list(spec.get("capacity"))
         hits: list[tuple[tuple[str, str], list[int]]] = []
         conflict = False
         for np in nodepools:

@@ -117,6 +117,11 @@ MANIFEST_CASES: list[tuple[str, str | bytes | None, tuple[str, ...]]] = [
         ("NodePool", "np", "requirements[0].values[0]", "string"),
     ),
     (
+        "requirement-values-a-number",
+        NODEPOOL_HEAD + "      requirements: [{key: a, operator: In, values: 1.5}]\n",
+        ("NodePool", "np", "requirements[0].values", "array"),
+    ),
+    (
         "metadata-not-a-mapping",
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: 5\nspec: {}\n",
         ("NodePool", "metadata", "object"),
@@ -475,3 +480,44 @@ def test_schedule_reports_broken_scheduler_config(
     lines = _problem_lines(text)
     assert len(lines) == 1, text
     assert lines[0].startswith(f"Error: {config}: ") and expected in lines[0]
+
+
+def test_schedule_reports_deployment_whose_metadata_is_not_a_mapping(tmp_path: Path) -> None:
+    body = (DEPLOYMENT % "1").replace("metadata: {name: d}", "metadata: oops", 1)
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + body)
+    code, text = _run("schedule", "-f", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {path}"), text
+    assert "metadata" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("selector", "field"),
+    [
+        ("{matchLabels: true}", "spec.selector.matchLabels"),
+        ("{matchExpressions: 5}", "spec.selector.matchExpressions"),
+    ],
+)
+def test_schedule_reports_deployment_selector_of_the_wrong_shape(
+    tmp_path: Path, selector: str, field: str
+) -> None:
+    body = (DEPLOYMENT % "1").replace("selector: {matchLabels: {app: d}}", f"selector: {selector}")
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + body)
+    code, text = _run("schedule", "-f", str(path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"Error: {path}: Deployment default/d: {field}:"), text
+
+
+def test_schedule_accepts_an_overlay_with_a_signed_capacity_as_the_crd_does(
+    tmp_path: Path,
+) -> None:
+    overlay = (
+        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\n"
+        'spec:\n  requirements: []\n  capacity: {example.com/fuse: "-1"}\n'
+    )
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + POD % "1" + "---\n" + overlay)
+    code, text = _run("schedule", "-f", str(path))
+    assert code == 0, text
