@@ -390,11 +390,10 @@ class Operator:
         self.elector.start()
 
     def _start_controllers(self) -> None:
+        from karpenter_core.cloudprovider.metrics import decorate
         from karpenter_core.operator.controllers import register_all
         from karpenter_core.runtime.manager import Manager
         from karpenter_core.state.cluster import Cluster
-
-        from karpenter_core.cloudprovider.metrics import decorate
 
         assert self.client is not None
         ctx = ControllerContext(
