@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
 
-.PHONY: venv demo test lint typecheck unit controlplane clean
+.PHONY: venv demo test lint typecheck unit controlplane helm bench clean
 
 $(STAMP): pyproject.toml plugins/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,18 @@ unit: $(STAMP)
 controlplane: $(STAMP)
 	$(BIN)/python tests/integration/controlplane.py build
 
-test: $(STAMP) controlplane
+# helm, built from its Go module at a pinned version and cached the same way, renders the
+# chart in tests.
+helm: $(STAMP)
+	$(BIN)/python tests/unit/serve/helmtool.py
+
+# Benchmarks print figures; none is part of the test suite.
+bench: $(STAMP) controlplane
+	$(BIN)/python bench/scheduling.py
+	$(BIN)/python bench/e2e.py
+	$(BIN)/python bench/serve.py
+
+test: $(STAMP) controlplane helm
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -q
