@@ -21,6 +21,7 @@ from karpenter_core.controllers.provisioning.triggers import (
     NodeTrigger,
     PodTrigger,
     linear_scale_reconciles,
+    may_be_provisionable,
 )
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
@@ -62,7 +63,10 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     provisioner.bind(manager.add_singleton(NAME, provisioner))
     workers = linear_scale_reconciles(ctx.options.cpu_requests, 10, 1000)
     manager.add_controller(
-        POD_TRIGGER, PodTrigger(ctx, provisioner), watches=[Watch("pods")], workers=workers
+        POD_TRIGGER,
+        PodTrigger(ctx, provisioner),
+        watches=[Watch("pods", predicate=may_be_provisionable)],
+        workers=workers,
     )
     manager.add_controller(
         NODE_TRIGGER, NodeTrigger(ctx, provisioner), watches=[Watch("nodes")], workers=workers

@@ -480,16 +480,26 @@ class Provisioner:
     ) -> list[str]:
         """Create each planned NodeClaim (scheduler ``NodeClaim``s); returns the names
         created. Every claim is attempted; failures are raised together afterwards as
-        :class:`ProvisioningError`."""
+        :class:`ProvisioningError`.
+
+        Pod nominations are published only after every claim has been created: each event
+        is an API write, and writing a large batch's events between the creates delayed
+        the later claims by seconds."""
         names: list[str] = []
         errors: list[str] = []
+        nominations: list[tuple[Any, str]] = []
         for nc in nodeclaims:
             try:
-                names.append(
-                    self.create(nc, reason=reason, record_pod_nomination=record_pod_nomination)
-                )
+                name = self.create(nc, reason=reason)
             except (CreateError, ApiError) as e:
                 errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {e}")
+                continue
+            names.append(name)
+            nominations.append((nc, name))
+        if record_pod_nomination:
+            for nc, name in nominations:
+                for pod in nc.pods:
+                    self.ctx.recorder.publish(events.nominate_pod(pod, nodeclaim_name=name))
         if errors:
             raise ProvisioningError("; ".join(errors))
         return names

@@ -32,6 +32,7 @@ __all__ = [
     "PodTrigger",
     "has_disrupted_taint",
     "linear_scale_reconciles",
+    "may_be_provisionable",
 ]
 
 log = logging.getLogger("karpenter.provisioner")
@@ -57,6 +58,27 @@ def has_disrupted_taint(node: Mapping[str, Any]) -> bool:
         and t.get("key") == DISRUPTED_TAINT_KEY
         and t.get("effect") == "NoSchedule"
         for t in taints or ()
+    )
+
+
+def may_be_provisionable(event_type: str, obj: Mapping[str, Any]) -> bool:
+    """Watch predicate for the pod trigger: only events whose pod is unbound and carries
+    kube-scheduler's Unschedulable verdict can make it provisionable. Every other event
+    (a pod created before the scheduler looked, a bound pod's status updates, deletions)
+    would only cost the reconcile an API read under the client rate limit; a burst of
+    pods queued thousands of such reads ahead of the ones that matter."""
+    if event_type == "DELETED":
+        return False
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and spec.get("nodeName"):
+        return False
+    status = obj.get("status")
+    conds = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conds, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") == "PodScheduled"
+        and c.get("reason") == "Unschedulable"
+        for c in conds
     )
 
 
