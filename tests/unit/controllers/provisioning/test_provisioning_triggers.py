@@ -11,6 +11,7 @@ from karpenter_core.controllers.provisioning.triggers import (
     NodeTrigger,
     PodTrigger,
     linear_scale_reconciles,
+    may_be_provisionable,
 )
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
@@ -83,3 +84,30 @@ def test_node_trigger_fires_only_for_disrupted_nodes(disrupted: bool, expected: 
 )
 def test_linear_scale_reconciles(cpu_milli: int, expected: int) -> None:
     assert linear_scale_reconciles(cpu_milli, 10, 1000) == expected
+
+
+def _pod_obj(*, node: str | None = None, reason: str | None = "Unschedulable") -> dict[str, object]:
+    conds = [{"type": "PodScheduled", "status": "False", "reason": reason}] if reason else []
+    return {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"conditions": conds},
+    }
+
+
+@pytest.mark.parametrize(
+    ("event_type", "obj", "expected"),
+    [
+        ("ADDED", _pod_obj(), True),
+        ("MODIFIED", _pod_obj(), True),
+        ("DELETED", _pod_obj(), False),
+        ("ADDED", _pod_obj(reason=None), False),
+        ("MODIFIED", _pod_obj(reason="SchedulerError"), False),
+        ("MODIFIED", _pod_obj(node="n1"), False),
+        ("ADDED", {"metadata": {"name": "p"}, "status": {"conditions": "bad"}}, False),
+    ],
+)
+def test_pod_watch_predicate_passes_only_unbound_unschedulable_pods(
+    event_type: str, obj: dict[str, object], expected: bool
+) -> None:
+    assert may_be_provisionable(event_type, obj) is expected
