@@ -433,7 +433,7 @@ class Operator:
         assert self.client is not None
         self._check_reachable()
         self.clock = WallClock()
-        self.recorder = EventRecorder(self.clock, self.client)
+        self.recorder = EventRecorder(self.clock, self.client, asynchronous=True)
         self._build_provider()
         self._check_crds()
         from karpenter_core.operator.health import ServeError as PortError
@@ -484,6 +484,9 @@ class Operator:
             self._leader_status.set(0)
         if self.informers is not None:
             self.informers.stop()
+        recorder = getattr(self, "recorder", None)  # absent if start failed early
+        if recorder is not None:
+            recorder.close()
         for server in (self.health_server, self.metrics_server):
             if server is not None:
                 server.stop()

@@ -107,9 +107,18 @@ class EventRecorder:
         instance: str | None = None,
         dedupe_timeout: float = DEFAULT_DEDUPE_TIMEOUT,
         max_events: int = 10_000,
+        asynchronous: bool = False,
     ) -> None:
         self.clock = clock
         self.client = client
+        self.asynchronous = asynchronous
+        """Write events to the API server from a background thread (``karpenter serve``):
+        each write is a rate-limited API call, and a controller publishing one per pod of a
+        large batch must not wait for them. :meth:`close` writes what is still queued."""
+        self._pending: deque[tuple[RecordedEvent, int]] = deque()
+        self._pending_cond = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self._closed = False
         self.component = component
         self.instance = instance or f"{component}-{socket.gethostname()}"
         self.dedupe_timeout = dedupe_timeout
@@ -181,8 +190,44 @@ class EventRecorder:
             event.reason,
             event.message,
         )
-        if self.client is not None:
+        if self.client is None:
+            return
+        if not self.asynchronous:
             self._write(recorded, seq)
+            return
+        with self._pending_cond:
+            if self._closed:
+                return
+            self._pending.append((recorded, seq))
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._drain, name="event-writer", daemon=True
+                )
+                self._writer.start()
+            self._pending_cond.notify()
+
+    def _drain(self) -> None:
+        while True:
+            with self._pending_cond:
+                while not self._pending and not self._closed:
+                    self._pending_cond.wait()
+                if not self._pending:
+                    return
+                recorded, seq = self._pending.popleft()
+            try:
+                self._write(recorded, seq)
+            except Exception:  # never let one write stop the writer
+                log.exception("writing event %s failed", recorded.reason)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop accepting asynchronous writes and wait up to ``timeout`` seconds for the
+        queued ones (idempotent; nothing to do for a synchronous recorder)."""
+        with self._pending_cond:
+            self._closed = True
+            self._pending_cond.notify_all()
+            writer = self._writer
+        if writer is not None:
+            writer.join(timeout)
 
     def _write(self, event: RecordedEvent, seq: int) -> None:
         assert self.client is not None
