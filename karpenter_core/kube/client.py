@@ -45,6 +45,7 @@ __all__ = [
     "UnknownResourceError",
     "WatchEvent",
     "WatchStream",
+    "deep_copy",
     "register_resource",
     "resource_for",
     "resource_types",
@@ -391,6 +392,19 @@ def resource_of(obj: Mapping[str, Any]) -> ResourceType:
 
 
 # --------------------------------------------------------------------------- lists and watches
+
+
+def deep_copy(value: Any) -> Any:
+    """Copy a JSON-like value (dicts, lists, scalars); tuples become lists.
+
+    Several times faster than ``copy.deepcopy`` on API objects, which matters when thousands
+    of pods are listed (from the in-memory server or from an informer's cache).
+    """
+    if isinstance(value, dict):
+        return {k: deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [deep_copy(v) for v in value]
+    return value
 
 
 @frozen

@@ -65,6 +65,7 @@ class WatchSpec(Protocol):
     @property
     def predicate(self) -> Callable[[str, Obj], bool] | None: ...
 
+
 POD_NODE_NAME_INDEX = "spec.nodeName"
 
 
@@ -80,6 +81,23 @@ def pod_node_name(obj: Mapping[str, Any]) -> list[str]:
     """Index value of a pod: the node it is bound to (unbound pods are not indexed)."""
     node = (obj.get("spec") or {}).get("nodeName")
     return [str(node)] if node else []
+
+
+def _revision_of(rv: Any) -> int | None:
+    try:
+        return int(str(rv))
+    except (TypeError, ValueError):
+        return None
+
+
+def _revision(obj: Obj) -> int | None:
+    return _revision_of((obj.get("metadata") or {}).get("resourceVersion"))
+
+
+def _newer(a: Obj, b: Obj) -> bool:
+    """``a`` is a strictly later version of the object than ``b`` (False when unknown)."""
+    ra, rb = _revision(a), _revision(b)
+    return ra is not None and rb is not None and ra > rb
 
 
 class Informer:
@@ -162,6 +180,12 @@ class Informer:
         for obj in existing:
             self._call(handler, ADDED, obj)
 
+    def remove_handler(self, handler: Handler) -> None:
+        """Stop calling ``handler`` (a stopped Manager detaches its controllers)."""
+        with self._lock:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
     def feed(self, watch: WatchSpec, enqueue: Callable[[Hashable], None]) -> Handler:
         """Enqueue keys from this cache's changes as the Manager does from a watch: the
         ``Watch``'s predicate filters, its mapper turns each change into keys."""
@@ -213,6 +237,9 @@ class Informer:
             if event_type == DELETED:
                 self._items.pop(key, None)
                 self._index(key, None, old)
+            elif old is not None and _newer(old, obj):
+                # a write's result remembered ahead of this older event: keep the newer copy
+                pass
             else:
                 self._items[key] = obj
                 self._index(key, obj, old)
@@ -221,6 +248,31 @@ class Informer:
             if rv:
                 self.resource_version = str(rv)
         self._notify(event_type, obj)
+
+    def remember(self, obj: Obj) -> bool:
+        """Store the result of this process's own write before its watch event arrives, so a
+        read right after a write sees it (client-go's mutation cache, simplified).
+
+        Only a version newer than everything the watch has delivered is taken: an older one
+        would resurrect state the watch already moved past (even a deletion). Handlers are not
+        called; they hear of the change from the watch. Returns whether the cache changed.
+        Resource versions are compared as etcd revisions (integers); a server that does not
+        use them gets no read-your-writes, only the usual watch latency.
+        """
+        rv = _revision(obj)
+        if rv is None or not self._synced.is_set():
+            return False
+        key = object_key(obj)
+        with self._lock:
+            seen = _revision_of(self.resource_version)
+            if seen is None or rv <= seen:
+                return False
+            old = self._items.get(key)
+            if old is not None and not _newer(obj, old):
+                return False
+            self._items[key] = obj
+            self._index(key, obj, old)
+        return True
 
     # ------------------------------------------------------------------ list and watch
 

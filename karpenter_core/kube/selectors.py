@@ -26,6 +26,7 @@ __all__ = [
     "LabelRequirement",
     "LabelSelector",
     "SelectorError",
+    "field_value",
     "label_selector_from_dict",
     "parse_field_selector",
     "parse_label_selector",
@@ -378,6 +379,29 @@ class FieldSelector:
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
+
+
+BOOLEAN_FIELDS = frozenset({"spec.unschedulable", "spec.hostNetwork"})
+"""Fields the server compares as ``true``/``false`` even when the object leaves them unset."""
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str:
+    """The string an API server compares a field selector against (``spec.nodeName`` of an
+    unbound pod is ``""``; an unset boolean field is ``"false"``; an Event's ``source`` is
+    its component)."""
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            cur = None
+            break
+        cur = cur.get(part)
+    if path == "source" and isinstance(obj.get("source"), Mapping):
+        cur = obj["source"].get("component")
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    if cur is None:
+        return "false" if path in BOOLEAN_FIELDS else ""
+    return str(cur)
 
 
 def _split_unescaped(text: str, sep: str) -> list[str]:

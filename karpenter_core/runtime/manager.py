@@ -7,6 +7,12 @@ the work: deliver pending watch events, run one ready reconcile, and when nothin
 jump the clock to the next timer (a delayed requeue, a back-off, a sim kubelet's timer).
 The order is fixed by registration order (round-robin over controllers with ready work),
 or by a seeded shuffle when ``seed`` is given — the same inputs and seed give the same run.
+
+On a wall clock, a Manager given ``informers`` feeds its controllers from those shared
+caches instead of opening a watch per controller: against a real API server the process
+then keeps one list+watch per resource, and reads served from the same caches
+(:class:`~karpenter_core.kube.cache.CachedClient`) see every object a controller is
+woken for.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
+from karpenter_core.kube.informer import Handler, Informer, SharedInformers
 from karpenter_core.runtime.clock import Clock, VirtualClock
 from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
 from karpenter_core.runtime.scope import controller_scope
@@ -166,14 +173,17 @@ class Manager:
         *,
         seed: int | None = None,
         max_reconciles_per_instant: int = 100_000,
+        informers: SharedInformers | None = None,
     ) -> None:
         self.clock = clock
         self.client = client
+        self.informers = informers
         self.virtual = isinstance(clock, VirtualClock)
         self._rng = random.Random(seed) if seed is not None else None
         self._controllers: list[Controller] = []
         self._by_name: dict[str, Controller] = {}
         self._feeds: list[_Feed] = []
+        self._handlers: list[tuple[Informer, Handler]] = []
         self._started = False
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -266,9 +276,21 @@ class Manager:
         if self._started:
             return
         self._started = True
+        shared = self.informers if not self.virtual else None
         for controller in self._controllers:
             for spec in controller.watches:
-                self._feeds.append(_Feed(controller, spec))
+                if shared is not None:
+                    # one list+watch per resource for the whole process, feeding every
+                    # controller and the cache reads are served from
+                    inf = shared.informer(
+                        spec.resource,
+                        spec.namespace,
+                        label_selector=spec.label_selector,
+                        field_selector=spec.field_selector,
+                    )
+                    self._handlers.append((inf, inf.feed(spec, controller.enqueue)))
+                else:
+                    self._feeds.append(_Feed(controller, spec))
             if controller.singleton:
                 controller.enqueue(controller.singleton_key)
         if self.virtual:
@@ -299,6 +321,8 @@ class Manager:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watches and queues and wait (up to ``timeout`` each) for the threads."""
         self._stopping.set()
+        for inf, handler in self._handlers:
+            inf.remove_handler(handler)
         for feed in self._feeds:
             if feed.stream is not None:
                 feed.stream.stop()

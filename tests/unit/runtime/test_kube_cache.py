@@ -1,0 +1,298 @@
+"""CachedClient: reads from informer caches, writes (and read-your-writes) through the API.
+
+The informers here are driven step by step (``pump``) against the in-memory API server, so
+every assertion is about a known point in the watch's history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from karpenter_core.kube.cache import CachedClient
+from karpenter_core.kube.client import BadRequest, KubeClient, NotFound
+from karpenter_core.kube.informer import SharedInformers
+from karpenter_core.runtime.clock import VirtualClock, WallClock
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.sim.apiserver import InMemoryApiServer
+
+
+class Counting:
+    """The in-memory server, counting the reads and watches that reach it."""
+
+    def __init__(self, server: InMemoryApiServer) -> None:
+        self.server = server
+        self.calls: dict[str, int] = {"get": 0, "list": 0, "watch": 0}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.server, name)
+        if name in self.calls:
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.calls[name] += 1
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+def _ns(server: InMemoryApiServer, name: str) -> None:
+    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def _pod(name: str, ns: str = "a", node: str | None = None, **labels: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": spec,
+    }
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+
+
+@pytest.fixture
+def env() -> tuple[InMemoryApiServer, Counting, SharedInformers, CachedClient]:
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    for ns in ("a", "b"):
+        _ns(server, ns)
+    counting = Counting(server)
+    informers = SharedInformers(counting)  # type: ignore[arg-type]
+    cached = CachedClient(counting, informers, ["pods", "nodes"])  # type: ignore[arg-type]
+    return server, counting, informers, cached
+
+
+def _pump(informers: SharedInformers) -> None:
+    for inf in informers._informers.values():
+        inf.pump()
+
+
+def _names(items: list[dict[str, Any]]) -> list[str]:
+    return sorted(f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in items)
+
+
+def test_get_after_sync_is_served_from_the_cache(env: Any) -> None:
+    server, counting, informers, cached = env
+    server.create(_pod("p1"))
+    _pump(informers)
+    before = dict(counting.calls)
+    pod = cached.get("pods", "p1", "a")
+    assert pod["metadata"]["name"] == "p1"
+    assert counting.calls["get"] == before["get"]
+    assert cached.cache_reads == 1 and cached.api_reads == 0
+
+
+def test_reads_before_the_cache_has_synced_go_to_the_server(env: Any) -> None:
+    server, counting, _informers, cached = env
+    server.create(_pod("p1"))
+    assert cached.get("pods", "p1", "a")["metadata"]["name"] == "p1"
+    assert counting.calls["get"] == 1
+    assert _names(cached.list("pods").items) == ["a/p1"]
+    assert counting.calls["list"] == 1
+
+
+def test_a_get_returns_a_copy_the_caller_may_mutate(env: Any) -> None:
+    server, _, informers, cached = env
+    server.create(_pod("p1", app="web"))
+    _pump(informers)
+    pod = cached.get("pods", "p1", "a")
+    pod["metadata"]["labels"]["app"] = "changed"
+    assert cached.get("pods", "p1", "a")["metadata"]["labels"]["app"] == "web"
+
+
+def test_a_missing_object_is_not_found_like_the_server_says(env: Any) -> None:
+    server, _, informers, cached = env
+    _pump(informers)
+    with pytest.raises(NotFound) as from_cache:
+        cached.get("pods", "nope", "a")
+    with pytest.raises(NotFound) as from_server:
+        server.get("pods", "nope", "a")
+    assert str(from_cache.value) == str(from_server.value)
+
+
+def test_a_namespaced_get_without_a_namespace_means_default(env: Any) -> None:
+    server, _, informers, cached = env
+    server.create(_pod("p1", ns="default"))
+    _pump(informers)
+    assert cached.get("pods", "p1")["metadata"]["namespace"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "label_selector", "field_selector"),
+    [
+        (None, None, None),
+        ("a", None, None),
+        (None, "app=web", None),
+        (None, "app in (web,db),tier!=front", None),
+        (None, None, "spec.nodeName=n1"),
+        (None, None, "spec.nodeName="),
+        ("b", None, "spec.nodeName!=n1"),
+        (None, "app", "metadata.name=p2"),
+        ("a", "!app", "metadata.namespace=a"),
+    ],
+)
+def test_list_from_the_cache_matches_the_servers_answer(
+    env: Any, namespace: str | None, label_selector: str | None, field_selector: str | None
+) -> None:
+    server, counting, informers, cached = env
+    for n in ("n1", "n2"):
+        server.create(_node(n))
+    server.create(_pod("p1", "a", "n1", app="web", tier="back"))
+    server.create(_pod("p2", "a", None, app="db", tier="front"))
+    server.create(_pod("p3", "b", "n2", app="web"))
+    server.create(_pod("p4", "b", None))
+    server.create(_pod("p5", "b", "n1", app="db", tier="back"))
+    _pump(informers)
+    lists = counting.calls["list"]
+    got = cached.list(
+        "pods", namespace, label_selector=label_selector, field_selector=field_selector
+    )
+    want = server.list(
+        "pods", namespace, label_selector=label_selector, field_selector=field_selector
+    )
+    assert counting.calls["list"] == lists  # the cache answered
+    assert _names(got.items) == _names(want.items)
+
+
+def test_a_field_the_kind_does_not_support_is_left_to_the_server(env: Any) -> None:
+    _server, counting, informers, cached = env
+    _pump(informers)
+    lists = counting.calls["list"]
+    with pytest.raises(BadRequest, match=r"spec\.bogus"):
+        cached.list("pods", field_selector="spec.bogus=x")
+    assert counting.calls["list"] == lists + 1
+
+
+def test_kinds_not_cached_are_read_from_the_server(env: Any) -> None:
+    server, counting, informers, cached = env
+    server.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}
+    )
+    _pump(informers)
+    assert cached.get("configmaps", "c", "a")["metadata"]["name"] == "c"
+    assert counting.calls["get"] == 1
+
+
+def test_own_writes_are_readable_before_their_watch_event(env: Any) -> None:
+    _server, _, informers, cached = env
+    _pump(informers)
+    cached.create(_pod("p1"))
+    assert cached.get("pods", "p1", "a")["metadata"]["name"] == "p1"
+    cached.patch("pods", "p1", {"metadata": {"labels": {"step": "2"}}}, "a")
+    assert cached.get("pods", "p1", "a")["metadata"]["labels"]["step"] == "2"
+    assert _names(cached.list("pods", label_selector="step=2").items) == ["a/p1"]
+
+
+def test_a_late_watch_event_does_not_undo_a_remembered_write(env: Any) -> None:
+    _server, _, informers, cached = env
+    _pump(informers)
+    cached.create(_pod("p1"))
+    cached.patch("pods", "p1", {"metadata": {"labels": {"step": "2"}}}, "a")
+    _pump(informers)  # delivers ADDED (older than the patch) then MODIFIED
+    assert cached.get("pods", "p1", "a")["metadata"]["labels"]["step"] == "2"
+
+
+def test_a_write_older_than_the_watch_cannot_resurrect_a_deleted_object(env: Any) -> None:
+    server, _, informers, cached = env
+    _pump(informers)
+    created = server.create(_pod("p1"))
+    server.delete("pods", "p1", "a", grace_period_seconds=0)
+    _pump(informers)
+    inf = informers.informer("pods")
+    assert inf.remember(created) is False
+    with pytest.raises(NotFound):
+        cached.get("pods", "p1", "a")
+
+
+def test_other_writers_changes_arrive_with_the_watch(env: Any) -> None:
+    server, _, informers, cached = env
+    server.create(_pod("p1"))
+    _pump(informers)
+    server.patch("pods", "p1", {"metadata": {"labels": {"by": "other"}}}, "a")
+    assert "by" not in cached.get("pods", "p1", "a")["metadata"]["labels"]
+    _pump(informers)
+    assert cached.get("pods", "p1", "a")["metadata"]["labels"]["by"] == "other"
+
+
+def test_the_clients_other_attributes_pass_through(env: Any) -> None:
+    _, counting, _, cached = env
+    counting.host = "https://example.invalid"
+    assert cached.host == "https://example.invalid"
+    with pytest.raises(AttributeError):
+        _ = cached.no_such_attribute
+
+
+def _wait(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    done = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if check():
+            return True
+        done.wait(0.01)
+    return check()
+
+
+def test_a_manager_with_shared_informers_opens_one_watch_per_resource() -> None:
+    server = InMemoryApiServer(WallClock(), seed=1)
+    _ns(server, "a")
+    counting = Counting(server)
+    client: KubeClient = counting  # type: ignore[assignment]
+    informers = SharedInformers(client)
+    cached = CachedClient(client, informers, ["pods"])
+    seen: dict[str, list[ObjectKey]] = {"one": [], "two": []}
+    reads: list[str] = []
+
+    class Recorder:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def reconcile(self, key: ObjectKey) -> Result:
+            # what the watch woke us for is already in the cache we read
+            reads.append(cached.get("pods", key.name, key.namespace)["metadata"]["name"])
+            seen[self.name].append(key)
+            return Result()
+
+    server.create(_pod("before"))
+    manager = Manager(WallClock(), cached, informers=informers)
+    manager.add_controller("one", Recorder("one"), watches=[Watch("pods")])
+    manager.add_controller("two", Recorder("two"), watches=[Watch("pods")])
+    informers.start()
+    try:
+        with manager:
+            server.create(_pod("later"))
+            assert _wait(lambda: all(len(v) >= 2 for v in seen.values()))
+            watches = counting.calls["watch"]
+            gets = counting.calls["get"]
+    finally:
+        informers.stop()
+    for keys in seen.values():
+        assert {ObjectKey("a", "before"), ObjectKey("a", "later")} <= set(keys)
+    assert watches == 1
+    assert gets == 0
+    assert sorted(set(reads)) == ["before", "later"]
+
+
+def test_a_stopped_manager_no_longer_hears_from_the_informers() -> None:
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    _ns(server, "a")
+    informers = SharedInformers(server)
+    manager = Manager(WallClock(), server, informers=informers)
+
+    class Nothing:
+        def reconcile(self, key: ObjectKey) -> Result:
+            return Result()
+
+    manager.add_controller("c", Nothing(), watches=[Watch("pods")])
+    manager.start()
+    inf = informers.informer("pods")
+    assert len(inf._handlers) == 1
+    manager.stop()
+    assert inf._handlers == []
