@@ -21,6 +21,7 @@ keeps the two in step.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,25 @@ def _node_classes(value: Iterable[NodeClassKind]) -> tuple[NodeClassKind, ...]:
 
 def _settings(value: Iterable[ProviderSetting]) -> tuple[ProviderSetting, ...]:
     return tuple(value)
+
+
+def _crd_files(value: Iterable[Traversable]) -> tuple[Traversable, ...]:
+    """attrs converter: CRD manifests are files (package data), not their names or text.
+
+    A string is refused rather than guessed at: relative to what would a path be read,
+    and is it a path or a manifest? ``importlib.resources.files(pkg) / "x.yaml"`` says
+    both, and keeps working from a wheel.
+    """
+    if isinstance(value, str | bytes):
+        raise TypeError(f"crds: expected a collection of files, got the string {value!r}")
+    files = tuple(value)
+    for item in files:
+        if not isinstance(item, Traversable):
+            raise TypeError(
+                "crds: expected files such as importlib.resources.files(package) / "
+                f"'crds/x.yaml' (or a pathlib.Path), got {type(item).__name__} {item!r}"
+            )
+    return files
 
 
 @frozen
@@ -131,6 +151,12 @@ class CloudProviderSpec:
       ``v1.WellKnownLabels`` and ``v1.RestrictedLabelDomains``.
     - ``can_launch``: False for a catalogue-only provider (it can describe instance types
       but not create instances yet); ``karpenter plugins`` shows it so nobody is surprised.
+    - ``crds``: the CustomResourceDefinitions the provider needs in the cluster (its
+      NodeClass kinds), as YAML files of package data, one CRD per file.
+      ``karpenter crds`` prints them after the core's, so ``karpenter crds | kubectl
+      apply -f -`` installs everything the provider reads. Files, not parsed manifests,
+      so that the hook stays cheap (nothing is read until printed) and the text users
+      apply is the file the plugin ships, comments included.
     """
 
     name: str = field(validator=_non_empty)
@@ -141,6 +167,7 @@ class CloudProviderSpec:
     settings: tuple[ProviderSetting, ...] = field(default=(), converter=_settings)
     can_launch: bool = True
     description: str = ""
+    crds: tuple[Traversable, ...] = field(default=(), converter=_crd_files)
 
 
 InstanceTypeOverlayFn = Callable[["NodePool", Sequence["InstanceType"]], Sequence["InstanceType"]]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
+import yaml
 from attrs import frozen
 
 from karpenter_core import hookspecs
@@ -41,7 +42,7 @@ from karpenter_core.hookspecs import (
 )
 
 if TYPE_CHECKING:
-    from karpenter_core.cloudprovider.protocol import CloudProvider
+    from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind
     from karpenter_core.kube.client import KubeClient
     from karpenter_core.runtime.clock import Clock
     from karpenter_core.runtime.events import EventRecorder
@@ -399,6 +400,21 @@ def resolve_settings(spec: CloudProviderSpec, settings: Mapping[str, str]) -> di
     return resolved
 
 
+def unknown_cloud_provider_message(
+    name: str, providers: Iterable[str], manager: KarpenterPluginManager
+) -> str:
+    """Why ``name`` is not an installed cloud provider, and what to do about it: the
+    installed names, and the plugins that failed to load (the usual reason a provider is
+    "missing") or else the extra that would install it."""
+    installed = ", ".join(sorted(providers)) or "none"
+    msg = f"unknown cloud provider {name!r} (installed: {installed})"
+    if manager.load_errors:
+        return (
+            msg + "; plugins that failed to load: " + "; ".join(str(e) for e in manager.load_errors)
+        )
+    return msg + f"; is karpenter-core[{name}] installed?"
+
+
 def get_cloud_provider(
     name: str,
     settings: Mapping[str, str] | None = None,
@@ -424,23 +440,140 @@ def get_cloud_provider(
     providers = cloud_providers(manager)
     spec = providers.get(name)
     if spec is None:
-        installed = ", ".join(sorted(providers)) or "none"
-        msg = f"unknown cloud provider {name!r} (installed: {installed})"
-        if manager.load_errors:
-            msg += "; plugins that failed to load: " + "; ".join(
-                str(e) for e in manager.load_errors
-            )
-        else:
-            msg += f"; is karpenter-core[{name}] installed?"
-        raise PluginError(msg)
+        raise PluginError(unknown_cloud_provider_message(name, providers, manager))
     resolved = resolve_settings(spec, settings or {})
     register_provider_labels(spec)
     context = ProviderContext(settings=resolved, kube=kube, clock=clock, recorder=recorder)
     return spec.factory(context)
 
 
+# --- CRDs a cloud provider ships -------------------------------------------------------------
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+CRD_KIND = "CustomResourceDefinition"
+
+
+@frozen
+class ProviderCRD:
+    """One CRD a cloud provider ships: the file's text, printed as is, and the parsed
+    manifest (to filter by kind and to check it serves the provider's NodeClasses)."""
+
+    provider: str
+    file: str
+    text: str
+    manifest: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The CRD's name, ``<plural>.<group>``."""
+        return str(self.manifest["metadata"]["name"])
+
+
+def _non_empty_str(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def crd_problem(manifest: object) -> str | None:
+    """Why ``manifest`` is not a CustomResourceDefinition, or None.
+
+    Checks what the core reads from it and the mistakes the API server would refuse
+    with a less helpful message (a name that is not ``<plural>.<group>``); the schema
+    itself is the API server's business.
+    """
+    if not isinstance(manifest, dict):
+        return f"expected a {CRD_KIND} object, got a {type(manifest).__name__}"
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if api_version != CRD_API_VERSION or kind != CRD_KIND:
+        return f"expected apiVersion {CRD_API_VERSION} kind {CRD_KIND}, got {api_version} {kind}"
+    metadata, spec = manifest.get("metadata"), manifest.get("spec")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not _non_empty_str(name):
+        return "metadata.name is missing"
+    if not isinstance(spec, dict):
+        return "spec is missing"
+    group, names = spec.get("group"), spec.get("names")
+    if not _non_empty_str(group):
+        return "spec.group is missing"
+    if not isinstance(names, dict) or not all(
+        _non_empty_str(names.get(k)) for k in ("kind", "plural")
+    ):
+        return "spec.names needs a kind and a plural"
+    for key in ("singular", "listKind"):
+        if key in names and not _non_empty_str(names[key]):
+            return f"spec.names.{key} must be a non-empty string"
+    short = names.get("shortNames", [])
+    if not isinstance(short, list) or not all(_non_empty_str(s) for s in short):
+        return "spec.names.shortNames must be a list of strings"
+    expected = f"{names['plural']}.{group}"
+    if name != expected:
+        return f"metadata.name is {name!r}, must be {expected!r} (<spec.names.plural>.<spec.group>)"
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        return "spec.versions must be a non-empty list"
+    for i, version in enumerate(versions):
+        if not isinstance(version, dict) or not _non_empty_str(version.get("name")):
+            return f"spec.versions[{i}].name is missing"
+        if not isinstance(version.get("served"), bool):
+            return f"spec.versions[{i}].served must be true or false"
+    return None
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def cloud_provider_crds(spec: CloudProviderSpec) -> list[ProviderCRD]:
+    """Read and check the CRD files ``spec`` ships, in the order it lists them.
+
+    A file that cannot be read, is not YAML, or is not exactly one
+    CustomResourceDefinition is a :class:`PluginError` naming the provider and the file:
+    printing a broken manifest would only move the error to ``kubectl apply``.
+    """
+    out: list[ProviderCRD] = []
+    for file in spec.crds:
+        where = f"cloud provider {spec.name!r}: CRD file {file.name}"
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PluginError(f"{where}: cannot read it: {_one_line(exc)}") from exc
+        try:
+            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        except yaml.YAMLError as exc:
+            raise PluginError(f"{where}: not valid YAML: {_one_line(exc)}") from exc
+        if len(docs) != 1:
+            raise PluginError(
+                f"{where}: expected exactly one {CRD_KIND}, found {len(docs)} YAML documents"
+            )
+        problem = crd_problem(docs[0])
+        if problem is not None:
+            raise PluginError(f"{where}: {problem}")
+        out.append(ProviderCRD(spec.name, file.name, text, docs[0]))
+    return out
+
+
+def serves(crd: Mapping[str, Any], node_class: NodeClassKind) -> bool:
+    """Whether a (checked) CRD serves ``node_class``: same group and kind, and the
+    NodeClass's version among its served versions (any, when the version is unknown)."""
+    spec = crd["spec"]
+    if spec["group"] != node_class.group or spec["names"]["kind"] != node_class.kind:
+        return False
+    served = {v["name"] for v in spec["versions"] if v["served"]}
+    return node_class.version in served if node_class.version else bool(served)
+
+
+def node_classes_without_crd(
+    spec: CloudProviderSpec, crds: Iterable[ProviderCRD]
+) -> list[NodeClassKind]:
+    """The provider's NodeClass kinds that none of ``crds`` serves, in declaration order:
+    their CRDs must come from somewhere else (the provider's own release)."""
+    manifests = [c.manifest for c in crds]
+    return [nc for nc in spec.node_classes if not any(serves(m, nc) for m in manifests)]
+
+
 __all__ = [
     "BUILTIN_PLUGIN_NAME",
+    "CRD_API_VERSION",
+    "CRD_KIND",
     "ENTRY_POINT_GROUP",
     "PLUGINS_ENV_VAR",
     "HookResult",
@@ -448,17 +581,23 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "PluginLoadError",
+    "ProviderCRD",
     "allowed_plugin_names",
     "call_each",
+    "cloud_provider_crds",
     "cloud_providers",
     "cloud_providers_by_plugin",
     "collect",
+    "crd_problem",
     "disruption_methods",
     "dra_drivers",
     "get_cloud_provider",
     "get_plugin_manager",
     "hookimpl",
     "instance_type_overlays",
+    "node_classes_without_crd",
     "register_provider_labels",
     "resolve_settings",
+    "serves",
+    "unknown_cloud_provider_message",
 ]

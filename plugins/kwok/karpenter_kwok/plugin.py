@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
 from karpenter_core.plugins import hookimpl
 from karpenter_kwok.labels import KWOK_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
@@ -17,6 +19,10 @@ from karpenter_kwok.provider import (
     UNAVAILABLE_OFFERINGS_TTL_SETTING,
     KwokCloudProvider,
 )
+
+CRDS = (files("karpenter_kwok") / "crds" / "karpenter.kwok.sh_kwoknodeclasses.yaml",)
+"""The KWOKNodeClass CRD, package data so it ships in the wheel; ``karpenter crds`` prints
+it and the Helm chart carries an identical copy."""
 
 _RULES = (
     "a JSON/YAML list of rules {instanceTypes, zones, capacityTypes, attempts, after, until} "
@@ -77,6 +83,7 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
             settings=SETTINGS,
             can_launch=True,
+            crds=CRDS,
             description="Simulated nodes for KWOK clusters: a generated catalogue of 144 "
             "instance types (c/s/m families, 1-256 vCPUs, amd64/arm64, linux/windows) in "
             "four test zones; launches create Nodes for KWOK (or the simulated kubelet).",
