@@ -17,7 +17,10 @@ what to fix (:class:`ServeError`) rather than a traceback:
    ``/readyz``) servers, and the shared informer caches — on *every* replica;
 6. leader election on the ``LEADER_ELECTION_NAME`` Lease (unless
    ``DISABLE_LEADER_ELECTION``); once leading, cluster state, every controller of
-   :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock;
+   :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock,
+   fed by the shared informers and reading the cached kinds from them
+   (:class:`~karpenter_core.kube.cache.CachedClient`), so reads do not spend the client's
+   rate limit that NodeClaim creates need;
 7. SIGTERM/SIGINT: stop the controllers, release the Lease, stop informers and servers,
    exit 0. Losing the Lease exits 1, as controller-runtime's manager does, so the
    replica restarts as a fresh candidate instead of acting on a stale view.
@@ -71,7 +74,9 @@ CACHED_KINDS = (
     ("karpenter.sh/v1", "NodeClaim"),
     ("v1", "Node"),
     ("v1", "Pod"),
+    ("apps/v1", "DaemonSet"),
 )
+"""Also the kinds controllers read from memory (:class:`CachedClient`) rather than the API."""
 
 
 def _leader_gauge() -> Any:
@@ -202,6 +207,7 @@ class Operator:
         self.registration: Any = None
         self.manager: Any = None
         self.informers: Any = None
+        self.reader: Any = None
         self.elector: Any = None
         self.metrics_server: Any = None
         self.health_server: Any = None
@@ -330,11 +336,13 @@ class Operator:
         return {"informer-sync": caches, "crds": crds}
 
     def _start_informers(self) -> None:
+        from karpenter_core.kube.cache import CachedClient
         from karpenter_core.kube.informer import SharedInformers
 
         assert self.client is not None
         self.informers = SharedInformers(self.client)
         self._cached = [self.informers.informer(kind) for kind in CACHED_KINDS]
+        self.reader = CachedClient(self.client, self.informers, CACHED_KINDS)
         self.informers.start()
 
     def _start_election(self) -> None:
@@ -395,17 +403,18 @@ class Operator:
         from karpenter_core.runtime.manager import Manager
         from karpenter_core.state.cluster import Cluster
 
-        assert self.client is not None
+        assert self.reader is not None
         ctx = ControllerContext(
-            kube=self.client,
+            kube=self.reader,
             clock=self.clock,
             # wrapped once, as upstream's main does: karpenter_cloudprovider_* metrics
             cloud_provider=decorate(self.provider),
             recorder=self.recorder,
             options=self.options,
-            cluster=Cluster(self.client, self.clock, self.provider),
+            cluster=Cluster(self.reader, self.clock, self.provider),
         )
-        self.manager = Manager(self.clock, self.client)
+        # watches come from the shared informers, whose caches the reader serves
+        self.manager = Manager(self.clock, self.reader, informers=self.informers)
         self.registration = register_all(self.manager, ctx)  # logs packages not running
         self.manager.start()
         self.controllers_started.set()
