@@ -1,0 +1,142 @@
+"""The scheduling simulation behind disruption decisions (spec disruption §5)."""
+
+from __future__ import annotations
+
+import pytest
+from disruption_harness import World
+
+from karpenter_core.controllers.disruption.candidates import get_candidates
+from karpenter_core.controllers.disruption.simulation import (
+    CandidateDeletingError,
+    simulate_scheduling,
+)
+from karpenter_core.controllers.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL, Candidate
+
+
+def candidate(world: World, name: str, cls: str = CLASS_GRACEFUL) -> Candidate:
+    return next(c for c in get_candidates(world.dctx, cls) if c.name() == name)
+
+
+def placed(results: object, node: str) -> list[str]:
+    for e in results.existing_nodes:  # type: ignore[attr-defined]
+        if e.name == node:
+            return sorted(p.name for p in e.pods)
+    return []
+
+
+def test_pods_move_to_a_remaining_node_with_room() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-3")
+    world.node("b", instance_type="fake-it-3")
+    world.pod("p1", "a")
+    world.pod("p2", "b")
+    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    assert results.all_non_pending_pods_scheduled()
+    assert results.new_nodeclaims == []
+    assert placed(results, "a") == ["p2"]
+    # the candidate is not existing capacity any more
+    assert all(e.name != "b" for e in results.existing_nodes)
+
+
+def test_pods_without_room_need_a_new_nodeclaim() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-0")
+    world.pod("p1", "a", cpu="500m")
+    results = simulate_scheduling(world.dctx, [candidate(world, "a")])
+    assert results.all_non_pending_pods_scheduled()
+    assert len(results.new_nodeclaims) == 1
+    assert [p.name for p in results.new_nodeclaims[0].pods] == ["p1"]
+
+
+def test_a_candidate_that_started_deleting_is_an_error() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a")
+    c = candidate(world, "a")
+    world.cluster.mark_for_deletion(world.pid("a"))
+    with pytest.raises(CandidateDeletingError, match="a"):
+        simulate_scheduling(world.dctx, [c])
+
+
+def test_a_pod_only_fitting_on_an_uninitialized_node_is_an_error() -> None:
+    world = World()
+    world.nodepool()
+    world.node("young", initialized=False, instance_type="fake-it-3")
+    world.node("a", instance_type="fake-it-3")
+    world.pod("p1", "a")
+    results = simulate_scheduling(world.dctx, [candidate(world, "a")])
+    assert placed(results, "young") == ["p1"]
+    assert not results.all_non_pending_pods_scheduled()
+    assert "uninitialized nodeclaim/young" in results.non_pending_pod_scheduling_errors()
+
+
+def test_pods_held_by_do_not_disrupt_get_no_capacity() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", termination_grace_period="300s")
+    world.pod("held", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    results = simulate_scheduling(world.dctx, [candidate(world, "a", CLASS_EVENTUAL)])
+    assert results.new_nodeclaims == []
+    assert results.all_non_pending_pods_scheduled()
+
+
+def test_pods_behind_a_fully_blocking_pdb_get_no_capacity() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", termination_grace_period="300s")
+    world.pod("held", "a")
+    world.pdb(max_unavailable=0)
+    results = simulate_scheduling(world.dctx, [candidate(world, "a", CLASS_EVENTUAL)])
+    assert results.new_nodeclaims == []
+
+
+def test_pending_pods_are_scheduled_too_and_may_stay_pending() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-3")
+    world.node("b", instance_type="fake-it-3")
+    world.pod("running", "b")
+    world.pod("huge", cpu="500")  # pending, fits no instance type
+    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    assert placed(results, "a") == ["running"]
+    assert results.pod_errors  # the pending pod did not fit
+    assert results.all_non_pending_pods_scheduled()
+
+
+def test_pods_of_deleting_nodes_are_scheduled_alongside() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-4")
+    world.node("b", instance_type="fake-it-1")
+    world.node("leaving", instance_type="fake-it-1")
+    world.pod("p-leaving", "leaving", cpu="1")
+    world.pod("p-b", "b", cpu="1")
+    world.cluster.mark_for_deletion(world.pid("leaving"))
+    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    assert placed(results, "a") == ["p-b", "p-leaving"]
+
+
+def test_consolidation_keeps_running_pods_off_nodes_inside_consolidate_after() -> None:
+    world = World()
+    world.nodepool(consolidate_after="1m")
+    world.node("recent", instance_type="fake-it-3")
+    world.node("b", instance_type="fake-it-3")
+    world.pod("p", "b")
+    nc = world.kube.get("nodeclaims", "recent")
+    nc["status"]["lastPodEventTime"] = world.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    world.cluster.update_nodeclaim(
+        world.kube.patch("nodeclaims", "recent", {"status": nc["status"]}, subresource="status")
+    )
+    c = candidate(world, "b")
+    gated = simulate_scheduling(world.dctx, [c], consolidation=True)
+    assert placed(gated, "recent") == []
+    assert len(gated.new_nodeclaims) == 1
+    # drift does not gate
+    ungated = simulate_scheduling(world.dctx, [c])
+    assert placed(ungated, "recent") == ["p"]
+    # once the window has passed the node takes pods again
+    world.clock.advance(61)
+    later = simulate_scheduling(world.dctx, [c], consolidation=True)
+    assert placed(later, "recent") == ["p"]
