@@ -1,0 +1,255 @@
+"""The Balanced consolidation evaluator (spec disruption §10, scenarios 34-35)."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import pytest
+from disruption_harness import World
+
+from karpenter_core import metrics
+from karpenter_core.controllers.disruption.balanced import (
+    BalancedEvaluator,
+    NodePoolTotals,
+    NoopEvaluator,
+    ScoreResult,
+    compute_nodepool_totals,
+    evaluate_balanced_move,
+    score_message,
+    score_move,
+)
+from karpenter_core.controllers.disruption.candidates import get_candidates
+from karpenter_core.controllers.disruption.consolidation import new_command, node_disruption_cost
+from karpenter_core.controllers.disruption.types import CLASS_GRACEFUL, Candidate
+
+# The design document's worked examples: a NodePool costing 58.08 with disruption 90.
+TOTALS = NodePoolTotals(total_cost=58.08, total_disruption_cost=90.0)
+
+
+def test_oversized_node_scores_about_2_81_and_is_approved() -> None:
+    r = score_move(7.26, 4.0, TOTALS)
+    assert r.score == pytest.approx(2.8125)
+    assert r.approved
+
+
+def test_marginal_move_is_rejected_at_k_2_and_approved_at_k_3() -> None:
+    assert score_move(2.42, 9.0, TOTALS).score == pytest.approx(0.4167, abs=1e-4)
+    assert not score_move(2.42, 9.0, TOTALS, k=2).approved
+    assert score_move(2.42, 9.0, TOTALS, k=3).approved
+
+
+def test_zero_or_negative_savings_scores_zero() -> None:
+    assert score_move(0.0, 4.0, TOTALS).score == 0.0
+    assert score_move(-1.0, 4.0, TOTALS).score == 0.0
+    assert not score_move(0.0, 0.0, TOTALS).approved
+
+
+def test_savings_without_disruption_score_infinity() -> None:
+    r = score_move(1.0, 0.0, TOTALS)
+    assert r.score == math.inf
+    assert r.approved
+
+
+@pytest.mark.parametrize("totals", [NodePoolTotals(0.0, 90.0), NodePoolTotals(58.08, 0.0)])
+def test_a_pool_without_cost_or_disruption_scores_zero(totals: NodePoolTotals) -> None:
+    assert score_move(7.26, 4.0, totals).score == 0.0
+
+
+def test_threshold_is_one_over_k_and_approval_is_inclusive() -> None:
+    assert ScoreResult(k=2).threshold == 0.5
+    assert ScoreResult(0.5, 1.0, 2).approved  # exactly 0.5
+
+
+def test_score_message_carries_k_and_threshold() -> None:
+    msg = score_message(score_move(7.26, 4.0, TOTALS))
+    assert msg == "score 2.81 >= threshold 0.50 (k: 2, savings 12.5%, disruption 4.4%)"
+
+
+# --- with candidates ------------------------------------------------------------------------
+
+
+def candidates(world: World) -> dict[str, Candidate]:
+    return {c.name(): c for c in get_candidates(world.dctx, CLASS_GRACEFUL)}
+
+
+def priced(c: Candidate, price: float) -> Candidate:
+    return attrs.evolve(c, price=price)
+
+
+@pytest.fixture
+def pool() -> World:
+    w = World()
+    w.nodepool("bal", policy="Balanced")
+    for i in range(5):
+        w.pod(node=w.node(f"n{i}", nodepool="bal"))
+    return w
+
+
+def test_totals_sum_every_candidates_price_and_disruption(pool: World) -> None:
+    cands = [priced(c, 4.84) for c in candidates(pool).values()]
+    totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
+    assert totals["bal"].total_cost == pytest.approx(5 * 4.84)
+    # each node: 1 (draining it) + 1 (one pod with the default eviction cost)
+    assert totals["bal"].total_disruption_cost == pytest.approx(10.0)
+
+
+def test_non_candidate_nodes_still_count_towards_disruption(pool: World) -> None:
+    cands = [priced(c, 4.84) for name, c in candidates(pool).items() if name != "n0"]
+    totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
+    assert totals["bal"].total_cost == pytest.approx(4 * 4.84)
+    assert totals["bal"].total_disruption_cost == pytest.approx(10.0)
+
+
+def test_daemonset_pods_do_not_add_to_a_non_candidates_disruption(pool: World) -> None:
+    pool.pod(node="n0", owner="DaemonSet")
+    (n0,) = [sn for sn in pool.cluster.state_nodes() if sn.name() == "n0"]
+    assert node_disruption_cost(n0) == pytest.approx(2.0)
+
+
+def test_zero_priced_candidates_add_disruption_but_no_cost(pool: World) -> None:
+    cands = list(candidates(pool).values())
+    cands = [priced(cands[0], 0.0)] + [priced(c, 4.84) for c in cands[1:]]
+    totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
+    assert totals["bal"].total_cost == pytest.approx(4 * 4.84)
+    assert totals["bal"].total_disruption_cost == pytest.approx(10.0)
+
+
+def test_a_tracked_nodepool_cost_wins_over_the_candidates_sum(pool: World) -> None:
+    cands = [priced(c, 1.0) for c in candidates(pool).values()]
+    totals = compute_nodepool_totals(
+        cands, pool.cluster.state_nodes(), node_disruption_cost, lambda name: 42.0
+    )
+    assert totals["bal"].total_cost == 42.0
+
+
+def test_an_empty_command_is_rejected() -> None:
+    assert evaluate_balanced_move(new_command([]), {}) == (False, None)
+
+
+def test_non_balanced_pools_are_not_scored_and_never_block() -> None:
+    w = World()
+    w.nodepool("plain")
+    for i in range(5):
+        w.pod(node=w.node(f"n{i}", nodepool="plain"))
+    cands = [priced(c, 4.84) for c in candidates(w).values()]
+    totals = compute_nodepool_totals(cands, w.cluster.state_nodes(), node_disruption_cost)
+    approved, per_pool = evaluate_balanced_move(new_command(cands[:2]), totals)
+    assert approved
+    assert per_pool == {}
+
+
+def test_a_balanced_pool_missing_from_the_totals_is_rejected(pool: World) -> None:
+    c = priced(candidates(pool)["n0"], 4.84)
+    approved, per_pool = evaluate_balanced_move(new_command([c]), {})
+    assert not approved
+    assert per_pool is not None and per_pool["bal"].score == 0.0
+
+
+def test_deleting_one_of_ten_equal_nodes_is_approved() -> None:
+    w = World()
+    w.nodepool("bal", policy="Balanced")
+    for i in range(10):
+        w.pod(node=w.node(f"n{i}", nodepool="bal"))
+    cands = [priced(c, 4.84) for c in candidates(w).values()]
+    totals = compute_nodepool_totals(cands, w.cluster.state_nodes(), node_disruption_cost)
+    approved, per_pool = evaluate_balanced_move(new_command(cands[:1]), totals)
+    # savings 10% of cost, disruption 10% of disruption: score 1.0
+    assert per_pool is not None and per_pool["bal"].score == pytest.approx(1.0)
+    assert approved
+
+
+def test_cross_pool_savings_split_by_source_cost_and_every_pool_must_approve() -> None:
+    w = World()
+    w.nodepool("a", policy="Balanced")
+    w.nodepool("b", policy="Balanced")
+    for pool in ("a", "b"):
+        for i in range(4):
+            w.pod(node=w.node(f"{pool}{i}", nodepool=pool))
+    cs = candidates(w)
+    # pool a: four nodes at 3.0; pool b: four at 1.0
+    cands = [priced(c, 3.0 if name.startswith("a") else 1.0) for name, c in cs.items()]
+    totals = compute_nodepool_totals(cands, w.cluster.state_nodes(), node_disruption_cost)
+    move = [c for c in cands if c.name() in ("a0", "b0")]
+    approved, per_pool = evaluate_balanced_move(new_command(move), totals)
+    assert per_pool is not None
+    # savings 4.0 split 3:1 -> a saves 3.0 of 12.0, b saves 1.0 of 4.0; each moves 2 of 8
+    assert per_pool["a"].savings_fraction == pytest.approx(3.0 / 12.0)
+    assert per_pool["b"].savings_fraction == pytest.approx(1.0 / 4.0)
+    assert per_pool["a"].disruption_fraction == pytest.approx(2.0 / 8.0)
+    assert approved
+    # a pool whose share is too small to pass blocks the whole move
+    lopsided = {"a": totals["a"], "b": NodePoolTotals(400.0, 8.0)}
+    approved, per_pool = evaluate_balanced_move(new_command(move), lopsided)
+    assert per_pool is not None and not per_pool["b"].approved
+    assert not approved
+
+
+def test_mixed_pools_only_score_the_balanced_one() -> None:
+    w = World()
+    w.nodepool("bal", policy="Balanced")
+    w.nodepool("plain")
+    w.pod(node=w.node("x", nodepool="bal"))
+    w.pod(node=w.node("y", nodepool="plain"))
+    cands = list(candidates(w).values())
+    totals = compute_nodepool_totals(cands, w.cluster.state_nodes(), node_disruption_cost)
+    _, per_pool = evaluate_balanced_move(new_command(cands), totals)
+    assert per_pool is not None and set(per_pool) == {"bal"}
+
+
+# --- the evaluator's side effects -------------------------------------------------------------
+
+
+def test_approving_a_single_node_move_publishes_the_score(pool: World) -> None:
+    cands = [priced(c, 4.84) for c in candidates(pool).values()]
+    totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
+    ev = BalancedEvaluator(totals, pool.recorder)
+    approved, _ = ev.approve_command(new_command(cands[:1]))
+    assert approved
+    (event, _nc_event) = pool.events("ConsolidationApproved")
+    assert "k: 2" in event.message and ">= threshold 0.50" in event.message
+    labels = {"decision": "approved", "nodepool": "bal", "policy": "Balanced"}
+    assert metrics.sample("karpenter_consolidation_moves_total", labels) == 1.0
+
+
+def test_a_rejected_move_is_counted_but_publishes_no_event(pool: World) -> None:
+    cands = [priced(c, 4.84) for c in candidates(pool).values()]
+    ev = BalancedEvaluator({"bal": NodePoolTotals(1000.0, 10.0)}, pool.recorder)
+    approved, _ = ev.approve_command(new_command(cands[:1]))
+    assert not approved
+    assert pool.events("ConsolidationApproved") == []
+    labels = {"decision": "rejected", "nodepool": "bal", "policy": "Balanced"}
+    assert metrics.sample("karpenter_consolidation_moves_total", labels) == 1.0
+
+
+def test_can_pass_threshold_scores_a_pure_delete(pool: World) -> None:
+    c = priced(candidates(pool)["n0"], 4.84)
+    assert BalancedEvaluator({"bal": NodePoolTotals(24.2, 10.0)}).can_pass_threshold(c)
+    assert not BalancedEvaluator({"bal": NodePoolTotals(1000.0, 10.0)}).can_pass_threshold(c)
+    # unknown totals or a pool of another policy never filter
+    assert BalancedEvaluator({}).can_pass_threshold(c)
+    plain = World()
+    plain.nodepool()
+    plain.pod(node=plain.node("p"))
+    (pc,) = candidates(plain).values()
+    assert BalancedEvaluator({"default": NodePoolTotals(1000.0, 10.0)}).can_pass_threshold(pc)
+
+
+def test_multi_node_approval_is_published_on_the_nodepool(pool: World) -> None:
+    cands = [priced(c, 4.84) for c in candidates(pool).values()]
+    totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
+    ev = BalancedEvaluator(totals, pool.recorder)
+    command = new_command(cands[:2])
+    approved, per_pool = ev.approve_command(command)
+    assert approved and per_pool is not None
+    assert pool.events("ConsolidationApproved") == []  # multi-node: nothing per step
+    ev.emit_multi_node_events(command, per_pool, True)
+    (event,) = pool.events("ConsolidationApproved")
+    assert event.kind == "NodePool" and event.name == "bal"
+
+
+def test_noop_evaluator_approves_everything(pool: World) -> None:
+    c = priced(candidates(pool)["n0"], 0.0)
+    ev = NoopEvaluator()
+    assert ev.approve_command(new_command([c])) == (True, None)
+    assert ev.can_pass_threshold(c)
