@@ -19,7 +19,7 @@ cluster state itself — the controller and the orchestration queue do.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
@@ -204,6 +204,14 @@ def candidate_price(state_node: StateNode, instance_type: InstanceType | None) -
 # --------------------------------------------------------------------------- Command
 
 
+def _candidate_tuple(items: Iterable[Candidate]) -> tuple[Candidate, ...]:
+    return tuple(items)
+
+
+def _any_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(items)
+
+
 @frozen(eq=False)
 class Command:
     """One disruption decision (upstream ``Command``).
@@ -219,8 +227,8 @@ class Command:
     is started; a method leaves them unset.
     """
 
-    candidates: tuple[Candidate, ...] = field(converter=tuple)
-    replacements: tuple[Any, ...] = field(default=(), converter=tuple)
+    candidates: tuple[Candidate, ...] = field(converter=_candidate_tuple)
+    replacements: tuple[Any, ...] = field(default=(), converter=_any_tuple)
     results: Results | None = None
     method: Method | None = None
     id: str = ""

@@ -129,6 +129,33 @@ class World:
         self.queue = queue if queue is not None else StubQueue()
         self.dctx = DisruptionContext(self.ctx, self.cluster, self.queue, self.provisioner)
 
+    def real_queue(self) -> Any:
+        """Use the real orchestration queue (its reconciles are driven by hand)."""
+        from karpenter_core.controllers.disruption.queue import Queue
+
+        q = Queue(self.ctx, self.cluster, self.provisioner)
+        self.enqueued: list[str] = []
+        q.bind(self.enqueued.append)
+        self.queue = q
+        self.dctx = DisruptionContext(self.ctx, self.cluster, q, self.provisioner)
+        return q
+
+    def initialize(self, nodeclaim_name: str) -> None:
+        """Mark a (replacement) NodeClaim Initialized, as the lifecycle controller would."""
+        nc = self.kube.get("nodeclaims", nodeclaim_name)
+        conds = [
+            c for c in nc.get("status", {}).get("conditions", []) if c["type"] != "Initialized"
+        ]
+        conds.append(_condition("Initialized", at=self.clock.now()))
+        self.kube.patch(
+            "nodeclaims", nodeclaim_name, {"status": {"conditions": conds}}, subresource="status"
+        )
+
+    def refresh(self, name: str) -> None:
+        """Push the API's current Node and NodeClaim ``name`` into cluster state."""
+        self.cluster.update_nodeclaim(self.kube.get("nodeclaims", name))
+        self.cluster.update_node(self.kube.get("nodes", name))
+
     # -- objects --
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
