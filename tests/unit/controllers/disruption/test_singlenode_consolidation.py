@@ -1,0 +1,381 @@
+"""Single-node consolidation and what all consolidation shares: ShouldDisrupt,
+computeConsolidation, the memo, the 3-minute timeout, NodePool interleaving and
+validation (spec disruption §9, §11; scenarios 8, 19, 22, 24-26, 31, 33-34)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import pytest
+from disruption_harness import World
+
+from karpenter_core import metrics
+from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY, LABEL_TOPOLOGY_ZONE
+from karpenter_core.controllers.disruption import consolidation as consolidation_module
+from karpenter_core.controllers.disruption.candidates import get_candidates
+from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation, interleave
+from karpenter_core.controllers.disruption.types import (
+    DECISION_DELETE,
+    DECISION_REPLACE,
+    Candidate,
+    Command,
+    ValidationError,
+)
+from karpenter_core.operator.options import Options
+from karpenter_core.provisioning.scheduler import fakecatalog
+
+ALL = {"default": 100}
+
+
+def candidates(world: World, method: SingleNodeConsolidation) -> list[Candidate]:
+    cands = get_candidates(world.dctx, method.disruption_class, method.should_disrupt)
+    method.begin_pass(
+        get_candidates(world.dctx, method.disruption_class), world.cluster.state_nodes()
+    )
+    return cands
+
+
+def run(world: World, budgets: dict[str, int] | None = None) -> list[Command]:
+    method = SingleNodeConsolidation(world.dctx)
+    return method.compute_commands(dict(budgets or ALL), candidates(world, method))
+
+
+def unconsolidatable(world: World) -> list[str]:
+    return [e.message for e in world.events("Unconsolidatable") if e.kind == "Node"]
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.nodepool()
+    return w
+
+
+# --- ShouldDisrupt ----------------------------------------------------------------------------
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_deleted(world: World) -> None:
+    # Scenario 19: A has two pods, B one; B's pod fits on A.
+    a = world.node("a")
+    b = world.node("b")
+    world.pod(node=a)
+    world.pod(node=a)
+    world.pod(node=b)
+    (cmd,) = run(world)
+    assert cmd.decision == DECISION_DELETE
+    assert [c.name() for c in cmd.candidates] == ["b"]
+
+
+def test_empty_nodes_are_left_to_emptiness_silently(world: World) -> None:
+    world.node("a")
+    assert run(world) == []
+    assert unconsolidatable(world) == []
+
+
+def test_when_empty_policy_never_consolidates_a_non_empty_node() -> None:
+    w = World()
+    w.nodepool(policy="WhenEmpty")
+    w.pod(node=w.node("a"))
+    w.node("b")
+    assert run(w) == []
+    assert unconsolidatable(w) == [
+        'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
+    ]
+
+
+def test_consolidate_after_never_disables_consolidation() -> None:
+    w = World()
+    w.nodepool(consolidate_after="Never")
+    w.pod(node=w.node("a"))
+    assert run(w) == []
+    assert unconsolidatable(w) == ['NodePool "default" has consolidation disabled']
+
+
+def test_static_nodepools_are_not_consolidated_and_say_nothing() -> None:
+    w = World()
+    w.nodepool(replicas=2)
+    w.pod(node=w.node("a"))
+    w.node("b")
+    assert run(w) == []
+    assert unconsolidatable(w) == []
+
+
+def test_a_node_that_is_not_consolidatable_yet_is_skipped(world: World) -> None:
+    a = world.node("a")
+    b = world.node("b", consolidatable=False)
+    world.pod(node=a)
+    world.pod(node=b)
+    (cmd,) = run(world)
+    assert [c.name() for c in cmd.candidates] == ["a"]
+
+
+def test_a_node_whose_instance_type_is_gone_is_unconsolidatable(world: World) -> None:
+    world.pod(node=world.node("a", instance_type="gone-type"))
+    assert run(world) == []
+    assert 'Instance Type "gone-type" not found' in unconsolidatable(world)
+
+
+@pytest.mark.parametrize("key", [CAPACITY_TYPE_LABEL_KEY, LABEL_TOPOLOGY_ZONE])
+def test_a_node_missing_a_pricing_label_is_unconsolidatable(world: World, key: str) -> None:
+    # Scenario 8: still a candidate, but consolidation says why it cannot price it.
+    world.pod(node=world.node("a"))
+    patched = world.kube.patch("Node", "a", {"metadata": {"labels": {key: None}}})
+    world.cluster.update_node(patched)
+    method = SingleNodeConsolidation(world.dctx)
+    (cand,) = get_candidates(world.dctx, method.disruption_class)
+    assert key not in cand.labels()
+    assert not method.should_disrupt(cand)
+    assert unconsolidatable(world) == [f'Node does not have label "{key}"']
+
+
+# --- replace ----------------------------------------------------------------------------------
+
+
+def test_the_priciest_node_is_replaced_by_a_cheaper_type_excluding_its_own(world: World) -> None:
+    # Scenario 24: one small pod on the most expensive type.
+    world.pod(node=world.node("a", instance_type="fake-it-4"))
+    (cmd,) = run(world)
+    assert cmd.decision == DECISION_REPLACE
+    (replacement,) = cmd.replacements
+    offered = [i.name for i in replacement.instance_types_by_price()]
+    assert "fake-it-4" not in offered
+    assert offered and all(name in {"fake-it-1", "fake-it-2", "fake-it-3"} for name in offered)
+    assert cmd.estimated_savings() > 0
+    # the NodePool allows spot and on-demand: the launch is pinned to spot
+    reqs = replacement.launch_requirements()
+    assert reqs.get(CAPACITY_TYPE_LABEL_KEY).values == {"spot"}
+    assert world.events("ConsolidationCandidate")
+
+
+def test_the_cheapest_node_that_fits_its_pod_is_not_replaced(world: World) -> None:
+    world.pod(node=world.node("a", instance_type="fake-it-1"))
+    assert run(world) == []
+    assert "Can't replace with a cheaper node" in unconsolidatable(world)
+
+
+def spot_world(n_types: int, gate: bool) -> World:
+    types = [
+        fakecatalog.instance_type(
+            f"s{i}", cpu=2, offerings=[fakecatalog.offering("spot", "test-zone-1", 0.1 * (i + 1))]
+        )
+        for i in range(n_types)
+    ]
+    w = World(types, options=Options(feature_gates={"SpotToSpotConsolidation": gate}))
+    w.nodepool()
+    w.pod(node=w.node("a", instance_type=f"s{n_types - 1}", capacity_type="spot"))
+    return w
+
+
+def test_spot_to_spot_is_off_without_the_feature_gate() -> None:
+    w = spot_world(20, gate=False)
+    assert run(w) == []
+    assert unconsolidatable(w) == [
+        "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+    ]
+
+
+def test_spot_to_spot_needs_fifteen_cheaper_types() -> None:
+    w = spot_world(5, gate=True)
+    assert run(w) == []
+    assert unconsolidatable(w) == [
+        "SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
+        "candidate to consolidate, got 4"
+    ]
+
+
+def test_spot_to_spot_launches_the_cheapest_fifteen() -> None:
+    w = spot_world(18, gate=True)
+    (cmd,) = run(w)
+    offered = [i.name for i in cmd.replacements[0].instance_types_by_price()]
+    assert offered == [f"s{i}" for i in range(15)]
+
+
+# --- budgets, memo, timeout, order --------------------------------------------------------------
+
+
+def two_nodes_one_deletable(world: World) -> None:
+    a = world.node("a")
+    b = world.node("b")
+    world.pod(node=a)
+    world.pod(node=a)
+    world.pod(node=b)
+
+
+def test_a_zero_budget_blocks_and_does_not_memoise(world: World) -> None:
+    two_nodes_one_deletable(world)
+    method = SingleNodeConsolidation(world.dctx)
+    assert method.compute_commands({"default": 0}, candidates(world, method)) == []
+    assert not method.is_consolidated()
+    assert method.compute_commands(dict(ALL), candidates(world, method))
+
+
+class CountingSimulation:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, advance: timedelta | None = None) -> None:
+        self.calls = 0
+        self.real = consolidation_module.simulate_scheduling
+        self.advance = advance
+        monkeypatch.setattr(consolidation_module, "simulate_scheduling", self)
+
+    def __call__(self, dctx, cands, **kw):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.advance is not None:
+            dctx.clock.advance(self.advance.total_seconds())
+        return self.real(dctx, cands, **kw)
+
+
+def test_a_pass_that_finds_nothing_is_not_repeated_until_state_changes(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.pod(node=world.node("a", instance_type="fake-it-1"))
+    sim = CountingSimulation(monkeypatch)
+    method = SingleNodeConsolidation(world.dctx)
+    assert method.compute_commands(dict(ALL), candidates(world, method)) == []
+    assert method.is_consolidated() and sim.calls == 1
+    assert method.compute_commands(dict(ALL), candidates(world, method)) == []
+    assert sim.calls == 1
+    world.clock.advance(1)
+    world.cluster.mark_unconsolidated()
+    method.compute_commands(dict(ALL), candidates(world, method))
+    assert sim.calls == 2
+
+
+def test_the_pass_gives_up_after_three_minutes(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World()
+    for pool in ("p1", "p2", "p3"):
+        w.nodepool(pool)
+        # 1.5 CPU on a 2-CPU type: fits nowhere else, and no cheaper type holds it
+        w.pod(node=w.node(f"{pool}-a", nodepool=pool, instance_type="fake-it-1"), cpu="1.5")
+    sim = CountingSimulation(monkeypatch, advance=timedelta(minutes=2))
+    method = SingleNodeConsolidation(w.dctx)
+    budgets = {"p1": 1, "p2": 1, "p3": 1}
+    assert method.compute_commands(budgets, candidates(w, method)) == []
+    # 2 minutes per simulation: the third candidate starts after the deadline
+    assert sim.calls == 2
+    assert (
+        metrics.sample(
+            "karpenter_voluntary_disruption_consolidation_timeouts_total",
+            {"consolidation_type": "single"},
+        )
+        == 1.0
+    )
+    assert method.previously_unseen_nodepools == frozenset({"p3"})
+    assert not method.is_consolidated()
+    # the next pass starts with the NodePool it never reached
+    assert [c.nodepool_name() for c in method.order(candidates(w, method))][0] == "p3"
+
+
+def test_order_is_best_ratio_first_interleaved_across_nodepools() -> None:
+    w = World()
+    w.nodepool("a")
+    w.nodepool("b")
+    for name, pool, pods in (("a1", "a", 1), ("a2", "a", 3), ("a3", "a", 2), ("b1", "b", 2)):
+        n = w.node(name, nodepool=pool)
+        for _ in range(pods):
+            w.pod(node=n)
+    method = SingleNodeConsolidation(w.dctx)
+    ordered = [c.name() for c in method.order(get_candidates(w.dctx, "graceful"))]
+    # equal prices: fewer pods is a better ratio; pools alternate a, b, a, a
+    assert ordered == ["a1", "b1", "a3", "a2"]
+
+
+def test_interleave_puts_named_pools_first() -> None:
+    w = World()
+    for pool in ("a", "b", "c"):
+        w.nodepool(pool)
+        w.pod(node=w.node(f"{pool}1", nodepool=pool))
+    cands: Sequence[Candidate] = get_candidates(w.dctx, "graceful")
+    assert [c.name() for c in interleave(cands, {"c"})] == ["c1", "a1", "b1"]
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def command(world: World) -> tuple[SingleNodeConsolidation, Command]:
+    method = SingleNodeConsolidation(world.dctx)
+    (cmd,) = method.compute_commands(dict(ALL), candidates(world, method))
+    return method, cmd
+
+
+def test_an_unchanged_command_validates(world: World) -> None:
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.clock.advance(15)
+    assert method.validate(cmd) is cmd
+
+
+def test_a_candidate_nominated_meanwhile_is_no_longer_a_candidate(world: World) -> None:
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.cluster.nominate_node_for_pod(world.pid("b"))
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "churn"
+    (event, _) = world.events("ConsolidationRejected")
+    assert event.message == (
+        f"Consolidation rejected: {cmd}, reason: churn (savings: ${cmd.estimated_savings():.2f})"
+    )
+    assert (
+        metrics.sample(
+            "karpenter_voluntary_disruption_failed_validations_total",
+            {"consolidation_type": "single"},
+        )
+        == 1.0
+    )
+
+
+def test_a_budget_closed_meanwhile_fails_on_budget(world: World) -> None:
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.kube.patch("NodePool", "default", {"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}})
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "budget"
+    (event, _) = world.events("ConsolidationRejected")
+    assert "reason: budget" in event.message
+
+
+def test_a_do_not_disrupt_pod_binding_meanwhile_is_churn(world: World) -> None:
+    # Scenario 30: the candidate stops being a candidate during the wait.
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.pod(node="b", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "churn"
+
+
+def test_pods_added_elsewhere_that_change_the_result_fail_on_scheduling(world: World) -> None:
+    # B's pod no longer fits on A: deleting B would now need a new node.
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.pod(node="a", cpu="1.5")
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "scheduling"
+
+
+# --- balanced -----------------------------------------------------------------------------------
+
+
+def test_balanced_replaces_an_oversized_node_and_says_why() -> None:
+    # Scenario 34: one 500m pod on the biggest type, in a pool of four nodes.
+    w = World()
+    w.nodepool(policy="Balanced")
+    w.pod(node=w.node("big", instance_type="fake-it-4"), cpu="500m")
+    for i in range(3):
+        n = w.node(f"small{i}", instance_type="fake-it-0")
+        w.pod(node=n, cpu="500m")
+    (cmd,) = run(w)
+    assert [c.name() for c in cmd.candidates] == ["big"]
+    (event, _) = w.events("ConsolidationApproved")
+    assert "k: 2" in event.message and ">= threshold 0.50" in event.message
+
+
+def test_balanced_leaves_a_well_packed_cheapest_node_alone() -> None:
+    w = World([fakecatalog.instance_type("only", cpu=32, memory_gi=64, pods=110)])
+    w.nodepool(policy="Balanced")
+    n = w.node("packed", instance_type="only")
+    for _ in range(8):
+        w.pod(node=n, cpu="3.5")
+    assert run(w) == []
