@@ -35,8 +35,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 import controlplane
+from karpenter_core.cli import main as cli_main
 from karpenter_core.kube.adapter import KubernetesClient
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, NotFound
 from karpenter_core.runtime.clock import WallClock
@@ -45,8 +47,6 @@ from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 
 pytestmark = pytest.mark.controlplane
 
-ROOT = Path(__file__).resolve().parents[2]
-KWOK_CRD = ROOT / "charts" / "karpenter-core" / "files" / "karpenter.kwok.sh_kwoknodeclasses.yaml"
 NS = "karpenter"
 APP_NS = "default"
 LEASE = ("coordination.k8s.io/v1", "Lease")
@@ -147,10 +147,17 @@ class Cluster:
         self.kubelet_manager: Manager | None = None
 
     def start(self) -> Cluster:
-        crd = yaml.safe_load(KWOK_CRD.read_text())
-        with contextlib.suppress(AlreadyExists):
-            self.kube.create(crd)
-        wait_for(lambda: self._established(crd["metadata"]["name"]), "the KWOKNodeClass CRD")
+        # the CRDs as users install them: `karpenter crds --cloud-provider kwok | kubectl apply -f -`
+        result = CliRunner().invoke(cli_main, ["crds", "--cloud-provider", "kwok"])
+        assert result.exit_code == 0, result.output
+        crds = [d for d in yaml.safe_load_all(result.stdout) if d]
+        assert "kwoknodeclasses.karpenter.kwok.sh" in {c["metadata"]["name"] for c in crds}
+        for crd in crds:
+            with contextlib.suppress(AlreadyExists):
+                self.kube.create(crd)
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            wait_for(lambda name=name: self._established(name), f"the CRD {name}")
         with contextlib.suppress(AlreadyExists):
             self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         from karpenter_core.sim import kubelet
@@ -346,7 +353,6 @@ def cluster() -> Iterator[Cluster]:
     except controlplane.ControlPlaneError as e:
         pytest.fail(f"the real control plane is unavailable: {e}", pytrace=False)
     try:
-        controlplane.install_crds(cp)
         c = Cluster(cp).start()
         try:
             yield c
