@@ -262,7 +262,7 @@ def test_the_pass_gives_up_after_three_minutes(monkeypatch: pytest.MonkeyPatch) 
     assert method.previously_unseen_nodepools == frozenset({"p3"})
     assert not method.is_consolidated()
     # the next pass starts with the NodePool it never reached
-    assert [c.nodepool_name() for c in method.order(candidates(w, method))][0] == "p3"
+    assert method.order(candidates(w, method))[0].nodepool_name() == "p3"
 
 
 def test_order_is_best_ratio_first_interleaved_across_nodepools() -> None:
