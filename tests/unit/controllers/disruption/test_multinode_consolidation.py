@@ -1,0 +1,184 @@
+"""Multi-node consolidation end to end over the scheduling simulation (spec disruption §9
+"Multi-node", scenarios 27-30)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from disruption_harness import World
+
+from karpenter_core import metrics
+from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY
+from karpenter_core.controllers.disruption import consolidation as consolidation_module
+from karpenter_core.controllers.disruption.candidates import get_candidates
+from karpenter_core.controllers.disruption.multinode import MultiNodeConsolidation
+from karpenter_core.controllers.disruption.types import (
+    DECISION_DELETE,
+    DECISION_REPLACE,
+    Candidate,
+    Command,
+    ValidationError,
+)
+
+ALL = {"default": 100}
+
+
+def candidates(world: World, method: MultiNodeConsolidation) -> list[Candidate]:
+    cands = get_candidates(world.dctx, method.disruption_class, method.should_disrupt)
+    method.begin_pass(
+        get_candidates(world.dctx, method.disruption_class), world.cluster.state_nodes()
+    )
+    return cands
+
+
+def run(world: World, budgets: dict[str, int] | None = None) -> list[Command]:
+    method = MultiNodeConsolidation(world.dctx)
+    return method.compute_commands(dict(budgets or ALL), candidates(world, method))
+
+
+def names(cmd: Command) -> list[str]:
+    return sorted(c.name() for c in cmd.candidates)
+
+
+def test_three_expensive_nodes_with_a_small_pod_each_become_one_cheaper_node() -> None:
+    # Scenario 27.
+    w = World()
+    w.nodepool()
+    for name in ("a", "b", "c"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    (cmd,) = run(w)
+    assert cmd.decision == DECISION_REPLACE
+    assert names(cmd) == ["a", "b", "c"]
+    (replacement,) = cmd.replacements
+    offered = {i.name for i in replacement.instance_types_by_price()}
+    assert offered and "fake-it-4" not in offered
+    assert cmd.estimated_savings() > 0
+
+
+def test_spot_and_on_demand_candidates_can_merge() -> None:
+    w = World()
+    w.nodepool()
+    for name, ct in (("a", "spot"), ("b", "on-demand"), ("c", "spot")):
+        w.pod(node=w.node(name, instance_type="fake-it-4", capacity_type=ct), cpu="500m")
+    (cmd,) = run(w)
+    assert names(cmd) == ["a", "b", "c"]
+    reqs = cmd.replacements[0].launch_requirements()
+    assert reqs.get(CAPACITY_TYPE_LABEL_KEY).values == {"spot"}
+
+
+def test_nodes_whose_pods_fit_on_another_node_are_deleted_together() -> None:
+    w = World()
+    w.nodepool()
+    # big is not a candidate itself (were it first in line, every batch would include it)
+    big = w.node("big", instance_type="fake-it-4", consolidatable=False)
+    w.pod(node=big, cpu="2")
+    w.pod(node=big, cpu="2")  # ~1 CPU left on big
+    # two small nodes whose single pods fit in what big has left
+    for name in ("s1", "s2"):
+        w.pod(node=w.node(name, instance_type="fake-it-1"), cpu="400m")
+    (cmd,) = run(w)
+    assert cmd.decision == DECISION_DELETE
+    assert names(cmd) == ["s1", "s2"]
+
+
+def test_replacing_with_a_type_being_removed_is_not_a_command() -> None:
+    # Two fake-it-3 nodes whose pods only fit one fake-it-3: "replace both by a fake-it-3"
+    # is deleting one of them, which single-node consolidation does with less churn.
+    w = World()
+    w.nodepool()
+    for name in ("a", "b"):
+        n = w.node(name, instance_type="fake-it-3")
+        w.pod(node=n, cpu="1.5")
+    assert run(w) == []
+
+
+def test_budgets_cap_the_batch() -> None:
+    w = World()
+    w.nodepool()
+    for name in ("a", "b", "c"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    method = MultiNodeConsolidation(w.dctx)
+    budgets = {"default": 2}
+    (cmd,) = method.compute_commands(budgets, candidates(w, method))
+    assert len(cmd.candidates) == 2
+    assert budgets == {"default": 0}
+
+
+def test_a_zero_budget_finds_nothing_and_does_not_memoise() -> None:
+    w = World()
+    w.nodepool()
+    for name in ("a", "b"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    method = MultiNodeConsolidation(w.dctx)
+    assert method.compute_commands({"default": 0}, candidates(w, method)) == []
+    assert not method.is_consolidated()
+
+
+def test_one_candidate_is_left_to_single_node() -> None:
+    w = World()
+    w.nodepool()
+    w.pod(node=w.node("a", instance_type="fake-it-4"), cpu="500m")
+    method = MultiNodeConsolidation(w.dctx)
+    assert method.compute_commands(dict(ALL), candidates(w, method)) == []
+    assert method.is_consolidated()
+
+
+def test_no_unconsolidatable_events_for_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Multi-node tries many batches; only single-node explains a node's rejection.
+    w = World()
+    w.nodepool()
+    for name in ("a", "b"):
+        w.pod(node=w.node(name, instance_type="fake-it-1"), cpu="1.5")
+    assert run(w) == []
+    assert w.events("Unconsolidatable") == []
+
+
+def test_the_search_stops_after_a_minute_with_the_best_so_far(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w = World()
+    w.nodepool()
+    for i in range(8):
+        w.pod(node=w.node(f"n{i}", instance_type="fake-it-4"), cpu="200m")
+    real = consolidation_module.simulate_scheduling
+    sizes: list[int] = []
+
+    def slow(dctx: Any, cands: Any, **kw: Any) -> Any:
+        sizes.append(len(cands))
+        dctx.clock.advance(40)
+        return real(dctx, cands, **kw)
+
+    monkeypatch.setattr(consolidation_module, "simulate_scheduling", slow)
+    (cmd,) = run(w)
+    # 40 s per simulation: the first two ran before the deadline, the third did not start
+    assert len(sizes) == 2
+    assert len(cmd.candidates) == sizes[-1]
+    assert (
+        metrics.sample(
+            "karpenter_voluntary_disruption_consolidation_timeouts_total",
+            {"consolidation_type": "multi"},
+        )
+        == 1.0
+    )
+
+
+def test_validation_failure_raises_without_events() -> None:
+    # Scenario 29: pods land on the survivors during the wait.
+    w = World()
+    w.nodepool()
+    big = w.node("big", instance_type="fake-it-4", consolidatable=False)
+    w.pod(node=big, cpu="2")
+    w.pod(node=big, cpu="2")
+    for name in ("s1", "s2"):
+        w.pod(node=w.node(name, instance_type="fake-it-1"), cpu="400m")
+    method = MultiNodeConsolidation(w.dctx)
+    (cmd,) = method.compute_commands(dict(ALL), candidates(w, method))
+    assert method.validate(cmd) is cmd
+    w.pod(node="big", cpu="900m")
+    w.clock.advance(timedelta(seconds=15).total_seconds())
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "scheduling"
+    assert w.events("ConsolidationRejected") == []
