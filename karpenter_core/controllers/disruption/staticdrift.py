@@ -1,0 +1,135 @@
+"""Static drift: replace drifted nodes of static NodePools one for one (upstream
+``staticdrift.go``; spec disruption §8).
+
+A static NodePool (``spec.replicas``) keeps a fixed number of nodes, so a drifted node is
+replaced by a fresh NodeClaim straight from the NodePool's template — no simulation. Per
+NodePool, as many as the ``Drifted`` budget, the drifted nodes and the node limit allow are
+replaced in one pass; nothing happens while the pool runs more nodes than its replicas.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpenter_core.apis.quantity import QuantityError
+from karpenter_core.apis.resources import parse_resource_list
+from karpenter_core.controllers.disruption.drift import is_drifted
+from karpenter_core.controllers.disruption.types import (
+    CLASS_EVENTUAL,
+    CONSOLIDATION_TYPE_NONE,
+    REASON_DRIFTED,
+    BudgetMap,
+    Candidate,
+    Command,
+    DisruptionContext,
+)
+from karpenter_core.provisioning.scheduler.nodeclaimtemplate import NodeClaimTemplate, TemplateError
+from karpenter_core.state.statenode import NODES_RESOURCE
+
+__all__ = ["StaticDrift", "TemplateReplacement"]
+
+log = logging.getLogger("karpenter.disruption")
+
+UNLIMITED = 2**63 - 1
+
+
+class TemplateReplacement:
+    """A replacement NodeClaim taken as is from a NodePool's template (what the queue
+    launches for static drift): the template's labels, annotations (with the NodePool hash)
+    and spec, owned by the NodePool."""
+
+    def __init__(self, nodepool: Mapping[str, Any]) -> None:
+        self.template = NodeClaimTemplate(nodepool)
+        self.nodepool_name = self.template.nodepool_name
+        self.pods: list[Any] = []
+        self.requirements = self.template.requirements
+
+    def instance_types_by_price(self) -> list[Any]:
+        return []
+
+    def to_nodeclaim_dict(self) -> dict[str, Any]:
+        spec = {k: v for k, v in self.template.spec.items() if k != "resources"}
+        return {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {
+                "generateName": f"{self.nodepool_name}-",
+                "labels": dict(sorted(self.template.labels.items())),
+                "annotations": dict(sorted(self.template.annotations.items())),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "karpenter.sh/v1",
+                        "kind": "NodePool",
+                        "name": self.nodepool_name,
+                        "uid": self.template.nodepool_uid,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec,
+        }
+
+
+def node_limit(nodepool_raw: Mapping[str, Any]) -> int:
+    """``spec.limits.nodes`` (unlimited when unset or unreadable)."""
+    limits = (nodepool_raw.get("spec") or {}).get("limits")
+    if not limits:
+        return UNLIMITED
+    try:
+        parsed = parse_resource_list(limits)
+    except QuantityError:
+        return UNLIMITED
+    value = parsed.get(NODES_RESOURCE)
+    return UNLIMITED if value is None else value // 1000
+
+
+class StaticDrift:
+    """Method 2 of the disruption loop (reason ``Drifted``, eventual)."""
+
+    reason = REASON_DRIFTED
+    disruption_class = CLASS_EVENTUAL
+    consolidation_type = CONSOLIDATION_TYPE_NONE
+
+    def __init__(self, dctx: DisruptionContext) -> None:
+        self.dctx = dctx
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        return candidate.owned_by_static_nodepool() and is_drifted(candidate)
+
+    def compute_commands(
+        self, budgets: BudgetMap, candidates: Sequence[Candidate]
+    ) -> list[Command]:
+        by_pool: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            by_pool.setdefault(c.nodepool_name(), []).append(c)
+        state = self.dctx.cluster.nodepool_state
+        out: list[Command] = []
+        for name in sorted(by_pool):
+            pool_candidates = by_pool[name]
+            budget = budgets.get(name, 0)
+            if budget <= 0:
+                continue
+            raw = pool_candidates[0].nodepool_raw
+            replicas = pool_candidates[0].nodepool.spec.replicas or 0
+            counts = state.node_counts(name)
+            if counts.active + counts.pending_disruption > replicas:
+                continue
+            wanted = min(budget, len(pool_candidates))
+            granted = state.reserve_node_count(name, node_limit(raw), wanted)
+            if granted <= 0:
+                continue
+            try:
+                replacements = [TemplateReplacement(raw) for _ in range(granted)]
+            except TemplateError as e:
+                state.release_node_count(name, granted)
+                log.error("static drift: nodepool %s: %s", name, e)
+                continue
+            # The reservation only arbitrates the node limit against concurrent launches:
+            # the commands start (and create their NodeClaims, which then count as
+            # active) right after this pass, so it is given back here.
+            state.release_node_count(name, granted)
+            for c, r in zip(pool_candidates[:granted], replacements, strict=True):
+                out.append(Command([c], [r]))
+        return out
