@@ -8,6 +8,7 @@ by a ReplicaSet.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers.disruption.types import DisruptionContext
 from karpenter_core.controllers.provisioning import provisioner_of
+from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.provisioning.scheduler import fakecatalog
@@ -139,6 +141,111 @@ class World:
         self.queue = q
         self.dctx = DisruptionContext(self.ctx, self.cluster, q, self.provisioner)
         return q
+
+    def controller(self, *method_classes: Any, validation_period: float = 0.0) -> Any:
+        """A DisruptionController running only ``method_classes`` (in that order) over
+        the real queue; validation is immediate unless ``validation_period`` is given."""
+        from karpenter_core.controllers.disruption.controller import DisruptionController
+
+        q = self.real_queue()
+        methods = [cls(self.dctx) for cls in method_classes]
+        return DisruptionController(self.dctx, q, methods, validation_period=validation_period)
+
+    def launch(self, nodeclaim_name: str) -> None:
+        """Launch, register and initialise a NodeClaim the queue created (a kubelet and
+        the lifecycle controller in one step): provider id, conditions, a Node."""
+        nc = self.kube.get("nodeclaims", nodeclaim_name)
+        labels = dict(nc["metadata"].get("labels") or {})
+        reqs = {r["key"]: r for r in nc["spec"].get("requirements") or []}
+        it_name = (reqs.get(LABEL_INSTANCE_TYPE) or {}).get("values", ["fake-it-0"])[0]
+        labels.setdefault(LABEL_INSTANCE_TYPE, it_name)
+        labels.setdefault(LABEL_TOPOLOGY_ZONE, "test-zone-1")
+        labels.setdefault(CAPACITY_TYPE_LABEL_KEY, "on-demand")
+        labels.setdefault(LABEL_HOSTNAME, nodeclaim_name)
+        it = next((i for i in self.provider.its if i.name == it_name), self.provider.its[0])
+        cap = {
+            "cpu": f"{it.capacity['cpu']}m",
+            "memory": str(it.capacity["memory"] // 1000),
+            "pods": str(it.capacity["pods"] // 1000),
+        }
+        pid = f"fake://{nodeclaim_name}"
+        nc["metadata"]["labels"] = labels
+        nc = self.kube.update(nc)
+        conds = [
+            _condition(t, at=self.clock.now()) for t in ("Launched", "Registered", "Initialized")
+        ]
+        nc = self.kube.patch(
+            "nodeclaims",
+            nodeclaim_name,
+            {
+                "status": {
+                    "providerID": pid,
+                    "nodeName": nodeclaim_name,
+                    "capacity": cap,
+                    "allocatable": cap,
+                    "conditions": conds,
+                }
+            },
+            subresource="status",
+        )
+        self.cluster.update_nodeclaim(nc)
+        node_labels = {
+            **labels,
+            NODE_REGISTERED_LABEL_KEY: "true",
+            NODE_INITIALIZED_LABEL_KEY: "true",
+        }
+        node = self.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": nodeclaim_name, "labels": node_labels},
+                "spec": {"providerID": pid},
+                "status": {
+                    "capacity": cap,
+                    "allocatable": cap,
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+        self.cluster.update_node(node)
+
+    def execute(self) -> None:
+        """Carry out every queued command (upstream tests' ``ExpectMakeNewNodeClaimsReady``
+        + queue reconcile + cascade): replacements launch and initialise, candidates'
+        NodeClaims are deleted, and their Nodes go with them."""
+        q = self.queue
+        for pid in list(q.provider_ids()):
+            for name in q.replacement_names(pid):
+                if not self.cluster.nodeclaim_exists(
+                    name
+                ) or self.cluster.unlaunched_nodeclaim_exists(name):
+                    self.launch(name)
+            if q.has_any(pid):
+                q.reconcile(pid)
+        self.cascade()
+
+    def cascade(self) -> None:
+        """NodeClaims gone from the API leave cluster state, with their Nodes."""
+        live = {nc["metadata"]["name"] for nc in self.kube.list("nodeclaims").items}
+        for sn in self.cluster.state_nodes():
+            view = sn.nodeclaim_view
+            if view is None or view.name in live:
+                continue
+            self.cluster.delete_nodeclaim(view.name)
+            if sn.node is not None:
+                with contextlib.suppress(NotFound):
+                    self.kube.delete("nodes", sn.node.name)
+                self.cluster.delete_node(sn.node.name)
+
+    def node_names(self) -> list[str]:
+        return sorted(n["metadata"]["name"] for n in self.kube.list("nodes").items)
+
+    def tainted(self) -> list[str]:
+        return sorted(
+            n["metadata"]["name"]
+            for n in self.kube.list("nodes").items
+            if any(t.get("key") == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or [])
+        )
 
     def initialize(self, nodeclaim_name: str) -> None:
         """Mark a (replacement) NodeClaim Initialized, as the lifecycle controller would."""
