@@ -77,6 +77,7 @@ __all__ = [
     "decide",
     "find_unhealthy_condition",
     "is_unhealthy",
+    "judge",
     "register",
     "termination_timestamp",
 ]
@@ -215,16 +216,26 @@ def decide(
 ) -> Verdict:
     """What to do with ``node`` at ``now``; ``peers`` are the nodes the 20% guard counts
     (those of its NodePool, or of the whole cluster), the node itself included."""
-    cond = find_unhealthy_condition(node, policies)
-    if cond is None:
+    return judge(find_unhealthy_condition(node, policies), policies, peers, now)
+
+
+def judge(
+    condition: UnhealthyCondition | None,
+    policies: Sequence[RepairPolicy],
+    peers: Sequence[Mapping[str, Any]],
+    now: datetime,
+) -> Verdict:
+    """:func:`decide` for a node whose deciding condition is already known (the
+    controller finds it first, so it lists the peers only once a repair is due)."""
+    if condition is None:
         return Verdict("healthy")
-    if now < cond.repair_at:
-        return Verdict("wait", cond, requeue_after=(cond.repair_at - now).total_seconds())
+    if now < condition.repair_at:
+        return Verdict("wait", condition, requeue_after=(condition.repair_at - now).total_seconds())
     unhealthy = sum(1 for n in peers if is_unhealthy(n, policies))
     total = len(peers)
     if unhealthy > allowed_unhealthy(total):
-        return Verdict("blocked", cond, BLOCKED_REQUEUE, unhealthy, total)
-    return Verdict("repair", cond, 0.0, unhealthy, total)
+        return Verdict("blocked", condition, BLOCKED_REQUEUE, unhealthy, total)
+    return Verdict("repair", condition, 0.0, unhealthy, total)
 
 
 def termination_timestamp(annotations: Mapping[str, str], now: datetime) -> str | None:
@@ -334,15 +345,16 @@ class NodeHealth:
             return Result()
         if not self.managed(node):
             return Result()
+        # Conditions first: they cost no API call, and most Nodes are healthy.
+        policies = self.policies()
+        cond = find_unhealthy_condition(node, policies)
+        if cond is None:
+            return Result()
         found = nodeclaims_for_node(self.ctx.kube, node)
         if len(found) != 1:
             # No NodeClaim (yet, or any more), or several: nothing to repair through.
             return Result()
         nodeclaim = found[0]
-        policies = self.policies()
-        cond = find_unhealthy_condition(node, policies)
-        if cond is None:
-            return Result()
         now = self.ctx.clock.now()
         if now < cond.repair_at:
             return Result.after((cond.repair_at - now).total_seconds())
@@ -353,14 +365,11 @@ class NodeHealth:
             peers = [n for n in nodes if _labels(n).get(wk.NODEPOOL_LABEL_KEY) == nodepool]
         else:
             peers = nodes
-        verdict = decide(node, policies, peers, now)
+        verdict = judge(cond, policies, peers, now)
         if verdict.action == "blocked":
             self._publish_blocked(node, nodeclaim, nodepool, verdict)
             return Result.after(verdict.requeue_after)
-        if verdict.action != "repair" or verdict.condition is None:
-            # The node's state moved between the two reads; look again on its next event.
-            return Result()
-        return self._repair(node, nodeclaim, verdict.condition, now)
+        return self._repair(node, nodeclaim, cond, now)
 
     def _publish_blocked(
         self,
