@@ -447,9 +447,20 @@ class NodeHealth:
             cond.status,
             format_time(cond.since),
         )
-        record_disruption(self.ctx, nodeclaim, metrics.REASON_UNHEALTHY)
-        node_labels = _labels(node)
         status = nodeclaim.get("status")
+        # The pods counted are the Node's (the NodeClaim may not name its Node yet).
+        record_disruption(
+            self.ctx,
+            {
+                **nodeclaim,
+                "status": {
+                    **(status if isinstance(status, Mapping) else {}),
+                    "nodeName": _node_name(node),
+                },
+            },
+            metrics.REASON_UNHEALTHY,
+        )
+        node_labels = _labels(node)
         metrics.NODECLAIMS_UNHEALTHY_DISRUPTED_TOTAL.labels(
             **{
                 metrics.LABEL_CONDITION: condition_label(cond.type),

@@ -566,3 +566,30 @@ def test_the_controller_repairs_when_the_toleration_ends_without_another_event(
     assert not env.deleting(nc)
     manager.run_for(2)
     assert env.deleting(nc)
+
+
+def test_repair_counts_the_reschedulable_pods_of_the_node(env: Env) -> None:
+    env.nodepool("pods-pool")
+    nc, node = env.pair(nodepool="pods-pool", conditions=[bad_node()])
+    env.server.patch("nodeclaims", nc, {"status": {"nodeName": None}}, subresource="status")
+    for name, owners in (("app", []), ("ds", [{"kind": "DaemonSet", "name": "d", "uid": "u"}])):
+        env.server.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "ownerReferences": owners},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+            }
+        )
+    labels = {
+        "reason": "unhealthy",
+        "nodepool": "pods-pool",
+        "capacity_type": "on-demand",
+        "consolidation_policy": "",
+        "termination_mode": "graceful",
+    }
+    before = sample("karpenter_pods_disruption_initiated_total", labels)
+    env.clock.advance(minutes(60))
+    env.reconcile(node)
+    # the DaemonSet pod would not need a new home
+    assert sample("karpenter_pods_disruption_initiated_total", labels) == before + 1
