@@ -46,7 +46,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from attrs import frozen
 
@@ -98,6 +98,8 @@ NODEPOOLS = "nodepools"
 # Decisions (pure)
 # ---------------------------------------------------------------------------------------
 
+Action = Literal["healthy", "wait", "blocked", "repair"]
+
 
 @frozen
 class UnhealthyCondition:
@@ -122,7 +124,7 @@ class Verdict:
     are unhealthy) or ``repair``.
     """
 
-    action: str
+    action: Action
     condition: UnhealthyCondition | None = None
     requeue_after: float = 0.0
     unhealthy: int = 0
