@@ -14,6 +14,7 @@ from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY
 from karpenter_core.controllers.disruption import consolidation as consolidation_module
 from karpenter_core.controllers.disruption.candidates import get_candidates
 from karpenter_core.controllers.disruption.multinode import MultiNodeConsolidation
+from karpenter_core.controllers.disruption.simulation import simulate_scheduling
 from karpenter_core.controllers.disruption.types import (
     DECISION_DELETE,
     DECISION_REPLACE,
@@ -142,7 +143,7 @@ def test_the_search_stops_after_a_minute_with_the_best_so_far(
     w.nodepool()
     for i in range(8):
         w.pod(node=w.node(f"n{i}", instance_type="fake-it-4"), cpu="200m")
-    real = consolidation_module.simulate_scheduling
+    real = simulate_scheduling
     sizes: list[int] = []
 
     def slow(dctx: Any, cands: Any, **kw: Any) -> Any:

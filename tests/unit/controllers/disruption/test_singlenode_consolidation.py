@@ -14,6 +14,7 @@ from karpenter_core import metrics
 from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY, LABEL_TOPOLOGY_ZONE
 from karpenter_core.controllers.disruption import consolidation as consolidation_module
 from karpenter_core.controllers.disruption.candidates import get_candidates
+from karpenter_core.controllers.disruption.simulation import simulate_scheduling
 from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation, interleave
 from karpenter_core.controllers.disruption.types import (
     DECISION_DELETE,
@@ -213,7 +214,7 @@ def test_a_zero_budget_blocks_and_does_not_memoise(world: World) -> None:
 class CountingSimulation:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, advance: timedelta | None = None) -> None:
         self.calls = 0
-        self.real = consolidation_module.simulate_scheduling
+        self.real = simulate_scheduling
         self.advance = advance
         monkeypatch.setattr(consolidation_module, "simulate_scheduling", self)
 
