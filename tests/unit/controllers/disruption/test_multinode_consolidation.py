@@ -183,3 +183,44 @@ def test_validation_failure_raises_without_events() -> None:
         method.validate(cmd)
     assert err.value.kind == "scheduling"
     assert w.events("ConsolidationRejected") == []
+
+
+def test_a_balanced_multi_node_move_is_scored_once_per_nodepool() -> None:
+    w = World()
+    w.nodepool(policy="Balanced")
+    for name in ("a", "b", "c"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    (cmd,) = run(w)
+    assert len(cmd.candidates) == 3
+    (event,) = w.events("ConsolidationApproved")
+    assert event.kind == "NodePool" and event.name == "default"
+    assert "k: 2" in event.message
+    assert (
+        metrics.sample(
+            "karpenter_consolidation_moves_total",
+            {"decision": "approved", "nodepool": "default", "policy": "Balanced"},
+        )
+        == 1.0
+    )
+
+
+def test_a_balanced_move_below_the_threshold_is_not_made() -> None:
+    # Two cheap nodes full of small pods: removing them saves little of the pool's cost
+    # (three pricey nodes stay) but moves most of its pods.
+    w = World()
+    w.nodepool(policy="Balanced")
+    for name in ("a", "b"):
+        n = w.node(name, instance_type="fake-it-1")
+        for _ in range(10):
+            w.pod(node=n, cpu="10m")
+    for name in ("x", "y", "z"):
+        w.pod(node=w.node(name, instance_type="fake-it-4", consolidatable=False), cpu="100m")
+    assert run(w) == []
+    assert w.events("ConsolidationApproved") == []
+    assert (
+        metrics.sample(
+            "karpenter_consolidation_moves_total",
+            {"decision": "rejected", "nodepool": "default", "policy": "Balanced"},
+        )
+        == 1.0
+    )

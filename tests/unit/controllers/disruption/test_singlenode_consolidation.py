@@ -380,3 +380,50 @@ def test_balanced_leaves_a_well_packed_cheapest_node_alone() -> None:
     for _ in range(8):
         w.pod(node=n, cpu="3.5")
     assert run(w) == []
+
+
+# --- destinations ---------------------------------------------------------------------------
+
+
+def one_type_world(consolidate_after: str = "0s") -> World:
+    """A catalogue of one type: no replacement is ever cheaper, only deletes happen."""
+    w = World([fakecatalog.instance_type("only", cpu=4, memory_gi=8, pods=20)])
+    w.nodepool(consolidate_after=consolidate_after)
+    return w
+
+
+def test_pods_do_not_move_onto_a_node_inside_its_consolidate_after_window() -> None:
+    # Scenario 20: A's pods changed less than consolidateAfter ago, so it is no
+    # destination yet; two minutes later B's pod may move there.
+    w = one_type_world("1m")
+    a = w.node("a", instance_type="only")
+    b = w.node("b", instance_type="only")
+    w.pod(node=a)
+    w.pod(node=a)
+    w.pod(node=b)
+    assert run(w) == []
+    w.clock.advance(120)
+    w.cluster.mark_unconsolidated()
+    (cmd,) = run(w)
+    assert cmd.decision == DECISION_DELETE
+
+
+def test_a_destination_in_a_never_nodepool_is_usable_at_once() -> None:
+    w = one_type_world("1m")
+    w.nodepool("keep", consolidate_after="Never")
+    a = w.node("a", nodepool="keep", instance_type="only")
+    b = w.node("b", instance_type="only")
+    w.pod(node=a)
+    w.pod(node=b)
+    (cmd,) = run(w, {"default": 1, "keep": 1})
+    assert [c.name() for c in cmd.candidates] == ["b"]
+
+
+def test_pods_never_move_onto_a_node_that_has_not_initialized() -> None:
+    # Scenario 22: the room on A may never come.
+    w = one_type_world()
+    w.node("a", instance_type="only", initialized=False)
+    w.pod(node=w.node("b", instance_type="only"))
+    assert run(w) == []
+    (msg,) = unconsolidatable(w)
+    assert msg.startswith("not all pods would schedule")
