@@ -427,3 +427,33 @@ def test_pods_never_move_onto_a_node_that_has_not_initialized() -> None:
     assert run(w) == []
     (msg,) = unconsolidatable(w)
     assert msg.startswith("not all pods would schedule")
+
+
+# --- reserved capacity ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("capacity_type", ["on-demand", "spot", "reserved"])
+def test_a_node_moves_into_a_near_free_reservation_of_its_own_type(capacity_type: str) -> None:
+    # Scenario 32 (ReservedCapacity gate on).
+    with fakecatalog.registered_labels():
+        m = fakecatalog.instance_type(
+            "m",
+            offerings=[
+                fakecatalog.offering("on-demand", "test-zone-1", 1.0),
+                fakecatalog.offering("spot", "test-zone-1", 0.8),
+                fakecatalog.offering("reserved", "test-zone-1", 0.5, reservation_id="r-old"),
+                fakecatalog.offering(
+                    "reserved", "test-zone-1", 0.00001, reservation_id="r1", reservation_capacity=1
+                ),
+            ],
+        )
+        gates = {"ReservedCapacity": True, "SpotToSpotConsolidation": True}
+        w = World([m], options=Options(feature_gates=gates))
+        w.nodepool()
+        extra = {"karpenter.sh/reservation-id": "r-old"} if capacity_type == "reserved" else {}
+        w.pod(node=w.node("a", instance_type="m", capacity_type=capacity_type, labels=extra))
+        (cmd,) = run(w)
+        reqs = cmd.replacements[0].launch_requirements()
+    assert cmd.decision == DECISION_REPLACE
+    assert reqs.get(CAPACITY_TYPE_LABEL_KEY).values == {"reserved"}
+    assert reqs.get("karpenter.sh/reservation-id").values == {"r1"}
