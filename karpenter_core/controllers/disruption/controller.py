@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpenter_core.controllers.disruption.budgets import budget_errors, build_budget_mapping
 from karpenter_core.controllers.disruption.candidates import (
+    NodePoolCatalog,
     build_nodepool_catalog,
     get_candidates,
 )
@@ -70,6 +72,7 @@ UNSYNCED_REQUEUE = 1.0
 IMMEDIATELY = 0.001
 """A pass that started a command comes back at once (upstream ``RequeueImmediately``)."""
 ABNORMAL_RUN_GAP = 15 * 60.0
+STARTED_KEPT = 1000
 _ID_NAMESPACE = uuid.UUID("6c1f0c2e-6f57-4f39-9d2d-6b1c4e0a5d11")
 
 
@@ -118,8 +121,9 @@ class DisruptionController:
         self._held: _Held | None = None
         self._last_run: dict[str, float] = {}
         self._ids = 0
-        self.started: list[Command] = []
-        """Every command this controller started (newest last), for reports and tests."""
+        self.started: deque[Command] = deque(maxlen=STARTED_KEPT)
+        """The latest commands this controller started (newest last), for reports and
+        tests; bounded so a long-running operator does not keep them all."""
         self._on_start: list[Callable[[Command], None]] = []
 
     def on_start(self, fn: Callable[[Command], None]) -> None:
@@ -149,12 +153,17 @@ class DisruptionController:
             if validated:
                 return self._start(held.method, validated)
             start = held.index + 1
-        self._log_invalid_budgets()
+        try:
+            catalog = build_nodepool_catalog(self.dctx)
+        except ApiError as e:
+            log.error("disruption: listing nodepools: %s", e)
+            return Result(requeue=True)
+        self._log_invalid_budgets(catalog)
         for index in range(start, len(self.methods)):
             method = self.methods[index]
             self._last_run[type(method).__name__] = clock.monotonic()
             try:
-                commands = self._compute(method)
+                commands = self._compute(method, catalog)
             except Exception:
                 log.exception("disruption method %s failed", type(method).__name__)
                 continue
@@ -172,13 +181,13 @@ class DisruptionController:
             return self._start(method, commands)
         return Result.after(POLLING_PERIOD)
 
-    def _compute(self, method: Method) -> list[Command]:
+    def _compute(self, method: Method, catalog: NodePoolCatalog) -> list[Command]:
         """Candidates, budgets and the method's decision (upstream ``disrupt``, up to
-        starting the commands)."""
+        starting the commands). The NodePools and their instance types are read once per
+        pass; cluster state afresh for every method."""
         reason = method.reason.lower()
         started = time.perf_counter()
         try:
-            catalog = build_nodepool_catalog(self.dctx)
             state_nodes = self.dctx.cluster.state_nodes()
             every = get_candidates(
                 self.dctx, method.disruption_class, state_nodes=state_nodes, catalog=catalog
@@ -259,12 +268,7 @@ class DisruptionController:
             if now - at > ABNORMAL_RUN_GAP:
                 log.debug("abnormal time between runs: %s (%.0fs)", name, now - at)
 
-    def _log_invalid_budgets(self) -> None:
-        try:
-            catalog = build_nodepool_catalog(self.dctx)
-        except ApiError as e:
-            log.error("failed listing nodepools: %s", e)
-            return
+    def _log_invalid_budgets(self, catalog: NodePoolCatalog) -> None:
         now = self.dctx.clock.now()
         problems = []
         for name in sorted(catalog.nodepools):

@@ -91,7 +91,7 @@ def test_unsynced_cluster_state_waits_a_second() -> None:
     )
     c = world.controller(Emptiness)
     assert c.reconcile().requeue_after == 1.0
-    assert c.started == []
+    assert not c.started
 
 
 def test_a_started_command_ends_the_pass_and_comes_back_at_once() -> None:

@@ -186,7 +186,7 @@ def test_static_drift_waits_while_the_pool_is_over_its_replicas() -> None:
     world.kube.update(np)
     c = world.controller(StaticDrift)
     c.reconcile()
-    assert c.started == []
+    assert not c.started
 
 
 def test_drift_ignores_static_pools_and_static_drift_ignores_dynamic_ones() -> None:
