@@ -234,7 +234,11 @@ class Env:
         if status:
             meta = created["metadata"]
             created = self.kube.patch(
-                created["kind"], meta["name"], {"status": status}, subresource="status"
+                created["kind"],
+                meta["name"],
+                {"status": status},
+                meta.get("namespace"),
+                subresource="status",
             )
         return created
 

@@ -4,6 +4,7 @@ merges, what a conflict is, all-or-nothing application, and what ``apply_all`` r
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from nodeoverlay_harness import (
     CAPACITY_TYPE,
@@ -370,8 +371,6 @@ def test_applying_copies_on_write_and_never_changes_the_providers_instance_types
 
 def test_a_repriced_offering_keeps_its_capacity_and_overhead_overrides() -> None:
     override = fakecatalog.offering("on-demand", "test-zone-1", 1.0)
-    import attrs
-
     override = attrs.evolve(
         override,
         capacity_override={FUSE: 1000},
