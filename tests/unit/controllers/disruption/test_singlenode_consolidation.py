@@ -356,6 +356,21 @@ def test_pods_added_elsewhere_that_change_the_result_fail_on_scheduling(world: W
     assert err.value.kind == "scheduling"
 
 
+def test_a_replacement_whose_types_changed_during_the_wait_fails_on_scheduling(
+    world: World,
+) -> None:
+    # Planned: the types cheaper than fake-it-4 that hold one 1-CPU pod. A second pod
+    # binds meanwhile and the smallest of them no longer fits.
+    world.pod(node=world.node("a", instance_type="fake-it-4"))
+    method, cmd = command(world)
+    planned = {i.name for i in cmd.replacements[0].instance_types_by_price()}
+    assert "fake-it-1" in planned
+    world.pod(node="a", cpu="1")
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "scheduling"
+
+
 # --- balanced -----------------------------------------------------------------------------------
 
 
