@@ -373,7 +373,8 @@ class Consolidation:
         single = candidates[0] if len(candidates) == 1 else None
         if not results.all_non_pending_pods_scheduled():
             if single is not None:
-                self._unconsolidatable(single, results.non_pending_pod_scheduling_errors())
+                why = results.non_pending_pod_scheduling_errors()
+                self._unconsolidatable(single, why[:1].upper() + why[1:])
             return None
         if not results.new_nodeclaims:
             return new_command(candidates, results=results)

@@ -119,7 +119,8 @@ class MultiNodeConsolidation(Consolidation):
             if not constrained_by_budgets:
                 self.mark_consolidated()
             return []
-        if per_pool:
+        if per_pool is not None:
+            # Also when no pool was scored: the move still counts, per NodePool and policy.
             self.evaluator.emit_multi_node_events(command, per_pool, True)
         return [command]
 

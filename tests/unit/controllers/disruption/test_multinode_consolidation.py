@@ -224,3 +224,16 @@ def test_a_balanced_move_below_the_threshold_is_not_made() -> None:
         )
         == 1.0
     )
+
+
+def test_a_multi_node_move_in_another_policy_is_counted_but_not_scored() -> None:
+    w = World()
+    w.nodepool()
+    for name in ("a", "b", "c"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    (cmd,) = run(w)
+    assert len(cmd.candidates) == 3
+    assert w.events("ConsolidationApproved") == []
+    labels = {"decision": "approved", "nodepool": "default", "policy": "WhenEmptyOrUnderutilized"}
+    assert metrics.sample("karpenter_consolidation_moves_total", labels) == 1.0
+    assert metrics.samples("karpenter_consolidation_score_count") == []

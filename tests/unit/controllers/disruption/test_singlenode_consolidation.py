@@ -441,7 +441,7 @@ def test_pods_never_move_onto_a_node_that_has_not_initialized() -> None:
     w.pod(node=w.node("b", instance_type="only"))
     assert run(w) == []
     (msg,) = unconsolidatable(w)
-    assert msg.startswith("not all pods would schedule")
+    assert msg.startswith("Not all pods would schedule")
 
 
 # --- reserved capacity ------------------------------------------------------------------------
