@@ -202,6 +202,13 @@ def test_a_balanced_multi_node_move_is_scored_once_per_nodepool() -> None:
         )
         == 1.0
     )
+    assert (
+        metrics.sample(
+            "karpenter_consolidation_score_count",
+            {"decision": "approved", "nodepool": "default", "policy": "Balanced"},
+        )
+        == 1.0
+    )
 
 
 def test_a_balanced_move_below_the_threshold_is_not_made() -> None:
