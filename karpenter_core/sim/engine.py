@@ -404,6 +404,22 @@ class Simulation:
         )
         for note in self.registration.notes():
             self.observer.note(note)
+        on_start = getattr(self.ctx.extras.get("disruption"), "on_start", None)
+        if callable(on_start):
+            on_start(self._on_disruption)
+
+    def _on_disruption(self, command: Any) -> None:
+        """A disruption command started: one decision saying what goes, for what reason,
+        and what replaces it (its nodes' removals follow as they are drained)."""
+        names = [c.nodeclaim_name() for c in command.candidates]
+        text = f"{command.reason}: {command.decision}"
+        if command.replacements:
+            n = len(command.replacements)
+            text += f" with {n} replacement{'' if n == 1 else 's'}"
+        text += f" (estimated savings ${command.estimated_savings():.4f}/h)"
+        self.observer.decide(
+            "Disrupt", text, nodeClaim=", ".join(names), decision=command.decision
+        )
 
     def _decorated_provider(self) -> Any:
         """The provider as the operator's main hands it to controllers: wrapped with the

@@ -57,6 +57,9 @@ def test_an_empty_node_is_removed_after_consolidate_after() -> None:
     assert 7 * 60 <= first.deleting <= 8 * 60
     assert data["removalReasons"] == {"empty": 1}
     assert data["metrics"]["karpenter_voluntary_disruption_decisions_total"] == 1
+    (decision,) = [d for d in data["decisions"] if d["action"] == "Disrupt"]
+    assert decision["nodeClaim"] == first.name
+    assert decision["reason"].startswith("Empty: delete")
 
 
 def test_a_drifted_node_is_replaced_and_its_pods_move_to_the_replacement() -> None:
