@@ -417,9 +417,7 @@ class Simulation:
             n = len(command.replacements)
             text += f" with {n} replacement{'' if n == 1 else 's'}"
         text += f" (estimated savings ${command.estimated_savings():.4f}/h)"
-        self.observer.decide(
-            "Disrupt", text, nodeClaim=", ".join(names), decision=command.decision
-        )
+        self.observer.decide("Disrupt", text, nodeClaim=", ".join(names), decision=command.decision)
 
     def _decorated_provider(self) -> Any:
         """The provider as the operator's main hands it to controllers: wrapped with the
