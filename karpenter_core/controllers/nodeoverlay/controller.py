@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
@@ -85,17 +86,19 @@ class GenerationChanged:
     (status writes do not). One instance per watched resource."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._seen: dict[tuple[str, str], Any] = {}
 
     def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        if event_type == "DELETED":
-            self._seen.pop(key, None)
-            return True
-        previous = self._seen.get(key, _UNSEEN)
         generation = meta.get("generation")
-        self._seen[key] = generation
+        with self._lock:
+            if event_type == "DELETED":
+                self._seen.pop(key, None)
+                return True
+            previous = self._seen.get(key, _UNSEEN)
+            self._seen[key] = generation
         return event_type == "ADDED" or previous is _UNSEEN or previous != generation
 
 

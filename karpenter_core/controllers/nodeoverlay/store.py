@@ -30,6 +30,7 @@ a conflict (foo stays A's).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -312,11 +313,18 @@ def apply_update(it: InstanceType, update: InstanceTypeUpdate) -> InstanceType:
 class InstanceTypeStore:
     """The current :class:`StoreSnapshot`, swapped whole (readers never see half of an
     evaluation). Until the first evaluation no NodePool is evaluated, so every
-    :meth:`apply_all` raises :class:`UnevaluatedNodePoolError`."""
+    :meth:`apply_all` raises :class:`UnevaluatedNodePoolError`.
+
+    Overlaid copies are remembered per snapshot and per provider instance type (weakly):
+    a provider that returns the same objects on every call gets the same copies back, so
+    the scheduler's per-type caches (allocatable groups) survive from one pass to the next
+    instead of being rebuilt for every overlaid type on every call.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._snapshot = StoreSnapshot()
+        self._copies: dict[str, weakref.WeakKeyDictionary[InstanceType, InstanceType]] = {}
 
     @property
     def snapshot(self) -> StoreSnapshot:
@@ -326,6 +334,7 @@ class InstanceTypeStore:
         """Swap in a new evaluation."""
         with self._lock:
             self._snapshot = snapshot
+            self._copies = {}
 
     def reset(self) -> None:
         """Forget everything, as at start-up."""
@@ -339,7 +348,12 @@ class InstanceTypeStore:
     ) -> list[InstanceType]:
         """``instance_types`` with the overlays recorded for ``nodepool_name`` applied.
         Raises :class:`UnevaluatedNodePoolError` when that pool was not evaluated."""
-        snapshot = self._snapshot
+        with self._lock:
+            snapshot = self._snapshot
+            copies = self._copies.get(nodepool_name)
+            if copies is None:
+                copies = weakref.WeakKeyDictionary()
+                self._copies[nodepool_name] = copies
         if nodepool_name not in snapshot.evaluated:
             raise UnevaluatedNodePoolError(nodepool_name)
         updates = snapshot.updates.get(nodepool_name)
@@ -348,7 +362,16 @@ class InstanceTypeStore:
         out: list[InstanceType] = []
         for it in instance_types:
             update = updates.get(it.name)
-            out.append(it if update is None else apply_update(it, update))
+            if update is None:
+                out.append(it)
+                continue
+            with self._lock:
+                applied = copies.get(it)
+            if applied is None:
+                applied = apply_update(it, update)
+                with self._lock:
+                    applied = copies.setdefault(it, applied)
+            out.append(applied)
         return out
 
     def apply(self, nodepool_name: str, instance_type: InstanceType) -> InstanceType:

@@ -416,3 +416,21 @@ def test_a_capacity_overlay_is_only_compared_with_the_last_equal_weight_one_reco
     store.update(result.snapshot)
     for it in store.apply_all("default", catalog()):
         assert it.capacity[FUSE] == 3000 and it.capacity[GPU] == 1000
+
+
+def test_the_same_provider_objects_get_the_same_copies_until_the_next_evaluation() -> None:
+    its = catalog()
+    store = InstanceTypeStore()
+    result = evaluate(
+        [overlay("x", requirements=[req(IT, "In", "small")], price="1")], [pool(its=its)]
+    )
+    store.update(result.snapshot)
+    first = store.apply_all("default", its)
+    second = store.apply_all("default", its)
+    assert [a is b for a, b in zip(first, second, strict=True)] == [True, True]
+    assert by_name(first)["small"] is not by_name(its)["small"]
+    # a new evaluation (even an identical one) starts afresh
+    store.update(result.snapshot)
+    third = store.apply_all("default", its)
+    assert by_name(third)["small"] is not by_name(first)["small"]
+    assert by_name(third)["large"] is by_name(its)["large"]
