@@ -42,6 +42,7 @@ from karpenter_core.controllers.disruption.queue import (
     clear_disruption_reason,
     require_no_schedule_taint,
 )
+from karpenter_core.controllers.disruption.simulation import pass_scope
 from karpenter_core.controllers.disruption.types import (
     DECISION_NOOP,
     Command,
@@ -188,23 +189,29 @@ class DisruptionController:
         reason = method.reason.lower()
         started = time.perf_counter()
         try:
-            state_nodes = self.dctx.cluster.state_nodes()
-            every = get_candidates(
-                self.dctx, method.disruption_class, state_nodes=state_nodes, catalog=catalog
-            )
-            if isinstance(method, PassAware):
-                method.begin_pass(every, state_nodes)
-            candidates = [c for c in every if method.should_disrupt(c)]
-            metrics.VOLUNTARY_DISRUPTION_ELIGIBLE_NODES.labels(reason=reason).set(len(candidates))
-            if not candidates:
-                return []
-            budgets = build_budget_mapping(self.dctx, method.reason, catalog, state_nodes)
-            commands = method.compute_commands(budgets, candidates)
-            return [c for c in commands if c.decision != DECISION_NOOP]
+            with pass_scope(self.dctx):
+                return self._decide(method, catalog)
         finally:
             metrics.VOLUNTARY_DISRUPTION_DECISION_EVALUATION_DURATION_SECONDS.labels(
                 reason=reason, consolidation_type=method.consolidation_type
             ).observe(time.perf_counter() - started)
+
+    def _decide(self, method: Method, catalog: NodePoolCatalog) -> list[Command]:
+        state_nodes = self.dctx.cluster.state_nodes()
+        every = get_candidates(
+            self.dctx, method.disruption_class, state_nodes=state_nodes, catalog=catalog
+        )
+        if isinstance(method, PassAware):
+            method.begin_pass(every, state_nodes)
+        candidates = [c for c in every if method.should_disrupt(c)]
+        metrics.VOLUNTARY_DISRUPTION_ELIGIBLE_NODES.labels(reason=method.reason.lower()).set(
+            len(candidates)
+        )
+        if not candidates:
+            return []
+        budgets = build_budget_mapping(self.dctx, method.reason, catalog, state_nodes)
+        commands = method.compute_commands(budgets, candidates)
+        return [c for c in commands if c.decision != DECISION_NOOP]
 
     def _validate(self, held: _Held) -> list[Command]:
         out = []

@@ -34,6 +34,7 @@ __all__ = ["Drift", "drifted_since", "is_drifted"]
 
 log = logging.getLogger("karpenter.disruption")
 
+
 def is_drifted(candidate: Candidate) -> bool:
     cond = candidate.nodeclaim.condition(CONDITION_DRIFTED)
     return cond is not None and cond.is_true

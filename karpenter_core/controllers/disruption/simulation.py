@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -40,11 +41,18 @@ from karpenter_core.state.statenode import StateNode
 from karpenter_core.utils.pod import PdbLimits
 
 __all__ = [
+    "LISTED_TTL",
     "CandidateDeletingError",
     "SimulationError",
+    "cluster_snapshot",
+    "pass_scope",
     "simulate_scheduling",
     "uninitialized_node_error",
 ]
+
+LISTED_TTL = 2.0
+"""Within a pass, how long (seconds) API-listed objects (PDBs, volumes, namespaces,
+Services, controllers) are reused by later simulations."""
 
 
 class SimulationError(Exception):
@@ -69,6 +77,49 @@ def uninitialized_node_error(sn: StateNode) -> PodError:
     if sn.node is not None:
         info.append(f"node/{sn.node.name}")
     return PodError(f"would schedule against uninitialized {', '.join(info)}")
+
+
+@contextmanager
+def pass_scope(dctx: DisruptionContext) -> Iterator[None]:
+    """Within this block, simulations share the objects listed from the API (for at most
+    :data:`LISTED_TTL` seconds). Consolidation simulates many subsets of candidates in
+    one pass; listing PDBs, volumes, Services... for each would cost an API round trip
+    per kind per simulation against a real API server. Cluster state (nodes, pods) is
+    always read afresh."""
+    cache = dctx.snapshot_cache
+    cache.clear()
+    cache["scope"] = True
+    try:
+        yield
+    finally:
+        cache.clear()
+
+
+def cluster_snapshot(dctx: DisruptionContext) -> ClusterSnapshot:
+    """``cluster.snapshot()``; inside :func:`pass_scope`, the listed objects of a recent
+    snapshot are reused with fresh nodes and pods (nodes copied before pods are read, as
+    the provisioner does, so capacity seen is never less than reality)."""
+    cache = dctx.snapshot_cache
+    if not cache.get("scope"):
+        return dctx.cluster.snapshot()
+    now = dctx.clock.monotonic()
+    listed = cache.get("listed")
+    if listed is None or now - listed[0] > LISTED_TTL:
+        snapshot = dctx.cluster.snapshot()
+        cache["listed"] = (now, snapshot)
+        return snapshot
+    state_nodes = tuple(dctx.cluster.state_nodes())
+    pods = tuple(dctx.cluster.pods())
+    daemonsets = tuple(dctx.cluster.daemonsets())
+    base: ClusterSnapshot = listed[1]
+    return attrs.evolve(
+        base,
+        nodes=tuple(sn.node for sn in state_nodes if sn.node is not None),
+        nodeclaims=tuple(sn.nodeclaim for sn in state_nodes if sn.nodeclaim is not None),
+        pods=pods,
+        daemonsets=daemonsets,
+        prebuilt_state_nodes=state_nodes,
+    )
 
 
 def _pending_pods(snapshot: ClusterSnapshot) -> list[Pod]:
@@ -122,7 +173,7 @@ def simulate_scheduling(
     Raises :class:`CandidateDeletingError` when a candidate is deleting now.
     """
     names = {c.name() for c in candidates}
-    snapshot = dctx.cluster.snapshot()
+    snapshot = cluster_snapshot(dctx)
     all_nodes = snapshot.state_nodes()
     deleting = [n for n in all_nodes if n.marked_for_deletion]
     moot = sorted(n.name() for n in deleting if n.name() in names)

@@ -399,6 +399,9 @@ class DisruptionContext:
     cluster: Cluster
     queue: QueueView
     provisioner: Provisioner
+    snapshot_cache: dict[str, Any] = field(factory=dict, eq=False, repr=False)
+    """Scratch space of :func:`~.simulation.pass_scope`: API objects listed once per pass
+    and shared by the pass's simulations. Methods do not touch it."""
 
     @property
     def clock(self) -> Clock:

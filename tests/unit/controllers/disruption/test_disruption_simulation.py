@@ -7,7 +7,9 @@ from disruption_harness import World
 
 from karpenter_core.controllers.disruption.candidates import get_candidates
 from karpenter_core.controllers.disruption.simulation import (
+    LISTED_TTL,
     CandidateDeletingError,
+    pass_scope,
     simulate_scheduling,
 )
 from karpenter_core.controllers.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL, Candidate
@@ -140,3 +142,32 @@ def test_consolidation_keeps_running_pods_off_nodes_inside_consolidate_after() -
     world.clock.advance(61)
     later = simulate_scheduling(world.dctx, [c], consolidation=True)
     assert placed(later, "recent") == ["p"]
+
+
+def test_a_pass_shares_listed_objects_for_a_moment_but_never_cluster_state() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", termination_grace_period="300s")
+    world.pod("held", "a")
+    c = candidate(world, "a", CLASS_EVENTUAL)
+    with pass_scope(world.dctx):
+        assert len(simulate_scheduling(world.dctx, [c]).new_nodeclaims) == 1
+        world.pdb(max_unavailable=0)  # listed objects are reused within the pass...
+        assert len(simulate_scheduling(world.dctx, [c]).new_nodeclaims) == 1
+        world.clock.advance(LISTED_TTL + 1)  # ...for a moment only
+        assert simulate_scheduling(world.dctx, [c]).new_nodeclaims == []
+    # outside a pass nothing is reused
+    assert simulate_scheduling(world.dctx, [c]).new_nodeclaims == []
+
+
+def test_within_a_pass_cluster_state_is_always_fresh() -> None:
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-3")
+    world.node("b", instance_type="fake-it-3")
+    world.pod("p", "b")
+    c = candidate(world, "b")
+    with pass_scope(world.dctx):
+        assert placed(simulate_scheduling(world.dctx, [c]), "a") == ["p"]
+        world.cluster.mark_for_deletion(world.pid("a"))
+        assert placed(simulate_scheduling(world.dctx, [c]), "a") == []
