@@ -15,6 +15,7 @@ from karpenter_core.controllers.disruption import consolidation as consolidation
 from karpenter_core.controllers.disruption.candidates import get_candidates
 from karpenter_core.controllers.disruption.multinode import MultiNodeConsolidation
 from karpenter_core.controllers.disruption.simulation import simulate_scheduling
+from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation
 from karpenter_core.controllers.disruption.types import (
     DECISION_DELETE,
     DECISION_REPLACE,
@@ -244,3 +245,28 @@ def test_a_multi_node_move_in_another_policy_is_counted_but_not_scored() -> None
     labels = {"decision": "approved", "nodepool": "default", "policy": "WhenEmptyOrUnderutilized"}
     assert metrics.sample("karpenter_consolidation_moves_total", labels) == 1.0
     assert metrics.samples("karpenter_consolidation_score_count") == []
+
+
+def test_after_a_failed_multi_node_validation_single_node_goes_in_the_same_pass() -> None:
+    # Scenario 29: three expensive nodes with one pod each would merge into one; during
+    # the wait pods bind to nodes 1 and 2, so the merge no longer holds, and single-node
+    # consolidation removes node 3 (its pod fits next to the others) instead.
+    w = World()
+    w.nodepool()
+    for name in ("n1", "n2", "n3"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="1")
+    controller = w.controller(
+        MultiNodeConsolidation, SingleNodeConsolidation, validation_period=15.0
+    )
+    assert controller.reconcile().requeue_after == 15.0  # multi-node's command is held
+    assert not controller.started
+    w.pod(node="n1", cpu="1")
+    w.pod(node="n2", cpu="1")
+    w.clock.advance(15)
+    assert controller.reconcile().requeue_after == 15.0  # now single-node's is held
+    w.clock.advance(15)
+    controller.reconcile()
+    (started,) = list(controller.started)
+    assert started.consolidation_type == "single"
+    assert started.decision == DECISION_DELETE
+    assert [c.name() for c in started.candidates] == ["n3"]
