@@ -17,9 +17,11 @@ pod decisions) and skipped; only API failures surface as reconcile errors (back-
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -46,6 +48,7 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
     TemplateError,
 )
 from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
+from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import Cluster
@@ -65,6 +68,9 @@ __all__ = [
 log = logging.getLogger("karpenter.provisioner")
 
 NAME = "provisioner"
+MAX_PARALLEL_CREATES = 32
+"""NodeClaims of one batch created at once, on a wall clock (the main client's connection
+pool holds 64)."""
 NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
 
 
@@ -125,6 +131,9 @@ class Provisioner:
         self.controller: Controller | None = None
         self._warned: dict[tuple[str, str], str] = {}
         self._config_error: str | None = None
+        self.parallel_creates = not isinstance(ctx.clock, VirtualClock)
+        """Create a batch's NodeClaims concurrently (wall clock); a virtual clock keeps
+        them in order, so generated names are reproducible."""
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -488,14 +497,29 @@ class Provisioner:
         names: list[str] = []
         errors: list[str] = []
         nominations: list[tuple[Any, str]] = []
-        for nc in nodeclaims:
+
+        def attempt(nc: Any) -> str | CreateError | ApiError:
             try:
-                name = self.create(nc, reason=reason)
+                return self.create(nc, reason=reason)
             except (CreateError, ApiError) as e:
-                errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {e}")
+                return e
+
+        workers = min(len(nodeclaims), MAX_PARALLEL_CREATES)
+        if workers > 1 and self.parallel_creates:
+            # As upstream: a batch's claims are created concurrently, each an API round
+            # trip; one after another, the last of 30 claims waited for 29 round trips.
+            # each task runs in a copy of this context: the controller label of metrics
+            contexts = [contextvars.copy_context() for _ in nodeclaims]
+            with ThreadPoolExecutor(workers, thread_name_prefix="nodeclaim-create") as pool:
+                outcomes = list(pool.map(lambda c, nc: c.run(attempt, nc), contexts, nodeclaims))
+        else:
+            outcomes = [attempt(nc) for nc in nodeclaims]
+        for nc, outcome in zip(nodeclaims, outcomes, strict=True):
+            if not isinstance(outcome, str):
+                errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {outcome}")
                 continue
-            names.append(name)
-            nominations.append((nc, name))
+            names.append(outcome)
+            nominations.append((nc, outcome))
         if record_pod_nomination:
             for nc, name in nominations:
                 for pod in nc.pods:

@@ -414,3 +414,63 @@ def test_preferences_that_can_block_consolidation_are_logged_once(
     warnings = [r for r in caplog.records if "TopologySpreadConstraint" in r.getMessage()]
     assert len(warnings) == 1
     assert "default/w" in warnings[0].getMessage()
+
+
+def _three_claims(env: Env) -> tuple[Any, list[Any]]:
+    """A provisioner and three planned NodeClaims (pods sharing a host port cannot share a node)."""
+    from karpenter_core.controllers.provisioning import provisioner_of
+
+    env.ready_nodepool()
+    port = [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}]
+    for name in ("a", "b", "c"):
+        env.create(pod(name, containers=port))
+    env.settle()
+    prov = provisioner_of(env.ctx)
+    results = prov.schedule()
+    assert results is not None and len(results.new_nodeclaims) == 3
+    return prov, list(results.new_nodeclaims)
+
+
+def test_on_a_wall_clock_a_batchs_nodeclaims_are_created_concurrently() -> None:
+    import threading
+
+    env = Env()
+    prov, claims = _three_claims(env)
+    prov.parallel_creates = True
+    create = env.kube.create
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, peak
+    second = threading.Event()
+
+    def slow_create(obj: Any, namespace: str | None = None) -> Any:
+        if obj.get("kind") != "NodeClaim":
+            return create(obj, namespace)
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+            if in_flight[0] >= 2:
+                second.set()
+        second.wait(10)  # sequential creates never get a second one in flight
+        try:
+            return create(obj, namespace)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    env.kube.create = slow_create  # type: ignore[method-assign]
+    names = prov.create_nodeclaims(claims)
+    assert in_flight[1] >= 2
+    assert len(set(names)) == 3
+    assert sorted(names) == sorted(c["metadata"]["name"] for c in env.nodeclaims())
+
+
+def test_concurrent_creates_report_every_failure_and_keep_the_rest() -> None:
+    from karpenter_core.controllers.provisioning import ProvisioningError
+
+    env = Env()
+    prov, claims = _three_claims(env)
+    prov.parallel_creates = True
+    claims[1].nodepool_name = "gone"
+    with pytest.raises(ProvisioningError, match="nodepool 'gone'"):
+        prov.create_nodeclaims(claims)
+    assert len(env.nodeclaims()) == 2
