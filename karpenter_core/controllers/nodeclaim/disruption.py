@@ -41,7 +41,7 @@ from karpenter_core.apis.v1 import (
     NodeClaim,
     NodePool,
 )
-from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
+from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found, is_unevaluated_nodepool
 from karpenter_core.cloudprovider.types import (
     InstanceType,
     Offerings,
@@ -263,7 +263,12 @@ class Disruption:
                 except APIError as err:
                     log.error("nodepool %s: %s", (nodepool.get("metadata") or {}).get("name"), err)
                     return ""
-                its = self.ctx.cloud_provider.get_instance_types(model)
+                try:
+                    its = self.ctx.cloud_provider.get_instance_types(model)
+                except Exception as err:  # checked again next pass: not recorded as checked
+                    level = logging.DEBUG if is_unevaluated_nodepool(err) else logging.WARNING
+                    log.log(level, "nodepool %s: instance types unavailable: %s", model.name, err)
+                    return ""
                 reason = instance_type_not_found(its, nodeclaim)
                 if reason:
                     return reason

@@ -126,6 +126,30 @@ def test_a_vanished_instance_type_drifts_the_nodeclaim_after_an_hour() -> None:
     assert drifted(env) == "InstanceTypeNotFound"
 
 
+def test_an_unreadable_catalogue_defers_the_instance_type_check(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from karpenter_core.cloudprovider.errors import UnevaluatedNodePoolError
+
+    env = Env()
+    registered_in_pool(env)
+    env.provider.instance_types = [fake_instance_type("other")]
+    real = env.provider.get_instance_types
+
+    def unevaluated(nodepool: Any) -> Any:
+        raise UnevaluatedNodePoolError("pool")
+
+    env.provider.get_instance_types = unevaluated  # type: ignore[method-assign]
+    with caplog.at_level("DEBUG", logger="karpenter"):
+        env.run_for(minutes(65))
+    assert drifted(env) is None
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+    # once the catalogue answers, the check runs at the next pass, not an hour later
+    env.provider.get_instance_types = real  # type: ignore[method-assign]
+    env.run_for(minutes(10))
+    assert drifted(env) == "InstanceTypeNotFound"
+
+
 def test_instance_type_not_found_table() -> None:
     nc = {
         "metadata": {
