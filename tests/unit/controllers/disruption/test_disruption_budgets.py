@@ -140,3 +140,30 @@ def test_every_managed_pool_gets_an_entry() -> None:
     world.nodepool("a", budgets=[{"nodes": "10%"}])
     world.nodepool("b", budgets=[{"nodes": "2"}])
     assert _mapping(world) == {"a": 0, "b": 2}
+
+
+def test_unmanaged_nodes_are_not_counted() -> None:
+    world = World()
+    world.nodepool(budgets=[{"nodes": "50%"}])
+    world.node("managed")
+    world.cluster.update_node(
+        world.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": "byo",
+                    "labels": {
+                        "karpenter.sh/nodepool": "default",
+                        "karpenter.sh/initialized": "true",
+                        "node.kubernetes.io/instance-type": "fake-it-0",
+                    },
+                },
+                "spec": {"providerID": "byo://1"},
+                "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+            }
+        )
+    )
+    assert world.cluster.state_node("byo://1") is not None  # in cluster state, no NodeClaim
+    # one managed node: ceil(50% of 1) = 1, and the NotReady unmanaged node uses none of it
+    assert _mapping(world) == {"default": 1}

@@ -270,3 +270,29 @@ def test_lifetime_remaining_scales_disruption_cost(world: World) -> None:
     (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
     # one pod of eviction cost 1, a quarter of its lifetime left
     assert c.disruption_cost == pytest.approx(0.25)
+
+
+def test_a_do_not_disrupt_duration_blocks_until_it_has_elapsed(world: World) -> None:
+    world.node("a")
+    world.pod(node="a", annotations={"karpenter.sh/do-not-disrupt": "2m"})
+    world.clock.advance(60)
+    assert names(world) == []
+    world.clock.advance(120)
+    assert names(world) == ["a"]
+
+
+def test_every_do_not_disrupt_duration_must_have_elapsed(world: World) -> None:
+    world.node("a")
+    world.pod(node="a", annotations={"karpenter.sh/do-not-disrupt": "1m"})
+    world.pod(node="a", annotations={"karpenter.sh/do-not-disrupt": "3m"})
+    world.clock.advance(120)
+    assert names(world) == []
+    world.clock.advance(61)
+    assert names(world) == ["a"]
+
+
+def test_an_invalid_do_not_disrupt_value_is_ignored_with_an_event(world: World) -> None:
+    world.node("a")
+    world.pod(node="a", annotations={"karpenter.sh/do-not-disrupt": "invalid-format"})
+    assert names(world) == ["a"]
+    assert world.events("InvalidDoNotDisruptAnnotation")
