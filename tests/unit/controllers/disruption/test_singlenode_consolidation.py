@@ -346,6 +346,16 @@ def test_a_do_not_disrupt_pod_binding_meanwhile_is_churn(world: World) -> None:
     assert err.value.kind == "churn"
 
 
+def test_a_pod_under_a_blocking_pdb_binding_meanwhile_is_churn(world: World) -> None:
+    two_nodes_one_deletable(world)
+    method, cmd = command(world)
+    world.pdb(labels={"app": "guarded"}, max_unavailable=0, disruptions_allowed=0)
+    world.pod(node="b", labels={"app": "guarded"})
+    with pytest.raises(ValidationError) as err:
+        method.validate(cmd)
+    assert err.value.kind == "churn"
+
+
 def test_pods_added_elsewhere_that_change_the_result_fail_on_scheduling(world: World) -> None:
     # B's pod no longer fits on A: deleting B would now need a new node.
     two_nodes_one_deletable(world)
