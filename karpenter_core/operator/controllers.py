@@ -228,6 +228,33 @@ def _module_exists(module: str) -> bool:
         return False
 
 
+PLUGIN_OVERLAYS_KEY = "instance_type_overlays"
+"""``ctx.extras`` key of the installed plugins' instance-type overlays (the operator's
+main and the simulation engine put them there)."""
+
+
+def install_overlays(ctx: ControllerContext) -> None:
+    """Put the overlay step on ``ctx.cloud_provider`` before any controller captures it.
+
+    With the NodeOverlay gate on, the NodeOverlay package installs its store (plugin
+    overlays beneath NodeOverlays); with it off, plugin overlays
+    (``ctx.extras["instance_type_overlays"]``) still apply. Either way every controller --
+    provisioning, disruption, drift -- reads the same instance types.
+    """
+    plugin_overlays = tuple(ctx.extras.get(PLUGIN_OVERLAYS_KEY) or ())
+    if ctx.options.gate("NodeOverlay"):
+        try:
+            from karpenter_core.controllers.nodeoverlay import install
+        except ImportError as e:  # reported when the package itself is registered
+            log.debug("nodeoverlay not installed before registration: %s", e)
+            return
+        install(ctx)
+    elif plugin_overlays:
+        from karpenter_core.cloudprovider.overlay import decorate
+
+        ctx.cloud_provider = decorate(ctx.cloud_provider, None, plugin_overlays=plugin_overlays)
+
+
 def register_all(
     manager: Manager,
     ctx: ControllerContext,
@@ -245,6 +272,7 @@ def register_all(
     registered: list[tuple[str, tuple[str, ...]]] = []
     skipped: list[tuple[str, str]] = []
     missing: list[tuple[str, str]] = []
+    install_overlays(ctx)
     for pkg in packages:
         why = pkg.gate(ctx) if pkg.gate is not None else None
         if why is not None:

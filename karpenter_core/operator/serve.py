@@ -208,6 +208,7 @@ class Operator:
         self.manager: Any = None
         self.informers: Any = None
         self.reader: Any = None
+        self.plugin_manager: Any = None
         self.elector: Any = None
         self.metrics_server: Any = None
         self.health_server: Any = None
@@ -279,6 +280,7 @@ class Operator:
             from karpenter_core.plugins import get_plugin_manager
 
             pm = get_plugin_manager(self.environ)
+            self.plugin_manager = pm
             spec = cloud_providers(pm).get(name)
             settings = provider_settings(spec, self.environ, self.config.provider_settings)
             self.provider = get_cloud_provider(
@@ -414,6 +416,11 @@ class Operator:
             cluster=Cluster(self.reader, self.clock, self.provider),
         )
         # watches come from the shared informers, whose caches the reader serves
+        if self.plugin_manager is not None:
+            from karpenter_core.operator.controllers import PLUGIN_OVERLAYS_KEY
+            from karpenter_core.plugins import instance_type_overlays
+
+            ctx.extras[PLUGIN_OVERLAYS_KEY] = instance_type_overlays(self.plugin_manager)
         self.manager = Manager(self.clock, self.reader, informers=self.informers)
         self.registration = register_all(self.manager, ctx)  # logs packages not running
         self.manager.start()

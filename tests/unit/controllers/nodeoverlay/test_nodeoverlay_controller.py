@@ -5,6 +5,8 @@ watches, the decorator installed on the context, and provisioning waiting for ev
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -35,7 +37,11 @@ from karpenter_core.controllers.nodeoverlay.controller import (
     NodeOverlayController,
 )
 from karpenter_core.hookspecs import InstanceTypeOverlaySpec
-from karpenter_core.operator.controllers import CONTROLLER_PACKAGES, register_all
+from karpenter_core.operator.controllers import (
+    CONTROLLER_PACKAGES,
+    ControllerPackage,
+    register_all,
+)
 from karpenter_core.operator.options import Options
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.state.informers import cluster_of
@@ -318,6 +324,41 @@ def test_plugin_overlays_apply_beneath_nodeoverlays() -> None:
         base = offering_prices(by_name(catalog())[name])
         # doubled by the plugin first, then +1 by the NodeOverlay: 2p + 1, not 2(p + 1)
         assert offering_prices(it) == {k: pytest.approx(2 * v + 1) for k, v in base.items()}
+
+
+def _double(np: Any, its: Any) -> list[Any]:
+    return [it.with_offerings(o.with_price_overlay("+100%") for o in it.offerings) for it in its]
+
+
+def test_with_the_gate_off_register_all_still_applies_plugin_overlays() -> None:
+    env = Env(with_nodeoverlay=False)
+    env.ctx.options = Options()
+    env.ctx.extras[nodeoverlay.PLUGIN_OVERLAYS_KEY] = [
+        InstanceTypeOverlaySpec("double", 0, _double)
+    ]
+    register_all(Manager(env.clock, env.kube), env.ctx, packages=[])
+    env.create(ready(nodepool_manifest()))
+    for name, it in served(env).items():
+        base = offering_prices(by_name(catalog())[name])
+        assert offering_prices(it) == {k: pytest.approx(2 * v) for k, v in base.items()}
+
+
+def test_register_all_installs_the_overlay_step_before_any_package_captures_the_provider() -> None:
+    env = Env(with_nodeoverlay=False)
+    seen: list[Any] = []
+    module = types.ModuleType("karpenter_test_captures_provider")
+    module.register = lambda manager, ctx: seen.append(ctx.cloud_provider)  # type: ignore[attr-defined]
+    module.__spec__ = types.SimpleNamespace(name=module.__name__)  # type: ignore[assignment]
+    sys.modules[module.__name__] = module
+    try:
+        pkgs = [ControllerPackage("captures", module.__name__, ())]
+        register_all(Manager(env.clock, env.kube), env.ctx, packages=pkgs)
+    finally:
+        del sys.modules[module.__name__]
+    # a package registered before nodeoverlay's (disruption is) already sees the step
+    assert isinstance(seen[0], OverlayDecorator) or isinstance(
+        getattr(seen[0], "inner", None), OverlayDecorator
+    )
 
 
 def test_a_failing_plugin_overlay_is_skipped_with_a_warning(
