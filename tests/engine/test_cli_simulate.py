@@ -92,7 +92,8 @@ def test_quickstart_tells_its_story() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["virtualSeconds"] == 1800.0
-    assert data["removalReasons"] == {"spot interruption": 1}
+    # the reclaimed spot node, and after the scale-in the node consolidation empties
+    assert data["removalReasons"] == {"spot interruption": 1, "underutilized": 1}
     assert data["pods"]["succeeded"] == 8  # the nightly report Job completed
     assert data["pods"]["bound"] == 15 and data["pods"]["pending"] == 0
     assert data["pods"]["pendingSeconds"]["p50"] >= 45.0  # the 45 s instance boot
@@ -103,6 +104,7 @@ def test_quickstart_tells_its_story() -> None:
         "ScaleWorkload",
         "SpotInterruption",
         "DeleteNodeClaim",
+        "Disrupt",
     } <= actions
 
 
