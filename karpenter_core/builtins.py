@@ -1,9 +1,12 @@
 """The plugin karpenter-core registers for itself, before any installed plugin.
 
-Core features that are extensions in spirit (the NodeOverlay CRD as an instance-type
-overlay, emptiness / drift / consolidation as disruption methods) register here through
-the same hooks a third-party plugin uses, so there is exactly one way in. The hookimpls
-arrive with those features; until then this plugin implements no hook.
+It implements no hook today. The core features that are extensions in spirit are wired
+in directly, and plugins compose with them: NodeOverlay objects apply on top of plugins'
+instance-type overlays (:mod:`karpenter_core.cloudprovider.overlay`), and plugins'
+disruption methods take their place among emptiness, drift and consolidation by ``order``
+(a plugin method with a built-in's name replaces it; see
+:func:`karpenter_core.controllers.disruption.build_methods`). Both reach the controllers
+through :func:`karpenter_core.operator.controllers.plugin_extras`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from attrs import field, frozen
 
@@ -231,6 +232,22 @@ def _module_exists(module: str) -> bool:
 PLUGIN_OVERLAYS_KEY = "instance_type_overlays"
 """``ctx.extras`` key of the installed plugins' instance-type overlays (the operator's
 main and the simulation engine put them there)."""
+
+PLUGIN_DISRUPTION_METHODS_KEY = "disruption.methods"
+"""``ctx.extras`` key of the installed plugins' disruption methods (a plugin method with a
+built-in's name replaces it)."""
+
+
+def plugin_extras(pm: Any) -> dict[str, Any]:
+    """What the installed plugins add to the controllers, as ``ctx.extras`` entries:
+    instance-type overlays and disruption methods. ``karpenter serve`` and ``karpenter
+    simulate`` both call this, so a plugin behaves the same in both."""
+    from karpenter_core.plugins import disruption_methods, instance_type_overlays
+
+    return {
+        PLUGIN_OVERLAYS_KEY: list(instance_type_overlays(pm)),
+        PLUGIN_DISRUPTION_METHODS_KEY: list(disruption_methods(pm)),
+    }
 
 
 def install_overlays(ctx: ControllerContext) -> None:

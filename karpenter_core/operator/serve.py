@@ -417,10 +417,9 @@ class Operator:
         )
         # watches come from the shared informers, whose caches the reader serves
         if self.plugin_manager is not None:
-            from karpenter_core.operator.controllers import PLUGIN_OVERLAYS_KEY
-            from karpenter_core.plugins import instance_type_overlays
+            from karpenter_core.operator.controllers import plugin_extras
 
-            ctx.extras[PLUGIN_OVERLAYS_KEY] = instance_type_overlays(self.plugin_manager)
+            ctx.extras.update(plugin_extras(self.plugin_manager))
         self.manager = Manager(self.clock, self.reader, informers=self.informers)
         self.registration = register_all(self.manager, ctx)  # logs packages not running
         self.manager.start()

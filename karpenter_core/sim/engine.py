@@ -38,7 +38,7 @@ import attrs
 
 from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
 from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.controllers import PLUGIN_OVERLAYS_KEY, Registration, register_all
+from karpenter_core.operator.controllers import Registration, plugin_extras, register_all
 from karpenter_core.operator.options import Options, OptionsError
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import EventRecorder
@@ -228,15 +228,16 @@ class Simulation:
                 f"{self.scenario.source}: cloudProvider {self.scenario.cloud_provider!r}: {e}"
             ) from None
 
-    def _plugin_overlays(self) -> list[Any]:
-        """The installed plugins' instance-type overlays, as ``karpenter serve`` applies them."""
-        from karpenter_core.plugins import get_plugin_manager, instance_type_overlays
+    def _plugin_extras(self) -> dict[str, Any]:
+        """The installed plugins' overlays and disruption methods, as ``karpenter serve``
+        applies them."""
+        from karpenter_core.plugins import get_plugin_manager
 
         try:
-            return list(instance_type_overlays(get_plugin_manager()))
+            return plugin_extras(get_plugin_manager())
         except Exception as e:  # a broken plugin: say so, simulate without it
-            self.observer.note(f"instance type overlays unavailable ({type(e).__name__}: {e})")
-            return []
+            self.observer.note(f"plugin extensions unavailable ({type(e).__name__}: {e})")
+            return {}
 
     def _cluster_ctx(self) -> ControllerContext:
         return ControllerContext(
@@ -403,7 +404,7 @@ class Simulation:
             options=self.options,
             cluster=cluster,
         )
-        self.ctx.extras[PLUGIN_OVERLAYS_KEY] = self._plugin_overlays()
+        self.ctx.extras.update(self._plugin_extras())
         self.registration = register_all(self.karpenter, self.ctx)
         # NodeClaims are observed from Karpenter's own Manager, which delivers events
         # before each of its reconciles: a deletion is seen right after the reconcile that

@@ -168,3 +168,48 @@ def test_the_registry_names_every_controller_the_installed_packages_register() -
     assert sim.registration.registered  # the core packages are installed
     for package, names in sim.registration.registered:
         assert set(names) <= declared[package], (package, sorted(set(names) - declared[package]))
+
+
+class _PluginMethod:
+    reason = "plugin"
+    disruption_class = "graceful"
+    consolidation_type = ""
+
+    def __init__(self, dctx: Any) -> None:
+        self.dctx = dctx
+
+    def should_disrupt(self, candidate: Any) -> bool:
+        return False
+
+    def compute_commands(self, budgets: Any, *candidates: Any) -> list[Any]:
+        return []
+
+
+def test_a_plugins_disruption_method_and_overlay_reach_the_controllers() -> None:
+    from karpenter_core.cloudprovider.overlay import OverlayDecorator
+    from karpenter_core.hookspecs import DisruptionMethodSpec, InstanceTypeOverlaySpec
+    from karpenter_core.operator.controllers import plugin_extras
+    from karpenter_core.plugins import KarpenterPluginManager, hookimpl
+
+    class Plugin:
+        @hookimpl
+        def karpenter_disruption_methods(self) -> list[DisruptionMethodSpec]:
+            return [DisruptionMethodSpec("plugin", 250, _PluginMethod)]
+
+        @hookimpl
+        def karpenter_instance_type_overlays(self) -> list[InstanceTypeOverlaySpec]:
+            return [InstanceTypeOverlaySpec("same", 0, lambda np, its: list(its))]
+
+    pm = KarpenterPluginManager()
+    assert pm.register_plugin(Plugin(), "test-plugin") is None
+    c = ctx()
+    c.extras.update(plugin_extras(pm))
+    manager = Manager(c.clock, c.kube)
+    pkgs = [p for p in CONTROLLER_PACKAGES if p.name == "disruption"]
+    reg = register_all(manager, c, packages=pkgs, strict=True)
+    assert reg.registered and reg.registered[0][0] == "disruption"
+    methods = [type(m).__name__ for m in c.extras["disruption"].methods]
+    # between static drift and drift, as its order says
+    assert methods.index("_PluginMethod") == methods.index("StaticDrift") + 1
+    assert methods.index("_PluginMethod") == methods.index("Drift") - 1
+    assert isinstance(c.cloud_provider, OverlayDecorator)
