@@ -66,6 +66,7 @@ from karpenter_core.cloudprovider.errors import (
 from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
+from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.scheduling.requirements import IN, Requirements
 from karpenter_kwok.faults import (
     FaultRule,
@@ -174,6 +175,8 @@ class KwokCloudProvider:
         self._view_key: frozenset[tuple[str, str, str]] = frozenset()
         self._view: tuple[InstanceType, ...] = self._instance_types
         self._pending: dict[str, TimerHandle] = {}
+        # launched by this process, Node not yet created (by NodeClaim name)
+        self._instances: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -263,6 +266,17 @@ class KwokCloudProvider:
         """Choose an instance type and offering, and register a Node for them later."""
         kube = self._require_kube("create")
         nc = _as_nodeclaim(nodeclaim)
+        existing = self._existing_instance(kube, nc.name)
+        if existing is not None:
+            # A launch retried after a crash (the instance was created, the NodeClaim's
+            # status never said so): the same instance, not a second one to leak.
+            log.info(
+                "kwok: nodeclaim %s already has instance %s",
+                nc.name,
+                existing["metadata"]["name"],
+            )
+            return _to_nodeclaim(existing)
+        register_now = False
         with self._lock:
             choice = self._choose(nc)
             node = self._to_node(nc, choice)
@@ -276,8 +290,37 @@ class KwokCloudProvider:
                 )
             else:
                 delay += self._launch_latency()
-                self._schedule_registration(kube, nc.name, node, delay)
+                # On a wall clock with no delay the Node exists before the launch is
+                # reported, so an operator killed right after this call finds the instance
+                # when it retries instead of launching a second one (upstream registers
+                # from a goroutine and accepts that loss). A simulation keeps upstream's
+                # order: the Node appears just after the launch, at the same instant.
+                wall = self.clock is not None and not isinstance(self.clock, VirtualClock)
+                if wall and delay <= 0:
+                    register_now = True
+                else:
+                    if self.clock is not None:
+                        self._instances[nc.name] = node
+                    self._schedule_registration(kube, nc.name, node, delay)
+        if register_now:
+            self._register(kube, nc.name, node, 0)
         return _to_nodeclaim(node)
+
+    def _existing_instance(self, kube: KubeClient, nodeclaim: str) -> dict[str, Any] | None:
+        """The instance already launched for ``nodeclaim``: one this process is about to
+        register, or a live kwok Node whose hostname is the NodeClaim's name."""
+        with self._lock:
+            node = self._instances.get(nodeclaim)
+        if node is not None:
+            return node
+        selector = f"{wk.LABEL_HOSTNAME}={nodeclaim},{KWOK_LABEL_KEY}={KWOK_LABEL_VALUE}"
+        try:
+            nodes = kube.list("nodes", label_selector=selector).items
+        except ApiError as e:  # cannot tell: launch, as before this check existed
+            log.warning("kwok: cannot look for nodeclaim %s's instance: %s", nodeclaim, e)
+            return None
+        live = [n for n in nodes if not (n.get("metadata") or {}).get("deletionTimestamp")]
+        return live[0] if live else None
 
     def delete(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> None:
         """Delete the NodeClaim object and report the instance gone (upstream's way);
@@ -286,6 +329,7 @@ class KwokCloudProvider:
         nc = _as_nodeclaim(nodeclaim)
         with self._lock:
             pending = self._pending.pop(nc.name, None)
+            self._instances.pop(nc.name, None)
         if pending is not None:
             pending.cancel()
         try:
@@ -556,6 +600,7 @@ class KwokCloudProvider:
             )
         with self._lock:
             self._pending.pop(nodeclaim, None)
+            self._instances.pop(nodeclaim, None)
 
 
 def faults_from_settings(settings: Mapping[str, str]) -> KwokFaults:

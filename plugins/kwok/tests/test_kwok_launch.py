@@ -522,3 +522,58 @@ def test_factory_context_reaches_the_provider(kube: InMemoryApiServer, clock: Vi
     p = KwokCloudProvider.from_context(ProviderContext(settings={}, kube=kube, clock=clock))
     assert p.kube is kube
     assert p.clock is clock
+
+
+# -- crash safety: a retried launch reuses the instance ----------------------------------
+
+
+def test_on_a_wall_clock_the_node_exists_when_create_returns() -> None:
+    from karpenter_core.runtime.clock import WallClock
+
+    clock = WallClock()
+    kube = InMemoryApiServer(clock)
+    created = make_provider(kube, clock).create(nodeclaim())  # type: ignore[arg-type]
+    assert [n["metadata"]["name"] for n in nodes(kube)] == [created.name]
+
+
+def test_a_launch_retried_by_a_restarted_operator_reuses_the_instance() -> None:
+    from karpenter_core.runtime.clock import WallClock
+
+    clock = WallClock()
+    kube = InMemoryApiServer(clock)
+    first = make_provider(kube, clock, seed="1").create(nodeclaim())  # type: ignore[arg-type]
+    # the operator died before recording the launch; a new process launches again
+    again = make_provider(kube, clock, seed="2").create(nodeclaim())  # type: ignore[arg-type]
+    assert again.provider_id == first.provider_id
+    assert len(nodes(kube)) == 1
+
+
+def test_a_launch_retried_before_registration_reuses_the_pending_instance(
+    provider: KwokCloudProvider, kube: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    first = provider.create(nodeclaim())
+    again = provider.create(nodeclaim())
+    assert again.provider_id == first.provider_id
+    clock.advance(0)
+    assert [n["metadata"]["name"] for n in nodes(kube)] == [first.name]
+    # registered: a further retry finds the Node
+    assert provider.create(nodeclaim()).provider_id == first.provider_id
+    assert len(nodes(kube)) == 1
+
+
+def test_an_instance_being_deleted_is_not_reused(
+    provider: KwokCloudProvider, kube: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    node = launch(provider, clock)
+    kube.patch("nodes", node["metadata"]["name"], {"metadata": {"finalizers": ["test/hold"]}})
+    kube.delete("nodes", node["metadata"]["name"])
+    fresh = provider.create(nodeclaim())
+    assert fresh.name != node["metadata"]["name"]
+
+
+def test_other_nodeclaims_instances_are_not_reused(
+    provider: KwokCloudProvider, clock: VirtualClock
+) -> None:
+    a = launch(provider, clock, name="default-aaaaa")
+    b = provider.create(nodeclaim("default-bbbbb"))
+    assert b.name != a["metadata"]["name"]
