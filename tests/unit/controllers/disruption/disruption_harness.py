@@ -25,7 +25,7 @@ from karpenter_core.apis.labels import (
     NODE_REGISTERED_LABEL_KEY,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
+from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers.disruption.types import DisruptionContext
@@ -33,7 +33,6 @@ from karpenter_core.controllers.provisioning import provisioner_of
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.sim.apiserver import InMemoryApiServer
@@ -44,42 +43,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 _ids = itertools.count()
 
 
-class FakeProvider:
-    """Serves a fixed catalogue; launches nothing (tests create nodes themselves)."""
-
-    name = "fake"
-
-    def __init__(self, instance_types: Sequence[InstanceType] | None = None) -> None:
-        self.its = list(
-            instance_types if instance_types is not None else fakecatalog.instance_types(5)
-        )
-        self.fail_for: set[str] = set()
-
-    def get_instance_types(self, nodepool: Any) -> list[InstanceType]:
-        if nodepool is not None and nodepool.name in self.fail_for:
-            raise RuntimeError("catalogue unavailable")
-        return list(self.its)
-
-    def supported_node_classes(self) -> list[NodeClassKind]:
-        return [KWOK_CLASS]
-
-    def create(self, nodeclaim: Any) -> Any:
-        raise NotImplementedError
-
-    def delete(self, nodeclaim: Any) -> None:
-        raise NodeClaimNotFoundError("gone")
-
-    def get(self, provider_id: str) -> Any:
-        raise NodeClaimNotFoundError(provider_id)
-
-    def list(self) -> list[Any]:
-        return []
-
-    def is_drifted(self, nodeclaim: Any) -> str:
-        return ""
-
-    def repair_policies(self) -> list[Any]:
-        return []
+FakeProvider = FakeCloudProvider
 
 
 class StubQueue:

@@ -12,7 +12,7 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis import labels
 from karpenter_core.apis.v1alpha1 import NodeOverlay
-from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
+from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers import nodeoverlay
@@ -94,42 +94,14 @@ def by_name(its: Sequence[InstanceType]) -> dict[str, InstanceType]:
     return {it.name: it for it in its}
 
 
-class FakeProvider:
-    """Serves a fixed catalogue per NodePool; ``fail_for`` pools raise."""
-
-    name = "fake"
+class FakeProvider(FakeCloudProvider):
+    """The fake provider on this suite's two-type catalogue."""
 
     def __init__(self, instance_types: Sequence[InstanceType] | None = None) -> None:
-        self.its = list(instance_types if instance_types is not None else catalog())
-        self.fail_for: set[str] = set()
-        self.calls = 0
-
-    def get_instance_types(self, nodepool: Any) -> list[InstanceType]:
-        self.calls += 1
-        if nodepool is not None and nodepool.name in self.fail_for:
-            raise RuntimeError("resolving node class: KWOKNodeClass not found")
-        return list(self.its)
-
-    def supported_node_classes(self) -> list[NodeClassKind]:
-        return [KWOK_CLASS]
-
-    def create(self, nodeclaim: Any) -> Any:
-        raise NotImplementedError
-
-    def delete(self, nodeclaim: Any) -> None:
-        raise NodeClaimNotFoundError("gone")
-
-    def get(self, provider_id: str) -> Any:
-        raise NodeClaimNotFoundError(provider_id)
-
-    def list(self) -> list[Any]:
-        return []
-
-    def is_drifted(self, nodeclaim: Any) -> str:
-        return ""
-
-    def repair_policies(self) -> list[Any]:
-        return []
+        super().__init__(
+            instance_types if instance_types is not None else catalog(),
+            fail_message="resolving node class: KWOKNodeClass not found",
+        )
 
 
 def nodepool_manifest(

@@ -9,13 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karpenter_core import metrics
-from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
+from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers import provisioning
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
@@ -26,42 +24,7 @@ KWOK_CLASS = NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", vers
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-class FakeProvider:
-    """Serves a fixed catalogue; launching is not under test here."""
-
-    name = "fake"
-
-    def __init__(self, instance_types: Sequence[InstanceType] | None = None) -> None:
-        self.its = list(
-            instance_types if instance_types is not None else fakecatalog.instance_types(5)
-        )
-        self.fail_for: set[str] = set()
-
-    def get_instance_types(self, nodepool: Any) -> list[InstanceType]:
-        if nodepool is not None and nodepool.name in self.fail_for:
-            raise RuntimeError("catalogue unavailable")
-        return list(self.its)
-
-    def supported_node_classes(self) -> list[NodeClassKind]:
-        return [KWOK_CLASS]
-
-    def create(self, nodeclaim: Any) -> Any:
-        raise NotImplementedError
-
-    def delete(self, nodeclaim: Any) -> None:
-        raise NodeClaimNotFoundError("gone")
-
-    def get(self, provider_id: str) -> Any:
-        raise NodeClaimNotFoundError(provider_id)
-
-    def list(self) -> list[Any]:
-        return []
-
-    def is_drifted(self, nodeclaim: Any) -> str:
-        return ""
-
-    def repair_policies(self) -> list[Any]:
-        return []
+FakeProvider = FakeCloudProvider
 
 
 def nodepool(name: str = "default", **spec: Any) -> dict[str, Any]:
