@@ -31,6 +31,7 @@ from karpenter_core.state.cluster import (
     NodeNotFoundError,
     is_managed_nodeclaim,
 )
+from karpenter_core.state.cost import cluster_cost_of
 
 __all__ = [
     "RESYNC_KEY",
@@ -110,15 +111,21 @@ class NodeInformer:
 
 
 class NodeClaimInformer:
+    """Cluster state and the cluster cost tracker both follow managed NodeClaims."""
+
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.cluster = cluster_of(ctx)
+        self.cost = cluster_cost_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
             nc = self.ctx.kube.get(NODECLAIMS, key.name)
         except NotFound:
             self.cluster.delete_nodeclaim(key.name)
+            error = self.cost.delete_nodeclaim(key.name)
+            if error is not None:  # the table was inconsistent: a retry would fail the same
+                log.warning("cost tracking: %s", error)
             return Result()
         if not is_managed_nodeclaim(nc, self.ctx.cloud_provider):
             return Result()
@@ -127,6 +134,10 @@ class NodeClaimInformer:
         except (APIError, ObjectError, ValueError) as e:
             log.warning(_describe("nodeclaim", key, e))
             return Result()
+        error = self.cost.update_nodeclaim(nc)
+        if error is not None:  # e.g. its NodePool is not readable yet: try again
+            log.warning("cost tracking: %s", error)
+            return Result(requeue=True)
         return _resync(self.ctx)
 
 
@@ -181,16 +192,19 @@ def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: Any) -> boo
 
 
 class NodePoolInformer:
-    """A managed NodePool's spec changed (or it appeared): consolidation should look again."""
+    """A managed NodePool's spec changed (or it appeared): consolidation should look again.
+    A deleted NodePool leaves the cost tracker."""
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.cluster = cluster_of(ctx)
+        self.cost = cluster_cost_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
             np = self.ctx.kube.get(NODEPOOLS, key.name)
         except NotFound:
+            self.cost.delete_nodepool(key.name)
             return Result()
         if is_managed_nodepool(np, self.ctx.cloud_provider):
             self.cluster.mark_unconsolidated()
@@ -223,8 +237,12 @@ def _added(event_type: str, obj: dict[str, Any]) -> bool:
 
 def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the state.node / state.nodeclaim / state.pod / state.daemonset / state.nodepool
-    controllers feeding ``ctx.cluster`` (created if absent)."""
+    controllers feeding ``ctx.cluster`` (created if absent), and the state.pricing
+    singleton re-pricing the cluster cost tracker (``ctx.extras["state.cost"]``)."""
+    from karpenter_core.state import pricing  # imports this module
+
     cluster_of(ctx)
+    cost = cluster_cost_of(ctx)
     resync_seconds(ctx)  # a bad setting fails here, not in every reconcile
     provider = ctx.cloud_provider
 
@@ -259,3 +277,4 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
         watches=[Watch(NODEPOOLS, predicate=nodepool_predicate)],
         workers=WORKERS,
     )
+    manager.add_singleton(pricing.NAME, pricing.PricingController(ctx, cost))

@@ -33,7 +33,9 @@ from karpenter_core.apis.v1 import (
 )
 from karpenter_core.controllers.disruption import events as devents
 from karpenter_core.controllers.disruption.types import Candidate, Command
+from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, Event, EventRecorder
+from karpenter_core.state.cost import existing_cluster_cost
 from karpenter_core.state.statenode import StateNode
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "evaluate_balanced_move",
     "score_message",
     "score_move",
+    "tracked_nodepool_cost",
 ]
 
 log = logging.getLogger("karpenter.disruption.balanced")
@@ -122,6 +125,14 @@ def score_message(result: ScoreResult) -> str:
     )
 
 
+def tracked_nodepool_cost(ctx: ControllerContext) -> Callable[[str], float] | None:
+    """The cluster cost tracker's per-NodePool cost reader, or None when this process
+    has no tracker (the state controllers are not running, e.g. a test feeding cluster
+    state by hand); :func:`compute_nodepool_totals` then sums candidate prices."""
+    cost = existing_cluster_cost(ctx)
+    return cost.nodepool_cost if cost is not None else None
+
+
 def compute_nodepool_totals(
     candidates: Sequence[Candidate],
     state_nodes: Iterable[StateNode],
@@ -132,9 +143,11 @@ def compute_nodepool_totals(
 
     ``candidates`` must be all candidates of the pass, before any method's filter: the
     totals describe the pool, not the method's shortlist. Cost is ``nodepool_cost(name)``
-    when that is known and positive (a cluster cost tracker), else the candidates' summed
-    price. Disruption sums over *every* node labelled with the pool: a candidate
-    contributes its reschedule disruption cost, any other node
+    when that is known and positive (the cluster cost tracker: every NodeClaim of the
+    pool, candidates or not), else the candidates' summed price, which leaves out nodes
+    that are not candidates (do-not-disrupt ones, say) and so overstates a move's share.
+    Disruption sums over *every* node labelled with the pool: a candidate contributes its
+    reschedule disruption cost, any other node
     ``node_disruption_cost(node)`` (``1 + Σ`` positive pod eviction costs, DaemonSet pods
     excluded).
     """

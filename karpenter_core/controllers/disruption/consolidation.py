@@ -46,6 +46,7 @@ from karpenter_core.controllers.disruption.balanced import (
     NoopEvaluator,
     compute_nodepool_totals,
     consolidation_policy,
+    tracked_nodepool_cost,
 )
 from karpenter_core.controllers.disruption.budgets import build_budget_mapping
 from karpenter_core.controllers.disruption.candidates import (
@@ -329,7 +330,9 @@ class Consolidation:
 
     def begin_pass(self, candidates: Sequence[Candidate], state_nodes: Sequence[StateNode]) -> None:
         """Install a balanced evaluator with this pass's NodePool totals (spec §10)."""
-        totals = compute_nodepool_totals(candidates, state_nodes, node_disruption_cost)
+        totals = compute_nodepool_totals(
+            candidates, state_nodes, node_disruption_cost, tracked_nodepool_cost(self.dctx.ctx)
+        )
         self.evaluator = BalancedEvaluator(totals, self.dctx.recorder)
 
     def should_disrupt(self, candidate: Candidate) -> bool:

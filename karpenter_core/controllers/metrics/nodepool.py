@@ -1,9 +1,10 @@
-"""``metrics.nodepool``: ``nodepools_limit`` and ``nodepools_usage`` per resource.
+"""``metrics.nodepool``: ``nodepools_limit`` and ``nodepools_usage`` per resource, and
+``nodepools_cost_total`` (the cluster cost tracker's figure for the pool, 0 when it
+tracks none of its NodeClaims).
 
 Usage is the NodePool's ``status.resources`` (kept by ``nodepool.counter``), limits its
 ``spec.limits``; both in whole units (cpu in cores). Refreshed every 10 s and on every
 change of a NodePool this operator manages; a deleted NodePool's series go.
-(``nodepools_cost_total`` needs the pricing tracker, which this build does not have.)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.state.cost import cluster_cost_of
 from karpenter_core.state.informers import is_managed_nodepool
 
 __all__ = ["NAME", "REQUEUE_SECONDS", "NodePoolMetrics"]
@@ -44,6 +46,7 @@ class NodePoolMetrics:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.store = MetricStore()
+        self.cost = cluster_cost_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
@@ -56,7 +59,13 @@ class NodePoolMetrics:
         name = key.name
         spec = np.get("spec") or {}
         status = np.get("status") or {}
-        series = []
+        series = [
+            StoreMetric(
+                metrics.NODEPOOLS_COST_TOTAL,
+                {metrics.LABEL_NODEPOOL: name},
+                self.cost.nodepool_cost(name),
+            )
+        ]
         for gauge, resources in (
             (metrics.NODEPOOLS_USAGE, _resources(status.get("resources"), "usage", name)),
             (metrics.NODEPOOLS_LIMIT, _resources(spec.get("limits"), "limits", name)),

@@ -70,6 +70,7 @@ def test_register_adds_the_upstream_controller_names_and_creates_the_cluster() -
         "state.pod",
         "state.daemonset",
         "state.nodepool",
+        "state.pricing",
         "state.nodeclaimgc",
     ]
 
