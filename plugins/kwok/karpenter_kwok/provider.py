@@ -277,8 +277,9 @@ class KwokCloudProvider:
             )
             return _to_nodeclaim(existing)
         register_now = False
+        any_type = self._static_without_instance_types(kube, nc)
         with self._lock:
-            choice = self._choose(nc)
+            choice = self._choose(nc, any_type=any_type)
             node = self._to_node(nc, choice)
             delay = self._registration_delay(kube, nc)
             self._inject_insufficient_capacity(choice)
@@ -398,10 +399,31 @@ class KwokCloudProvider:
             )
         return self._view
 
-    def _choose(self, nc: NodeClaim) -> _Choice:
+    def _static_without_instance_types(self, kube: KubeClient, nc: NodeClaim) -> bool:
+        """The NodeClaim has no instance-type requirement and belongs to a static NodePool
+        (``spec.replicas``): its claims are the bare template, the provider picks the type.
+        Any other NodeClaim without one is still a launch error (the scheduler always
+        resolves instance types for dynamic pools)."""
+        if any(r.key == wk.LABEL_INSTANCE_TYPE for r in nc.spec.requirements):
+            return False
+        pool = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY)
+        if not pool:
+            return False
+        try:
+            nodepool = kube.get("nodepools", pool)
+        except NotFound:
+            return False
+        return (nodepool.get("spec") or {}).get("replicas") is not None
+
+    def _choose(self, nc: NodeClaim, *, any_type: bool = False) -> _Choice:
         """Upstream's choice: over the instance-type requirement's values, the type whose
         cheapest available compatible offering is cheapest (first one wins a tie between
-        types; a seeded random pick between equally cheap offerings of one type)."""
+        types; a seeded random pick between equally cheap offerings of one type).
+
+        ``any_type`` (a static NodePool's claim, which names no instance types): the same
+        choice over every catalogue type whose labels the NodeClaim's requirements allow."""
+        if any_type:
+            return self._choose_any(nc)
         raw = [r for r in nc.spec.requirements if r.key == wk.LABEL_INSTANCE_TYPE]
         if not raw:
             raise KwokLaunchError(
@@ -441,6 +463,34 @@ class KwokCloudProvider:
             raise InsufficientCapacityError(
                 f"no available offering of instance types {', '.join(raw[0].values)} is "
                 f"compatible with nodeclaim {nc.name!r}"
+            )
+        return best
+
+    def _choose_any(self, nc: NodeClaim) -> _Choice:
+        try:
+            reqs = Requirements.from_node_selector_requirements(nc.spec.requirements)
+        except ValueError as e:
+            raise KwokLaunchError(f"nodeclaim {nc.name!r}: bad requirements: {e}") from None
+        best: _Choice | None = None
+        for it in self._current_view():
+            if it.requirements.intersects(reqs) is not None:
+                continue
+            offerings = it.offerings.available().compatible(reqs)
+            if not offerings:
+                continue
+            price = min(o.price for o in offerings)
+            if best is None or price < best.offering.price:
+                cheapest = [o for o in offerings if o.price == price]
+                pick = (
+                    cheapest[self._rng.randrange(len(cheapest))]
+                    if len(cheapest) > 1
+                    else cheapest[0]
+                )
+                best = _Choice(it, pick)
+        if best is None:
+            raise InsufficientCapacityError(
+                f"no available offering of any instance type is compatible with nodeclaim "
+                f"{nc.name!r}"
             )
         return best
 

@@ -1,0 +1,170 @@
+"""Static capacity (feature gate ``StaticCapacity``, default off): NodePools with
+``spec.replicas`` keep that many nodes, whatever the pods need.
+
+``register(manager, ctx)`` adds two controllers keyed by NodePool, each with 10 workers as
+upstream, and is called by the operator's registry only when the gate is on:
+
+* ``static.provisioning`` (:mod:`.provisioning`) tops a pool up to its replicas. It runs
+  when a static NodePool appears, when its replicas change or it turns Ready, and when one
+  of its NodeClaims is deleted or starts deleting (a node to replace);
+* ``static.deprovisioning`` (:mod:`.deprovisioning`) deletes the surplus. It runs when a
+  static NodePool appears or its replicas change, and when a NodeClaim of a pool is created
+  (a launch may have overshot).
+
+Both also look again every minute, so a missed event only delays them. The dynamic
+provisioner never schedules pods onto static pools, consolidation never removes their
+nodes, and drift of their nodes is static drift's (one-for-one replacement within the
+pool's budget and node limit).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
+from karpenter_core.controllers.nodepool.common import is_managed
+from karpenter_core.controllers.static.deprovisioning import (
+    NAME as DEPROVISIONING,
+)
+from karpenter_core.controllers.static.deprovisioning import (
+    StaticDeprovisioner,
+    select_victims,
+)
+from karpenter_core.controllers.static.provisioning import (
+    NAME as PROVISIONING,
+)
+from karpenter_core.controllers.static.provisioning import (
+    StaticProvisioner,
+    launch_count,
+    static_pool,
+)
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import ObjectKey, Watch
+
+__all__ = [
+    "DEPROVISIONING",
+    "PROVISIONING",
+    "WORKERS",
+    "NodeClaimDeleting",
+    "NodePoolChanged",
+    "StaticDeprovisioner",
+    "StaticProvisioner",
+    "launch_count",
+    "nodepool_of_nodeclaim",
+    "register",
+    "select_victims",
+    "static_pool",
+]
+
+WORKERS = 10
+
+_UNSEEN = object()
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _replicas(obj: dict[str, Any]) -> Any:
+    spec = obj.get("spec")
+    return spec.get("replicas") if isinstance(spec, dict) else None
+
+
+def _ready(obj: dict[str, Any]) -> bool:
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+class NodePoolChanged:
+    """Watch predicate for managed static NodePools: creation, a ``spec.replicas`` change
+    and (with ``on_ready``) a NotReady→Ready transition; deletions never. Watch events carry
+    only the new object, so the last seen replicas and readiness are remembered per pool.
+    One instance per watch."""
+
+    def __init__(self, ctx: ControllerContext, *, on_ready: bool) -> None:
+        self.ctx = ctx
+        self.on_ready = on_ready
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[Any, bool]] = {}
+
+    def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
+        name = str(_meta(obj).get("name") or "")
+        if event_type == "DELETED":
+            with self._lock:
+                self._seen.pop(name, None)
+            return False
+        now = (_replicas(obj), _ready(obj))
+        with self._lock:
+            before = self._seen.get(name, _UNSEEN)
+            self._seen[name] = now
+        if now[0] is None or not is_managed(obj, self.ctx):
+            return False
+        if event_type == "ADDED" or before is _UNSEEN:
+            return True
+        assert isinstance(before, tuple)
+        if before[0] != now[0]:
+            return True
+        return self.on_ready and not before[1] and now[1]
+
+
+class NodeClaimDeleting:
+    """Watch predicate for NodeClaims of a NodePool: deletion, or a deletion timestamp that
+    was not there before."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deleting: dict[str, bool] = {}
+
+    def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
+        meta = _meta(obj)
+        name = str(meta.get("name") or "")
+        if event_type == "DELETED":
+            with self._lock:
+                self._deleting.pop(name, None)
+            return True
+        deleting = bool(meta.get("deletionTimestamp"))
+        with self._lock:
+            before = self._deleting.get(name, False)
+            self._deleting[name] = deleting
+        return deleting and not before
+
+
+def _nodeclaim_created(event_type: str, obj: dict[str, Any]) -> bool:
+    return event_type == "ADDED"
+
+
+def nodepool_of_nodeclaim(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+    """A NodeClaim event wakes its NodePool (the reconcilers ignore dynamic pools)."""
+    labels = _meta(obj).get("labels")
+    pool = labels.get(NODEPOOL_LABEL_KEY) if isinstance(labels, dict) else None
+    return (ObjectKey("", str(pool)),) if pool else ()
+
+
+def register(manager: Manager, ctx: ControllerContext) -> None:
+    """Add ``static.provisioning`` and ``static.deprovisioning``."""
+    manager.add_controller(
+        PROVISIONING,
+        StaticProvisioner(ctx),
+        watches=[
+            Watch("nodepools", predicate=NodePoolChanged(ctx, on_ready=True)),
+            Watch("nodeclaims", mapper=nodepool_of_nodeclaim, predicate=NodeClaimDeleting()),
+        ],
+        workers=WORKERS,
+    )
+    manager.add_controller(
+        DEPROVISIONING,
+        StaticDeprovisioner(ctx),
+        watches=[
+            Watch("nodepools", predicate=NodePoolChanged(ctx, on_ready=False)),
+            Watch("nodeclaims", mapper=nodepool_of_nodeclaim, predicate=_nodeclaim_created),
+        ],
+        workers=WORKERS,
+    )
