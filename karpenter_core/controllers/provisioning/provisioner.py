@@ -28,6 +28,7 @@ import attrs
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import (
+    CAPACITY_BUFFER_FAKE_POD_ANNOTATION_KEY,
     LABEL_INSTANCE_TYPE,
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
@@ -102,6 +103,20 @@ def _condition_true(obj: Mapping[str, Any], type_: str) -> bool:
     return any(c.get("type") == type_ and c.get("status") == "True" for c in _conditions(obj))
 
 
+# ------------------------------------------------------------------ CapacityBuffer
+# Virtual pods (feature gate CapacityBuffer) are scheduled with the pending pods so capacity
+# is launched for them, but they exist only in memory: no decisions, events, nominations or
+# pending-pod metrics are recorded for them. See karpenter_core.controllers.capacitybuffer.
+
+
+def _is_virtual(pod: Pod) -> bool:
+    return pod.annotations.get(CAPACITY_BUFFER_FAKE_POD_ANNOTATION_KEY) == "true"
+
+
+def _real(pods: Iterable[Pod]) -> list[Pod]:
+    return [p for p in pods if not _is_virtual(p)]
+
+
 def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) -> str | None:
     """Upstream ``Limits.ExceededBy``: the first limit that usage already *strictly* exceeds,
     as a message, or None. A limit that cannot be parsed is reported as such."""
@@ -167,6 +182,8 @@ class Provisioner:
             # The window is dropped; provisionable pods re-trigger within 10 s.
             return Result()
         results = self.schedule()
+        if self.ctx.options.gate("CapacityBuffer"):
+            self._after_schedule_buffers(results)
         if results is None or not results.new_nodeclaims:
             return Result()
         self.create_nodeclaims(
@@ -175,6 +192,26 @@ class Provisioner:
             record_pod_nomination=True,
         )
         return Result()
+
+    # ------------------------------------------------------------------ CapacityBuffer
+
+    def virtual_pods(self) -> list[Pod]:
+        """The CapacityBuffers' virtual pods (empty with the gate off)."""
+        if not self.ctx.options.gate("CapacityBuffer"):
+            return []
+        from karpenter_core.controllers.capacitybuffer.virtualpods import cache_of
+
+        return cache_of(self.ctx).get_all()
+
+    def _after_schedule_buffers(self, results: Results | None) -> None:
+        """Report the pass to the buffers (Provisioning conditions, buffer pod counts); a
+        failure is logged, never fails provisioning."""
+        from karpenter_core.controllers.capacitybuffer.provisioning import after_schedule
+
+        try:
+            after_schedule(self.ctx, results)
+        except Exception as e:
+            log.error("updating CapacityBuffer provisioning status: %s", e)
 
     # ------------------------------------------------------------------ scheduling
 
@@ -264,7 +301,8 @@ class Provisioner:
                 self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, why))
         metrics.SCHEDULER_IGNORED_PODS_COUNT.set(rejected)
         self._consolidation_warnings(kept)
-        return kept
+        # Appended after validation: virtual pods have no claims or events to report.
+        return kept + self.virtual_pods()
 
     def _consolidation_warnings(self, pods: Sequence[Pod]) -> None:
         """Say once per pod (until it changes) when its preferences may keep consolidation
@@ -424,13 +462,19 @@ class Provisioner:
                 "reserved offering capacity",
                 len(reserved),
             )
+        virtual = {p.key for p in pods if _is_virtual(p)}
         metrics.SCHEDULER_UNSCHEDULABLE_PODS_COUNT.labels(controller=NAME).set(
-            len(results.pod_errors) - len(reserved)
+            len([k for k in results.pod_errors if k not in virtual])
+            - len([k for k in reserved if k not in virtual])
         )
         delete_partial_match(
             metrics.SCHEDULER_PENDING_PODS_BY_EFFECTIVE_ZONE_COUNT, controller=NAME
         )
-        for zone, count in sorted(results.pending_pods_by_effective_zone().items()):
+        zones: dict[str, int] = {}
+        for key, zone in results.effective_zones.items():
+            if key not in virtual:
+                zones[zone] = zones.get(zone, 0) + 1
+        for zone, count in sorted(zones.items()):
             metrics.SCHEDULER_PENDING_PODS_BY_EFFECTIVE_ZONE_COUNT.labels(
                 controller=NAME, zone=zone
             ).set(count)
@@ -440,13 +484,13 @@ class Provisioner:
                 ", ".join(p.key for p in list(pods)[:5]),
                 time.perf_counter() - start,
             )
-        errored = [by_key[k] for k in results.pod_errors if k in by_key]
+        errored = [by_key[k] for k in results.pod_errors if k in by_key and k not in virtual]
         placed: dict[str, list[Pod]] = {}
         for nc in results.new_nodeclaims:
-            placed.setdefault(nc.nodepool_name, []).extend(nc.pods)
+            placed.setdefault(nc.nodepool_name, []).extend(_real(nc.pods))
         for existing in results.existing_nodes:
-            if existing.pods:
-                placed.setdefault("", []).extend(existing.pods)
+            if _real(existing.pods):
+                placed.setdefault("", []).extend(_real(existing.pods))
         healthy = [
             str(_meta(np).get("name") or "")
             for np in nodepools
@@ -458,18 +502,19 @@ class Provisioner:
         for key in sorted(results.pod_errors):
             err = results.pod_errors[key]
             pod = by_key.get(key)
-            if pod is None or key in reserved:
+            if pod is None or key in reserved or key in virtual:
                 continue
             log.info("could not schedule pod %s: %s", key, err)
             self.ctx.recorder.publish(events.pod_failed_to_schedule(pod, err))
         for existing in results.existing_nodes:
-            if not existing.pods:
+            real = _real(existing.pods)
+            if not real:  # a node holding only buffer pods is kept by emptiness instead
                 continue
             sn = existing.state_node
             self.cluster.nominate_node_for_pod(sn.provider_id())
             node_name = sn.node.name if sn.node is not None else ""
             nc_name = sn.nodeclaim_view.name if sn.nodeclaim_view is not None else ""
-            for pod in existing.pods:
+            for pod in real:
                 self.ctx.recorder.publish(events.nominate_pod(pod, node_name, nc_name))
         if results.new_nodeclaims:
             log.info(
@@ -522,7 +567,7 @@ class Provisioner:
             nominations.append((nc, outcome))
         if record_pod_nomination:
             for nc, name in nominations:
-                for pod in nc.pods:
+                for pod in _real(nc.pods):
                     self.ctx.recorder.publish(events.nominate_pod(pod, nodeclaim_name=name))
         if errors:
             raise ProvisioningError("; ".join(errors))
@@ -552,7 +597,7 @@ class Provisioner:
         manifest = nc.to_nodeclaim_dict()
         created = self.ctx.kube.create(manifest)
         name = str(_meta(created).get("name") or "")
-        self.cluster.mark_pod_scheduling_decisions((), {}, {name: list(nc.pods)})
+        self.cluster.mark_pod_scheduling_decisions((), {}, {name: _real(nc.pods)})
         its = [
             v
             for r in (created.get("spec") or {}).get("requirements") or ()
@@ -575,6 +620,6 @@ class Provisioner:
         except (APIError, ObjectError, ValueError) as e:  # the watch will try again
             log.warning("nodeclaim %s not yet in cluster state: %s", name, e)
         if record_pod_nomination:
-            for pod in nc.pods:
+            for pod in _real(nc.pods):
                 self.ctx.recorder.publish(events.nominate_pod(pod, nodeclaim_name=name))
         return name
