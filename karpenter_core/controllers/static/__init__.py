@@ -36,6 +36,7 @@ from karpenter_core.controllers.static.provisioning import (
     NAME as PROVISIONING,
 )
 from karpenter_core.controllers.static.provisioning import (
+    DeletionsSeen,
     StaticProvisioner,
     launch_count,
     static_pool,
@@ -48,6 +49,7 @@ __all__ = [
     "DEPROVISIONING",
     "PROVISIONING",
     "WORKERS",
+    "DeletionsSeen",
     "NodeClaimDeleting",
     "NodePoolChanged",
     "StaticDeprovisioner",
@@ -117,9 +119,11 @@ class NodePoolChanged:
 
 class NodeClaimDeleting:
     """Watch predicate for NodeClaims of a NodePool: deletion, or a deletion timestamp that
-    was not there before."""
+    was not there before. Each one it lets through is recorded in ``deletions`` (when
+    given), so the reconcile can tell whether cluster state has applied it yet."""
 
-    def __init__(self) -> None:
+    def __init__(self, deletions: DeletionsSeen | None = None) -> None:
+        self.deletions = deletions
         self._lock = threading.Lock()
         self._deleting: dict[str, bool] = {}
 
@@ -129,12 +133,22 @@ class NodeClaimDeleting:
         if event_type == "DELETED":
             with self._lock:
                 self._deleting.pop(name, None)
+            self._record(meta, name, gone=True)
             return True
         deleting = bool(meta.get("deletionTimestamp"))
         with self._lock:
             before = self._deleting.get(name, False)
             self._deleting[name] = deleting
-        return deleting and not before
+        if deleting and not before:
+            self._record(meta, name, gone=False)
+            return True
+        return False
+
+    def _record(self, meta: dict[str, Any], name: str, *, gone: bool) -> None:
+        labels = meta.get("labels")
+        pool = labels.get(NODEPOOL_LABEL_KEY) if isinstance(labels, dict) else None
+        if self.deletions is not None and pool and name:
+            self.deletions.record(str(pool), name, gone=gone)
 
 
 def _nodeclaim_created(event_type: str, obj: dict[str, Any]) -> bool:
@@ -150,12 +164,17 @@ def nodepool_of_nodeclaim(event_type: str, obj: dict[str, Any]) -> Iterable[Hash
 
 def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add ``static.provisioning`` and ``static.deprovisioning``."""
+    deletions = DeletionsSeen(ctx.clock)
     manager.add_controller(
         PROVISIONING,
-        StaticProvisioner(ctx),
+        StaticProvisioner(ctx, deletions=deletions),
         watches=[
             Watch("nodepools", predicate=NodePoolChanged(ctx, on_ready=True)),
-            Watch("nodeclaims", mapper=nodepool_of_nodeclaim, predicate=NodeClaimDeleting()),
+            Watch(
+                "nodeclaims",
+                mapper=nodepool_of_nodeclaim,
+                predicate=NodeClaimDeleting(deletions),
+            ),
         ],
         workers=WORKERS,
     )

@@ -20,6 +20,7 @@ is ``static.deprovisioning``'s job.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,7 @@ from karpenter_core.controllers.provisioning.provisioner import CreateError, Pro
 from karpenter_core.kube.client import ApiError
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateError
+from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.cluster import Cluster, NodePoolCounts
 from karpenter_core.state.informers import cluster_of
@@ -39,7 +41,9 @@ __all__ = [
     "LIMIT_REACHED_REQUEUE",
     "NAME",
     "RESYNC",
+    "STATE_LAG_LIMIT",
     "UNSYNCED_REQUEUE",
+    "DeletionsSeen",
     "StaticPool",
     "StaticProvisioner",
     "launch_count",
@@ -53,6 +57,60 @@ RESYNC = 60.0
 """Seconds until a pool is looked at again after a pass (events wake it sooner)."""
 LIMIT_REACHED_REQUEUE = 30.0
 UNSYNCED_REQUEUE = 1.0
+STATE_LAG_LIMIT = 10.0
+"""Seconds a pass waits at most for cluster state to apply a NodeClaim deletion the watch
+already reported (after that the count is trusted as it is)."""
+
+
+class DeletionsSeen:
+    """NodeClaim deletions the watch reported, per NodePool, until cluster state has
+    applied them.
+
+    The watch event that wakes ``static.provisioning`` and the one that updates cluster
+    state arrive independently; counting before state has caught up would find the pool
+    still full and wait a whole resync to replace the node. A pass that finds state behind
+    looks again a second later instead."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, dict[str, tuple[bool, float]]] = {}
+
+    def record(self, nodepool: str, nodeclaim: str, *, gone: bool) -> None:
+        """``gone``: the NodeClaim was removed; otherwise its deletion started."""
+        with self._lock:
+            self._seen.setdefault(nodepool, {})[nodeclaim] = (gone, self.clock.monotonic())
+
+    def state_behind(self, nodepool: str, cluster: Cluster) -> bool:
+        """Whether cluster state still counts one of the pool's reported deletions as
+        active (entries state has applied, or older than :data:`STATE_LAG_LIMIT`, are
+        forgotten)."""
+        now = self.clock.monotonic()
+        with self._lock:
+            entries = dict(self._seen.get(nodepool, {}))
+        behind = False
+        done: list[str] = []
+        for name, (gone, since) in entries.items():
+            if now - since > STATE_LAG_LIMIT:
+                done.append(name)
+                continue
+            if gone:
+                lagging = cluster.nodeclaim_exists(name)
+            else:
+                sn = cluster.state_node_for_nodeclaim(name)
+                lagging = sn is not None and not sn.marked_for_deletion
+            if lagging:
+                behind = True
+            else:
+                done.append(name)
+        with self._lock:
+            pool = self._seen.get(nodepool)
+            for name in done:
+                if pool is not None and pool.get(name) == entries[name]:
+                    del pool[name]
+            if pool is not None and not pool:
+                del self._seen[nodepool]
+        return behind
 
 
 @frozen
@@ -109,9 +167,15 @@ def launch_count(pool: StaticPool, counts: NodePoolCounts) -> int:
 class StaticProvisioner:
     """The ``static.provisioning`` reconciler (keyed by NodePool)."""
 
-    def __init__(self, ctx: ControllerContext, provisioner: Provisioner | None = None) -> None:
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        provisioner: Provisioner | None = None,
+        deletions: DeletionsSeen | None = None,
+    ) -> None:
         self.ctx = ctx
         self.cluster: Cluster = cluster_of(ctx)
+        self.deletions = deletions if deletions is not None else DeletionsSeen(ctx.clock)
         # As upstream: a provisioner of its own, used only for its create path (limits
         # check, state update, metrics), never for its pod-driven loop.
         self.provisioner = provisioner if provisioner is not None else Provisioner(ctx)
@@ -131,6 +195,8 @@ class StaticProvisioner:
         if pool is None or not pool.ready or pool.deleting:
             return Result()
         if not self.cluster.has_synced() and not self.cluster.synced():
+            return Result.after(UNSYNCED_REQUEUE)
+        if self.deletions.state_behind(pool.name, self.cluster):
             return Result.after(UNSYNCED_REQUEUE)
         state = self.cluster.nodepool_state
         counts = state.node_counts(pool.name)

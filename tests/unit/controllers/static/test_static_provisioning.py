@@ -18,7 +18,9 @@ from karpenter_core.controllers.static import launch_count, static_pool
 from karpenter_core.controllers.static.provisioning import (
     LIMIT_REACHED_REQUEUE,
     RESYNC,
+    STATE_LAG_LIMIT,
     UNSYNCED_REQUEUE,
+    DeletionsSeen,
     StaticPool,
     StaticProvisioner,
 )
@@ -243,3 +245,30 @@ def test_invalid_replicas_on_a_stored_pool_is_logged_not_raised(
         "nodepool 'static': spec.replicas must be a non-negative integer, got -2"
     ) == 1
     assert w.nodeclaims() == []
+
+
+def test_a_reported_deletion_state_has_not_applied_defers_the_count() -> None:
+    w = World()
+    w.nodepool(replicas=2)
+    a, _b = w.node(), w.node()
+    deletions = DeletionsSeen(w.clock)
+    ctrl = StaticProvisioner(w.ctx, deletions=deletions)
+    deletions.record("static", a, gone=True)  # the watch saw it go; state still holds it
+    assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(UNSYNCED_REQUEUE)
+    assert len(w.nodeclaims()) == 2
+    w.kube.delete("nodeclaims", a)
+    w.cluster.delete_nodeclaim(a)
+    assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(RESYNC)
+    assert len(w.live_nodeclaims()) == 2  # replaced
+
+
+def test_a_deletion_state_never_applies_stops_deferring_after_the_limit() -> None:
+    w = World()
+    w.nodepool(replicas=2)
+    a, _b = w.node(), w.node()
+    deletions = DeletionsSeen(w.clock)
+    ctrl = StaticProvisioner(w.ctx, deletions=deletions)
+    deletions.record("static", a, gone=False)
+    assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(UNSYNCED_REQUEUE)
+    w.clock.advance(STATE_LAG_LIMIT + 1)
+    assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(RESYNC)
