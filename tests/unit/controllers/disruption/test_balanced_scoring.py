@@ -9,6 +9,7 @@ import pytest
 from disruption_harness import World
 
 from karpenter_core import metrics
+from karpenter_core.apis.labels import DO_NOT_DISRUPT_ANNOTATION_KEY
 from karpenter_core.controllers.disruption.balanced import (
     BalancedEvaluator,
     NodePoolTotals,
@@ -18,10 +19,13 @@ from karpenter_core.controllers.disruption.balanced import (
     evaluate_balanced_move,
     score_message,
     score_move,
+    tracked_nodepool_cost,
 )
 from karpenter_core.controllers.disruption.candidates import get_candidates
 from karpenter_core.controllers.disruption.consolidation import new_command, node_disruption_cost
+from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation
 from karpenter_core.controllers.disruption.types import CLASS_GRACEFUL, Candidate
+from karpenter_core.state.cost import ClusterCost, cluster_cost_of
 
 # The design document's worked examples: a NodePool costing 58.08 with disruption 90.
 TOTALS = NodePoolTotals(total_cost=58.08, total_disruption_cost=90.0)
@@ -121,6 +125,96 @@ def test_a_tracked_nodepool_cost_wins_over_the_candidates_sum(pool: World) -> No
         cands, pool.cluster.state_nodes(), node_disruption_cost, lambda name: 42.0
     )
     assert totals["bal"].total_cost == 42.0
+
+
+# --- the NodePool cost from the cluster cost tracker ---------------------------------------------
+
+
+@pytest.fixture
+def guarded() -> World:
+    """A Balanced pool of five equal nodes where only n0 is a candidate: n0 runs four pods,
+    the other four are do-not-disrupt nodes without pods."""
+    w = World()
+    w.nodepool("bal", policy="Balanced")
+    n0 = w.node("n0", nodepool="bal")
+    for _ in range(4):
+        w.pod(node=n0)
+    for i in range(1, 5):
+        w.node(f"g{i}", nodepool="bal", node_annotations={DO_NOT_DISRUPT_ANNOTATION_KEY: "true"})
+    return w
+
+
+def track(world: World) -> ClusterCost:
+    """The process's tracker, fed every NodeClaim (as state.nodeclaim would)."""
+    cost = cluster_cost_of(world.ctx)
+    for nc in world.kube.list("nodeclaims").items:
+        assert cost.update_nodeclaim(nc) is None
+    return cost
+
+
+def test_without_a_tracker_there_is_no_tracked_cost_to_read(guarded: World) -> None:
+    assert tracked_nodepool_cost(guarded.ctx) is None
+    cands = list(candidates(guarded).values())
+    totals = compute_nodepool_totals(cands, guarded.cluster.state_nodes(), node_disruption_cost)
+    assert totals["bal"].total_cost == pytest.approx(sum(c.price for c in cands))
+
+
+def test_the_tracked_pool_cost_includes_nodes_that_are_not_candidates(guarded: World) -> None:
+    cands = candidates(guarded)
+    assert set(cands) == {"n0"}
+    cost = track(guarded)
+    price = cands["n0"].price  # every node is the same offering
+    assert price > 0
+    assert cost.nodepool_cost("bal") == pytest.approx(5 * price)
+    totals = compute_nodepool_totals(
+        list(cands.values()),
+        guarded.cluster.state_nodes(),
+        node_disruption_cost,
+        tracked_nodepool_cost(guarded.ctx),
+    )
+    assert totals["bal"].total_cost == pytest.approx(5 * price)
+
+
+def test_a_tracker_that_knows_nothing_of_the_pool_falls_back_to_candidate_prices(
+    guarded: World,
+) -> None:
+    cluster_cost_of(guarded.ctx)  # exists, but nothing fed it
+    cands = list(candidates(guarded).values())
+    totals = compute_nodepool_totals(
+        cands,
+        guarded.cluster.state_nodes(),
+        node_disruption_cost,
+        tracked_nodepool_cost(guarded.ctx),
+    )
+    assert totals["bal"].total_cost == pytest.approx(sum(c.price for c in cands))
+
+
+def test_the_tracked_pool_cost_turns_an_approval_into_a_rejection(guarded: World) -> None:
+    # Deleting n0 saves its price. Against the candidates' sum (n0 alone) that is 100% of
+    # the pool's cost; against the tracked cost of all five nodes, 20%. The disruption
+    # share is the same either way (n0's pods against the whole pool), and is above
+    # 0.2 / 0.5 = 40%, so only the fallback reaches the threshold.
+    method = SingleNodeConsolidation(guarded.dctx)
+    cands = list(candidates(guarded).values())
+    (n0,) = cands
+    state_nodes = guarded.cluster.state_nodes()
+    move = new_command([n0])
+
+    method.begin_pass(cands, state_nodes)
+    before_ok, before = method.evaluator.approve_command(move)
+    assert method.evaluator.can_pass_threshold(n0)
+
+    track(guarded)
+    method.begin_pass(cands, state_nodes)
+    after_ok, after = method.evaluator.approve_command(move)
+
+    assert before is not None and after is not None
+    assert before["bal"].savings_fraction == pytest.approx(1.0)
+    assert after["bal"].savings_fraction == pytest.approx(1 / 5)
+    assert after["bal"].disruption_fraction == before["bal"].disruption_fraction > 0.4
+    assert before_ok and before["bal"].score >= 0.5
+    assert not after_ok and after["bal"].score < 0.5
+    assert not method.evaluator.can_pass_threshold(n0)
 
 
 def test_an_empty_command_is_rejected() -> None:
