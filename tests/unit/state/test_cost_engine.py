@@ -98,3 +98,34 @@ def test_the_cost_gauge_follows_launches_and_deletions() -> None:
     assert live_launched(sim) == []
     assert gauge() == 0.0
     assert cost.nodepools() == []
+
+
+def test_the_tracked_cost_includes_a_nodeoverlay_price_the_report_does_not() -> None:
+    # Upstream's gauge is "Karpenter's view", NodeOverlays included; the report prices
+    # nodes at the provider's own price. A -50% overlay on every type halves the former.
+    raw = {
+        "name": "overlay",
+        "seed": 0,
+        "nodePools": [scenario().nodepools[0]],
+        "workloads": [{"deployment": "web", "replicas": 2, "requests": {"cpu": "500m"}}],
+        "nodeOverlays": [
+            {
+                "apiVersion": "karpenter.sh/v1alpha1",
+                "kind": "NodeOverlay",
+                "metadata": {"name": "half"},
+                "spec": {
+                    "requirements": [
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}
+                    ],
+                    "priceAdjustment": "-50%",
+                },
+            }
+        ],
+        "options": {"FEATURE_GATES": "NodeOverlay=true"},
+    }
+    sim = Simulation(parse_scenario(raw, "overlay.yaml"))
+    sim.run_until(4 * 60)
+    assert live_launched(sim)
+    provider_price = sim.observer.cost_per_hour()
+    assert provider_price > 0
+    assert gauge() == pytest.approx(provider_price / 2)
