@@ -201,3 +201,31 @@ def test_a_restarted_cache_lists_ready_buffers_itself() -> None:
 
     fresh = VirtualPodCache(env.kube, env.clock)
     assert [p.name for p in fresh.get_all()] == ["capacity-buffer-buf-1", "capacity-buffer-buf-2"]
+
+
+def test_a_changed_podtemplate_updates_the_generation_and_the_virtual_pods() -> None:
+    env = Env()
+    pt = env.create(podtemplate(requests={"cpu": "1"}))
+    env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=1))
+    env.run_for(1)
+    first = env.buffer()["status"]["podTemplateGeneration"]
+    template = pt["template"]
+    template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    env.kube.patch("podtemplates", "tmpl", {"template": template}, "default")
+    env.run_for(1)
+    assert env.buffer()["status"]["podTemplateGeneration"] > first
+    [virtual] = cache_of(env.ctx).get_all()
+    assert virtual.requests["cpu"] == 2000
+
+
+def test_a_template_that_is_not_a_pod_is_resolutionfailed() -> None:
+    env = Env()
+    pt = podtemplate()
+    pt["template"]["spec"] = {"containers": []}
+    env.create(pt)
+    env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=2))
+    env.run_for(1)
+    cond = ready(env)
+    assert (cond["status"], cond["reason"]) == ("False", REASON_RESOLUTION_FAILED)
+    assert "not a valid pod" in cond["message"]
+    assert cache_of(env.ctx).get_all() == []
