@@ -286,6 +286,7 @@ _BUILTIN: tuple[ResourceType, ...] = (
     _rt("v1", "Service", "services", True, status=True),
     _rt("v1", "Endpoints", "endpoints", True),
     _rt("v1", "ConfigMap", "configmaps", True),
+    _rt("v1", "PodTemplate", "podtemplates", True, generation=True),
     _rt("v1", "Secret", "secrets", True, fields=("type",)),
     _rt("v1", "ServiceAccount", "serviceaccounts", True),
     _rt("v1", "PersistentVolume", "persistentvolumes", False, status=True),

@@ -12,9 +12,6 @@ from typing import Any
 
 from engine_helpers import make_scenario, nodepool, web
 
-# Registers v1/PodTemplate with the in-memory API server before the scenario's objects are
-# created (the operator imports the package only when it registers the controllers).
-import karpenter_core.controllers.capacitybuffer  # noqa: F401
 from karpenter_core.sim.engine import Simulation
 
 SCALE_AT = 300.0

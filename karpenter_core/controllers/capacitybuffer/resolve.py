@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from karpenter_core.apis.autoscaling import SCALABLE_KINDS
-from karpenter_core.kube.client import KubeClient, NotFound, ResourceType, register_resource
+from karpenter_core.kube.client import KubeClient, NotFound, resource_for
 
 __all__ = [
     "PODTEMPLATES",
@@ -26,11 +26,9 @@ __all__ = [
     "resolve",
 ]
 
-PODTEMPLATES = register_resource(
-    ResourceType("", "v1", "PodTemplate", "podtemplates", True, tracks_generation=True)
-)
-"""``v1/PodTemplate``: the API server sets ``metadata.generation`` and bumps it when the
-template changes, which the buffer's status records."""
+PODTEMPLATES = resource_for(("v1", "PodTemplate"))
+"""``v1/PodTemplate`` (a built-in kind): the API server sets ``metadata.generation`` and
+bumps it when the template changes, which the buffer's status records."""
 
 _SCALABLE_RESOURCES = {
     "Deployment": "deployments",

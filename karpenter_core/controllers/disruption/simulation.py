@@ -194,6 +194,10 @@ def simulate_scheduling(
 
     for p in _pending_pods(snapshot):
         add(p)
+    # CapacityBuffers' virtual pods count as pending, as upstream's GetPendingPods has them:
+    # a replacement keeps room for them, and they may stay pending like any pending pod
+    for p in dctx.provisioner.virtual_pods():
+        add(p)
     for c in candidates:
         for p in c.reschedulable_pods:
             if pdbs.is_currently_reschedulable(p, now, recorder):
