@@ -171,3 +171,39 @@ def test_within_a_pass_cluster_state_is_always_fresh() -> None:
         assert placed(simulate_scheduling(world.dctx, [c]), "a") == ["p"]
         world.cluster.mark_for_deletion(world.pid("a"))
         assert placed(simulate_scheduling(world.dctx, [c]), "a") == []
+
+
+def test_capacity_buffer_pods_are_scheduled_as_pending_pods() -> None:
+    from karpenter_core.apis.objects import Pod
+
+    world = World()
+    world.nodepool()
+    world.node("a", instance_type="fake-it-3")
+    world.node("b", instance_type="fake-it-3")
+    world.pod("p1", "a")
+    world.pod("p2", "b")
+    # a virtual pod: in no API server and no cluster state, only in the buffers' cache
+    buffer_pod = Pod.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "buffer-0", "namespace": "default", "uid": "buffer-0"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]
+            },
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ],
+            },
+        }
+    )
+    world.dctx.provisioner.virtual_pods = lambda: [buffer_pod]  # type: ignore[method-assign]
+    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    # the buffer's room is kept: it lands next to the moved pod, and consolidation is not
+    # refused if it could not (pending pods may stay pending)
+    assert "buffer-0" in placed(results, "a") or any(
+        p.name == "buffer-0" for nc in results.new_nodeclaims for p in nc.pods
+    )
+    assert results.all_non_pending_pods_scheduled()
