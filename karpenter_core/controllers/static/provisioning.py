@@ -81,6 +81,13 @@ class DeletionsSeen:
         with self._lock:
             self._seen.setdefault(nodepool, {})[nodeclaim] = (gone, self.clock.monotonic())
 
+    def forget(self, nodepool: str) -> None:
+        """Drop what was recorded for a pool this controller does not provision (dynamic,
+        gone, not Ready, deleting): every NodeClaim deletion is recorded, and only a pass
+        over a static pool would otherwise clear them."""
+        with self._lock:
+            self._seen.pop(nodepool, None)
+
     def state_behind(self, nodepool: str, cluster: Cluster) -> bool:
         """Whether cluster state still counts one of the pool's reported deletions as
         active (entries state has applied, or older than :data:`STATE_LAG_LIMIT`, are
@@ -184,15 +191,18 @@ class StaticProvisioner:
     def reconcile(self, key: ObjectKey) -> Result:
         np = managed_nodepool(self.ctx, key.name)
         if np is None:
+            self.deletions.forget(key.name)
             return Result()
         pool = static_pool(np)
         if isinstance(pool, str):
+            self.deletions.forget(key.name)
             if self._invalid.get(key.name) != pool:  # once per distinct problem
                 self._invalid[key.name] = pool
                 log.warning("%s", pool)
             return Result()
         self._invalid.pop(key.name, None)
         if pool is None or not pool.ready or pool.deleting:
+            self.deletions.forget(key.name)
             return Result()
         if not self.cluster.has_synced() and not self.cluster.synced():
             return Result.after(UNSYNCED_REQUEUE)

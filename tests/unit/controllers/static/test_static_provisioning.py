@@ -272,3 +272,14 @@ def test_a_deletion_state_never_applies_stops_deferring_after_the_limit() -> Non
     assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(UNSYNCED_REQUEUE)
     w.clock.advance(STATE_LAG_LIMIT + 1)
     assert ctrl.reconcile(ObjectKey("", "static")) == Result.after(RESYNC)
+
+
+def test_deletions_recorded_for_a_dynamic_pool_are_forgotten() -> None:
+    w = World()
+    w.nodepool(replicas=None)
+    a = w.node()
+    deletions = DeletionsSeen(w.clock)
+    ctrl = StaticProvisioner(w.ctx, deletions=deletions)
+    deletions.record("static", a, gone=False)
+    assert ctrl.reconcile(ObjectKey("", "static")) == Result()
+    assert not deletions.state_behind("static", w.cluster)  # nothing left to wait for
