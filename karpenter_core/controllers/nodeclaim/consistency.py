@@ -39,6 +39,10 @@ log = logging.getLogger("karpenter.nodeclaim.consistency")
 
 NAME = "nodeclaim.consistency"
 SCAN_PERIOD = 600.0
+SCAN_TOLERANCE = 1e-3
+"""A scan due within this many seconds runs now: waiting out a rounding residue (a
+requeue of 1e-13 s) would not move a virtual clock on, and the reconcile would repeat at
+the same instant forever."""
 NODECLAIMS = "nodeclaims"
 EVENT_FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
 
@@ -88,8 +92,9 @@ class Consistency:
         uid = str((nodeclaim.get("metadata") or {}).get("uid") or key.name)
         now = self.ctx.clock.monotonic()
         last = self._last_scanned.get(uid)
-        if last is not None and now - last < SCAN_PERIOD:
-            return Result(requeue_after=SCAN_PERIOD - (now - last))
+        remaining = SCAN_PERIOD - (now - last) if last is not None else 0.0
+        if remaining > SCAN_TOLERANCE:
+            return Result(requeue_after=remaining)
         if len(self._last_scanned) > 4096:
             self._last_scanned = {
                 k: t for k, t in self._last_scanned.items() if now - t < SCAN_PERIOD

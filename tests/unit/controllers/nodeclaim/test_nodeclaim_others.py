@@ -236,3 +236,19 @@ def test_without_expire_after_the_default_is_thirty_days() -> None:
 
 def test_an_unparseable_expire_after_is_logged_not_raised() -> None:
     assert _expiry_result("soon") == Result()
+
+
+def test_a_scan_due_within_a_rounding_residue_runs_instead_of_requeueing_for_it() -> None:
+    from karpenter_core.controllers.nodeclaim.consistency import SCAN_PERIOD, Consistency
+
+    env = Env()
+    env.launched_and_registered("nc", requests={"cpu": "1", "memory": "1Gi"})
+    env.settle()
+    consistency = Consistency(env.ctx)
+    uid = env.server.get("nodeclaims", "nc")["metadata"]["uid"]
+    now = env.ctx.clock.monotonic()
+    # what float arithmetic leaves after waiting out the period: 1e-13 s still to go
+    consistency._last_scanned[uid] = now - SCAN_PERIOD + 1e-13
+    result = consistency.reconcile(ObjectKey(None, "nc"))
+    assert consistency._last_scanned[uid] == now  # scanned now
+    assert not 0 < result.requeue_after < 1.0  # not asked back for a residue
