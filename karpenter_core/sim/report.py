@@ -346,9 +346,16 @@ class Observer:
             spec = obj.get("spec") or {}
             rec.options = _instance_type_options(spec)
             self.nodeclaims[name] = rec
+            # Dynamic NodePools' claims list the instance types they allow; a static
+            # NodePool's claim is its bare template (the provider picks the type).
+            why = (
+                "pending pods did not fit on existing capacity"
+                if rec.options
+                else f"a replica of static NodePool {rec.nodepool}"
+            )
             self.decide(
                 "CreateNodeClaim",
-                "pending pods did not fit on existing capacity",
+                why,
                 nodeClaim=name,
                 nodePool=rec.nodepool,
                 requests=dict((spec.get("resources") or {}).get("requests") or {}),
