@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from serve_harness import (
+    APP_NS,
     NODEPOOL_LABEL,
     Cluster,
     Serve,
@@ -36,7 +37,12 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 DISRUPTED = "karpenter_nodeclaims_disrupted_total"
 EVALUATIONS = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
-CONSOLIDATE_SOON = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "5s"}
+# Consolidate 5 s after the last pod came or went; any number of nodes at a time.
+CONSOLIDATE_SOON = {
+    "consolidationPolicy": "WhenEmptyOrUnderutilized",
+    "consolidateAfter": "5s",
+    "budgets": [{"nodes": "100%"}],
+}
 
 
 def names(objs: list[dict[str, Any]]) -> set[str]:
@@ -95,19 +101,32 @@ def test_scale_down_removes_the_empty_and_underused_nodes(
     before = names(cluster.karpenter_nodes())
     assert len(before) >= 3  # three 1-vCPU pods per node
 
+    # The scale-down keeps one pod on each of two nodes (the ReplicaSet deletes the pods
+    # with the lowest deletion cost first): one node is left empty, two underused.
+    pods_by_node: dict[str, str] = {}
+    for p in cluster.pods("web"):
+        pods_by_node.setdefault(p["spec"]["nodeName"], p["metadata"]["name"])
+    keep = sorted(pods_by_node.items())[:2]
+    for _node, pod in keep:
+        cluster.kube.patch(
+            "pods", pod, {"metadata": {"annotations": {POD_DELETION_COST: "100"}}}, APP_NS
+        )
     cluster.scale("web", 2)
-    # Two 1-vCPU pods fit one node: everything else is empty or underused.
+    wait_for(
+        lambda: names(cluster.pods("web")) == {pod for _node, pod in keep},
+        "the scale-down to keep the two pods",
+    )
+
+    # Two 1-vCPU pods fit one node: emptiness removes the empty node, consolidation one of
+    # the underused ones (or replaces both with one).
     wait_for(lambda: settled(cluster, "web", 2, nodes=1), "consolidation down to one node")
 
-    after = names(cluster.karpenter_nodes())
-    removed = before - after
-    assert len(removed) >= len(before) - 1
-    assert not cluster.pending_pods()
+    assert len(before - names(cluster.karpenter_nodes())) >= len(before) - 1
     no_leaks(cluster)
     # Each node that went was disrupted by emptiness or consolidation, and counted.
-    by_reason = {r: disrupted(op, r) for r in ("empty", "underutilized", "drifted")}
-    assert by_reason["empty"] + by_reason["underutilized"] >= len(removed)
-    assert by_reason["drifted"] == 0
+    assert disrupted(op, "empty") >= 1
+    assert disrupted(op, "underutilized") >= 1
+    assert disrupted(op, "drifted") == 0
 
 
 def test_a_template_change_drifts_and_replaces_every_node_one_at_a_time(
@@ -183,23 +202,25 @@ def test_a_zero_budget_blocks_consolidation_until_it_is_raised(
         lambda: [
             e
             for e in cluster.events("DisruptionBlocked", "NodePool", "default")
-            if "due to blocking budget" in (e.get("note") or "")
+            if "disruption reason Empty due to blocking budget" in (e.get("note") or "")
         ],
         "the NodePool's blocking-budget event",
     )
-    # ... and stopped it for good: two more full passes (each longer than the validation
-    # wait a wrongly started command would have been held for) disrupt nothing.
+    # ... and for good: a command that slipped through would be held for the validation
+    # wait and started before the next pass, so two more passes on it would show.
     seen = metric(op.metrics(), EVALUATIONS, reason="empty") or 0.0
     wait_for(
         lambda: (metric(op.metrics(), EVALUATIONS, reason="empty") or 0.0) >= seen + 2,
         "two more disruption passes",
     )
+    body = op.metrics()
+    assert (metric(body, "karpenter_voluntary_disruption_eligible_nodes", reason="empty") or 0) >= 1
     nodes = cluster.karpenter_nodes()
     assert names(nodes) == before
     assert not any(disrupting(n) for n in nodes)
     assert not any(c["metadata"].get("deletionTimestamp") for c in cluster.nodeclaims())
-    assert not metric(op.metrics(), DISRUPTED)
-    assert not metric(op.metrics(), "karpenter_nodepools_allowed_disruptions", nodepool="default")
+    assert not metric(body, DISRUPTED)
+    assert not metric(body, "karpenter_nodepools_allowed_disruptions", nodepool="default")
 
     cluster.patch_nodepool("default", {"disruption": {"budgets": [{"nodes": "100%"}]}})
     wait_for(lambda: settled(cluster, "web", 1, nodes=1), "consolidation down to one node")
