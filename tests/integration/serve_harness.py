@@ -25,6 +25,7 @@ something took.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -162,7 +163,7 @@ class Cluster:
                 self.kube.create(crd)
         for crd in crds:
             name = crd["metadata"]["name"]
-            wait_for(lambda name=name: self._established(name), f"the CRD {name}")
+            wait_for(functools.partial(self._established, name), f"the CRD {name}")
         with contextlib.suppress(AlreadyExists):
             self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         from karpenter_core.sim import kubelet

@@ -62,8 +62,8 @@ def no_leaks(cluster: Cluster) -> None:
     """Every Karpenter Node belongs to a NodeClaim and vice versa."""
     nodes = cluster.karpenter_nodes()
     claims = cluster.nodeclaims()
-    assert sorted(n["spec"]["providerID"] for n in nodes) == sorted(
-        (c.get("status") or {}).get("providerID") for c in claims
+    assert sorted(str(n["spec"]["providerID"]) for n in nodes) == sorted(
+        str((c.get("status") or {}).get("providerID")) for c in claims
     )
 
 
