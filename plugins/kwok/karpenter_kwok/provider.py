@@ -48,7 +48,7 @@ import os
 import random
 import string
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -440,25 +440,15 @@ class KwokCloudProvider:
         except ValueError as e:
             raise KwokLaunchError(f"nodeclaim {nc.name!r}: bad requirements: {e}") from None
         view = {it.name: it for it in self._current_view()}
-        best: _Choice | None = None
+        named = []
         for value in raw[0].values:
             it = view.get(value)
             if it is None:
                 raise KwokLaunchError(
                     f"nodeclaim {nc.name!r}: instance type {value!r} is not in the kwok catalogue"
                 )
-            offerings = it.offerings.available().compatible(reqs)
-            if not offerings:
-                continue
-            price = min(o.price for o in offerings)
-            if best is None or price < best.offering.price:
-                cheapest = [o for o in offerings if o.price == price]
-                pick = (
-                    cheapest[self._rng.randrange(len(cheapest))]
-                    if len(cheapest) > 1
-                    else cheapest[0]
-                )
-                best = _Choice(it, pick)
+            named.append(it)
+        best = self._cheapest(named, reqs)
         if best is None:
             raise InsufficientCapacityError(
                 f"no available offering of instance types {', '.join(raw[0].values)} is "
@@ -471,10 +461,21 @@ class KwokCloudProvider:
             reqs = Requirements.from_node_selector_requirements(nc.spec.requirements)
         except ValueError as e:
             raise KwokLaunchError(f"nodeclaim {nc.name!r}: bad requirements: {e}") from None
+        allowed = (it for it in self._current_view() if it.requirements.intersects(reqs) is None)
+        best = self._cheapest(allowed, reqs)
+        if best is None:
+            raise InsufficientCapacityError(
+                f"no available offering of any instance type is compatible with nodeclaim "
+                f"{nc.name!r}"
+            )
+        return best
+
+    def _cheapest(self, its: Iterable[InstanceType], reqs: Requirements) -> _Choice | None:
+        """The type whose cheapest available offering compatible with ``reqs`` is cheapest
+        (the first wins a tie between types; a seeded random pick between equally cheap
+        offerings of one type)."""
         best: _Choice | None = None
-        for it in self._current_view():
-            if it.requirements.intersects(reqs) is not None:
-                continue
+        for it in its:
             offerings = it.offerings.available().compatible(reqs)
             if not offerings:
                 continue
@@ -487,11 +488,6 @@ class KwokCloudProvider:
                     else cheapest[0]
                 )
                 best = _Choice(it, pick)
-        if best is None:
-            raise InsufficientCapacityError(
-                f"no available offering of any instance type is compatible with nodeclaim "
-                f"{nc.name!r}"
-            )
         return best
 
     def _random_name(self) -> str:
