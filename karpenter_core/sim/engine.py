@@ -16,7 +16,7 @@ What runs, and why it is split in two Managers sharing one :class:`VirtualClock`
 The cloud provider (KWOK) is the "cloud": it outlives Karpenter restarts.
 
 Scenario changes (workloads created and scaled, node failures, spot interruptions,
-offering outages) are clock timers, so they interleave with reconciles deterministically.
+offering outages, objects patched or applied) are clock timers, so they interleave with reconciles deterministically.
 Reconciles take no virtual time; the same scenario and seed always give the same report.
 Anything a scenario cannot do (a controller package not installed yet, an event with no
 node to hit) becomes a note in the report, never a crash.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import logging
 import random
 import time
@@ -36,7 +37,14 @@ from typing import Any
 
 import attrs
 
-from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
+from karpenter_core.kube.client import (
+    AlreadyExists,
+    ApiError,
+    NotFound,
+    ResourceType,
+    UnknownResourceError,
+    resource_for,
+)
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.controllers import Registration, plugin_extras, register_all
 from karpenter_core.operator.options import Options, OptionsError
@@ -45,7 +53,7 @@ from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.reconciler import Result, Watch
 from karpenter_core.sim import workloads as workload_controllers
-from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
 from karpenter_core.sim.report import (
     CAPACITY_TYPE_LABEL,
     NODEPOOL_LABEL,
@@ -54,10 +62,12 @@ from karpenter_core.sim.report import (
     build_report,
 )
 from karpenter_core.sim.scenario import (
+    APPLY_OBJECT,
     KARPENTER_RESTART,
     NODE_DELETION,
     NODE_FAILURE,
     OFFERING_OUTAGE,
+    PATCH_OBJECT,
     SPOT_INTERRUPTION,
     Scenario,
     ScenarioEvent,
@@ -562,6 +572,110 @@ class Simulation:
             self._node_deletion(e)
         elif e.type == KARPENTER_RESTART:
             self.restart_karpenter()
+        elif e.type == PATCH_OBJECT:
+            self._patch_object(e)
+        elif e.type == APPLY_OBJECT:
+            self._apply_object(e)
+
+    # -- objects changed mid-run (a NodePool rollout, a budget change, a new overlay)
+
+    def _object_miss(self, e: ScenarioEvent, action: str, why: str) -> None:
+        """A patch or apply that cannot happen is the scenario's problem, not a crash:
+        a note, and a decision saying it was not applied."""
+        self.observer.note(f"{e.type} at +{e.at:g}s ({e.describe()}): {why}")
+        self.observer.decide(
+            action, f"not applied: {why}", source="scenario", object=e.describe(), applied=False
+        )
+
+    def _resource_of_event(self, e: ScenarioEvent) -> ResourceType | None:
+        try:
+            if e.api_version:
+                return resource_for((e.api_version, str(e.kind)))
+            return resource_for(str(e.kind))
+        except UnknownResourceError as err:
+            action = "PatchObject" if e.type == PATCH_OBJECT else "ApplyObject"
+            self._object_miss(e, action, f"unknown kind: {err}")
+            return None
+
+    def _patch_object(self, e: ScenarioEvent) -> None:
+        """A JSON merge patch on a live object, checked like the API server would check it
+        (a NodePool the CRD refuses is not written)."""
+        rt = self._resource_of_event(e)
+        if rt is None:
+            return
+        namespace = (e.namespace or "default") if rt.namespaced else None
+        try:
+            old = self.server.get(rt, str(e.name), namespace)
+        except NotFound:
+            where = f" in namespace {namespace}" if namespace else ""
+            self._object_miss(e, "PatchObject", f"no {rt.kind} named {e.name!r}{where}")
+            return
+        problem = _invalid(apply_merge_patch(old, e.patch))
+        if problem:
+            self._object_miss(e, "PatchObject", f"the patched {rt.kind} is invalid: {problem}")
+            return
+        try:
+            new = self.server.patch(rt, str(e.name), e.patch, namespace)
+        except ApiError as err:
+            self._object_miss(e, "PatchObject", f"the API server refused the patch: {err}")
+            return
+        changes = object_changes(old, new)
+        self.observer.decide(
+            "PatchObject",
+            f"{rt.kind} {_name_of(new)}: " + ("; ".join(changes) or "no change"),
+            source="scenario",
+            object=f"{rt.kind}/{_name_of(new)}",
+            changes=changes,
+            applied=True,
+        )
+
+    def _apply_object(self, e: ScenarioEvent) -> None:
+        """Create the manifest, or replace the object of that name with it (as ``kubectl
+        replace``: what the manifest leaves out is gone, except status and the metadata the
+        server and controllers own)."""
+        rt = self._resource_of_event(e)
+        if rt is None or e.manifest is None:
+            return
+        manifest = dict(e.manifest)
+        meta = dict(manifest.get("metadata") or {})
+        namespace = str(meta.get("namespace") or "default") if rt.namespaced else None
+        try:
+            old: dict[str, Any] | None = self.server.get(rt, str(e.name), namespace)
+        except NotFound:
+            old = None
+        try:
+            if old is None:
+                new = self.server.create(manifest)
+                changes = ["created"]
+            else:
+                old_meta = old["metadata"]
+                for key in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+                    if key in old_meta:
+                        meta[key] = old_meta[key]
+                for key in ("finalizers", "ownerReferences"):
+                    if key not in meta and key in old_meta:
+                        meta[key] = old_meta[key]
+                if "status" in old and "status" not in manifest:
+                    manifest["status"] = old["status"]
+                new = self.server.update({**manifest, "metadata": meta})
+                changes = object_changes(old, new) or ["no change"]
+        except ApiError as err:
+            self._object_miss(e, "ApplyObject", f"the API server refused it: {err}")
+            return
+        self.observer.decide(
+            "ApplyObject",
+            f"{rt.kind} {_name_of(new)} "
+            + ("created" if old is None else "replaced: " + "; ".join(changes)),
+            source="scenario",
+            object=f"{rt.kind}/{_name_of(new)}",
+            changes=changes,
+            applied=True,
+        )
+        if rt.kind == "NodeOverlay" and not self.options.gate("NodeOverlay"):
+            self.observer.note(
+                "an applied NodeOverlay has no effect: the NodeOverlay feature gate is off "
+                "(set options.FEATURE_GATES: NodeOverlay=true)"
+            )
 
     def _pick_nodes(self, e: ScenarioEvent, *, spot_only: bool = False) -> list[dict[str, Any]]:
         """The Karpenter nodes an event hits: the named one, else ``count`` chosen with
@@ -844,6 +958,57 @@ class Simulation:
             controllers=self.registration.controllers,
             metrics=_counter_totals(self._metrics_before),
         )
+
+
+_SERVER_OWNED = frozenset(
+    {"resourceVersion", "generation", "managedFields", "uid", "creationTimestamp"}
+)
+_MAX_VALUE_CHARS = 80
+_UNSET = object()
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name"))
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+def _invalid(obj: Any) -> str | None:
+    """The first CRD validation error of a Karpenter object (None when valid or a kind
+    the CRDs do not describe)."""
+    from karpenter_core.apis.validation import is_supported, validate
+
+    if not isinstance(obj, Mapping) or not is_supported(obj):
+        return None
+    errors = validate(obj)
+    return str(errors[0]) if errors else None
+
+
+def _show(value: Any) -> str:
+    if value is _UNSET:
+        return "(unset)"
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+def object_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What a patch or replace changed, one ``path: old -> new`` per changed leaf (lists
+    are leaves), leaving out status and the metadata the server maintains: the report
+    says what the scenario changed, not the bookkeeping that followed."""
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for key in sorted(set(a) | set(b), key=str):
+                here = f"{path}.{key}" if path else str(key)
+                if here == "status" or (path == "metadata" and key in _SERVER_OWNED):
+                    continue
+                walk(a.get(key, _UNSET), b.get(key, _UNSET), here)
+        elif a != b:
+            out.append(f"{path}: {_show(a)} -> {_show(b)}")
+
+    walk(old, new, "")
+    return out
 
 
 def simulate(

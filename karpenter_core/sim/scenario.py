@@ -21,6 +21,8 @@ A scenario is one YAML (or JSON) mapping; the format is documented in ``docs/sim
       - {at: 15m, type: NodeFailure, nodePool: default}
       - {at: 5m, type: OfferingOutage, zone: test-zone-a, capacityType: spot, duration: 10m}
       - {at: 20m, type: KarpenterRestart}
+      - {at: 25m, type: PatchObject, kind: NodePool, name: default, patch: <merge patch>}
+      - {at: 30m, type: ApplyObject, manifest: <any manifest>}
 
 Everything is parsed and checked here, before any controller runs, so a mistake is one
 line naming the file, the entry and the field instead of a confusing simulation. Times are
@@ -63,7 +65,17 @@ SPOT_INTERRUPTION = "SpotInterruption"
 OFFERING_OUTAGE = "OfferingOutage"
 NODE_DELETION = "NodeDeletion"
 KARPENTER_RESTART = "KarpenterRestart"
-EVENT_TYPES = (NODE_FAILURE, SPOT_INTERRUPTION, OFFERING_OUTAGE, NODE_DELETION, KARPENTER_RESTART)
+PATCH_OBJECT = "PatchObject"
+APPLY_OBJECT = "ApplyObject"
+EVENT_TYPES = (
+    NODE_FAILURE,
+    SPOT_INTERRUPTION,
+    OFFERING_OUTAGE,
+    NODE_DELETION,
+    KARPENTER_RESTART,
+    PATCH_OBJECT,
+    APPLY_OBJECT,
+)
 """Events a scenario can inject (see ``docs/simulate.md`` for what each one does)."""
 
 RUN_FOR_ANNOTATION = "sim.karpenter.sh/run-seconds"
@@ -129,8 +141,20 @@ _EVENT_KEYS = frozenset(
         "instanceType",
         "duration",
         "mode",
+        "apiVersion",
+        "kind",
+        "name",
+        "namespace",
+        "patch",
+        "manifest",
     }
 )
+_OBJECT_EVENT_KEYS: Mapping[str, frozenset[str]] = {
+    PATCH_OBJECT: frozenset({"at", "type", "apiVersion", "kind", "name", "namespace", "patch"}),
+    APPLY_OBJECT: frozenset({"at", "type", "manifest"}),
+}
+"""The fields each object-changing event takes (every other field is an error)."""
+_OBJECT_FIELDS = frozenset({"apiVersion", "kind", "name", "namespace", "patch", "manifest"})
 NODE_FAILURE_MODES = ("NotReady", "InstanceGone")
 
 DEFAULT_SAMPLE_INTERVAL = 10.0
@@ -211,9 +235,18 @@ class ScenarioEvent:
     instance_type: str | None = None
     duration: float | None = None
     mode: str = "NotReady"
+    kind: str | None = None
+    api_version: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    patch: dict[str, Any] | None = None
+    manifest: dict[str, Any] | None = None
 
     def describe(self) -> str:
         """One human line: what is hit."""
+        if self.type in (PATCH_OBJECT, APPLY_OBJECT):
+            where = f"{self.namespace}/" if self.namespace else ""
+            return f"{self.kind} {where}{self.name}"
         if self.type == KARPENTER_RESTART:
             return "the Karpenter controller"
         if self.type == OFFERING_OUTAGE:
@@ -694,6 +727,11 @@ def _event(entry: Any, where: str) -> ScenarioEvent:
     if "at" not in entry:
         raise ScenarioError(f"{where}.at: required (when the event happens)")
     at = parse_duration(entry["at"], f"{where}.at")
+    if etype in _OBJECT_EVENT_KEYS:
+        return _object_event(entry, etype, at, where)
+    stray = sorted(_OBJECT_FIELDS & {str(k) for k in entry})
+    if stray:
+        raise ScenarioError(f"{where}.{stray[0]}: only for {PATCH_OBJECT} and {APPLY_OBJECT}")
     duration = None
     if entry.get("duration") is not None:
         duration = parse_duration(entry["duration"], f"{where}.duration")
@@ -737,6 +775,93 @@ def _event(entry: Any, where: str) -> ScenarioEvent:
         duration=duration,
         mode=str(mode),
     )
+
+
+def _object_event(entry: Mapping[str, Any], etype: str, at: float, where: str) -> ScenarioEvent:
+    """A ``PatchObject`` (merge patch on a named object) or ``ApplyObject`` (create or
+    replace a whole manifest). Only the shape is checked here: whether the object exists
+    is a question for the run (a patch may target something an earlier event applies)."""
+    allowed = _OBJECT_EVENT_KEYS[etype]
+    extra = sorted(str(k) for k in entry if k not in allowed)
+    if extra:
+        raise ScenarioError(
+            f"{where}.{extra[0]}: not used by {etype} (it takes {', '.join(sorted(allowed))})"
+        )
+    if etype == APPLY_OBJECT:
+        if "manifest" not in entry:
+            raise ScenarioError(f"{where}.manifest: required (the object to create or replace)")
+        manifest = _apply_manifest(entry["manifest"], f"{where}.manifest")
+        meta = manifest["metadata"]
+        return ScenarioEvent(
+            at=at,
+            type=etype,
+            kind=str(manifest["kind"]),
+            api_version=str(manifest["apiVersion"]),
+            name=str(meta["name"]),
+            namespace=meta.get("namespace"),
+            manifest=manifest,
+        )
+    for key in ("kind", "name", "patch"):
+        if key not in entry:
+            raise ScenarioError(f"{where}.{key}: required by {etype}")
+    kind = _object_name(entry["kind"], f"{where}.kind")
+    name = _object_name(entry["name"], f"{where}.name")
+    api_version = _opt_str(entry, "apiVersion", where)
+    namespace = _opt_str(entry, "namespace", where)
+    patch = entry["patch"]
+    if not isinstance(patch, Mapping) or not patch:
+        raise ScenarioError(
+            f"{where}.patch: expected a non-empty mapping (a JSON merge patch), got {_type(patch)}"
+        )
+    for key in ("apiVersion", "kind"):
+        if key in patch:
+            raise ScenarioError(f"{where}.patch.{key}: a patch cannot change what the object is")
+    meta = patch.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise ScenarioError(f"{where}.patch.metadata: expected a mapping, got {_type(meta)}")
+    for key in ("name", "namespace"):
+        if isinstance(meta, Mapping) and key in meta:
+            raise ScenarioError(
+                f"{where}.patch.metadata.{key}: a patch cannot rename or move the object"
+            )
+    return ScenarioEvent(
+        at=at,
+        type=etype,
+        kind=kind,
+        api_version=api_version,
+        name=name,
+        namespace=namespace,
+        patch=copy.deepcopy(dict(patch)),
+    )
+
+
+def _object_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{where}: expected a non-empty string, got {_type(value)}")
+    return value
+
+
+def _apply_manifest(value: Any, where: str) -> dict[str, Any]:
+    """A whole object to apply. NodePools, NodeOverlays and the other kinds the CRDs
+    validate are checked now, as ``nodePools`` are: the API server would refuse an invalid
+    one anyway, and a mistake is better found before the run than 20 minutes into it."""
+    from karpenter_core.apis.validation import is_supported
+
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a Kubernetes object, got {_type(value)}")
+    manifest = copy.deepcopy(dict(value))
+    for key in ("apiVersion", "kind"):
+        if not isinstance(manifest.get(key), str) or not manifest[key]:
+            raise ScenarioError(f"{where}.{key}: required")
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict):
+        raise ScenarioError(f"{where}.metadata.name: required")
+    _object_name(meta.get("name"), f"{where}.metadata.name")
+    if meta.get("namespace") is not None:
+        _object_name(meta["namespace"], f"{where}.metadata.namespace")
+    if is_supported(manifest):
+        _validate_api_object(manifest, f"{where} ({meta['name']})")
+    return manifest
 
 
 def scenario_to_json(scenario: Scenario) -> str:
