@@ -209,3 +209,180 @@ def test_scenario_kind_is_optional_but_checked_when_given() -> None:
         ScenarioError, match=r"expected apiVersion simulate\.karpenter\.sh/v1alpha1"
     ):
         parse_scenario(scenario(apiVersion="karpenter.sh/v1", kind="NodePool"), "s.yaml")
+
+
+# ---------------------------------------------------------------- PatchObject / ApplyObject
+
+OVERLAY = {
+    "apiVersion": "karpenter.sh/v1alpha1",
+    "kind": "NodeOverlay",
+    "metadata": {"name": "cheaper"},
+    "spec": {"requirements": [], "priceAdjustment": "-10%"},
+}
+
+
+def test_patch_event_keeps_the_target_and_the_merge_patch() -> None:
+    patch = {"spec": {"template": {"metadata": {"labels": {"rollout": "2"}}}}}
+    (e,) = parse_scenario(
+        scenario(
+            events=[
+                {
+                    "at": "10m",
+                    "type": "PatchObject",
+                    "kind": "NodePool",
+                    "name": "default",
+                    "patch": patch,
+                }
+            ]
+        )
+    ).events
+    assert (e.at, e.type, e.kind, e.name, e.namespace, e.api_version) == (
+        600.0,
+        "PatchObject",
+        "NodePool",
+        "default",
+        None,
+        None,
+    )
+    assert e.patch == patch and e.describe() == "NodePool default"
+
+
+def test_patch_event_takes_a_namespace_and_an_api_version() -> None:
+    (e,) = parse_scenario(
+        scenario(
+            events=[
+                {
+                    "at": 60,
+                    "type": "PatchObject",
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": "prod",
+                    "name": "api",
+                    "patch": {"spec": {"replicas": 0}},
+                }
+            ]
+        )
+    ).events
+    assert (e.api_version, e.namespace) == ("apps/v1", "prod")
+    assert e.describe() == "Deployment prod/api"
+
+
+def test_apply_event_keeps_the_manifest_and_names_it() -> None:
+    (e,) = parse_scenario(
+        scenario(events=[{"at": "20m", "type": "ApplyObject", "manifest": OVERLAY}])
+    ).events
+    assert (e.at, e.kind, e.api_version, e.name) == (
+        1200.0,
+        "NodeOverlay",
+        "karpenter.sh/v1alpha1",
+        "cheaper",
+    )
+    assert e.manifest == OVERLAY and e.manifest is not OVERLAY
+
+
+def test_object_events_count_towards_the_default_until() -> None:
+    sc = parse_scenario(
+        scenario(
+            events=[
+                {"at": "25m", "type": "ApplyObject", "manifest": OVERLAY},
+                {
+                    "at": "10m",
+                    "type": "PatchObject",
+                    "kind": "NodePool",
+                    "name": "d",
+                    "patch": {"a": 1},
+                },
+            ]
+        )
+    )
+    assert [e.type for e in sc.events] == ["PatchObject", "ApplyObject"]
+    assert sc.default_until() == 1500.0 + 600.0
+
+
+def _patch(**fields: Any) -> dict[str, Any]:
+    return {"at": "1m", "type": "PatchObject", "kind": "NodePool", "name": "default", **fields}
+
+
+_PATCH = {"spec": {"replicas": 2}}
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (
+            {"at": 1, "type": "PatchObject", "name": "d", "patch": _PATCH},
+            r"events\[1\]\.kind: required",
+        ),
+        (
+            {"at": 1, "type": "PatchObject", "kind": "NodePool", "patch": _PATCH},
+            r"events\[1\]\.name: required",
+        ),
+        (_patch(), r"events\[1\]\.patch: required"),
+        (_patch(patch="spec.replicas=2"), r"events\[1\]\.patch: expected a non-empty mapping"),
+        (_patch(patch={}), r"events\[1\]\.patch: expected a non-empty mapping"),
+        (_patch(patch=[{"op": "add"}]), r"events\[1\]\.patch: expected a non-empty mapping"),
+        (_patch(kind="", patch=_PATCH), r"events\[1\]\.kind: expected a non-empty string"),
+        (_patch(name=3, patch=_PATCH), r"events\[1\]\.name: expected a non-empty string"),
+        (
+            _patch(namespace=[], patch=_PATCH),
+            r"events\[1\]\.namespace: expected a non-empty string",
+        ),
+        (_patch(patch={"kind": "NodeClaim"}), r"events\[1\]\.patch\.kind: a patch cannot change"),
+        (
+            _patch(patch={"metadata": {"name": "other"}}),
+            r"events\[1\]\.patch\.metadata\.name: a patch cannot rename",
+        ),
+        (_patch(patch={"metadata": "x"}), r"events\[1\]\.patch\.metadata: expected a mapping"),
+        (_patch(patch=_PATCH, count=2), r"events\[1\]\.count: not used by PatchObject"),
+        (_patch(patch=_PATCH, manifest=OVERLAY), r"events\[1\]\.manifest: not used by PatchObject"),
+        ({"at": 1, "type": "ApplyObject"}, r"events\[1\]\.manifest: required"),
+        (
+            {"at": 1, "type": "ApplyObject", "manifest": "x"},
+            r"events\[1\]\.manifest: expected a Kubernetes object",
+        ),
+        (
+            {
+                "at": 1,
+                "type": "ApplyObject",
+                "manifest": {"kind": "ConfigMap", "metadata": {"name": "c"}},
+            },
+            r"events\[1\]\.manifest\.apiVersion: required",
+        ),
+        (
+            {"at": 1, "type": "ApplyObject", "manifest": {"apiVersion": "v1", "kind": "ConfigMap"}},
+            r"events\[1\]\.manifest\.metadata\.name: required",
+        ),
+        (
+            {
+                "at": 1,
+                "type": "ApplyObject",
+                "manifest": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ""}},
+            },
+            r"events\[1\]\.manifest\.metadata\.name: expected a non-empty string",
+        ),
+        (
+            {"at": 1, "type": "ApplyObject", "manifest": OVERLAY, "name": "x"},
+            r"events\[1\]\.name: not used by ApplyObject",
+        ),
+        (
+            {
+                "at": 1,
+                "type": "ApplyObject",
+                "manifest": {**NODEPOOL, "spec": {"template": {"spec": {}}}},
+            },
+            r"events\[1\]\.manifest \(default\): ",
+        ),
+        (
+            {"at": 1, "type": "NodeFailure", "patch": _PATCH},
+            r"events\[1\]\.patch: only for PatchObject",
+        ),
+        ({"at": 1, "type": "KarpenterRestart", "kind": "NodePool"}, r"events\[1\]\.kind: only for"),
+    ],
+)
+def test_bad_object_events_are_one_line_errors_naming_index_and_field(
+    event: dict[str, Any], message: str
+) -> None:
+    good = {"at": 1, "type": "KarpenterRestart"}
+    with pytest.raises(ScenarioError, match=message) as info:
+        parse_scenario(scenario(events=[good, event]), "s.yaml")
+    assert "\n" not in str(info.value) and str(info.value).startswith("s.yaml: events[1]")
