@@ -998,12 +998,19 @@ def object_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
 
     def walk(a: Any, b: Any, path: str) -> None:
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            for key in sorted(set(a) | set(b), key=str):
+        # a mapping that appeared or vanished is walked too, so a new label reads as
+        # ``...labels.rollout: (unset) -> "2"`` rather than as a whole new subtree
+        if (isinstance(a, Mapping) or a is _UNSET) and (isinstance(b, Mapping) or b is _UNSET):
+            sa = a if isinstance(a, Mapping) else {}
+            sb = b if isinstance(b, Mapping) else {}
+            found = len(out)
+            for key in sorted(set(sa) | set(sb), key=str):
                 here = f"{path}.{key}" if path else str(key)
                 if here == "status" or (path == "metadata" and key in _SERVER_OWNED):
                     continue
-                walk(a.get(key, _UNSET), b.get(key, _UNSET), here)
+                walk(sa.get(key, _UNSET), sb.get(key, _UNSET), here)
+            if len(out) == found and (a is _UNSET) != (b is _UNSET):
+                out.append(f"{path}: {_show(a)} -> {_show(b)}")  # an empty mapping
         elif a != b:
             out.append(f"{path}: {_show(a)} -> {_show(b)}")
 
