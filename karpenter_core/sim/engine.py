@@ -622,7 +622,7 @@ class Simulation:
         changes = object_changes(old, new)
         self.observer.decide(
             "PatchObject",
-            f"{rt.kind} {_name_of(new)}: " + ("; ".join(changes) or "no change"),
+            "; ".join(changes) or "no change",
             source="scenario",
             object=f"{rt.kind}/{_name_of(new)}",
             changes=changes,
@@ -664,8 +664,7 @@ class Simulation:
             return
         self.observer.decide(
             "ApplyObject",
-            f"{rt.kind} {_name_of(new)} "
-            + ("created" if old is None else "replaced: " + "; ".join(changes)),
+            "created" if old is None else "replaced: " + "; ".join(changes),
             source="scenario",
             object=f"{rt.kind}/{_name_of(new)}",
             changes=changes,

@@ -97,6 +97,7 @@ def test_a_template_patch_is_applied_reported_and_drifts_the_nodes() -> None:
         True,
     )
     assert d["changes"] == ['spec.template.metadata.labels.rollout: (unset) -> "2"']
+    assert d["reason"] == d["changes"][0]
     # drift replaced every node launched before the patch with one carrying the new label
     after = live_nodeclaims(sim)
     assert after and not before & {nc["metadata"]["name"] for nc in after}
@@ -263,7 +264,7 @@ def test_applying_an_existing_nodepool_replaces_it_keeping_what_the_server_owns(
     assert new["metadata"]["creationTimestamp"] == old["metadata"]["creationTimestamp"]
     assert new["spec"]["template"]["spec"]["requirements"][2]["values"] == ["8"]
     (d,) = decisions(sim, "ApplyObject")
-    assert d["reason"].startswith("NodePool default replaced: ")
+    assert d["reason"] == "replaced: " + "; ".join(d["changes"])
     assert any(c.startswith("spec.template.spec.requirements: ") for c in d["changes"])
 
 
