@@ -76,16 +76,13 @@ class CachedClient:
         for kind in kinds:
             rt = resource_for(kind)
             self._cached[rt.key] = informers.informer(rt)
+        # diagnostics (tests, debugging); unsynchronised, so approximate under threads
         self.cache_reads = 0
         self.api_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         # only reached for attributes not defined here: the wrapped client's extras
         return getattr(self.client, name)
-
-    @property
-    def cached_kinds(self) -> list[ResourceType]:
-        return [inf.resource for inf in self._cached.values()]
 
     def _informer(self, rt: ResourceType) -> Informer | None:
         inf = self._cached.get(rt.key)
