@@ -13,6 +13,11 @@ returns when the validation period is over — meanwhile every other controller 
 bind and nodes change as they would during upstream's blocking wait — and then validates
 and starts it, or, if it no longer holds, carries on with the methods after it, as upstream
 does within one pass. Nothing is tainted while a command is held.
+
+A command may hold node counts reserved by its method (static drift's replacements); they
+are given back by the provisioner once it attempts them, so every command this controller
+drops before handing it to the queue — a no-op, one that fails validation, the rest of a
+batch cut short by an error — gives them back here (:func:`release_reservations`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from karpenter_core.controllers.disruption.queue import (
     require_no_schedule_taint,
 )
 from karpenter_core.controllers.disruption.simulation import pass_scope
+from karpenter_core.controllers.disruption.staticdrift import release_reservations
 from karpenter_core.controllers.disruption.types import (
     DECISION_NOOP,
     Command,
@@ -211,45 +217,66 @@ class DisruptionController:
             return []
         budgets = build_budget_mapping(self.dctx, method.reason, catalog, state_nodes)
         commands = method.compute_commands(budgets, candidates)
-        return [c for c in commands if c.decision != DECISION_NOOP]
+        return self._drop_noops(commands)
+
+    def _release(self, commands: Sequence[Command]) -> None:
+        """Give back what dropped commands hold reserved (they never reach the queue)."""
+        state = self.dctx.cluster.nodepool_state
+        for cmd in commands:
+            release_reservations(state, cmd.replacements)
+
+    def _drop_noops(self, commands: Sequence[Command]) -> list[Command]:
+        kept = [c for c in commands if c.decision != DECISION_NOOP]
+        if len(kept) != len(commands):
+            self._release([c for c in commands if c.decision == DECISION_NOOP])
+        return kept
 
     def _validate(self, held: _Held) -> list[Command]:
         out = []
-        for cmd in held.commands:
+        for i, cmd in enumerate(held.commands):
             try:
                 out.append(held.method.validate(cmd))
             except ValidationError as e:
+                self._release([cmd])
                 log.debug(
                     "abandoning %s command, it is no longer valid (%s): %s",
                     held.method.reason,
                     e.kind,
                     e.message,
                 )
-        return [c for c in out if c.decision != DECISION_NOOP]
+            except BaseException:
+                self._release([*out, *held.commands[i:]])
+                raise
+        return self._drop_noops(out)
 
     def _start(self, method: Any, commands: Sequence[Command]) -> Result:
         now = self.dctx.clock.now()
         failed = False
-        for cmd in commands:
-            self._ids += 1
-            stamped = attrs.evolve(
-                cmd,
-                method=method,
-                creation_time=now,
-                id=str(uuid.uuid5(_ID_NAMESPACE, f"{now.isoformat()}/{self._ids}")),
-            )
-            try:
-                queued = self.queue.start_command(stamped)
-            except (QueueError, ApiError) as e:
-                log.error("disrupting candidates (%s): %s", stamped, e)
-                failed = True
-                continue
-            self.started.append(queued)
-            for fn in self._on_start:
+        handed = 0  # commands given to the queue (which then owns their reservations)
+        try:
+            for cmd in commands:
+                self._ids += 1
+                stamped = attrs.evolve(
+                    cmd,
+                    method=method,
+                    creation_time=now,
+                    id=str(uuid.uuid5(_ID_NAMESPACE, f"{now.isoformat()}/{self._ids}")),
+                )
+                handed += 1
                 try:
-                    fn(queued)
-                except Exception:
-                    log.exception("disruption start listener failed")
+                    queued = self.queue.start_command(stamped)
+                except (QueueError, ApiError) as e:
+                    log.error("disrupting candidates (%s): %s", stamped, e)
+                    failed = True
+                    continue
+                self.started.append(queued)
+                for fn in self._on_start:
+                    try:
+                        fn(queued)
+                    except Exception:
+                        log.exception("disruption start listener failed")
+        finally:
+            self._release(commands[handed:])
         if failed:
             return Result(requeue=True)
         return Result.after(IMMEDIATELY)

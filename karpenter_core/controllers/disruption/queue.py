@@ -33,6 +33,7 @@ from karpenter_core import metrics
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON, CONDITION_INITIALIZED
 from karpenter_core.controllers.disruption import events
+from karpenter_core.controllers.disruption.staticdrift import release_reservations
 from karpenter_core.controllers.disruption.types import Candidate, Command
 from karpenter_core.controllers.nodeclaim.conditions import ConditionSet, condition_of
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
@@ -236,30 +237,40 @@ class Queue:
         """Taint, launch replacements, mark for deletion and enqueue (see the module
         docstring). Returns the command as queued (candidates that could not be tainted
         are dropped from a delete-only command). Raises :class:`QueueError`; the next
-        disruption pass removes a taint left behind."""
-        pids = [c.provider_id() for c in cmd.candidates]
-        if not cmd.candidates:
-            raise QueueError("command has no candidates")
-        if self.has_any(*pids):
-            raise QueueError("candidate is being disrupted")
-        log.info("disrupting node(s): %s", cmd)
-        marked, errors = self._mark_disrupted(cmd)
-        if errors and (cmd.replacements or not marked):
-            raise QueueError(f"marking disrupted: {'; '.join(errors)}")
-        cmd = attrs.evolve(cmd, candidates=marked)
-        names: list[str] = []
-        if cmd.replacements:
-            try:
-                names = self.provisioner.create_nodeclaims(
-                    list(cmd.replacements), reason=cmd.reason.lower()
-                )
-            except (ProvisioningError, ApiError) as e:
-                raise QueueError(f"launching replacement nodeclaim: {e}") from None
-            if len(names) != len(cmd.replacements):
-                raise QueueError(
-                    "expected replacement count did not equal actual replacement count "
-                    f"(expected {len(cmd.replacements)}, created {len(names)})"
-                )
+        disruption pass removes a taint left behind.
+
+        Static replacements hold a reserved node count each (static drift): the
+        provisioner gives them back once it has attempted them; a command that fails (or
+        breaks off) before reaching the provisioner gives them back here."""
+        handed_over = False
+        try:
+            pids = [c.provider_id() for c in cmd.candidates]
+            if not cmd.candidates:
+                raise QueueError("command has no candidates")
+            if self.has_any(*pids):
+                raise QueueError("candidate is being disrupted")
+            log.info("disrupting node(s): %s", cmd)
+            marked, errors = self._mark_disrupted(cmd)
+            if errors and (cmd.replacements or not marked):
+                raise QueueError(f"marking disrupted: {'; '.join(errors)}")
+            cmd = attrs.evolve(cmd, candidates=marked)
+            names: list[str] = []
+            if cmd.replacements:
+                handed_over = True
+                try:
+                    names = self.provisioner.create_nodeclaims(
+                        list(cmd.replacements), reason=cmd.reason.lower()
+                    )
+                except (ProvisioningError, ApiError) as e:
+                    raise QueueError(f"launching replacement nodeclaim: {e}") from None
+        finally:
+            if not handed_over:
+                release_reservations(self.cluster.nodepool_state, cmd.replacements)
+        if len(names) != len(cmd.replacements):
+            raise QueueError(
+                "expected replacement count did not equal actual replacement count "
+                f"(expected {len(cmd.replacements)}, created {len(names)})"
+            )
         pids = [c.provider_id() for c in cmd.candidates]
         self.cluster.mark_for_deletion(*pids)
         self._record(cmd)

@@ -5,12 +5,20 @@ A static NodePool (``spec.replicas``) keeps a fixed number of nodes, so a drifte
 replaced by a fresh NodeClaim straight from the NodePool's template — no simulation. Per
 NodePool, as many as the ``Drifted`` budget, the drifted nodes and the node limit allow are
 replaced in one pass; nothing happens while the pool runs more nodes than its replicas.
+
+Each replacement holds one node count reserved against ``spec.limits.nodes`` from the
+moment it is decided until the provisioner has attempted to create it (the provisioner
+gives the count back after the attempt, success or failure — by then a created NodeClaim
+counts as active). Released any earlier, ``static.provisioning`` could reserve the same
+headroom in between and the pool would overshoot its limit. Every path that drops a
+command before it reaches the provisioner gives its counts back with
+:func:`release_reservations`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from karpenter_core.apis.quantity import QuantityError
@@ -26,9 +34,10 @@ from karpenter_core.controllers.disruption.types import (
     DisruptionContext,
 )
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import NodeClaimTemplate, TemplateError
+from karpenter_core.state.cluster import NodePoolState
 from karpenter_core.state.statenode import NODES_RESOURCE
 
-__all__ = ["StaticDrift", "TemplateReplacement"]
+__all__ = ["StaticDrift", "TemplateReplacement", "release_reservations"]
 
 log = logging.getLogger("karpenter.disruption")
 
@@ -38,11 +47,16 @@ UNLIMITED = 2**63 - 1
 class TemplateReplacement:
     """A replacement NodeClaim taken as is from a NodePool's template (what the queue
     launches for static drift): the template's labels, annotations (with the NodePool hash)
-    and spec, owned by the NodePool."""
+    and spec, owned by the NodePool.
+
+    ``is_static_nodeclaim`` (the NodePool has ``spec.replicas``) tells the provisioner that
+    the launch holds one reserved node count, to give back once it has been attempted."""
 
     def __init__(self, nodepool: Mapping[str, Any]) -> None:
         self.template = NodeClaimTemplate(nodepool)
         self.nodepool_name = self.template.nodepool_name
+        spec = nodepool.get("spec")
+        self.is_static_nodeclaim = isinstance(spec, Mapping) and spec.get("replicas") is not None
         self.pods: list[Any] = []
         self.requirements = self.template.requirements
 
@@ -85,6 +99,15 @@ def node_limit(nodepool_raw: Mapping[str, Any]) -> int:
     return UNLIMITED if value is None else value // 1000
 
 
+def release_reservations(state: NodePoolState, replacements: Iterable[Any]) -> None:
+    """Give back the node count each static replacement holds (one per replacement whose
+    ``is_static_nodeclaim`` is set) — for a command that will not reach the provisioner.
+    Replacements from a simulation hold nothing and are skipped."""
+    for r in replacements:
+        if getattr(r, "is_static_nodeclaim", False):
+            state.release_node_count(r.nodepool_name, 1)
+
+
 class StaticDrift:
     """Method 2 of the disruption loop (reason ``Drifted``, eventual)."""
 
@@ -106,30 +129,42 @@ class StaticDrift:
             by_pool.setdefault(c.nodepool_name(), []).append(c)
         state = self.dctx.cluster.nodepool_state
         out: list[Command] = []
-        for name in sorted(by_pool):
-            pool_candidates = by_pool[name]
-            budget = budgets.get(name, 0)
-            if budget <= 0:
-                continue
-            raw = pool_candidates[0].nodepool_raw
-            replicas = pool_candidates[0].nodepool.spec.replicas or 0
-            counts = state.node_counts(name)
-            if counts.active + counts.pending_disruption > replicas:
-                continue
-            wanted = min(budget, len(pool_candidates))
-            granted = state.reserve_node_count(name, node_limit(raw), wanted)
-            if granted <= 0:
-                continue
-            try:
-                replacements = [TemplateReplacement(raw) for _ in range(granted)]
-            except TemplateError as e:
-                state.release_node_count(name, granted)
-                log.error("static drift: nodepool %s: %s", name, e)
-                continue
-            # The reservation only arbitrates the node limit against concurrent launches:
-            # the commands start (and create their NodeClaims, which then count as
-            # active) right after this pass, so it is given back here.
-            state.release_node_count(name, granted)
-            for c, r in zip(pool_candidates[:granted], replacements, strict=True):
-                out.append(Command([c], [r]))
+        try:
+            for name in sorted(by_pool):
+                out.extend(self._pool_commands(name, by_pool[name], budgets.get(name, 0)))
+        except BaseException:
+            # nothing is returned, so nobody else would give these counts back
+            for cmd in out:
+                release_reservations(state, cmd.replacements)
+            raise
         return out
+
+    def _pool_commands(
+        self, name: str, pool_candidates: Sequence[Candidate], budget: int
+    ) -> list[Command]:
+        """The pool's one-for-one replacements, each holding one reserved node count
+        (kept: the provisioner or the path that drops the command gives it back)."""
+        if budget <= 0:
+            return []
+        state = self.dctx.cluster.nodepool_state
+        raw = pool_candidates[0].nodepool_raw
+        replicas = pool_candidates[0].nodepool.spec.replicas or 0
+        counts = state.node_counts(name)
+        if counts.active + counts.pending_disruption > replicas:
+            return []
+        wanted = min(budget, len(pool_candidates))
+        granted = state.reserve_node_count(name, node_limit(raw), wanted)
+        if granted <= 0:
+            return []
+        try:
+            replacements = [TemplateReplacement(raw) for _ in range(granted)]
+        except TemplateError as e:
+            state.release_node_count(name, granted)
+            log.error("static drift: nodepool %s: %s", name, e)
+            return []
+        except BaseException:
+            state.release_node_count(name, granted)
+            raise
+        return [
+            Command([c], [r]) for c, r in zip(pool_candidates[:granted], replacements, strict=True)
+        ]

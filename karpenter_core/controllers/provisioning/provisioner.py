@@ -536,29 +536,54 @@ class Provisioner:
         created. Every claim is attempted; failures are raised together afterwards as
         :class:`ProvisioningError`.
 
+        A static claim (``is_static_nodeclaim``: a static NodePool's template, e.g. a static
+        drift replacement) holds one node count reserved against ``spec.limits.nodes``; it
+        is given back after the claim's attempt, whatever the outcome (a created claim
+        already counts as active; a failed one frees the slot for a later try), and for a
+        claim never attempted because the batch broke off. :meth:`create` itself releases
+        nothing: a caller of it owns its reservation.
+
         Pod nominations are published only after every claim has been created: each event
         is an API write, and writing a large batch's events between the creates delayed
         the later claims by seconds."""
         names: list[str] = []
         errors: list[str] = []
         nominations: list[tuple[Any, str]] = []
+        attempted = [False] * len(nodeclaims)
+        state = self.cluster.nodepool_state
 
-        def attempt(nc: Any) -> str | CreateError | ApiError:
+        def attempt(i: int, nc: Any) -> str | CreateError | ApiError:
+            attempted[i] = True
             try:
                 return self.create(nc, reason=reason)
             except (CreateError, ApiError) as e:
                 return e
+            finally:
+                if getattr(nc, "is_static_nodeclaim", False):
+                    state.release_node_count(nc.nodepool_name, 1)
 
         workers = min(len(nodeclaims), MAX_PARALLEL_CREATES)
-        if workers > 1 and self.parallel_creates:
-            # As upstream: a batch's claims are created concurrently, each an API round
-            # trip; one after another, the last of 30 claims waited for 29 round trips.
-            # each task runs in a copy of this context: the controller label of metrics
-            contexts = [contextvars.copy_context() for _ in nodeclaims]
-            with ThreadPoolExecutor(workers, thread_name_prefix="nodeclaim-create") as pool:
-                outcomes = list(pool.map(lambda c, nc: c.run(attempt, nc), contexts, nodeclaims))
-        else:
-            outcomes = [attempt(nc) for nc in nodeclaims]
+        try:
+            if workers > 1 and self.parallel_creates:
+                # As upstream: a batch's claims are created concurrently, each an API round
+                # trip; one after another, the last of 30 claims waited for 29 round trips.
+                # each task runs in a copy of this context: the controller label of metrics
+                contexts = [contextvars.copy_context() for _ in nodeclaims]
+                with ThreadPoolExecutor(workers, thread_name_prefix="nodeclaim-create") as pool:
+                    outcomes = list(
+                        pool.map(
+                            lambda c, i, nc: c.run(attempt, i, nc),
+                            contexts,
+                            range(len(nodeclaims)),
+                            nodeclaims,
+                        )
+                    )
+            else:
+                outcomes = [attempt(i, nc) for i, nc in enumerate(nodeclaims)]
+        finally:
+            for i, nc in enumerate(nodeclaims):
+                if not attempted[i] and getattr(nc, "is_static_nodeclaim", False):
+                    state.release_node_count(nc.nodepool_name, 1)
         for nc, outcome in zip(nodeclaims, outcomes, strict=True):
             if not isinstance(outcome, str):
                 errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {outcome}")
