@@ -1,7 +1,7 @@
 """Shared harness for ``karpenter serve`` end-to-end tests on a real control plane.
 
-etcd + kube-apiserver + kube-controller-manager (deployment, replicaset, garbage-collector
-and namespace controllers) + kube-scheduler, built from the pinned upstream modules (see
+etcd + kube-apiserver + kube-controller-manager (deployment, replicaset, disruption,
+garbage-collector and namespace controllers) + kube-scheduler, built from the pinned upstream modules (see
 ``controlplane.py``). Karpenter runs as real ``karpenter serve --cloud-provider kwok``
 subprocesses against it (:class:`Serve`).
 
@@ -58,9 +58,13 @@ LEASE = ("coordination.k8s.io/v1", "Lease")
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 NODEPOOL = ("karpenter.sh/v1", "NodePool")
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# The disruption controller keeps each PodDisruptionBudget's status (disruptionsAllowed)
+# current, which the eviction API enforces: without it a PDB's status stays empty and every
+# eviction of a pod it covers is refused.
 CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
+    "disruption-controller",
     "garbage-collector-controller",
     "namespace-controller",
 )
