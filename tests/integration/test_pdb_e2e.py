@@ -68,6 +68,42 @@ def ready(pod: dict[str, Any]) -> bool:
     )
 
 
+class Availability:
+    """The most pods of ``app`` unavailable (fewer Ready, non-terminating ones than
+    ``replicas``) at any point since it was created.
+
+    Follows a watch on the pods rather than sampling lists: every change the API server
+    stores is applied in order, so a dip shorter than any polling interval (replacement pods
+    start at once on the fake kubelet) is still seen.
+    """
+
+    def __init__(self, cluster: Cluster, app: str, replicas: int) -> None:
+        self.replicas = replicas
+        listed = cluster.kube.list("pods", APP_NS, label_selector=f"app={app}")
+        self.pods = {p["metadata"]["uid"]: p for p in listed.items}
+        self.most = self._unavailable()
+        self.watch = cluster.kube.watch(
+            "pods", APP_NS, label_selector=f"app={app}", resource_version=listed.resource_version
+        )
+
+    def _unavailable(self) -> int:
+        return self.replicas - sum(map(ready, self.pods.values()))
+
+    def update(self) -> int:
+        """Apply the changes seen so far; the worst so far."""
+        for event in self.watch.poll():
+            uid = event.object.get("metadata", {}).get("uid")
+            if event.type == "DELETED":
+                self.pods.pop(uid, None)
+            elif event.type in ("ADDED", "MODIFIED"):
+                self.pods[uid] = event.object
+            else:
+                continue
+            self.most = max(self.most, self._unavailable())
+        assert not self.watch.stopped, "the pod watch ended early: availability not followed"
+        return self.most
+
+
 def apply_pdb(cluster: Cluster, app: str, **spec: Any) -> None:
     """A PDB over the pods labelled ``app=<app>``; ``spec`` is minAvailable/maxUnavailable."""
     cluster.kube.create(
@@ -141,17 +177,17 @@ def test_drift_replaces_nodes_no_faster_than_the_pdb_allows(
     apply_pdb(cluster, "web", maxUnavailable=1)
     wait_for(lambda: pdb_settled(cluster, "web", healthy=replicas, allowed=1), "the PDB status")
 
+    availability = Availability(cluster, "web", replicas)
+    assert availability.most == 0
     cluster.patch_nodepool(
         "default", {"template": {"metadata": {"labels": {"example.com/generation": "2"}}}}
     )
-    most_unavailable = 0
     evicted: set[str] = set()
     first = uids(cluster.pods("web"))
 
     def replaced() -> bool:
-        nonlocal most_unavailable
+        availability.update()
         pods = cluster.pods("web")
-        most_unavailable = max(most_unavailable, replicas - sum(map(ready, pods)))
         evicted.update(first - uids(pods))
         nodes = cluster.karpenter_nodes()
         return (
@@ -171,7 +207,8 @@ def test_drift_replaces_nodes_no_faster_than_the_pdb_allows(
 
     # Every original pod had to leave its drifted node; never two down at once.
     assert evicted == first
-    assert most_unavailable <= 1
+    assert availability.update() == 1
+    availability.watch.stop()
     no_leaks(cluster)
     # The drain met the PDB, was refused (429) and retried: the eviction queue asks for a
     # node's pods together, and with three on a node and maxUnavailable 1 not all can go.
