@@ -16,6 +16,7 @@ something took. Control plane, fake kubelet and ``karpenter serve`` come from
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -250,8 +251,8 @@ def test_a_pdb_allowing_no_disruption_blocks_consolidation_until_it_is_deleted(
     # Both nodes are rejected as candidates, each with an event naming the PDB ...
     for node in web_nodes:
         wait_for(
-            lambda node=node: node_events(
-                cluster, "DisruptionBlocked", node, "PodDisruptionBudget=[default/web]"
+            functools.partial(
+                node_events, cluster, "DisruptionBlocked", node, "PodDisruptionBudget=[default/web]"
             ),
             f"the DisruptionBlocked event on {node} naming the PDB",
         )
