@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from engine_helpers import make_scenario, nodepool, web
+from engine_helpers import make_scenario, nodepool, web  # noqa: F401
 
 from karpenter_core import metrics
+from karpenter_core.controllers.disruption.controller import POLLING_PERIOD
 from karpenter_core.sim.engine import Simulation
 
 DISRUPTED = "karpenter.sh/disrupted"
@@ -139,10 +140,18 @@ def run_checking(sim: Simulation, until: float, done: Callable[[], bool]) -> Non
     """Run on after the restart, checking the invariants whenever time moves, until the
     disruption is ``done`` and the cluster has settled (no taint, no pending pod)."""
 
+    restarted = sim.clock.monotonic()
+
     def check() -> bool:
         assert_no_leaks_in_flight(sim)
-        return done() and not tainted_names(sim) and all(
-            p["spec"].get("nodeName") for p in pods_of(sim)
+        # the new Karpenter cleans up in its first disruption pass, within one polling
+        # period; from then on every mark must belong to one of its commands
+        if sim.clock.monotonic() > restarted + POLLING_PERIOD:
+            assert_owned_by_a_command(sim)
+        return (
+            done()
+            and not tainted_names(sim)
+            and all(p["spec"].get("nodeName") for p in pods_of(sim))
         )
 
     sim.run_until(until, stop_when=check)
@@ -156,6 +165,23 @@ def assert_no_leaks_in_flight(sim: Simulation) -> None:
     claim_pids = {(nc.get("status") or {}).get("providerID") for nc in nodeclaims(sim)}
     for n in nodes(sim):
         assert n["spec"].get("providerID") in claim_pids, f"{n['metadata']['name']} leaked"
+
+
+def assert_owned_by_a_command(sim: Simulation) -> None:
+    """While running: a live node that is tainted, or whose NodeClaim carries
+    ``DisruptionReason``, belongs to a command of the running Karpenter's queue (the
+    queue from before the restart is gone, so whatever it left must have been cleaned up
+    or taken over by a new command)."""
+    queue = sim.ctx.extras["disruption.queue"]
+    claims = {(nc.get("status") or {}).get("nodeName"): nc for nc in nodeclaims(sim)}
+    for n in nodes(sim):
+        name = n["metadata"]["name"]
+        nc = claims.get(name)
+        if deleting(n) or (nc is not None and deleting(nc)):
+            continue
+        marked = tainted(n) or (nc is not None and condition(nc, DISRUPTION_REASON) is not None)
+        if marked:
+            assert queue.has_any(n["spec"].get("providerID")), f"{name}: marked, no command"
 
 
 def restart_at(sim: Simulation, until: float, moment: Callable[[], bool]) -> None:
@@ -187,7 +213,9 @@ def replacements(sim: Simulation, originals: set[str]) -> list[dict[str, Any]]:
 
 def drift_baseline() -> int:
     sim, old = drift_sim()
-    sim.run_until(END, stop_when=lambda: old not in {n["metadata"]["name"] for n in nodeclaims(sim)})
+    sim.run_until(
+        END, stop_when=lambda: old not in {n["metadata"]["name"] for n in nodeclaims(sim)}
+    )
     return created(sim)
 
 
