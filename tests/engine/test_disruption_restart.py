@@ -213,10 +213,6 @@ def marked_candidates(sim: Simulation, originals: set[str]) -> int:
     return count
 
 
-def replacements(sim: Simulation, originals: set[str]) -> list[dict[str, Any]]:
-    return [nc for nc in nodeclaims(sim) if nc["metadata"]["name"] not in originals]
-
-
 def replacement_moment(
     sim: Simulation, originals: set[str], *, candidates: int, replacements_made: int, ready: bool
 ) -> Callable[[], bool]:
