@@ -45,6 +45,7 @@ __all__ = [
     "UnknownResourceError",
     "WatchEvent",
     "WatchStream",
+    "create_with_status",
     "deep_copy",
     "register_resource",
     "resource_for",
@@ -531,6 +532,22 @@ class KubeClient(Protocol):
     def bind(self, name: str, namespace: str, node_name: str) -> None:
         """Bind a pod to a node (the binding subresource)."""
         ...
+
+
+def create_with_status(client: KubeClient, obj: Mapping[str, Any]) -> Obj:
+    """Create ``obj`` as it is written, status included: a create ignores ``status`` for
+    kinds with a status subresource, so it is written there afterwards (how tests and
+    fixtures set up a Ready NodePool or a Running pod)."""
+    created = client.create(obj)
+    status = obj.get("status")
+    rt = resource_of(created)
+    if status and rt.status_subresource:
+        meta = created.get("metadata") or {}
+        created = client.patch(
+            rt, str(meta.get("name")), {"status": status}, meta.get("namespace"),
+            subresource="status",
+        )  # fmt: skip
+    return created
 
 
 MERGE_PATCH = "merge"

@@ -296,3 +296,17 @@ def test_a_stopped_manager_no_longer_hears_from_the_informers() -> None:
     assert len(inf._handlers) == 1
     manager.stop()
     assert inf._handlers == []
+
+
+def test_create_with_status_writes_status_through_the_subresource() -> None:
+    from karpenter_core.kube.client import create_with_status
+
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    _ns(server, "a")
+    pod = _pod("p1")
+    pod["status"] = {"phase": "Running"}
+    assert server.create(dict(pod)).get("status", {}).get("phase") != "Running"  # ignored
+    pod["metadata"]["name"] = "p2"
+    created = create_with_status(server, pod)
+    assert created["status"]["phase"] == "Running"
+    assert server.get("pods", "p2", "a")["status"]["phase"] == "Running"

@@ -4,7 +4,6 @@ the fake provider serving the fake catalogue."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.controllers import capacitybuffer, provisioning
+from karpenter_core.kube.client import create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
@@ -117,19 +117,7 @@ class Env:
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Create, then write ``status`` through the status subresource when given."""
-        body = copy.deepcopy(dict(obj))
-        status = body.pop("status", None)
-        created = self.kube.create(body)
-        if status:
-            meta = created["metadata"]
-            created = self.kube.patch(
-                created["kind"],
-                meta["name"],
-                {"status": status},
-                meta.get("namespace"),
-                subresource="status",
-            )
-        return created
+        return create_with_status(self.kube, obj)
 
     def ready_nodepool(self, name: str = "default", **spec: Any) -> dict[str, Any]:
         return self.create(

@@ -9,7 +9,6 @@ by a ReplicaSet.
 from __future__ import annotations
 
 import contextlib
-import copy
 import itertools
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,7 +29,7 @@ from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers.disruption.types import DisruptionContext
 from karpenter_core.controllers.provisioning import provisioner_of
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock, format_time
@@ -230,19 +229,8 @@ class World:
     # -- objects --
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        body = copy.deepcopy(dict(obj))
-        status = body.get("status")
-        created = self.kube.create(body)
-        if status:
-            meta = created["metadata"]
-            created = self.kube.patch(
-                created["kind"],
-                meta["name"],
-                {"status": status},
-                meta.get("namespace"),
-                subresource="status",
-            )
-        return created
+        """Create, then write ``status`` through the status subresource when given."""
+        return create_with_status(self.kube, obj)
 
     def nodepool(
         self,

@@ -3,7 +3,6 @@ server and a virtual clock; ``scrape()`` reads the real Prometheus exposition.""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from karpenter_core import metrics
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.controllers import metrics as metrics_controllers
+from karpenter_core.kube.client import create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
@@ -58,12 +58,7 @@ class Env:
         metrics_controllers.register(self.manager, self.ctx)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        body = copy.deepcopy(dict(obj))
-        status = body.pop("status", None)
-        created = self.kube.create(body)
-        if status:
-            created = self.set_status(created, status)
-        return created
+        return create_with_status(self.kube, obj)
 
     def set_status(self, obj: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]

@@ -17,6 +17,7 @@ from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers import nodeoverlay
 from karpenter_core.controllers.nodeoverlay.store import NodePoolInstanceTypes, Overlay
+from karpenter_core.kube.client import create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.provisioning.scheduler import fakecatalog
@@ -200,19 +201,7 @@ class Env:
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Create, then write ``status`` through the status subresource when given."""
-        body = copy.deepcopy(dict(obj))
-        status = body.pop("status", None)
-        created = self.kube.create(body)
-        if status:
-            meta = created["metadata"]
-            created = self.kube.patch(
-                created["kind"],
-                meta["name"],
-                {"status": status},
-                meta.get("namespace"),
-                subresource="status",
-            )
-        return created
+        return create_with_status(self.kube, obj)
 
     def overlay_condition(self, name: str) -> dict[str, Any] | None:
         obj = self.kube.get("nodeoverlays", name)

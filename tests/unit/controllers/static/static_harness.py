@@ -4,7 +4,6 @@ reconcilers called directly."""
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.controllers.static import StaticDeprovisioner, StaticProvisioner
+from karpenter_core.kube.client import create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock, format_time
@@ -59,19 +59,8 @@ class World:
     # -- objects --
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        body = copy.deepcopy(dict(obj))
-        status = body.get("status")
-        created = self.kube.create(body)
-        if status:
-            meta = created["metadata"]
-            created = self.kube.patch(
-                created["kind"],
-                meta["name"],
-                {"status": status},
-                meta.get("namespace"),
-                subresource="status",
-            )
-        return created
+        """Create, then write ``status`` through the status subresource when given."""
+        return create_with_status(self.kube, obj)
 
     def nodepool(
         self,
