@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -155,6 +156,7 @@ class Cluster:
         self.cp = cp
         self.kube = KubernetesClient.from_kubeconfig(str(cp.kubeconfig), qps=0)
         self.kubelet_manager: Manager | None = None
+        self.kubelet: Any = None  # karpenter_core.sim.kubelet.Kubelet once started
 
     def start(self) -> Cluster:
         # the CRDs as users install them: `karpenter crds --cloud-provider kwok | kubectl apply -f -`
@@ -175,7 +177,7 @@ class Cluster:
         clock = WallClock()
         self.kubelet_manager = Manager(clock, self.kube)
         ctx = types.SimpleNamespace(kube=self.kube, clock=clock)
-        kubelet.register(self.kubelet_manager, ctx)  # type: ignore[arg-type]
+        self.kubelet = kubelet.register(self.kubelet_manager, ctx)  # type: ignore[arg-type]
         self.kubelet_manager.add_controller(
             "node-lifecycle.not-ready-taint",
             NotReadyTaintRemover(self.kube),
@@ -190,6 +192,11 @@ class Cluster:
             c.get("type") == "Established" and c.get("status") == "True"
             for c in (got.get("status") or {}).get("conditions") or []
         )
+
+    def set_pod_start_delay(self, seconds: float) -> None:
+        """From now on the fake kubelet starts (and readies) a pod ``seconds`` after it is
+        bound, as a real container's start-up would take."""
+        self.kubelet.options = attrs.evolve(self.kubelet.options, pod_start_delay=seconds)
 
     def stop(self) -> None:
         if self.kubelet_manager is not None:

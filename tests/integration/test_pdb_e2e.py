@@ -177,6 +177,11 @@ def test_drift_replaces_nodes_no_faster_than_the_pdb_allows(
     assert len(old_nodes) >= 2
     apply_pdb(cluster, "web", maxUnavailable=1)
     wait_for(lambda: pdb_settled(cluster, "web", healthy=replicas, allowed=1), "the PDB status")
+    # A replacement pod takes 3 s to become Ready, as a real container would take to start.
+    # Without it the fake kubelet readies a replacement within milliseconds and the PDB may
+    # allow the node's next eviction before the queue asks, so whether any eviction meets
+    # the PDB would be down to timing.
+    cluster.set_pod_start_delay(3.0)
 
     availability = Availability(cluster, "web", replicas)
     assert availability.most == 0
@@ -212,7 +217,8 @@ def test_drift_replaces_nodes_no_faster_than_the_pdb_allows(
     availability.watch.stop()
     no_leaks(cluster)
     # The drain met the PDB, was refused (429) and retried: the eviction queue asks for a
-    # node's pods together, and with three on a node and maxUnavailable 1 not all can go.
+    # node's pods together, and with three on a node, maxUnavailable 1 and each replacement
+    # 3 s from Ready, the second eviction of a node comes while the PDB allows none.
     assert refusals(op) >= 1
     assert (metric(op.metrics(), EVICTIONS, code="200") or 0.0) >= len(first)
     # ... and the PDB is whole again.
