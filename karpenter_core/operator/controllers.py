@@ -289,6 +289,8 @@ def register_all(
     registered: list[tuple[str, tuple[str, ...]]] = []
     skipped: list[tuple[str, str]] = []
     missing: list[tuple[str, str]] = []
+    # looked up before the overlay step wraps the provider (the metrics decorator forwards)
+    provider_hook = getattr(ctx.cloud_provider, "register_controllers", None)
     install_overlays(ctx)
     for pkg in packages:
         why = pkg.gate(ctx) if pkg.gate is not None else None
@@ -317,4 +319,35 @@ def register_all(
                 raise RegistrationError(f"controllers {pkg.name}: {problem}")
             continue
         registered.append((pkg.name, added))
+    if callable(provider_hook):
+        _register_provider_controllers(manager, ctx, provider_hook, registered, missing, strict)
     return Registration(tuple(registered), tuple(skipped), tuple(missing))
+
+
+def _register_provider_controllers(
+    manager: Manager,
+    ctx: ControllerContext,
+    hook: Callable[[Manager, ControllerContext], None],
+    registered: list[tuple[str, tuple[str, ...]]],
+    missing: list[tuple[str, str]],
+    strict: bool,
+) -> None:
+    """Let the cloud provider add its own controllers (NodeClass status, interruption
+    handling, ...) through its optional ``register_controllers(manager, ctx)`` method.
+
+    Called after the core's packages, so a provider's controllers see the same context
+    (and the overlay-decorated provider in ``ctx.cloud_provider``); a failure is reported
+    like a core package's, never fatal unless ``strict``.
+    """
+    name = f"cloudprovider.{getattr(ctx.cloud_provider, 'name', 'unknown')}"
+    before = {c.name for c in manager.controllers}
+    try:
+        hook(manager, ctx)
+    except Exception as e:
+        problem = f"registering failed: {type(e).__name__}: {e}"
+        log.warning("controllers %s not running: %s", name, problem)
+        missing.append((name, problem))
+        if strict:
+            raise RegistrationError(f"controllers {name}: {problem}") from e
+        return
+    registered.append((name, tuple(c.name for c in manager.controllers if c.name not in before)))

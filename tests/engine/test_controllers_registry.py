@@ -213,3 +213,43 @@ def test_a_plugins_disruption_method_and_overlay_reach_the_controllers() -> None
     assert methods.index("_PluginMethod") == methods.index("StaticDrift") + 1
     assert methods.index("_PluginMethod") == methods.index("Drift") - 1
     assert isinstance(c.cloud_provider, OverlayDecorator)
+
+
+class _ProviderWithControllers(_Provider):
+    """A cloud provider that adds its own controllers, as a NodeClass-owning provider does."""
+
+    name = "fakecloud"
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.seen: list[ControllerContext] = []
+
+    def register_controllers(self, manager: Manager, c: ControllerContext) -> None:
+        self.seen.append(c)
+        if self.fail:
+            raise RuntimeError("no credentials")
+        manager.add_singleton("fakecloud.nodeclass.status", _Noop())
+
+
+def test_a_provider_registers_its_own_controllers_after_the_core() -> None:
+    from karpenter_core.cloudprovider.metrics import decorate
+
+    provider = _ProviderWithControllers()
+    c = ctx(provider=decorate(provider))  # reached through the metrics decorator, as in serve
+    manager = Manager(c.clock, c.kube)
+    reg = register_all(manager, c, packages=[])
+    assert reg.registered == (("cloudprovider.fakecloud", ("fakecloud.nodeclass.status",)),)
+    assert provider.seen == [c]
+    assert [ctl.name for ctl in manager.controllers] == ["fakecloud.nodeclass.status"]
+
+
+def test_a_provider_whose_controllers_fail_is_reported_and_strict_raises() -> None:
+    c = ctx(provider=_ProviderWithControllers(fail=True))
+    reg = register_all(Manager(c.clock, c.kube), c, packages=[])
+    assert reg.missing == (
+        ("cloudprovider.fakecloud", "registering failed: RuntimeError: no credentials"),
+    )
+    c = ctx(provider=_ProviderWithControllers(fail=True))
+    with pytest.raises(RegistrationError, match=r"cloudprovider\.fakecloud"):
+        register_all(Manager(c.clock, c.kube), c, packages=[], strict=True)
