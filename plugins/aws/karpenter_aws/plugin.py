@@ -25,6 +25,12 @@ SETTINGS = (
         env="CLUSTER_ENDPOINT",
     ),
     ProviderSetting(
+        "cluster-ca-bundle",
+        "Base64 CA bundle of the API server new nodes join; discovered with DescribeCluster "
+        "when empty.",
+        env="CLUSTER_CA_BUNDLE",
+    ),
+    ProviderSetting(
         "interruption-queue",
         "SQS queue receiving EC2 interruption events; interruption handling is off when empty.",
         env="INTERRUPTION_QUEUE",
@@ -46,6 +52,12 @@ SETTINGS = (
         "Fraction of instance memory assumed lost to the hypervisor.",
         default="0.075",
         env="VM_MEMORY_OVERHEAD_PERCENT",
+    ),
+    ProviderSetting(
+        "price-list-file",
+        'A JSON file of on-demand prices ({"m5.large": 0.096, ...}, USD per hour) used '
+        "where the pricing API is unreachable (isolated VPCs) or has no price for a type.",
+        env="PRICE_LIST_FILE",
     ),
 )
 
