@@ -14,6 +14,7 @@ from karpenter_aws.nodeclass import (
     get_nodeclass,
     parse_alias,
 )
+
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 
