@@ -36,7 +36,7 @@ import time
 import types
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -351,7 +351,17 @@ class Cluster:
 class Serve:
     """One ``karpenter serve`` subprocess."""
 
-    def __init__(self, cluster: Cluster, log_dir: Path, name: str, *extra: str) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        log_dir: Path,
+        name: str,
+        *extra: str,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``extra``: more flags (a later ``--cloud-provider`` overrides kwok);
+        ``env``: variables added to the inherited environment (a provider's settings)."""
+        self.env = dict(env or {})
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log = log_dir / f"serve-{name}.log"
@@ -385,6 +395,7 @@ class Serve:
     def start(self) -> Serve:
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
+        env.update(self.env)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: self.ready() or self.exited(), "karpenter serve to become ready")

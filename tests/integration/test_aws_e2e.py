@@ -1,0 +1,288 @@
+"""``karpenter serve --cloud-provider aws`` end to end: a real control plane, boto3 against
+moto's EC2/IAM/EKS server, and a node joiner playing the instances' kubelets.
+
+``aws_harness.py`` says what runs where. On-demand prices come from a price-list file the
+harness writes (``aws_harness.PRICES``): they are test data, not AWS's price list (moto has
+no pricing API). moto's CreateFleet always launches the first override it is given and never
+reports insufficient capacity, so these tests check *that* Karpenter launches one of the
+allowed types in a discovered subnet, not which one a real fleet would choose.
+
+The provider tests are skipped while the AWS plugin's CloudProviderSpec says it cannot
+launch (``can_launch`` False); the node joiner's own tests run regardless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_harness import (
+    ALLOWED_TYPES,
+    AWS,
+    CLUSTER_NAME,
+    CLUSTER_TAG,
+    DISCOVERY_TAG,
+    NODECLAIM,
+    NODECLASS_TAG,
+    NODEPOOL_TAG,
+    UNREGISTERED_TAINT,
+    Moto,
+    NodeJoiner,
+    aws_can_launch,
+    aws_fixture,  # noqa: F401 -- the `aws` fixture
+    claims_by_instance,
+    instance_id_of,
+    instances,
+    moto_fixture,  # noqa: F401 -- the `moto` fixture
+    node_for,
+    provider_id,
+    seed,
+    tags_of,
+)
+from serve_harness import (
+    Cluster,
+    cluster_fixture,  # noqa: F401 -- the `cluster` fixture
+    wait_for,
+)
+
+from karpenter_core.kube.client import NotFound, create_with_status
+
+pytestmark = pytest.mark.controlplane
+
+needs_provider = pytest.mark.skipif(
+    not aws_can_launch(),
+    reason="the aws plugin's CloudProviderSpec has can_launch=False (provider not finished)",
+)
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None
+
+
+def launch_by_hand(moto: Moto, zone_subnet: str, pool: str | None = "default") -> dict[str, Any]:
+    """An instance as Karpenter tags them (or untagged when ``pool`` is None)."""
+    ec2 = moto.client("ec2")
+    tags = [{"Key": NODEPOOL_TAG, "Value": pool}] if pool else [{"Key": "Name", "Value": "other"}]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    return dict(
+        ec2.run_instances(
+            ImageId=image,
+            MinCount=1,
+            MaxCount=1,
+            InstanceType="m5.large",
+            SubnetId=zone_subnet,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )["Instances"][0]
+    )
+
+
+def nodeclaim_for(name: str, instance: dict[str, Any] | None) -> dict[str, Any]:
+    """A launched NodeClaim as Karpenter writes it (status from the provider's create)."""
+    claim: dict[str, Any] = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": {NODEPOOL_TAG: "default", "team": "payments"},
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
+            "requirements": [
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "In",
+                    "values": ["m5.large"],
+                }
+            ],
+            "taints": [{"key": "dedicated", "value": "payments", "effect": "NoSchedule"}],
+            "startupTaints": [{"key": "cni.example/not-ready", "effect": "NoSchedule"}],
+        },
+    }
+    if instance is not None:
+        claim["status"] = {
+            "providerID": provider_id(instance),
+            "capacity": {"cpu": "2", "memory": "7577Mi", "pods": "29"},
+            "allocatable": {"cpu": "1930m", "memory": "6903Mi", "pods": "29"},
+        }
+    return claim
+
+
+# --------------------------------------------------------------------------- the node joiner
+
+
+def test_node_for_registers_the_nodeclaims_labels_taints_and_resources(moto: Moto) -> None:
+    world = seed(moto)
+    subnet, zone = next(iter(world.subnets.items()))
+    instance = launch_by_hand(moto, subnet)
+    claim = nodeclaim_for("c1", instance)
+    node = node_for(instance, claim)
+    assert node["spec"]["providerID"] == f"aws:///{zone}/{instance['InstanceId']}"
+    labels = node["metadata"]["labels"]
+    assert labels["team"] == "payments"  # --node-labels from the NodeClaim
+    assert labels[NODEPOOL_TAG] == "default"
+    assert labels["node.kubernetes.io/instance-type"] == "m5.large"
+    assert labels["topology.kubernetes.io/zone"] == zone
+    assert labels["kubernetes.io/arch"] == "amd64"
+    assert labels["kubernetes.io/hostname"] == node["metadata"]["name"]
+    taints = {t["key"] for t in node["spec"]["taints"]}
+    assert taints == {UNREGISTERED_TAINT, "dedicated", "cni.example/not-ready"}
+    assert node["status"]["allocatable"] == claim["status"]["allocatable"]
+    assert node["status"]["capacity"] == claim["status"]["capacity"]
+
+
+def test_node_joiner_registers_one_node_per_running_karpenter_instance_with_a_nodeclaim(
+    cluster: Cluster, moto: Moto
+) -> None:
+    world = seed(moto)
+    subnets = list(world.subnets)
+    claimed = launch_by_hand(moto, subnets[0])
+    unclaimed = launch_by_hand(moto, subnets[1])  # its NodeClaim is not written yet
+    untagged = launch_by_hand(moto, subnets[2], pool=None)  # not Karpenter's
+    create_with_status(cluster.kube, nodeclaim_for("claimed", claimed))
+    create_with_status(cluster.kube, nodeclaim_for("unclaimed", None))
+    joiner = NodeJoiner(moto.client("ec2"), cluster.kube)
+    assert len(joiner.step()) == 1
+    node = cluster.kube.list("nodes", label_selector="team=payments").items
+    assert [n["spec"]["providerID"] for n in node] == [provider_id(claimed)]
+    # The fake kubelet keeps it Ready; nothing registered the other two.
+    wait_for(
+        lambda: condition(cluster.kube.get("nodes", node[0]["metadata"]["name"]), "Ready"),
+        "the joined node's Ready condition",
+    )
+    assert {
+        instance_id_of(n["spec"].get("providerID", "")) for n in cluster.kube.list("nodes").items
+    } == {claimed["InstanceId"]}
+    assert untagged["InstanceId"] not in joiner.joined
+    # Once the NodeClaim names its instance the second one joins; a deleted Node stays gone.
+    cluster.kube.patch(
+        NODECLAIM,
+        "unclaimed",
+        {"status": nodeclaim_for("unclaimed", unclaimed)["status"]},
+        subresource="status",
+    )
+    assert len(joiner.step()) == 1
+    cluster.kube.delete("nodes", node[0]["metadata"]["name"])
+    wait_for(lambda: _gone(cluster, node[0]["metadata"]["name"]), "the deleted node to go")
+    assert joiner.step() == []
+    assert set(joiner.joined) == {claimed["InstanceId"], unclaimed["InstanceId"]}
+
+
+def _gone(cluster: Cluster, node: str) -> bool:
+    try:
+        cluster.kube.get("nodes", node)
+    except NotFound:
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- the provider
+
+
+def nodeclass_ready(aws: AWS, name: str) -> bool:
+    ready = condition(aws.nodeclass(name), "Ready")
+    return ready is not None and ready.get("status") == "True"
+
+
+@needs_provider
+def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(aws: AWS) -> None:
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    aws.apply_deployment("web", 10)
+
+    # The EC2NodeClass resolves the seeded subnets, security group and AMI (not the decoys).
+    wait_for(lambda: nodeclass_ready(aws, "default"), "the EC2NodeClass to be Ready")
+    status = aws.nodeclass("default")["status"]
+    assert {s["id"]: s["zone"] for s in status["subnets"]} == aws.world.subnets
+    assert {g["id"] for g in status["securityGroups"]} == {aws.world.security_group}
+    assert {a["id"] for a in status["amis"]} == {aws.world.ami}
+    profile = status["instanceProfile"]
+    roles = aws.iam.get_instance_profile(InstanceProfileName=profile)["InstanceProfile"]["Roles"]
+    assert [r["RoleName"] for r in roles] == [aws.world.role]
+
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 10), "10 pods running")
+    claims = claims_by_instance(aws)
+    assert claims
+    nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
+    for pod in aws.cluster.pods("web"):
+        node = nodes[pod["spec"]["nodeName"]]
+        assert instance_id_of(node["spec"]["providerID"]) in claims
+    for iid, claim in claims.items():
+        instance = aws.instance(iid)
+        assert instance is not None, f"NodeClaim {claim['metadata']['name']}: no instance {iid}"
+        assert instance["State"]["Name"] == "running"
+        assert claim["status"]["providerID"] == provider_id(instance)
+        tags = tags_of(instance)
+        assert tags.get(NODEPOOL_TAG) == "default"
+        assert tags.get(NODECLASS_TAG) == "default"
+        assert tags.get(CLUSTER_TAG) == "owned"
+        assert instance["InstanceType"] in ALLOWED_TYPES
+        assert instance["SubnetId"] in aws.world.subnets
+        assert (
+            claim["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+            == (instance["InstanceType"])
+        )
+    # No leaked or duplicate launch: every live Karpenter instance is a NodeClaim's.
+    assert {i["InstanceId"] for i in aws.instances()} == set(claims)
+
+
+@needs_provider
+def test_scaling_to_zero_consolidates_away_every_nodeclaim_and_terminates_its_instance(
+    aws: AWS,
+) -> None:
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    aws.apply_deployment("web", 10)
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 10), "10 pods running")
+    launched = set(claims_by_instance(aws))
+    assert launched
+
+    aws.cluster.scale("web", 0)
+    wait_for(lambda: not aws.cluster.nodeclaims(), "every NodeClaim to be deleted")
+    wait_for(lambda: not aws.instances(), "no live Karpenter instance left in EC2")
+    assert not aws.cluster.karpenter_nodes()
+    for iid in launched:
+        instance = aws.instance(iid)
+        assert instance is not None and instance["State"]["Name"] == "terminated", iid
+
+
+@needs_provider
+def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
+    aws: AWS,
+) -> None:
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodeclass("nowhere", subnet_tags={DISCOVERY_TAG: f"{CLUSTER_NAME}-missing"})
+    aws.apply_nodepool("default", "default")
+    aws.apply_nodepool("nowhere", "nowhere")
+    aws.apply_deployment("stuck", 2, nodepool="nowhere")
+    aws.apply_deployment("web", 3, nodepool="default")
+
+    def not_ready() -> dict[str, Any] | None:
+        ready = condition(aws.nodeclass("nowhere"), "Ready")
+        return ready if ready is not None and ready.get("status") == "False" else None
+
+    ready = wait_for(not_ready, "the EC2NodeClass 'nowhere' to be Ready=False")
+    assert ready.get("reason"), ready
+    subnets = condition(aws.nodeclass("nowhere"), "SubnetsReady")
+    assert subnets is not None and subnets["status"] == "False", subnets
+    assert subnets.get("reason") == "SubnetsNotFound", subnets
+    wait_for(
+        lambda: [
+            e
+            for e in aws.kube.list(("events.k8s.io/v1", "Event")).items
+            if (e.get("regarding") or {}).get("name") == "nowhere"
+        ],
+        "an event about the NodeClass 'nowhere' or its NodePool",
+    )
+
+    # The other NodePool keeps working while 'nowhere' launches nothing.
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
+    assert {c["metadata"]["labels"][NODEPOOL_TAG] for c in aws.cluster.nodeclaims()} == {"default"}
+    stuck = aws.cluster.pods("stuck")
+    assert len(stuck) == 2 and all(not p["spec"].get("nodeName") for p in stuck)
+    assert {tags_of(i).get(NODEPOOL_TAG) for i in instances(aws.ec2)} == {"default"}
