@@ -271,14 +271,19 @@ def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
     subnets = condition(aws.nodeclass("nowhere"), "SubnetsReady")
     assert subnets is not None and subnets["status"] == "False", subnets
     assert subnets.get("reason") == "SubnetsNotFound", subnets
-    wait_for(
-        lambda: [
+
+    # Karpenter says why: a warning about the NodeClass, its NodePool or the waiting pods.
+    def warnings() -> list[dict[str, Any]]:
+        about = {"nowhere"} | {p["metadata"]["name"] for p in aws.cluster.pods("stuck")}
+        return [
             e
             for e in aws.kube.list(("events.k8s.io/v1", "Event")).items
-            if (e.get("regarding") or {}).get("name") == "nowhere"
-        ],
-        "an event about the NodeClass 'nowhere' or its NodePool",
-    )
+            if e.get("reportingController") == "karpenter"
+            and e.get("type") == "Warning"
+            and (e.get("regarding") or {}).get("name") in about
+        ]
+
+    wait_for(warnings, "a Karpenter warning about the NodeClass 'nowhere', its NodePool or pods")
 
     # The other NodePool keeps working while 'nowhere' launches nothing.
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
