@@ -223,6 +223,7 @@ def parse(body: str) -> Message | ParseError:
         return ParseError(
             f"body is a JSON {type(envelope).__name__}, not an EventBridge event object"
         )
+    source = detail_type = ""
     try:
         version = _str_field(envelope, "version", "")
         source = _str_field(envelope, "source", "")
