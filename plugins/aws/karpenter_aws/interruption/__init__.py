@@ -15,8 +15,7 @@ instance still runs (a spot instance has two minutes after its warning).
 
 from __future__ import annotations
 
-from typing import Any
-
+from karpenter_aws.clients import AWSClients
 from karpenter_aws.interruption.controller import NAME, InterruptionController
 from karpenter_aws.interruption.handler import UnavailableOfferingsLike
 from karpenter_aws.interruption.instancestatus import NAME as INSTANCE_STATUS_NAME
@@ -24,6 +23,7 @@ from karpenter_aws.interruption.instancestatus import InstanceStatusController
 from karpenter_aws.interruption.messages import KINDS, Message, ParseError, parse
 from karpenter_aws.settings import AWSSettings
 from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.manager import Manager
 
 __all__ = [
     "INSTANCE_STATUS_NAME",
@@ -40,9 +40,9 @@ __all__ = [
 
 
 def register(
-    manager: Any,
+    manager: Manager,
     ctx: ControllerContext,
-    clients: Any,
+    clients: AWSClients,
     settings: AWSSettings,
     unavailable: UnavailableOfferingsLike | None,
 ) -> None:
