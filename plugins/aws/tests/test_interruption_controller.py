@@ -446,6 +446,20 @@ def test_receive_long_polls_with_the_configured_wait_on_a_wall_clock(env: Env) -
     assert result == Result.after(ctl.NEXT_BATCH)  # the long poll itself paced it
 
 
+def test_without_long_poll_a_wall_clock_waits_between_empty_receives(env: Env) -> None:
+    ctx = ControllerContext(
+        kube=env.server,
+        clock=WallClock(),
+        cloud_provider=None,  # type: ignore[arg-type]
+        recorder=env.recorder,
+    )
+    controller = InterruptionController(ctx, env.sqs, env.queue_url, None, wait_seconds=0)
+    with Stubber(env.sqs) as stub:
+        stub.add_response("receive_message", {}, _receive_params(env.queue_url, 0))
+        result = controller.reconcile()
+    assert result.requeue_after >= 1.0  # not a tight loop on an empty queue
+
+
 def test_receive_never_blocks_on_a_virtual_clock(env: Env) -> None:
     controller = InterruptionController(env.ctx, env.sqs, env.queue_url, None)  # default 20 s
     with Stubber(env.sqs) as stub:

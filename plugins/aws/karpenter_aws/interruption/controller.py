@@ -113,7 +113,8 @@ class InterruptionController:
         poll already waited), one wait period later on a virtual clock."""
         if self._virtual:
             return float(max(self.wait_seconds, 1))
-        return NEXT_BATCH
+        # without a long poll an empty queue would be polled in a tight loop
+        return NEXT_BATCH if self.wait_seconds > 0 else 1.0
 
     def _resolve_queue(self) -> str | None:
         if self.queue_url is not None:
