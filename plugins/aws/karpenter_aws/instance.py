@@ -1,0 +1,683 @@
+"""EC2 instances: launch one through CreateFleet, find, list and terminate them.
+
+A launch (upstream ``pkg/providers/instance``) turns a NodeClaim's requirements and the
+instance types it may use into **one** ``CreateFleet`` request of type ``instant``: one
+override per available (instance type, zone) offering, each with that zone's subnet, the
+AMI for the type and the offering's price as its priority, grouped under the launch
+templates the types need. EC2 picks the offering (lowest price on-demand,
+price-capacity-optimized spot) and answers at once.
+
+Failures are classified for the core (:mod:`karpenter_core.cloudprovider.errors`):
+
+- no instance type can be launched (nothing compatible, available and fitting) and fleet
+  answers whose every ``Errors[]`` entry is a capacity code ⇒ ``InsufficientCapacityError``;
+  each such entry also marks its (type, zone, capacity type) unavailable, so the next
+  scheduling pass avoids it, and ``AuthFailure.ServiceLinkedRoleCreationNotPermitted``
+  turns spot off;
+- a launch template CreateFleet cannot find is forgotten and the launch retried once;
+- any other AWS error ⇒ ``CreateError`` with upstream's reason (``Unauthorized``,
+  ``AMINotFound``, ``SpotQuotaExceeded``..., default ``LaunchFailed``);
+- ``get``/``delete`` of an instance EC2 does not know, or that is already terminated
+  ⇒ ``NodeClaimNotFoundError``.
+
+Instances are found by tags: every instance carries the cluster, NodePool, NodeClaim and
+EC2NodeClass tags (:func:`launch_tags`). The provider id is ``aws:///<zone>/<id>``.
+
+Not implemented (docs/aws.md): capacity reservations, placement groups, EFA interfaces,
+the exotic/spot-price launch filters, batching of concurrent CreateFleet calls and the
+in-flight IP estimate per subnet.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from attrs import field, frozen
+from botocore.exceptions import (  # type: ignore[import-untyped]
+    BotoCoreError,
+    ClientError,
+)
+
+from karpenter_aws.labels import LABEL_INSTANCE_TENANCY, LABEL_NODE_CLASS, LABEL_TOPOLOGY_ZONE_ID
+from karpenter_aws.launchtemplate import (
+    EKS_CLUSTER_NAME_TAG,
+    LT_NOT_FOUND_CODES,
+    LaunchTemplateProvider,
+    TemplateInputs,
+    ec2_tags,
+    error_code,
+)
+from karpenter_aws.userdata import UserDataError
+from karpenter_core.apis import labels as wk
+from karpenter_core.apis import resources as res
+from karpenter_core.apis.base import ObjectMeta, format_time
+from karpenter_core.apis.v1 import NodeClaim, NodeClaimStatus
+from karpenter_core.cloudprovider.errors import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+)
+from karpenter_core.cloudprovider.types import InstanceType, fits, truncate
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+__all__ = [
+    "AMI",
+    "ICE_CODES",
+    "MAX_INSTANCE_TYPES",
+    "NODECLAIM_TAG",
+    "NODEPOOL_TAG",
+    "Instance",
+    "InstanceProvider",
+    "LaunchRequest",
+    "Override",
+    "TagError",
+    "UnavailableMarker",
+    "choose_capacity_type",
+    "fleet_request",
+    "instance_to_nodeclaim",
+    "launch_tags",
+    "parse_instance_id",
+    "reason_for",
+]
+
+log = logging.getLogger("karpenter.aws.instance")
+
+NODEPOOL_TAG = wk.NODEPOOL_LABEL_KEY
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODECLASS_TAG = LABEL_NODE_CLASS
+MAX_INSTANCE_TYPES = 60
+"""Upstream truncates a launch to the 60 cheapest types (CreateFleet's override limit)."""
+
+ICE_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+        "InsufficientFreeAddressesInSubnet",
+        "MaxFleetCountExceeded",
+        "ReservationCapacityExceeded",
+    }
+)
+"""CreateFleet error codes that mean "no capacity for this offering" (upstream's
+unfulfillable-capacity set)."""
+SPOT_SLR_CODE = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+NOT_FOUND_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
+LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+_STATE_FILTER = {"Name": "instance-state-name", "Values": list(LIVE_STATES)}
+_RESERVATION_LABELS = frozenset(
+    {
+        "karpenter.sh/capacity-reservation-id",
+        "karpenter.k8s.aws/capacity-reservation-id",
+        "karpenter.k8s.aws/capacity-reservation-type",
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+    }
+)
+_RESTRICTED_TAGS = (
+    re.compile(r"^kubernetes\.io/cluster/[0-9A-Za-z][A-Za-z0-9\-_]*$"),
+    re.compile(rf"^{re.escape(NODEPOOL_TAG)}$"),
+    re.compile(rf"^{re.escape(EKS_CLUSTER_NAME_TAG)}$"),
+    re.compile(rf"^{re.escape(NODECLASS_TAG)}$"),
+    re.compile(rf"^{re.escape(NODECLAIM_TAG)}$"),
+)
+_PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<id>i-[0-9a-zA-Z]+)$")
+
+# (substring of "Code: message", reason, message), first match wins: upstream's table.
+_REASONS: tuple[tuple[str, str, str], ...] = (
+    (SPOT_SLR_CODE, "SpotSLRCreationFailed", "not allowed to create the spot service-linked role"),
+    ("Not authorized for images", "AMIAuthorizationFailure", "not authorized for the AMI"),
+    ("UnauthorizedOperation", "Unauthorized", "not authorized to perform this operation"),
+    ("AccessDenied", "Unauthorized", "not authorized to perform this operation"),
+    ("AuthFailure", "Unauthorized", "not authorized to perform this operation"),
+    ("belong to different networks", "SecurityGroupSubnetVPCMismatch",
+     "security groups and subnets must be in the same VPC"),
+    ("iamInstanceProfile.name is invalid", "InstanceProfileNameInvalid",
+     "the instance profile in the EC2NodeClass status does not exist"),
+    ("InvalidLaunchTemplateId.NotFound", "LaunchTemplateNotFound", "launch template not found"),
+    ("User data is limited to", "UserDataSizeLimitExceeded", "user data is too large"),
+    ("InvalidAMIID.Malformed", "InvalidAMIID", "the AMI id is invalid"),
+    ("InvalidAMIID.NotFound", "AMINotFound", "the AMI does not exist or is not shared with you"),
+    ("RequestLimitExceeded", "RequestLimitExceeded", "request limit exceeded"),
+    ("InternalError", "InternalError", "an internal error has occurred"),
+    ("not eligible for Free Tier", "FreeTierIneligible", "type not eligible for Free Tier"),
+    ("MaxFleetCountExceeded", "FleetQuotaExceeded", "fleet request quota exceeded"),
+    ("PendingVerification", "AccountPendingVerification", "the account is pending verification"),
+    ("MaxSpotInstanceCountExceeded", "SpotQuotaExceeded", "spot instance quota exceeded"),
+    ("VcpuLimitExceeded", "VCPULimitExceeded", "vCPU quota exceeded"),
+    ("InsufficientFreeAddressesInSubnet", "InsufficientFreeAddressesInSubnet",
+     "not enough free IP addresses in the subnet"),
+)  # fmt: skip
+
+
+def reason_for(text: str) -> tuple[str, str]:
+    """Upstream's (CreateError reason, message) for an AWS error code or message."""
+    for needle, reason, message in _REASONS:
+        if needle in text:
+            return reason, message
+    return "LaunchFailed", "instance launch failed"
+
+
+class TagError(ValueError):
+    """EC2NodeClass tags use a key Karpenter sets itself."""
+
+
+def launch_tags(
+    cluster_name: str,
+    nodeclass_name: str,
+    nodeclass_tags: Mapping[str, str],
+    nodepool: str,
+) -> dict[str, str]:
+    """The tags of a launch (template, fleet, instance, volumes): the EC2NodeClass's own,
+    then the ones Karpenter finds its instances by, which win. Raises :class:`TagError`
+    naming user tags that would overwrite them."""
+    bad = sorted(k for k in nodeclass_tags if any(p.match(k) for p in _RESTRICTED_TAGS))
+    if bad:
+        raise TagError(
+            f"EC2NodeClass {nodeclass_name!r}: tags {', '.join(bad)} are set by Karpenter "
+            "and may not be given in spec.tags"
+        )
+    return {
+        **nodeclass_tags,
+        f"kubernetes.io/cluster/{cluster_name}": "owned",
+        NODEPOOL_TAG: nodepool,
+        EKS_CLUSTER_NAME_TAG: cluster_name,
+        NODECLASS_TAG: nodeclass_name,
+    }
+
+
+def parse_instance_id(provider_id: str) -> str:
+    """The instance id of ``aws:///<zone>/<id>``; ``ValueError`` naming the bad id."""
+    m = _PROVIDER_ID.match(provider_id or "")
+    if m is None:
+        raise ValueError(f"provider id {provider_id!r} is not of the form aws:///<zone>/<id>")
+    return m.group("id")
+
+
+class UnavailableMarker(Protocol):
+    """The part of the unavailable-offerings cache a launch writes to."""
+
+    def mark(self, instance_type: str, zone: str, capacity_type: str, reason: str) -> None: ...
+
+    def mark_capacity_type(self, capacity_type: str) -> None: ...
+
+    def mark_subnet(self, subnet_id: str) -> None: ...
+
+
+@frozen
+class Instance:
+    """What Karpenter needs to know about one EC2 instance."""
+
+    id: str
+    instance_type: str
+    zone: str
+    state: str
+    capacity_type: str
+    image_id: str = ""
+    zone_id: str = ""
+    subnet_id: str = ""
+    security_group_ids: tuple[str, ...] = ()
+    tags: Mapping[str, str] = field(factory=dict)
+    tenancy: str = "default"
+    launch_time: datetime | None = None
+
+    @property
+    def provider_id(self) -> str:
+        return f"aws:///{self.zone}/{self.id}"
+
+    @classmethod
+    def from_ec2(cls, d: Mapping[str, Any]) -> Instance:
+        """From one ``DescribeInstances`` instance.
+
+        Spot is recognised by ``SpotInstanceRequestId`` (upstream) or
+        ``InstanceLifecycle == "spot"`` (also set by EC2, and the only marker some EC2
+        emulations give).
+        """
+        placement = d.get("Placement") or {}
+        crs = d.get("CapacityReservationSpecification") or {}
+        if d.get("SpotInstanceRequestId") or d.get("InstanceLifecycle") == "spot":
+            capacity_type = wk.CAPACITY_TYPE_SPOT
+        elif (
+            d.get("CapacityReservationId")
+            and crs.get("CapacityReservationPreference") == "capacity-reservations-only"
+        ):
+            capacity_type = wk.CAPACITY_TYPE_RESERVED
+        else:
+            capacity_type = wk.CAPACITY_TYPE_ON_DEMAND
+        launch = d.get("LaunchTime")
+        return cls(
+            id=str(d.get("InstanceId") or ""),
+            instance_type=str(d.get("InstanceType") or ""),
+            zone=str(placement.get("AvailabilityZone") or ""),
+            zone_id=str(placement.get("AvailabilityZoneId") or ""),
+            state=str((d.get("State") or {}).get("Name") or ""),
+            capacity_type=capacity_type,
+            image_id=str(d.get("ImageId") or ""),
+            subnet_id=str(d.get("SubnetId") or ""),
+            security_group_ids=tuple(
+                sorted(str(g.get("GroupId")) for g in d.get("SecurityGroups") or [])
+            ),
+            tags={str(t.get("Key")): str(t.get("Value") or "") for t in d.get("Tags") or []},
+            tenancy=str(placement.get("Tenancy") or "default"),
+            launch_time=launch if isinstance(launch, datetime) else None,
+        )
+
+
+def instance_to_nodeclaim(
+    instance: Instance,
+    instance_type: InstanceType | None,
+    *,
+    now: datetime,
+    zone_id: str = "",
+) -> NodeClaim:
+    """The NodeClaim view of an instance (spec §0): the type's single-valued requirements
+    as labels plus zone, zone id, capacity type, tenancy and NodePool (from its tag);
+    capacity/allocatable from the type with zeros dropped; a terminating instance gets a
+    deletion timestamp of ``now``."""
+    labels: dict[str, str] = {wk.LABEL_INSTANCE_TYPE: instance.instance_type}
+    capacity: dict[str, str | int | float] = {}
+    allocatable: dict[str, str | int | float] = {}
+    if instance_type is not None:
+        for req in instance_type.requirements.values():
+            if req.key in _RESERVATION_LABELS or req.operator() != IN or len(req.values) != 1:
+                continue
+            labels[req.key] = next(iter(req.values))
+        capacity = dict(
+            res.format_resource_list({k: v for k, v in instance_type.capacity.items() if v})
+        )
+        allocatable = dict(
+            res.format_resource_list({k: v for k, v in instance_type.allocatable().items() if v})
+        )
+    labels[wk.LABEL_TOPOLOGY_ZONE] = instance.zone
+    if zone_id or instance.zone_id:
+        labels[LABEL_TOPOLOGY_ZONE_ID] = zone_id or instance.zone_id
+    labels[wk.CAPACITY_TYPE_LABEL_KEY] = instance.capacity_type
+    labels[LABEL_INSTANCE_TENANCY] = instance.tenancy
+    if NODEPOOL_TAG in instance.tags:
+        labels[wk.NODEPOOL_LABEL_KEY] = instance.tags[NODEPOOL_TAG]
+    terminating = instance.state in ("shutting-down", "terminated")
+    return NodeClaim(
+        metadata=ObjectMeta(
+            name=instance.tags.get(NODECLAIM_TAG) or None,
+            labels=labels,
+            creation_timestamp=format_time(instance.launch_time) if instance.launch_time else None,
+            deletion_timestamp=format_time(now) if terminating else None,
+        ),
+        status=NodeClaimStatus(
+            provider_id=instance.provider_id,
+            image_id=instance.image_id or None,
+            capacity=capacity,
+            allocatable=allocatable,
+        ),
+    )
+
+
+# --- launch ------------------------------------------------------------------------------
+
+
+@frozen
+class AMI:
+    """An AMI the EC2NodeClass resolved and the instance types it suits."""
+
+    id: str
+    requirements: Requirements
+
+
+@frozen
+class Override:
+    """One (instance type, zone) CreateFleet may pick, priced for its priority."""
+
+    instance_type: str
+    zone: str
+    subnet_id: str
+    image_id: str
+    price: float
+
+    def request(self) -> dict[str, Any]:
+        return {
+            "InstanceType": self.instance_type,
+            "SubnetId": self.subnet_id,
+            "AvailabilityZone": self.zone,
+            "ImageId": self.image_id,
+            "Priority": self.price,
+        }
+
+
+@frozen
+class LaunchRequest:
+    """Everything one launch needs, resolved by the caller (explicit, so it is testable
+    without a cluster): the NodeClaim's name/requirements/requests, the candidate types
+    (with offerings and prices), one subnet per zone, the EC2NodeClass's AMIs (newest
+    first), the template inputs, the fleet tags and the optional fleet ``Context``."""
+
+    nodeclaim_name: str
+    requirements: Requirements
+    instance_types: tuple[InstanceType, ...] = field(converter=tuple)
+    subnets: Mapping[str, str]
+    amis: tuple[AMI, ...] = field(converter=tuple)
+    template: TemplateInputs
+    tags: Mapping[str, str]
+    requests: Mapping[str, int] = field(factory=dict)
+    context: str | None = None
+
+
+def choose_capacity_type(reqs: Requirements, instance_types: Sequence[InstanceType]) -> str:
+    """Spot when the requirements allow it and some type offers it, else on-demand
+    (reserved capacity is not supported yet)."""
+    ct = reqs.get(wk.CAPACITY_TYPE_LABEL_KEY) if reqs.has(wk.CAPACITY_TYPE_LABEL_KEY) else None
+    if ct is None or ct.has(wk.CAPACITY_TYPE_SPOT):
+        spot = _with_capacity_type(reqs, wk.CAPACITY_TYPE_SPOT)
+        for it in instance_types:
+            if it.offerings.available().has_compatible(spot):
+                return wk.CAPACITY_TYPE_SPOT
+    return wk.CAPACITY_TYPE_ON_DEMAND
+
+
+def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
+    out = reqs.copy()
+    out.add(Requirement.new(wk.CAPACITY_TYPE_LABEL_KEY, IN, [capacity_type]))
+    return out
+
+
+def filter_instance_types(
+    reqs: Requirements, requests: Mapping[str, int], instance_types: Sequence[InstanceType]
+) -> list[InstanceType]:
+    """The types with an available offering the requirements allow and that fit the
+    requests, cheapest first, truncated to :data:`MAX_INSTANCE_TYPES`. Raises
+    ``InsufficientCapacityError`` when none is left."""
+    kept = [
+        it
+        for it in instance_types
+        if it.offerings.available().has_compatible(reqs) and fits(it, requests, reqs)[0]
+    ]
+    if not kept:
+        raise InsufficientCapacityError(
+            "all requested instance types were unavailable during launch"
+        )
+    truncated, err = truncate(kept, reqs, MAX_INSTANCE_TYPES)
+    if err is not None:
+        raise InsufficientCapacityError(f"truncating instance types, {err}")
+    return truncated
+
+
+def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> str | None:
+    """The first (newest) AMI whose requirements the type meets."""
+    for ami in amis:
+        if instance_type.requirements.is_compatible(
+            ami.requirements, allow_undefined=wk.WELL_KNOWN_LABELS
+        ):
+            return ami.id
+    return None
+
+
+def build_overrides(
+    instance_types: Sequence[InstanceType],
+    reqs: Requirements,
+    subnets: Mapping[str, str],
+    image_id: str,
+) -> list[Override]:
+    """One override per (type, zone) with an available offering ``reqs`` allow and a
+    subnet in that zone, priced by the offering."""
+    out: list[Override] = []
+    seen: set[tuple[str, str]] = set()
+    for it in instance_types:
+        for o in it.offerings.available().compatible(reqs):
+            key = (it.name, o.zone)
+            if key in seen or o.zone not in subnets:
+                continue
+            seen.add(key)
+            out.append(Override(it.name, o.zone, subnets[o.zone], image_id, o.price))
+    return out
+
+
+def fleet_request(
+    configs: Sequence[tuple[str, Sequence[Override]]],
+    capacity_type: str,
+    tags: Mapping[str, str],
+    context: str | None = None,
+) -> dict[str, Any]:
+    """The ``CreateFleet`` arguments: instant, one instance, one config per template."""
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": 1,
+            "DefaultTargetCapacityType": capacity_type,
+        },
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
+                "Overrides": [o.request() for o in overrides],
+            }
+            for name, overrides in configs
+        ],
+        "TagSpecifications": [
+            {"ResourceType": r, "Tags": ec2_tags(tags)} for r in ("instance", "volume", "fleet")
+        ],
+    }
+    if capacity_type == wk.CAPACITY_TYPE_SPOT:
+        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    if context:
+        request["Context"] = context
+    return request
+
+
+class _TemplateNotFound(Exception):
+    def __init__(self, cause: ClientError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class InstanceProvider:
+    """Launches, finds and terminates this cluster's EC2 instances."""
+
+    def __init__(
+        self,
+        ec2: Any,
+        cluster_name: str,
+        unavailable: UnavailableMarker,
+        launch_templates: LaunchTemplateProvider | None = None,
+        *,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._ec2 = ec2
+        self._cluster = cluster_name
+        self._unavailable = unavailable
+        self.launch_templates = launch_templates or LaunchTemplateProvider(ec2)
+        self._wall = wall
+
+    # ------------------------------------------------------------------ create
+
+    def create(self, request: LaunchRequest) -> Instance:
+        """Launch one instance for ``request`` (see the module docstring for errors)."""
+        reqs = request.requirements
+        types = filter_instance_types(reqs, request.requests, request.instance_types)
+        capacity_type = choose_capacity_type(reqs, types)
+        try:
+            return self._launch(request, types, capacity_type)
+        except _TemplateNotFound:
+            log.info("launch template vanished; retrying launch of %s", request.nodeclaim_name)
+        try:
+            return self._launch(request, types, capacity_type)
+        except _TemplateNotFound as e:
+            reason, message = "LaunchTemplateNotFound", "launch template not found"
+            raise CreateError(
+                f"launch templates not found when creating fleet request, {e.cause}",
+                reason,
+                message,
+            ) from e.cause
+
+    def _launch(
+        self, request: LaunchRequest, types: Sequence[InstanceType], capacity_type: str
+    ) -> Instance:
+        reqs = _with_capacity_type(request.requirements, capacity_type)
+        groups: dict[tuple[str, int | None], list[InstanceType]] = {}
+        for it in types:
+            ami = ami_for(it, request.amis)
+            if ami is None:
+                continue
+            pods = it.capacity.get(res.PODS)
+            groups.setdefault((ami, pods // 1000 if pods else None), []).append(it)
+        if not groups:
+            amis = ", ".join(a.id for a in request.amis) or "none"
+            raise CreateError(
+                f"no instance type satisfies the requirements of the AMIs ({amis})",
+                "NoCompatibleAMI",
+                "no AMI of the EC2NodeClass suits the candidate instance types",
+            )
+        configs: list[tuple[str, list[Override]]] = []
+        for (ami, max_pods), its in groups.items():
+            overrides = build_overrides(its, reqs, request.subnets, ami)
+            if not overrides:
+                continue
+            try:
+                spec = request.template.spec(ami, max_pods, capacity_type)
+                name = self.launch_templates.ensure(spec)
+            except UserDataError as e:
+                raise CreateError(e, "UserDataInvalid", str(e)) from e
+            except (ClientError, BotoCoreError) as e:
+                reason, message = reason_for(f"{error_code(e)}: {e}")
+                raise CreateError(
+                    f"getting launch template configs, {e}",
+                    reason,
+                    f"Error getting launch template configs: {message}",
+                ) from e
+            configs.append((name, overrides))
+        if not configs:
+            raise InsufficientCapacityError(
+                "no capacity offerings are currently available given the constraints "
+                f"(zones with subnets: {', '.join(sorted(request.subnets)) or 'none'})"
+            )
+        fleet = fleet_request(configs, capacity_type, request.tags, request.context)
+        try:
+            out = self._ec2.create_fleet(**fleet)
+        except ClientError as e:
+            if error_code(e) in LT_NOT_FOUND_CODES:
+                for name, _ in configs:
+                    self.launch_templates.invalidate(name)
+                raise _TemplateNotFound(e) from e
+            reason, message = reason_for(f"{error_code(e)}: {e}")
+            raise CreateError(
+                f"creating fleet request, {e}", reason, f"Error creating fleet request: {message}"
+            ) from e
+        except BotoCoreError as e:
+            raise CreateError(f"creating fleet request, {e}", "LaunchFailed", str(e)) from e
+        errors = out.get("Errors") or []
+        self._mark_unavailable(errors, capacity_type)
+        for fi in out.get("Instances") or []:
+            ids = fi.get("InstanceIds") or []
+            if ids:
+                return self._from_fleet(fi, ids[0], capacity_type, request)
+        raise _fleet_error(errors)
+
+    def _mark_unavailable(self, errors: Sequence[Mapping[str, Any]], capacity_type: str) -> None:
+        for err in errors:
+            code = str(err.get("ErrorCode") or "")
+            overrides = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            it, zone = (
+                str(overrides.get("InstanceType") or ""),
+                str(overrides.get("AvailabilityZone") or ""),
+            )
+            subnet = str(overrides.get("SubnetId") or "")
+            if code == "InsufficientFreeAddressesInSubnet" and subnet:
+                self._unavailable.mark_subnet(subnet)
+            if code in ICE_CODES and it and zone:
+                log.info("marking %s %s in %s unavailable: %s", capacity_type, it, zone, code)
+                self._unavailable.mark(it, zone, capacity_type, code)
+            elif code == SPOT_SLR_CODE:
+                log.warning("spot disabled: the spot service-linked role cannot be created")
+                self._unavailable.mark_capacity_type(wk.CAPACITY_TYPE_SPOT)
+
+    def _from_fleet(
+        self, fi: Mapping[str, Any], instance_id: str, capacity_type: str, request: LaunchRequest
+    ) -> Instance:
+        overrides = (fi.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+        return Instance(
+            id=str(instance_id),
+            instance_type=str(fi.get("InstanceType") or overrides.get("InstanceType") or ""),
+            zone=str(overrides.get("AvailabilityZone") or ""),
+            state="pending",
+            capacity_type=capacity_type,
+            image_id=str(overrides.get("ImageId") or ""),
+            subnet_id=str(overrides.get("SubnetId") or ""),
+            security_group_ids=tuple(sorted(request.template.security_group_ids)),
+            tags=dict(request.tags),
+            tenancy=request.template.tenancy,
+            launch_time=self._wall(),
+        )
+
+    # ------------------------------------------------------------------ find / delete
+
+    def get(self, instance_id: str) -> Instance:
+        """The live instance ``instance_id``; NodeClaimNotFoundError when EC2 does not
+        know it or it is terminated."""
+        try:
+            out = self._ec2.describe_instances(InstanceIds=[instance_id], Filters=[_STATE_FILTER])
+        except ClientError as e:
+            if error_code(e) in NOT_FOUND_CODES:
+                raise NodeClaimNotFoundError(e) from e
+            raise
+        found = [
+            Instance.from_ec2(i)
+            for r in out.get("Reservations") or []
+            for i in r.get("Instances") or []
+        ]
+        if not found:
+            raise NodeClaimNotFoundError(f"instance {instance_id} not found or terminated")
+        return found[0]
+
+    def list(self) -> builtins.list[Instance]:
+        """Every live instance of this cluster that Karpenter launched (by tags)."""
+        filters = [
+            {"Name": "tag-key", "Values": [NODEPOOL_TAG]},
+            {"Name": "tag-key", "Values": [NODECLASS_TAG]},
+            {"Name": f"tag:{EKS_CLUSTER_NAME_TAG}", "Values": [self._cluster]},
+            _STATE_FILTER,
+        ]
+        out: builtins.list[Instance] = []
+        for page in self._ec2.get_paginator("describe_instances").paginate(Filters=filters):
+            for r in page.get("Reservations") or []:
+                out.extend(Instance.from_ec2(i) for i in r.get("Instances") or [])
+        return out
+
+    def delete(self, instance_id: str) -> None:
+        """Terminate ``instance_id`` unless it already is shutting down;
+        NodeClaimNotFoundError once it is gone."""
+        instance = self.get(instance_id)
+        if instance.state == "shutting-down":
+            return
+        try:
+            self._ec2.terminate_instances(InstanceIds=[instance_id])
+        except ClientError as e:
+            if error_code(e) in NOT_FOUND_CODES:
+                raise NodeClaimNotFoundError(e) from e
+            raise
+
+    def create_tags(self, instance_id: str, tags: Mapping[str, str]) -> None:
+        """Add tags to an instance; NodeClaimNotFoundError when it is gone."""
+        try:
+            self._ec2.create_tags(Resources=[instance_id], Tags=ec2_tags(tags))
+        except ClientError as e:
+            if error_code(e) in NOT_FOUND_CODES:
+                raise NodeClaimNotFoundError(e) from e
+            raise
+
+
+def _fleet_error(errors: Sequence[Mapping[str, Any]]) -> Exception:
+    """The error of a fleet answer with no instance: capacity when every entry is a
+    capacity code (or there is none), else a CreateError with the first other reason."""
+    texts = [f"{e.get('ErrorCode')}: {e.get('ErrorMessage') or ''}" for e in errors]
+    summary = "; ".join(sorted(set(texts))) or "CreateFleet returned no instance and no error"
+    if all(str(e.get("ErrorCode") or "") in ICE_CODES for e in errors):
+        return InsufficientCapacityError(summary)
+    other = next(
+        t for e, t in zip(errors, texts, strict=True) if e.get("ErrorCode") not in ICE_CODES
+    )
+    reason, message = reason_for(other)
+    return CreateError(f"creating fleet request, {summary}", reason, message)

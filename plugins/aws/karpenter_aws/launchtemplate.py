@@ -1,0 +1,348 @@
+"""EC2 launch templates: what every instance of one (AMI, kubelet settings, ...) shares.
+
+CreateFleet takes the per-offering parts (instance type, subnet, zone, price) as overrides;
+everything else (image, instance profile, security groups, user data, disks, metadata
+options, tags) lives in a launch template. As upstream (``pkg/providers/launchtemplate``),
+a template is named after a hash of its content, ``karpenter.k8s.aws/<hash>``, so two
+launches that need the same template share it, and any change to the content (a new
+AMI, a different max-pods) gives a new name instead of editing a template in use.
+
+:class:`LaunchTemplateSpec` is the pure value (content, name, CreateLaunchTemplate
+request); :class:`LaunchTemplateProvider` makes sure one exists in EC2: it remembers
+templates it saw for a minute, else ``DescribeLaunchTemplates`` by name, and creates the
+template on ``InvalidLaunchTemplateName.NotFoundException``. A template CreateFleet says
+is gone is forgotten (:meth:`LaunchTemplateProvider.invalidate`) so the retry recreates
+it. :meth:`LaunchTemplateProvider.delete_all` removes an EC2NodeClass's templates (its
+finalizer calls it).
+
+Differences from upstream: an expired cache entry is only forgotten, not deleted from
+EC2 (templates are deleted with their EC2NodeClass instead), and there is no start-up
+hydration of the cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from attrs import asdict, evolve, field, frozen
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from karpenter_aws.labels import GROUP, LABEL_NODE_CLASS
+from karpenter_aws.userdata import UserDataOptions, render
+
+__all__ = [
+    "EKS_CLUSTER_NAME_TAG",
+    "LT_NOT_FOUND_CODES",
+    "BlockDevice",
+    "LaunchTemplateProvider",
+    "LaunchTemplateSpec",
+    "MetadataOptions",
+    "TemplateInputs",
+    "block_device_from",
+    "metadata_options_from",
+]
+
+log = logging.getLogger("karpenter.aws.launchtemplate")
+
+NAME_PREFIX = GROUP
+EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
+LT_NOT_FOUND_CODES = frozenset(
+    {"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"}
+)
+_ALREADY_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
+CACHE_TTL_SECONDS = 60.0
+GIB = 1 << 30
+
+
+@frozen
+class BlockDevice:
+    """One EBS block device mapping, sizes in GiB as the EC2 API takes them."""
+
+    device_name: str
+    volume_size_gib: int | None = None
+    volume_type: str | None = None
+    encrypted: bool | None = None
+    delete_on_termination: bool | None = None
+    iops: int | None = None
+    throughput: int | None = None
+    kms_key_id: str | None = None
+    snapshot_id: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        ebs: dict[str, Any] = {}
+        for key, value in (
+            ("VolumeSize", self.volume_size_gib),
+            ("VolumeType", self.volume_type),
+            ("Encrypted", self.encrypted),
+            ("DeleteOnTermination", self.delete_on_termination),
+            ("Iops", self.iops or None),
+            ("Throughput", self.throughput or None),
+            ("KmsKeyId", self.kms_key_id),
+            ("SnapshotId", self.snapshot_id),
+        ):
+            if value is not None:
+                ebs[key] = value
+        return {"DeviceName": self.device_name, "Ebs": ebs}
+
+
+def block_device_from(bdm: Any) -> BlockDevice:
+    """A :class:`BlockDevice` from an EC2NodeClass block device mapping (sizes in bytes,
+    rounded up to whole GiB as upstream does)."""
+    size = getattr(bdm, "volume_size", None)
+    return BlockDevice(
+        device_name=str(getattr(bdm, "device_name", "") or ""),
+        volume_size_gib=math.ceil(size / GIB) if size else None,
+        volume_type=getattr(bdm, "volume_type", None),
+        encrypted=getattr(bdm, "encrypted", None),
+        delete_on_termination=getattr(bdm, "delete_on_termination", None),
+        iops=getattr(bdm, "iops", None),
+        throughput=getattr(bdm, "throughput", None),
+        kms_key_id=getattr(bdm, "kms_key_id", None),
+        snapshot_id=getattr(bdm, "snapshot_id", None),
+    )
+
+
+DEFAULT_BLOCK_DEVICES: Mapping[str, tuple[BlockDevice, ...]] = {
+    "AL2": (BlockDevice("/dev/xvda", 20, "gp3", True),),
+    "AL2023": (BlockDevice("/dev/xvda", 20, "gp3", True),),
+    "Bottlerocket": (
+        BlockDevice("/dev/xvda", 4, "gp3", True),
+        BlockDevice("/dev/xvdb", 20, "gp3", True),
+    ),
+}
+"""Upstream's per-family defaults when the EC2NodeClass names no block devices (Custom
+has none: the AMI's own mappings apply)."""
+
+
+@frozen
+class MetadataOptions:
+    """Instance metadata service options (EC2NodeClass defaults are upstream's)."""
+
+    http_endpoint: str = "enabled"
+    http_protocol_ipv6: str = "disabled"
+    http_put_response_hop_limit: int = 1
+    http_tokens: str = "required"
+
+    def request(self) -> dict[str, Any]:
+        return {
+            "HttpEndpoint": self.http_endpoint,
+            "HttpProtocolIpv6": self.http_protocol_ipv6,
+            "HttpPutResponseHopLimit": self.http_put_response_hop_limit,
+            "HttpTokens": self.http_tokens,
+            "InstanceMetadataTags": "disabled",
+        }
+
+
+def metadata_options_from(mo: Any) -> MetadataOptions:
+    """:class:`MetadataOptions` from an EC2NodeClass's ``metadata_options`` (None: defaults)."""
+    if mo is None:
+        return MetadataOptions()
+    d = MetadataOptions()
+
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(mo, name, None)
+        return default if value is None else value
+
+    return MetadataOptions(
+        http_endpoint=str(pick("http_endpoint", d.http_endpoint)),
+        http_protocol_ipv6=str(pick("http_protocol_ipv6", d.http_protocol_ipv6)),
+        http_put_response_hop_limit=int(
+            pick("http_put_response_hop_limit", d.http_put_response_hop_limit)
+        ),
+        http_tokens=str(pick("http_tokens", d.http_tokens)),
+    )
+
+
+def _sorted_ids(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(value))
+
+
+def _tags(value: Mapping[str, str]) -> Mapping[str, str]:
+    return dict(sorted(value.items()))
+
+
+def ec2_tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    """EC2's ``[{Key, Value}]`` form, sorted by key."""
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+@frozen
+class LaunchTemplateSpec:
+    """Everything one launch template holds; its name is a hash of all of it."""
+
+    image_id: str
+    instance_profile: str
+    security_group_ids: tuple[str, ...] = field(converter=_sorted_ids)
+    user_data: str
+    capacity_type: str
+    tags: Mapping[str, str] = field(factory=dict, converter=_tags)
+    block_devices: tuple[BlockDevice, ...] = ()
+    metadata_options: MetadataOptions = field(factory=MetadataOptions)
+    associate_public_ip: bool | None = None
+    detailed_monitoring: bool = False
+    tenancy: str = "default"
+
+    def name(self) -> str:
+        """``karpenter.k8s.aws/<decimal 64-bit hash of the content>``."""
+        doc = json.dumps(asdict(self), sort_keys=True, default=str)
+        digest = int.from_bytes(hashlib.sha256(doc.encode()).digest()[:8], "big")
+        return f"{NAME_PREFIX}/{digest}"
+
+    def request(self) -> dict[str, Any]:
+        """The ``CreateLaunchTemplate`` arguments for this template."""
+        nic: dict[str, Any] = {"DeviceIndex": 0, "Groups": list(self.security_group_ids)}
+        if self.associate_public_ip is not None:
+            nic["AssociatePublicIpAddress"] = self.associate_public_ip
+        data_tags = [{"ResourceType": "network-interface", "Tags": ec2_tags(self.tags)}]
+        if self.capacity_type == "spot":
+            data_tags.append(
+                {"ResourceType": "spot-instances-request", "Tags": ec2_tags(self.tags)}
+            )
+        data: dict[str, Any] = {
+            "ImageId": self.image_id,
+            "IamInstanceProfile": {"Name": self.instance_profile},
+            "Monitoring": {"Enabled": self.detailed_monitoring},
+            "NetworkInterfaces": [nic],
+            "UserData": base64.b64encode(self.user_data.encode()).decode(),
+            "MetadataOptions": self.metadata_options.request(),
+            "TagSpecifications": data_tags,
+            "Placement": {"Tenancy": self.tenancy},
+        }
+        if self.block_devices:
+            data["BlockDeviceMappings"] = [b.request() for b in self.block_devices]
+        return {
+            "LaunchTemplateName": self.name(),
+            "LaunchTemplateData": data,
+            "TagSpecifications": [{"ResourceType": "launch-template", "Tags": ec2_tags(self.tags)}],
+        }
+
+
+@frozen
+class TemplateInputs:
+    """What the templates of one launch share; :meth:`spec` adds the per-group parts.
+
+    Instance types are grouped by (AMI, max pods) because both end up in the template
+    (image id, kubelet ``maxPods`` in the user data); the capacity type is in the user
+    data's labels and decides whether spot requests get tagged.
+    """
+
+    family: str
+    instance_profile: str
+    security_group_ids: tuple[str, ...] = field(converter=_sorted_ids)
+    user_data: UserDataOptions
+    tags: Mapping[str, str] = field(factory=dict, converter=_tags)
+    block_devices: tuple[BlockDevice, ...] = ()
+    metadata_options: MetadataOptions = field(factory=MetadataOptions)
+    associate_public_ip: bool | None = None
+    detailed_monitoring: bool = False
+    tenancy: str = "default"
+
+    def spec(self, image_id: str, max_pods: int | None, capacity_type: str) -> LaunchTemplateSpec:
+        """The template for ``image_id`` with kubelet ``max_pods`` (the user's own
+        ``maxPods`` wins) for ``capacity_type`` launches. Raises
+        :class:`~karpenter_aws.userdata.UserDataError` when the user data cannot be made."""
+        ud = self.user_data
+        labels = {**ud.labels, "karpenter.sh/capacity-type": capacity_type}
+        ud = evolve(
+            ud, labels=labels, max_pods=ud.max_pods if ud.max_pods is not None else max_pods
+        )
+        blocks = self.block_devices or DEFAULT_BLOCK_DEVICES.get(self.family, ())
+        return LaunchTemplateSpec(
+            image_id=image_id,
+            instance_profile=self.instance_profile,
+            security_group_ids=self.security_group_ids,
+            user_data=render(self.family, ud),
+            capacity_type=capacity_type,
+            tags=self.tags,
+            block_devices=blocks,
+            metadata_options=self.metadata_options,
+            associate_public_ip=self.associate_public_ip,
+            detailed_monitoring=self.detailed_monitoring,
+            tenancy=self.tenancy,
+        )
+
+
+def error_code(err: BaseException) -> str:
+    """The AWS error code of a botocore ``ClientError`` (``""`` otherwise)."""
+    if isinstance(err, ClientError):
+        return str(err.response.get("Error", {}).get("Code") or "")
+    return ""
+
+
+class LaunchTemplateProvider:
+    """Makes sure the launch templates a launch needs exist (see the module docstring)."""
+
+    def __init__(
+        self,
+        ec2: Any,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        ttl: float = CACHE_TTL_SECONDS,
+    ) -> None:
+        self._ec2 = ec2
+        self._monotonic = monotonic
+        self._ttl = ttl
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, spec: LaunchTemplateSpec) -> str:
+        """The name of an existing template with ``spec``'s content (created if missing).
+
+        Raises botocore's ``ClientError`` for anything but a missing template.
+        """
+        name = spec.name()
+        now = self._monotonic()
+        with self._lock:
+            if self._seen.get(name, -math.inf) > now:
+                self._seen[name] = now + self._ttl
+                return name
+        try:
+            out = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])
+            found = bool(out.get("LaunchTemplates"))
+        except ClientError as e:
+            if error_code(e) not in LT_NOT_FOUND_CODES:
+                raise
+            found = False
+        if not found:
+            try:
+                self._ec2.create_launch_template(**spec.request())
+                log.info("created launch template %s (image %s)", name, spec.image_id)
+            except ClientError as e:
+                if error_code(e) != _ALREADY_EXISTS:
+                    raise
+        with self._lock:
+            self._seen[name] = now + self._ttl
+        return name
+
+    def invalidate(self, name: str) -> None:
+        """Forget ``name`` (CreateFleet said it does not exist), so it is recreated."""
+        with self._lock:
+            self._seen.pop(name, None)
+
+    def delete_all(self, cluster_name: str, nodeclass_name: str) -> int:
+        """Delete every template this cluster made for ``nodeclass_name``; how many."""
+        paginator = self._ec2.get_paginator("describe_launch_templates")
+        filters = [
+            {"Name": f"tag:{EKS_CLUSTER_NAME_TAG}", "Values": [cluster_name]},
+            {"Name": f"tag:{LABEL_NODE_CLASS}", "Values": [nodeclass_name]},
+        ]
+        deleted = 0
+        for page in paginator.paginate(Filters=filters):
+            for lt in page.get("LaunchTemplates", []):
+                name = str(lt.get("LaunchTemplateName") or "")
+                try:
+                    self._ec2.delete_launch_template(LaunchTemplateName=name)
+                except ClientError as e:
+                    if error_code(e) not in LT_NOT_FOUND_CODES:
+                        raise
+                self.invalidate(name)
+                deleted += 1
+        return deleted
