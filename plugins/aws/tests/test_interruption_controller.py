@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from karpenter_aws.clients import AWSClients
-from karpenter_aws.interruption import INSTANCE_STATUS_NAME, NAME, InterruptionController, register
+from karpenter_aws.interruption import (
+    INSTANCE_STATUS_NAME,
+    NAME,
+    RETRY_CAP,
+    InterruptionController,
+    register,
+)
 from karpenter_aws.interruption import controller as ctl
 from karpenter_aws.interruption import messages as m
 from karpenter_aws.labels import LABEL_CAPACITY_RESERVATION_ID
@@ -545,3 +551,25 @@ def test_registered_controller_handles_messages_under_the_manager(clients: AWSCl
     assert env.queued() == 0
     assert manager.controller(NAME).errors == 0
     assert manager.controller(INSTANCE_STATUS_NAME).errors == 0
+
+
+def test_a_queue_created_after_start_is_found_within_the_retry_cap(clients: AWSClients) -> None:
+    env = Env(clients, create_queue=False)
+    manager = Manager(env.clock, env.server)
+    register(
+        manager,
+        env.ctx,
+        clients,
+        AWSSettings(cluster_name="test", interruption_queue=QUEUE),
+        env.unavailable,
+    )
+    manager.run_for(3 * RETRY_CAP)  # backed off to the cap by now
+    assert manager.controller(NAME).errors == 0  # retries are not reconcile errors
+
+    env.queue_url = env.sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+    env.nodeclaim("nc", "i-000000000000000c")
+    env.send(spot("i-000000000000000c"))
+    manager.run_for(RETRY_CAP + 1)
+
+    assert not env.exists("nc")
+    assert env.queued() == 0

@@ -24,11 +24,17 @@ from karpenter_aws.interruption.messages import KINDS, Message, ParseError, pars
 from karpenter_aws.settings import AWSSettings
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.workqueue import ItemExponentialFailureRateLimiter
+
+RETRY_CAP = 300.0
+"""Longest back-off between attempts of the queue controller after failures (a missing
+queue, a failed batch)."""
 
 __all__ = [
     "INSTANCE_STATUS_NAME",
     "KINDS",
     "NAME",
+    "RETRY_CAP",
     "InstanceStatusController",
     "InterruptionController",
     "Message",
@@ -57,4 +63,6 @@ def register(
         manager.add_singleton(
             NAME,
             InterruptionController(ctx, clients.sqs, settings.interruption_queue, unavailable),
+            # a queue created after start-up is found within minutes, not the default's 16
+            rate_limiter=ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=RETRY_CAP),
         )
