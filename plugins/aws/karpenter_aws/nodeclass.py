@@ -28,6 +28,13 @@ from karpenter_core.scheduling.requirements import Requirements
 
 __all__ = [
     "AMI_FAMILIES",
+    "AMI_FAMILY_AL2",
+    "AMI_FAMILY_AL2023",
+    "AMI_FAMILY_BOTTLEROCKET",
+    "AMI_FAMILY_CUSTOM",
+    "AMI_FAMILY_WINDOWS2019",
+    "AMI_FAMILY_WINDOWS2022",
+    "AMI_FAMILY_WINDOWS2025",
     "CONDITION_AMIS_READY",
     "CONDITION_INSTANCE_PROFILE_READY",
     "CONDITION_READY",
