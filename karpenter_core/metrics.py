@@ -176,6 +176,29 @@ def _summary(name: str, doc: str, labels: Sequence[str] = ()) -> Summary:
     return _track(Summary(name, doc, labelnames=tuple(labels), registry=REGISTRY))
 
 
+# --- for plugins ---------------------------------------------------------------------------
+# A plugin's own metrics (an interruption queue's, say) must live on the same registry as
+# the core's, so ``/metrics`` exposes them and ``reset()``/``snapshot()`` cover them in
+# tests. Define them once, at import time, with these.
+
+
+def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+    """A counter on Karpenter's registry, included in ``reset()`` and ``snapshot()``."""
+    return _counter(name, doc, labels)
+
+
+def gauge(name: str, doc: str, labels: Sequence[str] = ()) -> Gauge:
+    """A gauge on Karpenter's registry, included in ``reset()`` and ``snapshot()``."""
+    return _gauge(name, doc, labels)
+
+
+def histogram(
+    name: str, doc: str, labels: Sequence[str] = (), buckets: Sequence[float] = DURATION_BUCKETS
+) -> Histogram:
+    """A histogram on Karpenter's registry (default buckets: upstream's duration buckets)."""
+    return _histogram(name, doc, labels, buckets)
+
+
 _DISRUPTED_LABELS = (
     LABEL_REASON,
     LABEL_NODEPOOL,

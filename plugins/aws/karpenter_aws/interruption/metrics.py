@@ -18,20 +18,20 @@ __all__ = [
 
 _SUBSYSTEM = f"{metrics.NAMESPACE}_interruption"
 
-RECEIVED_MESSAGES = metrics._counter(
+RECEIVED_MESSAGES = metrics.counter(
     f"{_SUBSYSTEM}_received_messages",
     "Count of messages received from the SQS queue. Broken down by message type and "
     "whether the message was actionable.",
     ("message_type",),
 )
-DELETED_MESSAGES = metrics._counter(
+DELETED_MESSAGES = metrics.counter(
     f"{_SUBSYSTEM}_deleted_messages", "Count of messages deleted from the SQS queue."
 )
-MESSAGE_LATENCY = metrics._histogram(
+MESSAGE_LATENCY = metrics.histogram(
     f"{_SUBSYSTEM}_message_queue_duration_seconds",
     "Amount of time an interruption message is on the queue before it is processed by karpenter.",
 )
-INSTANCE_STATUS_UNHEALTHY = metrics._counter(
+INSTANCE_STATUS_UNHEALTHY = metrics.counter(
     f"{_SUBSYSTEM}_instance_status_unhealthy",
     "Count of unique unhealthy instance statuses detected from EC2 DescribeInstanceStatus. "
     "Broken down by status check category.",
