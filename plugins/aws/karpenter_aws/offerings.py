@@ -1,0 +1,128 @@
+"""Offerings of an EC2 instance type: every zone x capacity type, priced, ICE-aware.
+
+Upstream ``instancetype/offering/base_resolver.go``: a type gets one offering per zone in
+the region (not only the NodeClass's zones) and per capacity type it supports (on-demand,
+spot). An offering is *available* only when all of these hold:
+
+- the type is compatible with the NodeClass (``a1`` types cannot run AL2023);
+- it is not in the ICE cache (offering, capacity type, or all of the zone's subnets);
+- it has a price (on-demand, or spot in that zone);
+- its zone is one the NodeClass has subnets in and EC2 offers the type in.
+
+Unavailable offerings stay in the list so the scheduler can tell "no capacity" from
+"no such thing". Reserved (capacity-reservation) offerings are not built: moto has no
+capacity reservations and the NodeClass status does not resolve them yet.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from karpenter_aws import labels as aws_labels
+from karpenter_aws.unavailable import UnavailableOfferings
+from karpenter_core.apis import labels as core_labels
+from karpenter_core.cloudprovider.types import InstanceType, Offering, Offerings
+from karpenter_core.scheduling.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
+
+__all__ = ["PriceSource", "build_offerings", "compatible_with_ami_family"]
+
+
+class PriceSource(Protocol):
+    """Where offerings get their prices (:class:`karpenter_aws.pricing.PricingProvider`)."""
+
+    def on_demand(self, instance_type: str) -> float | None: ...
+    def spot(self, instance_type: str, zone: str) -> float | None: ...
+
+
+_RESERVATION_KEYS = (
+    aws_labels.LABEL_CAPACITY_RESERVATION_ID,
+    aws_labels.LABEL_CAPACITY_RESERVATION_TYPE,
+    aws_labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+)
+
+
+def compatible_with_ami_family(instance_type: str, ami_family: str) -> bool:
+    """False for combinations EC2 accepts but that cannot boot: AL2023 does not support the
+    first-generation Graviton ``a1`` types."""
+    return not (ami_family == "AL2023" and instance_type.startswith("a1."))
+
+
+@functools.lru_cache(maxsize=4096)
+def _in(key: str, value: str) -> Requirement:
+    # Requirements are immutable: offerings share them (11,000 offerings per listing).
+    return Requirement.new(key, IN, (value,))
+
+
+_NO_RESERVATION = tuple(Requirement.new(key, DOES_NOT_EXIST) for key in _RESERVATION_KEYS)
+
+
+def _offering_requirements(capacity_type: str, zone: str, zone_id: str | None) -> Requirements:
+    reqs = Requirements(
+        _in(core_labels.CAPACITY_TYPE_LABEL_KEY, capacity_type),
+        _in(core_labels.LABEL_TOPOLOGY_ZONE, zone),
+        *_NO_RESERVATION,
+    )
+    if zone_id:
+        reqs.add(_in(aws_labels.LABEL_TOPOLOGY_ZONE_ID, zone_id))
+    return reqs
+
+
+def build_offerings(
+    instance_type: InstanceType,
+    *,
+    all_zones: Iterable[str],
+    zone_ids: Mapping[str, str],
+    subnet_ids: Mapping[str, Sequence[str]],
+    pricing: PriceSource,
+    unavailable: UnavailableOfferings,
+    compatible: bool = True,
+    on_missing_price: Callable[[str, str], None] | None = None,
+) -> Offerings:
+    """The base offerings of ``instance_type`` (whose requirements give its zones and
+    capacity types).
+
+    ``all_zones`` are the region's zones; ``zone_ids`` and ``subnet_ids`` describe the
+    NodeClass's zones (an offering in a zone the NodeClass has no subnet in carries no
+    zone id and is unavailable). ``on_missing_price(type, capacity_type)`` is told about
+    each capacity type left without a price, so the caller can say so once.
+    """
+    name = instance_type.name
+    type_zones = instance_type.requirements.get(core_labels.LABEL_TOPOLOGY_ZONE)
+    capacity_types = sorted(
+        ct
+        for ct in instance_type.requirements.get(core_labels.CAPACITY_TYPE_LABEL_KEY).values
+        if ct != core_labels.CAPACITY_TYPE_RESERVED
+    )
+    missing: set[str] = set()
+    out: list[Offering] = []
+    for zone in sorted(all_zones):
+        zone_subnets = subnet_ids.get(zone, ())
+        for capacity_type in capacity_types:
+            price = (
+                pricing.on_demand(name)
+                if capacity_type == core_labels.CAPACITY_TYPE_ON_DEMAND
+                else pricing.spot(name, zone)
+            )
+            if price is None:
+                missing.add(capacity_type)
+            available = (
+                compatible
+                and price is not None
+                and type_zones.has(zone)
+                and not unavailable.is_unavailable(
+                    name, zone, capacity_type, subnet_ids=zone_subnets
+                )
+            )
+            out.append(
+                Offering(
+                    requirements=_offering_requirements(capacity_type, zone, zone_ids.get(zone)),
+                    price=price if price is not None else 0.0,
+                    available=available,
+                )
+            )
+    if on_missing_price is not None:
+        for capacity_type in sorted(missing):
+            on_missing_price(name, capacity_type)
+    return Offerings(out)
