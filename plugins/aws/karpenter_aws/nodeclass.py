@@ -904,6 +904,18 @@ class EC2NodeClass:
                 f"EC2NodeClass {self.name!r} status is for generation {observed}, "
                 f"spec is generation {self.generation}"
             )
+        # Ready only says which dependents are unhealthy; their own reasons say why.
+        failing = [
+            c
+            for t in READY_CONDITIONS
+            if (c := self.condition(t)) is not None and c.get("status") == "False"
+        ]
+        if cond.get("status") == "False" and failing:
+            return "; ".join(
+                f"{c.get('type')}: "
+                + (": ".join(str(p) for p in (c.get("reason"), c.get("message")) if p) or "False")
+                for c in failing
+            )
         reason = str(cond.get("reason") or "")
         message = str(cond.get("message") or "")
         return "; ".join(p for p in (reason, message) if p) or f"Ready is {cond.get('status')}"

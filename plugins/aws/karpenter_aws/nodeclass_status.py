@@ -170,10 +170,13 @@ class NodeClassStatusReconciler:
         *,
         kubernetes_version: str | Callable[[], str] | None = None,
         ssm_prefix: str = DEFAULT_SSM_PREFIX,
+        ca_bundle: str | None = None,
     ) -> None:
         """``kubernetes_version`` (``"1.31"``) picks the alias SSM parameters; by default it
-        is read from the API server's ``/version``, else from EKS ``DescribeCluster``.
-        ``ssm_prefix`` is where the public AMI parameters live (``/aws/service``)."""
+        is read from the API server's ``/version``, else from EKS ``DescribeCluster`` (and
+        kept for five minutes). ``ssm_prefix`` is where the public AMI parameters live
+        (``/aws/service``). ``ca_bundle`` enters the drift hash (default: the
+        ``cluster-ca-bundle`` setting); it must be the one launches hash with."""
         self.kube = kube
         self.clock = clock
         self.recorder = recorder
@@ -181,6 +184,8 @@ class NodeClassStatusReconciler:
         self.settings = settings
         self.ssm_prefix = ssm_prefix.rstrip("/")
         self._kubernetes_version = kubernetes_version
+        self._discovered_version: tuple[float, str] | None = None
+        self.ca_bundle = ca_bundle if ca_bundle is not None else settings.cluster_ca_bundle
         # (role, uid) -> profile created but maybe not yet in status (a failed status
         # write must not make the next reconcile create a second profile)
         self._created_profiles: dict[tuple[str, str], str] = {}
@@ -235,7 +240,7 @@ class NodeClassStatusReconciler:
         annotations = meta.get("annotations")
         old_version = annotations.get(HASH_VERSION_ANNOTATION) if annotations else None
         if nodeclass is not None:
-            digest = nodeclass.hash(self.settings.cluster_ca_bundle or None)
+            digest = nodeclass.hash(self.ca_bundle or None)
             if old_version != HASH_VERSION:
                 self._migrate_nodeclaim_hashes(nodeclass.name, digest)
             meta["annotations"] = {
@@ -441,6 +446,14 @@ class NodeClassStatusReconciler:
             return source()
         if source:
             return source
+        cached = self._discovered_version
+        if cached is not None and self.clock.monotonic() - cached[0] < DEFAULT_REQUEUE:
+            return cached[1]
+        version = self._discover_kubernetes_version()
+        self._discovered_version = (self.clock.monotonic(), version)
+        return version
+
+    def _discover_kubernetes_version(self) -> str:
         server_version = getattr(self.kube, "server_version", None)
         if callable(server_version):
             try:

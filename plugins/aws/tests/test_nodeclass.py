@@ -233,6 +233,34 @@ def test_ready_false_carries_the_reason() -> None:
     assert nc.ready_message() == "SubnetsNotFound; no subnets matched"
 
 
+def test_ready_message_names_the_failing_dependents() -> None:
+    obj = manifest()
+    obj["status"] = {
+        "conditions": [
+            {
+                "type": "SubnetsReady",
+                "status": "False",
+                "reason": "SubnetsNotFound",
+                "message": "SubnetSelector did not match any Subnets",
+                "observedGeneration": 2,
+            },
+            {"type": "AMIsReady", "status": "True", "reason": "AMIsReady", "observedGeneration": 2},
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "UnhealthyDependents",
+                "message": "SubnetsReady=False",
+                "observedGeneration": 2,
+            },
+        ]
+    }
+    nc = EC2NodeClass.from_dict(obj)
+    assert nc.ready() is False
+    assert nc.ready_message() == (
+        "SubnetsReady: SubnetsNotFound: SubnetSelector did not match any Subnets"
+    )
+
+
 def test_ready_is_unknown_for_an_older_generation_or_no_condition() -> None:
     assert _with_ready("True", 1).ready() is None
     assert "generation 1" in _with_ready("True", 1).ready_message()

@@ -109,13 +109,15 @@ class World:
 
 
 class Env:
-    def __init__(self, clients: AWSClients, **options: Any) -> None:
+    def __init__(
+        self, clients: AWSClients, settings: AWSSettings | None = None, **options: Any
+    ) -> None:
         self.clients = clients
         self.world = World(clients)
         self.clock = VirtualClock()
         self.server = InMemoryApiServer(self.clock)
         self.recorder = EventRecorder(self.clock)
-        self.settings = AWSSettings(cluster_name=CLUSTER)
+        self.settings = settings or AWSSettings(cluster_name=CLUSTER)
         options.setdefault("kubernetes_version", K8S)
         options.setdefault("ssm_prefix", PREFIX)
         self.reconciler = NodeClassStatusReconciler(
@@ -248,8 +250,7 @@ def test_finalizer_and_hash_annotations_are_added(env: Env) -> None:
 
 
 def test_hash_covers_the_cluster_ca_bundle(clients: AWSClients) -> None:
-    env = Env(clients)
-    env.reconciler.settings = AWSSettings(cluster_name=CLUSTER, cluster_ca_bundle="Q0E=")
+    env = Env(clients, AWSSettings(cluster_name=CLUSTER, cluster_ca_bundle="Q0E="))
     env.create()
     env.reconcile()
     obj = env.get()
@@ -447,9 +448,18 @@ def test_kubernetes_version_comes_from_eks_when_not_given(clients: AWSClients) -
         resourcesVpcConfig={"subnetIds": [env.world.small["SubnetId"]]},
     )
     put_param(clients, al2023_param("x86_64", "standard", k8s="1.30"), env.world.amd64)
+    calls: list[str] = []
+    clients.eks.meta.events.register(
+        "before-call.eks.DescribeCluster", lambda **_: calls.append("DescribeCluster")
+    )
     env.create(amiFamily=None, amiSelectorTerms=[{"alias": "al2023@latest"}])
     env.reconcile()
     assert [a["id"] for a in env.get()["status"]["amis"]] == [env.world.amd64]
+    env.reconcile()
+    assert len(calls) == 1  # the version is kept for a while
+    env.clock.advance(DEFAULT_REQUEUE)
+    env.reconcile()
+    assert len(calls) == 2
 
 
 # --- instance profiles -------------------------------------------------------------------
