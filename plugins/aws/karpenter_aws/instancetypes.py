@@ -37,6 +37,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+import attrs
 from attrs import field, frozen
 
 from karpenter_aws import labels as aws_labels
@@ -56,6 +57,7 @@ from karpenter_core.scheduling.requirements import DOES_NOT_EXIST, IN, Requireme
 __all__ = [
     "CATALOGUE_TTL",
     "DEFAULT_PODS",
+    "DISCOVERED_CAPACITY_TTL",
     "INSTANCE_TYPES_TTL",
     "MEMORY_AVAILABLE",
     "NODEFS_AVAILABLE",
@@ -103,12 +105,14 @@ DEFAULT_PODS = 110
 INSTANCE_STORE_POLICY_RAID0 = "RAID0"
 
 
-class InstanceTypeError(ValueError):
-    """An instance type cannot be built for a NodeClass (a bad kubelet value, say)."""
-
-
 class CatalogueError(RuntimeError):
     """EC2's catalogue could not be read, or a NodeClass has nothing to build types for."""
+
+
+class InstanceTypeError(CatalogueError, ValueError):
+    """An instance type cannot be built for a NodeClass (a bad kubelet value, say).
+
+    A :class:`CatalogueError` too: for callers, the NodeClass's types cannot be listed."""
 
 
 def _ephemeral_default_size(family: AMIFamily) -> int:
@@ -710,6 +714,8 @@ def build_instance_type(
 CATALOGUE_TTL = 12 * 60 * 60.0
 """Seconds before :meth:`InstanceTypeProvider.list` re-reads EC2's catalogue (upstream
 refreshes instance types and their zones every 12 h)."""
+DISCOVERED_CAPACITY_TTL = 60 * 24 * 60 * 60.0
+"""Seconds a node's observed memory capacity replaces the estimate (upstream: 60 days)."""
 INSTANCE_TYPES_TTL = 5 * 60.0
 """Seconds built types stay cached per NodeClass settings (upstream: 5 min)."""
 
@@ -728,6 +734,20 @@ def _kubelet_key(kubelet: KubeletLike) -> tuple[Any, ...]:
         tuple(sorted(kubelet.system_reserved.items())),
         tuple(sorted(kubelet.eviction_hard.items())),
     )
+
+
+def _ami_key(nodeclass: EC2NodeClass) -> tuple[str, ...]:
+    return tuple(sorted(a.id for a in nodeclass.amis))
+
+
+def _ami_for(nodeclass: EC2NodeClass, node_labels: Mapping[str, str]) -> str | None:
+    """The AMI the NodeClass launches a node with these labels from: the first (status
+    order) whose requirements the labels meet, as upstream's ``MapToInstanceTypes``."""
+    reqs = Requirements.from_labels(node_labels)
+    for ami in nodeclass.amis:
+        if reqs.is_compatible(ami.requirements, allow_undefined=core_labels.WELL_KNOWN_LABELS):
+            return ami.id
+    return None
 
 
 @frozen
@@ -785,6 +805,9 @@ class InstanceTypeProvider:
         self._built: dict[tuple[Any, ...], _Built] = {}
         self._offered: dict[tuple[Any, ...], _Offered] = {}
         self._missing_price_reported: set[tuple[str, str]] = set()
+        # (type, AMI ids) -> (observed memory in milli-bytes, when it expires)
+        self._discovered: dict[tuple[str, tuple[str, ...]], tuple[int, float]] = {}
+        self._discovered_version = 0
 
     # --- catalogue ---------------------------------------------------------------------
 
@@ -885,6 +908,37 @@ class InstanceTypeProvider:
                 return it
         return None
 
+    def update_capacity_from_node(
+        self,
+        nodeclass: EC2NodeClass,
+        node_labels: Mapping[str, str],
+        image_id: str,
+        memory: int,
+    ) -> bool:
+        """Remember the memory a registered node of a type really reports (milli-bytes).
+
+        The estimate (SizeInMiB less the VM overhead) is only that; once a node launched
+        from the AMI the NodeClass would pick for its type reports its capacity, that
+        figure replaces the estimate for the type and the NodeClass's AMIs, for
+        :data:`DISCOVERED_CAPACITY_TTL` (upstream: 60 days). Only lower figures are
+        kept, as upstream. Returns True when the remembered value changed.
+        """
+        name = node_labels.get(core_labels.LABEL_INSTANCE_TYPE, "")
+        if not name or memory <= 0 or _ami_for(nodeclass, node_labels) != image_id:
+            return False
+        key = (name, _ami_key(nodeclass))
+        now = self._clock.monotonic()
+        with self._lock:
+            known = self._discovered.get(key)
+            if known is not None and known[1] > now and known[0] <= memory:
+                if known[0] == memory:  # seen again: keep it for another TTL
+                    self._discovered[key] = (memory, now + DISCOVERED_CAPACITY_TTL)
+                return False
+            self._discovered[key] = (memory, now + DISCOVERED_CAPACITY_TTL)
+            self._discovered_version += 1
+        log.info("discovered memory capacity of %s: %d bytes", name, memory // 1000)
+        return True
+
     def _prune(self, now: float) -> None:
         """Forget entries past their TTL (NodeClasses that changed or went away)."""
         for k in [k for k, b in self._built.items() if now - b.at >= self._cache_ttl]:
@@ -895,6 +949,7 @@ class InstanceTypeProvider:
     def _key(self, nodeclass: EC2NodeClass, zone_ids: Mapping[str, str]) -> tuple[Any, ...]:
         return (
             self._generation,
+            self._discovered_version,
             tuple(sorted((z, zone_ids.get(z, "")) for z in nodeclass.zones())),
             tuple(sorted(sorted(s.id for s in nodeclass.subnets))),
             nodeclass.ami_family,
@@ -912,21 +967,25 @@ class InstanceTypeProvider:
         zone_ids: Mapping[str, str],
     ) -> tuple[InstanceType, ...]:
         out = []
+        amis = _ami_key(nodeclass)
+        now = self._clock.monotonic()
         for name in sorted(catalogue.infos):
-            out.append(
-                build_instance_type(
-                    catalogue.infos[name],
-                    region=catalogue.region,
-                    zones=zones,
-                    zone_ids=zone_ids,
-                    ami_family=nodeclass.ami_family,
-                    kubelet=nodeclass.kubelet,
-                    block_device_mappings=nodeclass.block_device_mappings,
-                    settings=self._settings,
-                    offering_zones=catalogue.zones_by_type.get(name, frozenset()),
-                    instance_store_policy=nodeclass.instance_store_policy,
-                )
+            it = build_instance_type(
+                catalogue.infos[name],
+                region=catalogue.region,
+                zones=zones,
+                zone_ids=zone_ids,
+                ami_family=nodeclass.ami_family,
+                kubelet=nodeclass.kubelet,
+                block_device_mappings=nodeclass.block_device_mappings,
+                settings=self._settings,
+                offering_zones=catalogue.zones_by_type.get(name, frozenset()),
+                instance_store_policy=nodeclass.instance_store_policy,
             )
+            discovered = self._discovered.get((name, amis))
+            if discovered is not None and discovered[1] > now:
+                it = attrs.evolve(it, capacity={**it.capacity, res.MEMORY: discovered[0]})
+            out.append(it)
         return tuple(out)
 
     def _with_offerings(

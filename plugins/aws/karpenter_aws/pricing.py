@@ -293,13 +293,18 @@ class PricingProvider:
             )
 
     def refresh(self) -> None:
-        """Refresh both; failures are logged (with the reason) rather than raised, so a
-        periodic loop can call this and carry on with the prices it has."""
+        """Refresh both, the second even when the first fails; each failure is logged
+        with its reason, then :class:`PricingError` names them all so a periodic caller
+        can retry sooner. The prices that could be refreshed are in use either way."""
+        failures = []
         for what, refresh in (("on-demand", self.refresh_on_demand), ("spot", self.refresh_spot)):
             try:
                 refresh()
             except PricingError as err:
                 log.warning("%s price refresh failed, keeping previous prices: %s", what, err)
+                failures.append(f"{what}: {err}")
+        if failures:
+            raise PricingError("; ".join(failures))
 
 
 def _collect_spot(

@@ -17,13 +17,14 @@ from karpenter_aws import labels as aws_labels
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.instancetypes import (
     CATALOGUE_TTL,
+    DISCOVERED_CAPACITY_TTL,
     Catalogue,
     CatalogueError,
     InstanceTypeError,
     InstanceTypeProvider,
     describe_catalogue,
 )
-from karpenter_aws.nodeclass import EC2NodeClass, KubeletConfiguration, SubnetStatus
+from karpenter_aws.nodeclass import AMIStatus, EC2NodeClass, KubeletConfiguration, SubnetStatus
 from karpenter_aws.pricing import PricingProvider
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.unavailable import UNAVAILABLE_OFFERINGS_TTL, UnavailableOfferings
@@ -31,6 +32,7 @@ from karpenter_aws.unavailable import UNAVAILABLE_OFFERINGS_TTL, UnavailableOffe
 from karpenter_core.apis import labels as core_labels
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 
 REGION = "us-west-2"
 PRICES = {"m5.large": 0.096, "m5.xlarge": 0.192, "c6g.large": 0.068, "a1.large": 0.051}
@@ -317,3 +319,61 @@ def test_no_catalogue_at_all_is_an_error(
             CatalogueError, match="describing instance types: UnauthorizedOperation"
         ):
             provider.list(NODECLASS)
+
+
+def test_kubelet_errors_are_catalogue_errors_for_callers() -> None:
+    assert issubclass(InstanceTypeError, CatalogueError)
+
+
+def test_get_returns_one_listed_type(provider: InstanceTypeProvider) -> None:
+    m5 = provider.get(NODECLASS, "m5.large")
+    assert m5 is not None and m5.name == "m5.large" and m5.offerings
+    assert provider.get(NODECLASS, "x9.nonexistent") is None
+
+
+def test_zone_ids_come_from_the_catalogue_when_subnets_lack_them(
+    provider: InstanceTypeProvider,
+) -> None:
+    bare = attrs.evolve(NODECLASS, subnets=(SubnetStatus(id="subnet-c", zone="us-west-2c"),))
+    m5 = by_name(provider.list(bare))["m5.large"]
+    assert m5.requirements.get(aws_labels.LABEL_TOPOLOGY_ZONE_ID).values == {"usw2-az3"}
+
+
+# --- discovered capacity -------------------------------------------------------------------------
+
+ARM_AMI = AMIStatus(
+    id="ami-arm",
+    requirements=Requirements(Requirement.new(core_labels.LABEL_ARCH, IN, ["arm64"])),
+)
+AMD_AMI = AMIStatus(
+    id="ami-amd",
+    requirements=Requirements(Requirement.new(core_labels.LABEL_ARCH, IN, ["amd64"])),
+)
+WITH_AMIS = attrs.evolve(NODECLASS, amis=(ARM_AMI, AMD_AMI))
+M5_NODE = {core_labels.LABEL_INSTANCE_TYPE: "m5.large", core_labels.LABEL_ARCH: "amd64"}
+MI = 1024 * 1024 * 1000
+
+
+def test_observed_node_memory_replaces_the_estimate(provider: InstanceTypeProvider) -> None:
+    assert by_name(provider.list(WITH_AMIS))["m5.large"].capacity["memory"] == 7577 * MI
+    assert provider.update_capacity_from_node(WITH_AMIS, M5_NODE, "ami-amd", 7400 * MI)
+    m5 = by_name(provider.list(WITH_AMIS))["m5.large"]
+    assert m5.capacity["memory"] == 7400 * MI
+    assert by_name(provider.list(WITH_AMIS))["m5.xlarge"].capacity["memory"] != 7400 * MI
+    # a higher figure later does not replace the lower one (upstream keeps the minimum)
+    assert not provider.update_capacity_from_node(WITH_AMIS, M5_NODE, "ami-amd", 7500 * MI)
+    assert by_name(provider.list(WITH_AMIS))["m5.large"].capacity["memory"] == 7400 * MI
+
+
+def test_observed_memory_from_another_ami_is_ignored(provider: InstanceTypeProvider) -> None:
+    # the NodeClass would launch m5.large (amd64) from ami-amd, so a node of ami-arm says nothing
+    assert not provider.update_capacity_from_node(WITH_AMIS, M5_NODE, "ami-arm", 7000 * MI)
+    assert by_name(provider.list(WITH_AMIS))["m5.large"].capacity["memory"] == 7577 * MI
+
+
+def test_observed_memory_expires_after_sixty_days(
+    provider: InstanceTypeProvider, clock: VirtualClock
+) -> None:
+    provider.update_capacity_from_node(WITH_AMIS, M5_NODE, "ami-amd", 7400 * MI)
+    clock.advance(DISCOVERED_CAPACITY_TTL)
+    assert by_name(provider.list(WITH_AMIS))["m5.large"].capacity["memory"] == 7577 * MI

@@ -220,15 +220,20 @@ def test_empty_pass_is_an_error(clients: AWSClients) -> None:
             pricing.refresh_on_demand()
 
 
-def test_refresh_logs_failures_instead_of_raising(
+def test_refresh_tries_both_logs_each_failure_and_raises_one_error(
     clients: AWSClients, caplog: pytest.LogCaptureFixture
 ) -> None:
     pricing = PricingProvider(clients, settings(), VirtualClock())
     with Stubber(clients.pricing) as pstub, Stubber(clients.ec2) as estub:
         pstub.add_client_error("get_products", "ThrottlingException", "slow down")
         estub.add_client_error("describe_spot_price_history", "RequestLimitExceeded", "slow")
-        with caplog.at_level(logging.WARNING, logger="karpenter.aws.pricing"):
+        with (
+            caplog.at_level(logging.WARNING, logger="karpenter.aws.pricing"),
+            pytest.raises(PricingError, match=r"on-demand: .*ThrottlingException.*; spot: "),
+        ):
             pricing.refresh()
+        pstub.assert_no_pending_responses()
+        estub.assert_no_pending_responses()
     assert "on-demand price refresh failed" in caplog.text and "ThrottlingException" in caplog.text
     assert "spot price refresh failed" in caplog.text and "RequestLimitExceeded" in caplog.text
 
