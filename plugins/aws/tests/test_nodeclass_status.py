@@ -11,6 +11,8 @@ the parameters under a custom prefix (``ssm_prefix``); one test pins the real
 from __future__ import annotations
 
 import json
+import urllib.request
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -178,6 +180,46 @@ class Env:
                 },
             }
         )
+
+
+_HOOKS: list[tuple[Any, str, Callable[..., Any]]] = []
+
+
+def hook(client: Any, event: str, handler: Callable[..., Any]) -> None:
+    """Register a botocore event handler for this test only (the clients are shared by
+    the module's tests, so ``clients`` unregisters these after each test)."""
+    client.meta.events.register(event, handler)
+    _HOOKS.append((client, event, handler))
+
+
+@pytest.fixture(scope="module")
+def module_clients(moto_endpoint: str) -> Iterator[AWSClients]:
+    """One set of boto3 clients for the module: creating seven clients costs more than
+    most of these tests."""
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in (
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_SESSION_TOKEN", "testing"),
+            ("AWS_DEFAULT_REGION", REGION),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ):
+            mp.setenv(k, v)
+        mp.delenv("AWS_PROFILE", raising=False)
+        yield AWSClients.create(REGION, endpoint_url=moto_endpoint)
+
+
+@pytest.fixture
+def clients(module_clients: AWSClients, moto_endpoint: str, aws_env: None) -> Iterator[AWSClients]:
+    """Fresh moto state (reset) and the module's clients; test hooks removed afterwards."""
+    req = urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
+    urllib.request.urlopen(req, timeout=10).close()
+    try:
+        yield module_clients
+    finally:
+        while _HOOKS:
+            client, event, handler = _HOOKS.pop()
+            client.meta.events.unregister(event, handler)
 
 
 @pytest.fixture
@@ -449,9 +491,7 @@ def test_kubernetes_version_comes_from_eks_when_not_given(clients: AWSClients) -
     )
     put_param(clients, al2023_param("x86_64", "standard", k8s="1.30"), env.world.amd64)
     calls: list[str] = []
-    clients.eks.meta.events.register(
-        "before-call.eks.DescribeCluster", lambda **_: calls.append("DescribeCluster")
-    )
+    hook(clients.eks, "before-call.eks.DescribeCluster", lambda **_: calls.append("call"))
     env.create(amiFamily=None, amiSelectorTerms=[{"alias": "al2023@latest"}])
     env.reconcile()
     assert [a["id"] for a in env.get()["status"]["amis"]] == [env.world.amd64]
@@ -517,8 +557,10 @@ def _fail(operation: str, code: str) -> Any:
 
 
 def test_aws_error_is_a_false_condition_and_a_warning_not_a_crash(env: Env) -> None:
-    env.clients.ec2.meta.events.register(
-        "before-call.ec2.DescribeSubnets", _fail("DescribeSubnets", "UnauthorizedOperation")
+    hook(
+        env.clients.ec2,
+        "before-call.ec2.DescribeSubnets",
+        _fail("DescribeSubnets", "UnauthorizedOperation"),
     )
     env.create()
     assert env.reconcile() == Result.after(SUBNET_REQUEUE)
@@ -532,8 +574,10 @@ def test_aws_error_is_a_false_condition_and_a_warning_not_a_crash(env: Env) -> N
 
 
 def test_ami_lookup_error_names_the_code(env: Env) -> None:
-    env.clients.ec2.meta.events.register(
-        "before-call.ec2.DescribeImages", _fail("DescribeImages", "RequestLimitExceeded")
+    hook(
+        env.clients.ec2,
+        "before-call.ec2.DescribeImages",
+        _fail("DescribeImages", "RequestLimitExceeded"),
     )
     env.create()
     env.reconcile()
@@ -643,8 +687,10 @@ def test_deletion_waits_for_nodeclaims_then_cleans_up(env: Env) -> None:
 def test_deletion_failure_keeps_the_finalizer(env: Env) -> None:
     env.create()
     env.reconcile()
-    env.clients.iam.meta.events.register(
-        "before-call.iam.ListInstanceProfiles", _fail("ListInstanceProfiles", "AccessDenied")
+    hook(
+        env.clients.iam,
+        "before-call.iam.ListInstanceProfiles",
+        _fail("ListInstanceProfiles", "AccessDenied"),
     )
     env.server.delete(NODECLASS_RESOURCE, "default")
     assert env.reconcile() == Result(requeue=True)
