@@ -221,17 +221,29 @@ def _error_text(err: Exception) -> str:
     return str(err) or type(err).__name__
 
 
-def describe_catalogue(clients: AWSClients) -> Catalogue:
-    """Read the region's instance types (hvm, x86_64/arm64), their zones and zone ids.
+def describe_catalogue(
+    clients: AWSClients, instance_types: Sequence[str] | None = None
+) -> Catalogue:
+    """Read the region's instance types (hvm, x86_64/arm64), their zones and zone ids;
+    only ``instance_types`` when given (a catalogue restricted to a known set).
 
     Raises :class:`CatalogueError` naming the call that failed.
     """
     ec2 = clients.ec2
     infos: dict[str, Mapping[str, Any]] = {}
     try:
-        pages = ec2.get_paginator("describe_instance_types").paginate(
-            Filters=_DESCRIBE_FILTERS, PaginationConfig={"PageSize": 100}
-        )
+        if instance_types is None:
+            pages = ec2.get_paginator("describe_instance_types").paginate(
+                Filters=_DESCRIBE_FILTERS, PaginationConfig={"PageSize": 100}
+            )
+        else:
+            names = sorted(set(instance_types))
+            pages = (  # EC2 takes at most 100 names per call
+                ec2.describe_instance_types(
+                    InstanceTypes=names[i : i + 100], Filters=_DESCRIBE_FILTERS
+                )
+                for i in range(0, len(names), 100)
+            )
         for page in pages:
             for info in page.get("InstanceTypes", []):
                 infos[info["InstanceType"]] = info
@@ -244,7 +256,10 @@ def describe_catalogue(clients: AWSClients) -> Catalogue:
         )
         for page in pages:
             for offering in page.get("InstanceTypeOfferings", []):
-                zones_by_type.setdefault(offering["InstanceType"], set()).add(offering["Location"])
+                if offering["InstanceType"] in infos:
+                    zones_by_type.setdefault(offering["InstanceType"], set()).add(
+                        offering["Location"]
+                    )
     except Exception as err:
         raise CatalogueError(f"describing instance type offerings: {_error_text(err)}") from err
     try:
