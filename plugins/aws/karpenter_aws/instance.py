@@ -33,7 +33,7 @@ from __future__ import annotations
 import builtins
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -348,6 +348,14 @@ class Override:
         }
 
 
+def _types_tuple(value: Iterable[InstanceType]) -> tuple[InstanceType, ...]:
+    return tuple(value)
+
+
+def _amis_tuple(value: Iterable[AMI]) -> tuple[AMI, ...]:
+    return tuple(value)
+
+
 @frozen
 class LaunchRequest:
     """Everything one launch needs, resolved by the caller (explicit, so it is testable
@@ -357,9 +365,9 @@ class LaunchRequest:
 
     nodeclaim_name: str
     requirements: Requirements
-    instance_types: tuple[InstanceType, ...] = field(converter=tuple)
+    instance_types: tuple[InstanceType, ...] = field(converter=_types_tuple)
     subnets: Mapping[str, str]
-    amis: tuple[AMI, ...] = field(converter=tuple)
+    amis: tuple[AMI, ...] = field(converter=_amis_tuple)
     template: TemplateInputs
     tags: Mapping[str, str]
     requests: Mapping[str, int] = field(factory=dict)

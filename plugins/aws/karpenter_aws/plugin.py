@@ -1,16 +1,23 @@
 """Hook implementations of karpenter-aws (entry point ``aws`` in group ``karpenter``).
 
-The AWS provider is a skeleton: it registers its NodeClass kind, well-known labels and
-settings so NodePools written for upstream Karpenter on AWS validate, but it cannot
-launch instances yet (``can_launch=False``).
+The provider launches EC2 instances through CreateFleet for NodeClaims whose NodePool
+names an EC2NodeClass; docs/aws.md describes setup, settings and IAM permissions.
 """
 
 from __future__ import annotations
 
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+
+import boto3  # type: ignore[import-untyped]
+
 from karpenter_aws.labels import EC2_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_aws.provider import NAME, AWSCloudProvider
+from karpenter_aws.settings import AWSSettings
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import hookimpl
+
+CRD_FILE = "karpenter.k8s.aws_ec2nodeclasses.yaml"
 
 SETTINGS = (
     ProviderSetting(
@@ -62,9 +69,30 @@ SETTINGS = (
 )
 
 
+def crds() -> tuple[Traversable, ...]:
+    """The EC2NodeClass CRD (package data), when the installed package ships it."""
+    crd = files("karpenter_aws") / "crds" / CRD_FILE
+    return (crd,) if crd.is_file() else ()
+
+
 def make_provider(context: ProviderContext) -> AWSCloudProvider:
-    """The spec's factory: this skeleton needs only its resolved settings."""
-    return AWSCloudProvider(context.settings)
+    """The spec's factory: typed settings, boto3 clients from the standard chain.
+
+    Raises ``ValueError`` (one line for ``karpenter serve``) for a bad setting, no region
+    or no credentials: every later call would fail with a less helpful botocore error.
+    """
+    from karpenter_aws.clients import AWSClients
+
+    settings = AWSSettings.from_mapping(context.settings)
+    session = boto3.session.Session()
+    clients = AWSClients.create(session=session)
+    if session.get_credentials() is None:
+        raise ValueError(
+            "no AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile "
+            "(AWS_PROFILE), web identity (IRSA / EKS Pod Identity) or run where instance "
+            "metadata provides a role"
+        )
+    return AWSCloudProvider(clients, settings, context.kube, context.clock, context.recorder)
 
 
 @hookimpl
@@ -77,7 +105,10 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
             settings=SETTINGS,
-            can_launch=False,
-            description="Amazon EC2 (EC2NodeClass); labels and settings only, launching not implemented yet",
+            can_launch=True,
+            crds=crds(),
+            description="Amazon EC2 (EC2NodeClass): launches instances with CreateFleet from "
+            "the instance types, subnets, security groups and AMIs an EC2NodeClass resolves; "
+            "spot and on-demand, drift, interruption via SQS",
         )
     ]

@@ -1,60 +1,596 @@
-"""A placeholder AWS CloudProvider: it exists so ``serve --cloud-provider aws`` fails with
-an honest message instead of "unknown provider", and so the plugin's labels and
-NodeClass kind are already registered for validation.
+"""The AWS CloudProvider: EC2 instances for NodeClaims, shaped by EC2NodeClasses.
 
-Every operation raises NotImplementedError until EC2 support (``CreateFleet``,
-``DescribeInstanceTypes``, pricing, interruption) is written.
+It wires the pieces together the way upstream's ``pkg/cloudprovider`` does:
+
+- ``create``: resolve the NodeClaim's EC2NodeClass (missing or terminating ⇒
+  ``InsufficientCapacityError``; ``Ready=False`` or a status older than the spec ⇒
+  ``NodeClassNotReadyError``; ``Ready`` unknown ⇒ ``CreateError("NodeClassReadinessUnknown")``),
+  list its instance types (:mod:`karpenter_aws.instancetypes`), and launch through
+  :class:`~karpenter_aws.instance.InstanceProvider` with the class's subnets (one per zone,
+  in status order: most free addresses first), security groups, AMIs, instance profile,
+  user data and tags. The returned NodeClaim carries the drift-hash annotations.
+- ``get``/``list``/``delete``: by provider id ``aws:///<zone>/<id>`` and by tags.
+- ``get_instance_types``: the NodePool's EC2NodeClass's types (``[]`` and an event when the
+  class is missing). Without a cluster (``karpenter instance-types``) a default view: every
+  zone of the region, AL2023.
+- ``is_drifted``: :mod:`karpenter_aws.drift`.
+- ``register_controllers``: the EC2NodeClass status controller, interruption handling and
+  a catalogue/price refresh every 12 hours.
+
+The cluster endpoint, CA bundle and service CIDR the user data needs come from the
+settings, else from ``eks:DescribeCluster`` (once, retried until it succeeds); the cluster
+DNS address from the ``kube-system/kube-dns`` Service when a cluster client is given.
 """
 
 from __future__ import annotations
 
+import builtins
+import logging
+import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+import attrs
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+
+from karpenter_aws import drift
+from karpenter_aws.clients import AWSClients
+from karpenter_aws.instance import (
+    AMI,
+    NODECLAIM_TAG,
+    NODECLASS_TAG,
+    Instance,
+    InstanceProvider,
+    LaunchRequest,
+    TagError,
+    instance_to_nodeclaim,
+    launch_tags,
+    parse_instance_id,
+)
 from karpenter_aws.labels import EC2_NODE_CLASS
+from karpenter_aws.launchtemplate import (
+    TemplateInputs,
+    block_device_from,
+    metadata_options_from,
+)
+from karpenter_aws.nodeclass import (
+    HASH_ANNOTATION,
+    HASH_VERSION,
+    HASH_VERSION_ANNOTATION,
+    EC2NodeClass,
+    NodeClassError,
+    SubnetStatus,
+    get_nodeclass,
+)
+from karpenter_aws.settings import AWSSettings
+from karpenter_aws.unavailable import UnavailableOfferings
+from karpenter_aws.userdata import Taint, UserDataOptions
+from karpenter_core.apis import labels as wk
+from karpenter_core.apis import resources as res
+from karpenter_core.apis.v1 import NodeClaim, NodePool
+from karpenter_core.cloudprovider.errors import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
+from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.kube.client import ApiError, NotFound
+from karpenter_core.runtime.clock import WallClock
+from karpenter_core.runtime.reconciler import Result
+from karpenter_core.scheduling.requirements import Requirements
 
 if TYPE_CHECKING:
-    from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
+    from karpenter_core.kube.client import KubeClient
+    from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.events import EventRecorder
+
+__all__ = ["NAME", "REPAIR_POLICIES", "AWSCloudProvider", "CatalogueUnavailableError"]
+
+log = logging.getLogger("karpenter.aws")
 
 NAME = "aws"
+UNREGISTERED_TAINT = Taint(wk.UNREGISTERED_TAINT_KEY, "NoExecute")
+REFRESH_INTERVAL = 12 * 3600.0
+REFRESH_RETRY = 300.0
+DEFAULT_FAMILY = "AL2023"
+
+REPAIR_POLICIES: tuple[RepairPolicy, ...] = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
+    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
+    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
+    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
+    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
+)
+"""Upstream's node conditions that make an AWS node eligible for repair (spec §1.6)."""
+
+
+class CatalogueUnavailableError(ValueError):
+    """The instance-type catalogue could not be read from EC2 (reachability, permissions).
+
+    A ValueError so the CLI reports it in one line."""
+
+
+class ClusterRequiredError(RuntimeError):
+    """A call that needs the cluster (the EC2NodeClass) on a provider built without one."""
 
 
 class AWSCloudProvider:
-    """Holds its settings and refuses every call; see the module docstring."""
+    """EC2 for Karpenter; see the module docstring."""
 
-    def __init__(self, settings: Mapping[str, str]) -> None:
-        self.settings = dict(settings)
+    def __init__(
+        self,
+        clients: AWSClients,
+        settings: AWSSettings,
+        kube: KubeClient | None = None,
+        clock: Clock | None = None,
+        recorder: EventRecorder | None = None,
+        *,
+        unavailable: UnavailableOfferings | None = None,
+        pricing: Any = None,
+        instance_types: Any = None,
+        instances: InstanceProvider | None = None,
+    ) -> None:
+        self.clients = clients
+        self.settings = settings
+        self.kube = kube
+        self.clock: Clock = clock or WallClock()
+        self.recorder = recorder
+        self.unavailable = unavailable or UnavailableOfferings(self.clock)
+        if pricing is None:
+            from karpenter_aws.pricing import PricingProvider
+
+            pricing = PricingProvider(clients, settings, self.clock)
+        self.pricing = pricing
+        if instance_types is None:
+            from karpenter_aws.instancetypes import InstanceTypeProvider
+
+            instance_types = InstanceTypeProvider(
+                clients, settings, self.pricing, self.unavailable, self.clock
+            )
+        self.instance_types = instance_types
+        self.instances = instances or InstanceProvider(
+            clients.ec2, settings.cluster_name, self.unavailable, wall=self.clock.now
+        )
+        self._lock = threading.Lock()
+        self._cluster: dict[str, str] | None = None
+        self._cluster_dns: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
         return NAME
 
-    def _unsupported(self, operation: str) -> NoReturn:
-        raise NotImplementedError(
-            f"the {NAME} cloud provider cannot launch yet: {operation}() is not implemented "
-            f"(karpenter-aws is a catalogue-only skeleton)"
+    # ------------------------------------------------------------------ launching
+
+    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch an EC2 instance for ``nodeclaim`` (see the module docstring)."""
+        nc = _as_nodeclaim(nodeclaim)
+        nodeclass = self._launch_nodeclass(nc)
+        nodepool = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY, "")
+        try:
+            tags = launch_tags(self.settings.cluster_name, nodeclass.name, nodeclass.tags, nodepool)
+        except TagError as e:
+            raise NodeClassNotReadyError(e) from e
+        try:
+            types = list(self.instance_types.list(nodeclass))
+        except Exception as e:
+            raise CreateError(
+                f"resolving instance types, {e}",
+                "InstanceTypeResolutionFailed",
+                "Error resolving instance types",
+            ) from e
+        request = self._launch_request(nc, nodeclass, types, tags)
+        instance = self.instances.create(request)
+        it = next((t for t in types if t.name == instance.instance_type), None)
+        out = self._to_nodeclaim(instance, it, nodeclass)
+        annotations = {
+            **out.metadata.annotations,
+            HASH_ANNOTATION: self._hash(nodeclass),
+            HASH_VERSION_ANNOTATION: HASH_VERSION,
+        }
+        return attrs.evolve(out, metadata=attrs.evolve(out.metadata, annotations=annotations))
+
+    def _launch_nodeclass(self, nc: NodeClaim) -> EC2NodeClass:
+        kube = self._require_kube("create")
+        ref = nc.spec.node_class_ref
+        name = ref.name if ref is not None else ""
+        try:
+            nodeclass = get_nodeclass(kube, name) if name else None
+        except NodeClassError as e:
+            raise NodeClassNotReadyError(e) from e
+        if nodeclass is None or nodeclass.deletion_timestamp:
+            why = "is terminating" if nodeclass is not None else "not found"
+            if self.recorder is not None:
+                self.recorder.warning(
+                    nc.to_dict(),
+                    "FailedResolveNodeClass",
+                    f"Failed resolving NodeClass: {EC2_NODE_CLASS.kind} {name!r} {why}",
+                )
+            raise InsufficientCapacityError(
+                f"resolving nodeclass, {EC2_NODE_CLASS.kind} {name!r} {why}"
+            )
+        cond = nodeclass.condition("Ready")
+        ready = nodeclass.ready()
+        if ready is False:
+            raise NodeClassNotReadyError(nodeclass.ready_message())
+        if ready is None:
+            observed = cond.get("observedGeneration") if cond is not None else None
+            if cond is not None and observed is not None and observed != nodeclass.generation:
+                raise NodeClassNotReadyError(
+                    "nodeclass status has not been reconciled against the latest spec"
+                )
+            raise CreateError(
+                "resolving nodeclass readiness, nodeclass is in Ready=Unknown, "
+                f"{nodeclass.ready_message()}",
+                "NodeClassReadinessUnknown",
+                "NodeClass is in Ready=Unknown",
+            )
+        return nodeclass
+
+    def _launch_request(
+        self,
+        nc: NodeClaim,
+        nodeclass: EC2NodeClass,
+        types: Sequence[InstanceType],
+        tags: Mapping[str, str],
+    ) -> LaunchRequest:
+        if not nodeclass.security_groups:
+            raise NodeClassNotReadyError("no security groups are present in the status")
+        if not nodeclass.instance_profile_name:
+            raise NodeClassNotReadyError("no instance profile is present in the status")
+        try:
+            reqs = Requirements.from_node_selector_requirements(nc.spec.requirements)
+            requests = res.parse_resource_list(
+                nc.spec.resources.requests if nc.spec.resources is not None else None
+            )
+        except ValueError as e:
+            raise CreateError(f"nodeclaim {nc.name!r}: {e}", "InvalidNodeClaim", str(e)) from e
+        cluster = self._cluster_info()
+        kubelet = nodeclass.kubelet
+        taints = [UNREGISTERED_TAINT]
+        for t in (*nc.spec.taints, *nc.spec.startup_taints):
+            taints.append(Taint(t.key, t.effect, t.value or ""))
+        user_data = UserDataOptions(
+            cluster_name=self.settings.cluster_name,
+            cluster_endpoint=cluster["endpoint"],
+            ca_bundle=cluster["ca"],
+            cluster_cidr=cluster["cidr"],
+            cluster_dns=kubelet.cluster_dns or self._kube_dns(),
+            max_pods=kubelet.max_pods,
+            pods_per_core=kubelet.pods_per_core,
+            kube_reserved=kubelet.kube_reserved,
+            system_reserved=kubelet.system_reserved,
+            eviction_hard=kubelet.eviction_hard,
+            labels={
+                **nc.metadata.labels,
+                EC2_NODE_CLASS.label_key: nodeclass.name,
+            },
+            taints=tuple(taints),
+            custom_user_data=nodeclass.user_data,
+            instance_store_policy=nodeclass.instance_store_policy,
+        )
+        template = TemplateInputs(
+            family=nodeclass.ami_family,
+            instance_profile=nodeclass.instance_profile_name,
+            security_group_ids=tuple(sg.id for sg in nodeclass.security_groups),
+            user_data=user_data,
+            tags=tags,
+            block_devices=tuple(block_device_from(b) for b in nodeclass.block_device_mappings),
+            metadata_options=metadata_options_from(nodeclass.metadata_options),
+            associate_public_ip=nodeclass.associate_public_ip,
+            detailed_monitoring=nodeclass.detailed_monitoring,
+        )
+        return LaunchRequest(
+            nodeclaim_name=nc.name or "",
+            requirements=reqs,
+            instance_types=types,
+            subnets=_subnet_per_zone(nodeclass.subnets),
+            amis=_amis(nodeclass),
+            template=template,
+            tags={**tags, NODECLAIM_TAG: nc.name or ""},
+            requests=requests,
+            context=nodeclass.context,
         )
 
-    def create(self, nodeclaim: object) -> NoReturn:
-        self._unsupported("create")
+    def _cluster_info(self) -> dict[str, str]:
+        """Endpoint, CA bundle and service CIDR: settings first, then DescribeCluster."""
+        with self._lock:
+            if self._cluster is not None:
+                return self._cluster
+        info = {
+            "endpoint": self.settings.cluster_endpoint,
+            "ca": self.settings.cluster_ca_bundle,
+            "cidr": "",
+        }
+        try:
+            cluster = self.clients.eks.describe_cluster(name=self.settings.cluster_name)["cluster"]
+        except (ClientError, BotoCoreError) as e:
+            if not info["endpoint"]:
+                raise CreateError(
+                    f"no cluster endpoint: set cluster-endpoint (CLUSTER_ENDPOINT) or allow "
+                    f"eks:DescribeCluster on {self.settings.cluster_name!r}: {e}",
+                    "ClusterEndpointUnknown",
+                    "the cluster endpoint is neither set nor discoverable",
+                ) from e
+            log.warning("eks:DescribeCluster failed (%s); launching without the service CIDR", e)
+            cluster = {}
+        info["endpoint"] = info["endpoint"] or str(cluster.get("endpoint") or "")
+        info["ca"] = info["ca"] or str(
+            (cluster.get("certificateAuthority") or {}).get("data") or ""
+        )
+        network = cluster.get("kubernetesNetworkConfig") or {}
+        info["cidr"] = str(network.get("serviceIpv4Cidr") or network.get("serviceIpv6Cidr") or "")
+        if not info["endpoint"]:
+            raise CreateError(
+                f"eks:DescribeCluster returned no endpoint for {self.settings.cluster_name!r}",
+                "ClusterEndpointUnknown",
+                "the cluster endpoint is neither set nor discoverable",
+            )
+        if cluster:
+            with self._lock:
+                self._cluster = info
+        return info
 
-    def delete(self, nodeclaim: object) -> NoReturn:
-        self._unsupported("delete")
+    def _kube_dns(self) -> tuple[str, ...]:
+        if self._cluster_dns is not None or self.kube is None:
+            return self._cluster_dns or ()
+        try:
+            svc = self.kube.get("services", "kube-dns", "kube-system")
+            ip = str((svc.get("spec") or {}).get("clusterIP") or "")
+            self._cluster_dns = (ip,) if ip and ip != "None" else ()
+        except (ApiError, LookupError) as e:
+            log.info("no kube-system/kube-dns Service (%s): nodes use the AMI's cluster DNS", e)
+            self._cluster_dns = ()
+        return self._cluster_dns
 
-    def get(self, provider_id: str) -> NoReturn:
-        self._unsupported("get")
+    def _hash(self, nodeclass: EC2NodeClass) -> str:
+        return nodeclass.hash(self.settings.cluster_ca_bundle or None)
 
-    def list(self) -> NoReturn:
-        self._unsupported("list")
+    # ------------------------------------------------------------------ instances
 
-    def get_instance_types(self, nodepool: object) -> NoReturn:
-        self._unsupported("get_instance_types")
+    def delete(self, nodeclaim: NodeClaim) -> None:
+        """Terminate the NodeClaim's instance; NodeClaimNotFoundError once it is gone."""
+        nc = _as_nodeclaim(nodeclaim)
+        provider_id = nc.status.provider_id if nc.status is not None else None
+        try:
+            instance_id = parse_instance_id(provider_id or "")
+        except ValueError as e:
+            raise NodeClaimNotFoundError(e) from e
+        self.instances.delete(instance_id)
 
-    def is_drifted(self, nodeclaim: object) -> DriftReason:
-        self._unsupported("is_drifted")
+    def get(self, provider_id: str) -> NodeClaim:
+        """The NodeClaim view of the live instance ``provider_id``."""
+        try:
+            instance_id = parse_instance_id(provider_id)
+        except ValueError as e:
+            raise NodeClaimNotFoundError(e) from e
+        instance = self.instances.get(instance_id)
+        nodeclass = self._nodeclass_of(instance)
+        return self._to_nodeclaim(instance, self._type_of(instance, nodeclass, {}), nodeclass)
+
+    def list(self) -> builtins.list[NodeClaim]:
+        """Every live instance this cluster's Karpenter launched, as NodeClaims."""
+        out: builtins.list[NodeClaim] = []
+        nodeclasses: dict[str, EC2NodeClass | None] = {}
+        types: dict[str, Sequence[InstanceType]] = {}
+        for instance in self.instances.list():
+            name = instance.tags.get(NODECLASS_TAG, "")
+            if name not in nodeclasses:
+                nodeclasses[name] = self._nodeclass_of(instance)
+            nodeclass = nodeclasses[name]
+            out.append(
+                self._to_nodeclaim(instance, self._type_of(instance, nodeclass, types), nodeclass)
+            )
+        return out
+
+    def _nodeclass_of(self, instance: Instance) -> EC2NodeClass | None:
+        name = instance.tags.get(NODECLASS_TAG)
+        if not name or self.kube is None:
+            return None
+        try:
+            return get_nodeclass(self.kube, name)
+        except (NodeClassError, ApiError) as e:
+            log.warning(
+                "instance %s: cannot read its %s %r: %s", instance.id, EC2_NODE_CLASS.kind, name, e
+            )
+            return None
+
+    def _type_of(
+        self,
+        instance: Instance,
+        nodeclass: EC2NodeClass | None,
+        cache: dict[str, Sequence[InstanceType]],
+    ) -> InstanceType | None:
+        if nodeclass is None:
+            return None
+        if nodeclass.name not in cache:
+            try:
+                cache[nodeclass.name] = list(self.instance_types.list(nodeclass))
+            except Exception as e:
+                log.warning("instance types of %s %r: %s", EC2_NODE_CLASS.kind, nodeclass.name, e)
+                cache[nodeclass.name] = []
+        return next((t for t in cache[nodeclass.name] if t.name == instance.instance_type), None)
+
+    def _to_nodeclaim(
+        self, instance: Instance, it: InstanceType | None, nodeclass: EC2NodeClass | None
+    ) -> NodeClaim:
+        zone_id = ""
+        if nodeclass is not None:
+            zone_id = next((s.zone_id for s in nodeclass.subnets if s.zone == instance.zone), "")
+        return instance_to_nodeclaim(instance, it, now=self.clock.now(), zone_id=zone_id)
+
+    # ------------------------------------------------------------------ catalogue
+
+    def get_instance_types(self, nodepool: NodePool | None) -> builtins.list[InstanceType]:
+        """The NodePool's EC2NodeClass's types; without a cluster, the default view."""
+        if self.kube is None or nodepool is None:
+            return self._listed(self._default_nodeclass())
+        ref = nodepool.spec.template.spec.node_class_ref
+        if ref is None or not ref.name:
+            return []
+        try:
+            nodeclass = get_nodeclass(self.kube, ref.name)
+        except NodeClassError as e:
+            log.warning("nodepool %s: %s", nodepool.name, e)
+            return []
+        if nodeclass is None or nodeclass.deletion_timestamp:
+            if self.recorder is not None:
+                self.recorder.warning(
+                    nodepool.to_dict(),
+                    "FailedResolveNodeClass",
+                    f"Failed resolving NodeClass: {EC2_NODE_CLASS.kind} {ref.name!r} not found",
+                )
+            return []
+        return self._listed(nodeclass)
+
+    def _listed(self, nodeclass: EC2NodeClass) -> builtins.list[InstanceType]:
+        try:
+            return list(self.instance_types.list(nodeclass))
+        except (ClientError, BotoCoreError, RuntimeError) as e:
+            raise CatalogueUnavailableError(f"aws: cannot list instance types: {e}") from e
+
+    def _default_nodeclass(self) -> EC2NodeClass:
+        """A stand-in EC2NodeClass for listing without a cluster: every zone, AL2023."""
+        try:
+            zones = self.clients.ec2.describe_availability_zones()["AvailabilityZones"]
+        except (ClientError, BotoCoreError) as e:
+            raise CatalogueUnavailableError(f"aws: cannot list availability zones: {e}") from e
+        subnets = tuple(
+            SubnetStatus(id="", zone=str(z.get("ZoneName")), zone_id=str(z.get("ZoneId") or ""))
+            for z in zones
+            if z.get("ZoneType", "availability-zone") == "availability-zone"
+        )
+        return EC2NodeClass(name="", ami_family=DEFAULT_FAMILY, subnets=subnets)
+
+    # ------------------------------------------------------------------ drift / repair
+
+    def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason:
+        """Upstream's drift checks (:mod:`karpenter_aws.drift`), first hit wins."""
+        nc = _as_nodeclaim(nodeclaim)
+        pool_name = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY)
+        if not pool_name or self.kube is None:
+            return ""
+        try:
+            nodepool = NodePool.from_dict(self.kube.get("nodepools", pool_name))
+        except NotFound:
+            return ""
+        ref = nodepool.spec.template.spec.node_class_ref
+        if ref is None or not ref.name:
+            return ""
+        try:
+            nodeclass = get_nodeclass(self.kube, ref.name)
+        except NodeClassError as e:
+            log.warning("drift of %s: %s", nc.name, e)
+            return ""
+        if nodeclass is None or nodeclass.deletion_timestamp:
+            return ""
+        static = drift.static_drift(
+            nc.metadata.annotations,
+            self._hash(nodeclass),
+            HASH_VERSION,
+            hash_key=HASH_ANNOTATION,
+            version_key=HASH_VERSION_ANNOTATION,
+        )
+        if static:
+            return static
+        type_name = nc.metadata.labels.get(wk.LABEL_INSTANCE_TYPE, "")
+        it = next((t for t in self.get_instance_types(nodepool) if t.name == type_name), None)
+        image = (nc.status.image_id if nc.status is not None else None) or ""
+        ami = drift.ami_drift(image, it, [(a.id, a.requirements) for a in nodeclass.amis])
+        if ami:
+            return ami
+        try:
+            instance = self.instances.get(parse_instance_id(_provider_id(nc)))
+        except (ValueError, NodeClaimNotFoundError) as e:
+            log.debug("drift of %s: no instance (%s)", nc.name, e)
+            return ""
+        return drift.first_drift(
+            drift.security_group_drift(
+                instance.security_group_ids, (sg.id for sg in nodeclass.security_groups)
+            ),
+            drift.subnet_drift(instance.subnet_id, (s.id for s in nodeclass.subnets)),
+        )
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        self._unsupported("repair_policies")
+        return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         return (EC2_NODE_CLASS,)
+
+    # ------------------------------------------------------------------ controllers
+
+    def register_controllers(self, manager: Any, ctx: Any) -> None:
+        """The EC2NodeClass status controller, interruption handling (when the plugin has
+        it) and the catalogue/price refresh."""
+        from karpenter_aws import nodeclass_status
+
+        nodeclass_status.register(manager, ctx, self.clients, self.settings)
+        try:
+            from karpenter_aws import interruption
+        except ImportError:
+            interruption = None  # type: ignore[assignment]
+        if interruption is not None and callable(getattr(interruption, "register", None)):
+            interruption.register(manager, ctx, self.clients, self.settings, self.unavailable)
+        manager.add_singleton("aws.catalogue.refresh", _Refresh(self.pricing, self.instance_types))
+
+    def _require_kube(self, operation: str) -> KubeClient:
+        if self.kube is None:
+            raise ClusterRequiredError(
+                f"the {NAME} cloud provider needs a cluster client for {operation}(): it was "
+                "built without one; only the instance-type catalogue is available"
+            )
+        return self.kube
+
+
+class _Refresh:
+    """Refreshes prices and the instance-type catalogue every 12 hours (5 minutes after
+    a failure)."""
+
+    def __init__(self, pricing: Any, instance_types: Any) -> None:
+        self._pricing = pricing
+        self._instance_types = instance_types
+
+    def reconcile(self) -> Result:
+        ok = True
+        for what, target in (("prices", self._pricing), ("instance types", self._instance_types)):
+            refresh = getattr(target, "refresh", None)
+            if not callable(refresh):
+                continue
+            try:
+                refresh()
+            except Exception as e:
+                ok = False
+                log.error("refreshing %s failed: %s", what, e)
+        return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
+
+
+def _subnet_per_zone(subnets: Sequence[SubnetStatus]) -> dict[str, str]:
+    """The first subnet of each zone, in status order (most free addresses first)."""
+    out: dict[str, str] = {}
+    for s in subnets:
+        if s.zone and s.id:
+            out.setdefault(s.zone, s.id)
+    return out
+
+
+def _amis(nodeclass: EC2NodeClass) -> builtins.list[AMI]:
+    """Status AMIs, non-deprecated first (a deprecated AMI is used only when nothing else
+    suits a type, as upstream)."""
+    ordered = sorted(nodeclass.amis, key=lambda a: bool(a.deprecated))
+    return [AMI(a.id, a.requirements) for a in ordered]
+
+
+def _provider_id(nc: NodeClaim) -> str:
+    return (nc.status.provider_id if nc.status is not None else None) or ""
+
+
+def _as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
+    if isinstance(nodeclaim, NodeClaim):
+        return nodeclaim
+    if isinstance(nodeclaim, Mapping):
+        return NodeClaim.from_dict(nodeclaim)
+    raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")

@@ -1,15 +1,19 @@
-"""karpenter-aws: an honest skeleton — registered, labelled, and unable to launch."""
+"""karpenter-aws's registration: a launching provider with its labels, settings and CRD, and
+a factory that refuses to start without what every AWS call needs."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from karpenter_aws import plugin
 from karpenter_aws.labels import GROUP
+from karpenter_aws.provider import AWSCloudProvider
 
 from karpenter_core.apis import labels
-from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind, RepairPolicy
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import (
     PluginError,
@@ -36,11 +40,22 @@ def _spec() -> CloudProviderSpec:
     return spec
 
 
-def test_spec_declares_ec2nodeclass_and_cannot_launch() -> None:
+def test_spec_declares_ec2nodeclass_and_can_launch() -> None:
     spec = _spec()
     assert spec.name == "aws"
-    assert spec.can_launch is False
+    assert spec.can_launch is True
     assert spec.node_classes == (NodeClassKind("karpenter.k8s.aws", "EC2NodeClass", "v1"),)
+    assert "CreateFleet" in spec.description
+
+
+def test_spec_ships_the_ec2nodeclass_crd_when_packaged() -> None:
+    crd = plugin.files("karpenter_aws") / "crds" / plugin.CRD_FILE
+    if not crd.is_file():
+        assert _spec().crds == ()
+        return
+    [shipped] = _spec().crds
+    assert shipped.name == plugin.CRD_FILE
+    assert "name: ec2nodeclasses.karpenter.k8s.aws" in shipped.read_text()
 
 
 @pytest.mark.parametrize(
@@ -68,7 +83,7 @@ def test_entry_point_is_installed_and_loads() -> None:
     assert "aws" in cloud_providers(pm)
 
 
-def test_selecting_makes_aws_keys_selectable_but_domain_restricted() -> None:
+def test_selecting_makes_aws_keys_selectable_but_domain_restricted(aws_env: None) -> None:
     get_cloud_provider("aws", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
     assert labels.is_restricted_label("karpenter.k8s.aws/instance-family") is False
     assert labels.is_restricted_label("karpenter.k8s.aws/made-up") is True
@@ -80,33 +95,65 @@ def test_cluster_name_is_a_required_setting() -> None:
         get_cloud_provider("aws", {}, pm)
 
 
-@pytest.mark.parametrize(
-    ("method", "args"),
-    [
-        ("create", (object(),)),
-        ("delete", (object(),)),
-        ("get", ("aws:///us-east-1a/i-0123",)),
-        ("list", ()),
-        ("get_instance_types", (None,)),
-        ("is_drifted", (object(),)),
-        ("repair_policies", ()),
-    ],
-)
-def test_provider_refuses_every_operation(method: str, args: tuple[object, ...]) -> None:
-    provider = get_cloud_provider("aws", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
-    with pytest.raises(NotImplementedError, match="aws cloud provider cannot launch yet"):
-        getattr(provider, method)(*args)
-
-
-def test_provider_reports_its_name_and_node_class() -> None:
-    provider = get_cloud_provider("aws", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
+def test_factory_builds_a_launching_provider_from_the_context(aws_env: None) -> None:
+    provider = _spec().factory(ProviderContext(settings={**SETTINGS, "reserved-enis": "1"}))
+    assert isinstance(provider, AWSCloudProvider) and isinstance(provider, CloudProvider)
     assert provider.name == "aws"
+    assert provider.settings.cluster_name == "test-cluster" and provider.settings.reserved_enis == 1
+    assert provider.clients.region == "us-west-2"
     assert provider.supported_node_classes() == (
         NodeClassKind("karpenter.k8s.aws", "EC2NodeClass", "v1"),
     )
 
 
-def test_factory_builds_the_provider_from_the_context_settings() -> None:
+def test_factory_rejects_a_bad_setting_naming_it(aws_env: None) -> None:
+    with pytest.raises(ValueError, match="reserved-enis"):
+        _spec().factory(ProviderContext(settings={**SETTINGS, "reserved-enis": "two"}))
+
+
+def _no_aws_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_factory_without_credentials_is_one_clear_error(
+    aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_aws_config(monkeypatch)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    with pytest.raises(ValueError, match=r"^no AWS credentials: ") as e:
+        _spec().factory(ProviderContext(settings=SETTINGS))
+    assert "\n" not in str(e.value)
+
+
+def test_factory_without_region_is_one_clear_error(
+    aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_aws_config(monkeypatch)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    with pytest.raises(ValueError, match=re.escape("no AWS region: set AWS_REGION")):
+        _spec().factory(ProviderContext(settings=SETTINGS))
+
+
+def test_repair_policies_are_upstreams(aws_env: None) -> None:
     provider = _spec().factory(ProviderContext(settings=SETTINGS))
-    assert provider.name == "aws"
-    assert provider.settings == SETTINGS  # type: ignore[attr-defined]
+    policies = {
+        (p.condition_type, p.condition_status): p.toleration for p in provider.repair_policies()
+    }
+    assert policies == {
+        ("Ready", "False"): timedelta(minutes=30),
+        ("Ready", "Unknown"): timedelta(minutes=30),
+        ("AcceleratedHardwareReady", "False"): timedelta(minutes=10),
+        ("StorageReady", "False"): timedelta(minutes=30),
+        ("NetworkingReady", "False"): timedelta(minutes=30),
+        ("KernelReady", "False"): timedelta(minutes=30),
+        ("ContainerRuntimeReady", "False"): timedelta(minutes=30),
+    }
+    assert all(isinstance(p, RepairPolicy) for p in provider.repair_policies())

@@ -1,0 +1,394 @@
+"""AWSCloudProvider end to end on the in-memory API server and moto's EC2: an EC2NodeClass
+resolved by its status controller, a NodeClaim launched through ``create``, found by
+``get``/``list``, drifted when its security groups change, and terminated by ``delete``;
+plus the NodeClass-resolution errors of ``create`` and ``get_instance_types``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from karpenter_aws import labels as aws_labels
+from karpenter_aws.clients import AWSClients
+from karpenter_aws.nodeclass import (
+    HASH_ANNOTATION,
+    HASH_VERSION,
+    HASH_VERSION_ANNOTATION,
+    NODECLASS_RESOURCE,
+)
+from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
+from karpenter_aws.provider import AWSCloudProvider
+from karpenter_aws.settings import AWSSettings
+
+from karpenter_core.apis import labels as wk
+from karpenter_core.apis.v1 import NodeClaim, NodePool
+from karpenter_core.cloudprovider.errors import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.reconciler import ObjectKey
+from karpenter_core.sim.apiserver import InMemoryApiServer
+
+CLUSTER = "demo"
+DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
+ROLE = "KarpenterNodeRole-demo"
+ALLOWED = ("m5.large", "c5.large")
+PRICES = {"m5.large": 0.096, "c5.large": 0.085, "m5.xlarge": 0.192}
+
+
+def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+class Env:
+    """moto seeded with a VPC (two discoverable subnets), two security groups, an AMI and
+    the node role; an in-memory cluster for the EC2NodeClass and a NodePool."""
+
+    def __init__(self, clients: AWSClients, tmp: Path) -> None:
+        self.clients = clients
+        ec2 = clients.ec2
+        self.vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        self.subnets = {
+            zone: ec2.create_subnet(
+                VpcId=self.vpc,
+                CidrBlock=f"10.0.{i}.0/24",
+                AvailabilityZone=zone,
+                TagSpecifications=[{"ResourceType": "subnet", "Tags": _tags(DISCOVERY)}],
+            )["Subnet"]["SubnetId"]
+            for i, zone in enumerate(("us-west-2a", "us-west-2b"))
+        }
+        self.nodes_sg = ec2.create_security_group(
+            GroupName="nodes", Description="n", VpcId=self.vpc
+        )["GroupId"]
+        self.other_sg = ec2.create_security_group(
+            GroupName="other", Description="o", VpcId=self.vpc
+        )["GroupId"]
+        images = ec2.describe_images(
+            Owners=["amazon"],
+            Filters=[
+                {"Name": "name", "Values": ["al2022-ami-*"]},
+                {"Name": "architecture", "Values": ["x86_64"]},
+            ],
+        )["Images"]
+        self.ami = sorted(i["ImageId"] for i in images)[0]
+        clients.iam.create_role(
+            RoleName=ROLE,
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )
+        prices = tmp / "prices.json"
+        prices.write_text(json.dumps(PRICES))
+        self.settings = AWSSettings(
+            cluster_name=CLUSTER,
+            cluster_endpoint="https://k8s.example",
+            price_list_file=str(prices),
+        )
+        self.clock = VirtualClock()
+        self.server = InMemoryApiServer(self.clock)
+        self.recorder = EventRecorder(self.clock)
+        self.status = NodeClassStatusReconciler(
+            self.server,
+            self.clock,
+            self.recorder,
+            clients,
+            self.settings,
+            kubernetes_version="1.31",
+        )
+        self.provider = AWSCloudProvider(
+            clients, self.settings, self.server, self.clock, self.recorder
+        )
+
+    def nodeclass(self, name: str = "default", **spec: Any) -> None:
+        body = {
+            "subnetSelectorTerms": [{"tags": DISCOVERY}],
+            "securityGroupSelectorTerms": [{"id": self.nodes_sg}],
+            "amiFamily": "AL2023",
+            "amiSelectorTerms": [{"id": self.ami}],
+            "role": ROLE,
+            **spec,
+        }
+        self.server.create(
+            {
+                "apiVersion": "karpenter.k8s.aws/v1",
+                "kind": "EC2NodeClass",
+                "metadata": {"name": name},
+                "spec": body,
+            }
+        )
+        self.reconcile(name)
+
+    def as_ec2_would(self, instance_id: str) -> None:
+        """Give the instance its launch template's security groups, as EC2 does (moto's
+        CreateFleet ignores them)."""
+        self.clients.ec2.modify_instance_attribute(InstanceId=instance_id, Groups=[self.nodes_sg])
+
+    def reconcile(self, name: str = "default") -> None:
+        self.status.reconcile(ObjectKey("", name))
+
+    def nodepool(self, name: str = "default", nodeclass: str = "default") -> NodePool:
+        obj = self.server.create(
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": {"name": name},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "nodeClassRef": {
+                                "group": "karpenter.k8s.aws",
+                                "kind": "EC2NodeClass",
+                                "name": nodeclass,
+                            },
+                            "requirements": [
+                                {
+                                    "key": wk.LABEL_INSTANCE_TYPE,
+                                    "operator": "In",
+                                    "values": list(ALLOWED),
+                                },
+                                {
+                                    "key": wk.CAPACITY_TYPE_LABEL_KEY,
+                                    "operator": "In",
+                                    "values": ["on-demand"],
+                                },
+                            ],
+                        }
+                    }
+                },
+            }
+        )
+        return NodePool.from_dict(obj)
+
+
+def nodeclaim(
+    name: str = "default-abcde", nodeclass: str = "default", pool: str = "default"
+) -> NodeClaim:
+    return NodeClaim.from_dict(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {wk.NODEPOOL_LABEL_KEY: pool}},
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": nodeclass,
+                },
+                "requirements": [
+                    {"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": list(ALLOWED)},
+                    {"key": wk.CAPACITY_TYPE_LABEL_KEY, "operator": "In", "values": ["on-demand"]},
+                ],
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            },
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def _aws_labels() -> Iterator[None]:
+    """The AWS well-known labels, as selecting the provider (get_cloud_provider) adds them."""
+    saved = set(wk.WELL_KNOWN_LABELS)
+    wk.WELL_KNOWN_LABELS.update(aws_labels.WELL_KNOWN_LABELS)
+    yield
+    wk.WELL_KNOWN_LABELS.clear()
+    wk.WELL_KNOWN_LABELS.update(saved)
+
+
+@pytest.fixture
+def env(clients: AWSClients, tmp_path: Path) -> Env:
+    return Env(clients, tmp_path)
+
+
+def tags_of(ec2: Any, instance_id: str) -> dict[str, str]:
+    inst = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    return {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+
+
+def test_launch_find_drift_and_terminate(env: Env) -> None:
+    env.nodeclass()
+    pool = env.nodepool()
+    types = {it.name: it for it in env.provider.get_instance_types(pool)}
+    assert set(ALLOWED) <= set(types)
+
+    launched = env.provider.create(nodeclaim())
+
+    assert launched.status is not None and launched.status.provider_id
+    pid = launched.status.provider_id
+    instance_id = pid.rsplit("/", 1)[1]
+    labels = launched.metadata.labels
+    assert labels[wk.LABEL_INSTANCE_TYPE] in ALLOWED
+    assert (
+        labels[wk.LABEL_TOPOLOGY_ZONE] in env.subnets
+        and pid == f"aws:///{labels[wk.LABEL_TOPOLOGY_ZONE]}/{instance_id}"
+    )
+    assert (
+        labels[wk.CAPACITY_TYPE_LABEL_KEY] == "on-demand"
+        and labels[wk.NODEPOOL_LABEL_KEY] == "default"
+    )
+    assert launched.status.image_id == env.ami
+    assert launched.status.allocatable and launched.status.capacity["cpu"] == "2"
+    assert launched.metadata.annotations[HASH_VERSION_ANNOTATION] == HASH_VERSION
+    assert launched.metadata.annotations[HASH_ANNOTATION]
+    tags = tags_of(env.clients.ec2, instance_id)
+    assert (
+        tags["karpenter.sh/nodeclaim"] == "default-abcde"
+        and tags["karpenter.sh/nodepool"] == "default"
+    )
+    assert (
+        tags["karpenter.k8s.aws/ec2nodeclass"] == "default"
+        and tags["eks:eks-cluster-name"] == CLUSTER
+    )
+    assert tags[f"kubernetes.io/cluster/{CLUSTER}"] == "owned"
+
+    got = env.provider.get(pid)
+    assert got.status is not None and got.status.provider_id == pid
+    assert got.metadata.labels[wk.LABEL_INSTANCE_TYPE] == labels[wk.LABEL_INSTANCE_TYPE]
+    assert [
+        (n.metadata.name, n.status.provider_id if n.status else None) for n in env.provider.list()
+    ] == [("default-abcde", pid)]
+
+    env.as_ec2_would(instance_id)
+    assert env.provider.is_drifted(launched) == ""
+    ncobj = env.server.get(NODECLASS_RESOURCE, "default")
+    ncobj["spec"]["securityGroupSelectorTerms"] = [{"id": env.other_sg}]
+    env.server.update(ncobj)
+    env.reconcile()
+    assert env.provider.is_drifted(launched) == "SecurityGroupDrift"
+
+    env.provider.delete(launched)
+    state = env.clients.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0][
+        "Instances"
+    ][0]["State"]
+    assert state["Name"] in ("shutting-down", "terminated")
+    with pytest.raises(NodeClaimNotFoundError):
+        env.provider.get(pid)
+    with pytest.raises(NodeClaimNotFoundError):
+        env.provider.delete(launched)
+    assert env.provider.list() == []
+
+
+def test_changed_nodeclass_hash_is_nodeclass_drift_and_a_foreign_image_is_ami_drift(
+    env: Env,
+) -> None:
+    env.nodeclass()
+    env.nodepool()
+    launched = env.provider.create(nodeclaim())
+    assert launched.status is not None and launched.status.provider_id
+    env.as_ec2_would(launched.status.provider_id.rsplit("/", 1)[1])
+    stale = launched.metadata.annotations | {HASH_ANNOTATION: "0"}
+    old = NodeClaim.from_dict(
+        launched.to_dict() | {"metadata": {**launched.to_dict()["metadata"], "annotations": stale}}
+    )
+    assert env.provider.is_drifted(old) == "NodeClassDrift"
+    other_version = stale | {HASH_VERSION_ANNOTATION: "v1"}
+    old = NodeClaim.from_dict(
+        launched.to_dict()
+        | {"metadata": {**launched.to_dict()["metadata"], "annotations": other_version}}
+    )
+    assert env.provider.is_drifted(old) == ""  # hashes of another version are not compared
+    foreign = launched.to_dict()
+    foreign["status"]["imageID"] = "ami-0000000000"
+    assert env.provider.is_drifted(NodeClaim.from_dict(foreign)) == "AMIDrift"
+    orphan = launched.to_dict()
+    orphan["metadata"]["labels"][wk.NODEPOOL_LABEL_KEY] = "gone"
+    assert env.provider.is_drifted(NodeClaim.from_dict(orphan)) == ""
+
+
+def test_missing_nodeclass_is_insufficient_capacity_and_no_instance_types(env: Env) -> None:
+    pool = env.nodepool(nodeclass="missing")
+    with pytest.raises(InsufficientCapacityError, match="'missing' not found"):
+        env.provider.create(nodeclaim(nodeclass="missing"))
+    assert env.provider.get_instance_types(pool) == []
+    assert any(e.reason == "FailedResolveNodeClass" for e in env.recorder.events)
+
+
+def _unresolved_nodeclass(
+    env: Env, status: dict[str, Any] | None, generation_bump: bool = False
+) -> None:
+    obj = env.server.create(
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "subnetSelectorTerms": [{"tags": DISCOVERY}],
+                "securityGroupSelectorTerms": [{"tags": DISCOVERY}],
+                "amiFamily": "AL2023",
+                "amiSelectorTerms": [{"id": "ami-123"}],
+                "role": ROLE,
+            },
+        }
+    )
+    if status is not None:
+        obj["status"] = status
+        env.server.update_status(obj)
+
+
+def _ready(status: str, generation: int = 1) -> dict[str, Any]:
+    return {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": status,
+                "reason": "SubnetsNotFound" if status == "False" else status,
+                "message": "no subnets" if status == "False" else "",
+                "observedGeneration": generation,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+
+
+def test_not_ready_nodeclass(env: Env) -> None:
+    _unresolved_nodeclass(env, _ready("False"))
+    with pytest.raises(NodeClassNotReadyError, match="no subnets"):
+        env.provider.create(nodeclaim())
+
+
+def test_unknown_readiness_is_a_create_error(env: Env) -> None:
+    _unresolved_nodeclass(env, None)
+    with pytest.raises(CreateError) as e:
+        env.provider.create(nodeclaim())
+    assert e.value.condition_reason == "NodeClassReadinessUnknown"
+
+
+def test_status_of_an_older_generation_is_not_ready(env: Env) -> None:
+    _unresolved_nodeclass(env, _ready("True", generation=0))
+    with pytest.raises(NodeClassNotReadyError, match="latest spec"):
+        env.provider.create(nodeclaim())
+
+
+def test_without_a_cluster_instance_types_are_listed_for_every_zone(
+    clients: AWSClients, tmp_path: Path
+) -> None:
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps(PRICES))
+    provider = AWSCloudProvider(
+        clients, AWSSettings(cluster_name=CLUSTER, price_list_file=str(prices))
+    )
+    types = {it.name: it for it in provider.get_instance_types(None)}
+    zones = {z["ZoneName"] for z in clients.ec2.describe_availability_zones()["AvailabilityZones"]}
+    m5 = types["m5.large"]
+    assert m5.requirements.get(wk.LABEL_TOPOLOGY_ZONE).values == frozenset(zones)
+    priced = [o for o in m5.offerings if o.capacity_type == "on-demand"]
+    assert {o.zone for o in priced} == zones and {o.price for o in priced} == {PRICES["m5.large"]}
+    with pytest.raises(RuntimeError, match="cluster client"):
+        provider.create(nodeclaim())
+
+
+def test_register_controllers_adds_status_interruption_and_refresh(env: Env) -> None:
+    manager = Manager(env.clock, env.server)
+    ctx = ControllerContext(
+        kube=env.server, clock=env.clock, cloud_provider=env.provider, recorder=env.recorder
+    )
+    env.provider.register_controllers(manager, ctx)
+    names = {c.name for c in manager.controllers}
+    assert {"nodeclass.status", "aws.catalogue.refresh"} <= names
+    assert any("interruption" in n for n in names)
