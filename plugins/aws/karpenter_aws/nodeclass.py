@@ -22,6 +22,7 @@ from typing import Any
 from attrs import field, frozen
 
 from karpenter_aws.labels import EC2_NODE_CLASS, GROUP
+from karpenter_core.apis.durations import DurationError, parse_go_duration
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.kube.client import KubeClient, NotFound, ResourceType, register_resource
 from karpenter_core.scheduling.requirements import Requirements
@@ -456,6 +457,12 @@ class KubeletConfiguration:
             raw=json.loads(json.dumps(dict(m))),
         )
 
+    def problems(self) -> list[str]:
+        """What the kubelet would reject or silently ignore in this configuration (upstream
+        ``ValidateKubeletConfig``'s semantic checks). Not parse errors: a class with these
+        is valid API input, but the status controller keeps it from becoming Ready."""
+        return _kubelet_problems(self.raw)
+
     def canonical(self) -> str:
         """The configuration as sorted JSON, zero values dropped and lists as sets: equal
         for configurations that mean the same, so it can key caches and the hash."""
@@ -464,6 +471,118 @@ class KubeletConfiguration:
             if self.raw
             else "null"
         )
+
+
+_EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
+_RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
+# Fields bootstrap sets itself: a user value would be dropped on the way to the node.
+_KARPENTER_OWNED_KUBELET_FIELDS = {
+    "registerWithTaints": "Karpenter sets it from the NodeClaim's taints so the node "
+    "registers unschedulable until it's ready",
+}
+
+
+def _eviction_threshold_problem(field_: str, key: str, value: Any) -> str | None:
+    bad = f"spec.kubelet.{field_}[{key}]: {value!r} must be a percentage or a resource quantity"
+    if not isinstance(value, str):
+        return bad
+    if value.endswith("%"):
+        try:
+            pct = float(value[:-1])
+        except ValueError:
+            return bad
+        return None if 0 <= pct <= 100 else bad
+    try:
+        q = parse_quantity(value)
+    except QuantityError:
+        return bad
+    return (
+        f"spec.kubelet.{field_}[{key}]: {value!r} can't be a negative resource quantity"
+        if q < 0
+        else None
+    )
+
+
+def _kubelet_problems(raw: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for name in sorted(_KARPENTER_OWNED_KUBELET_FIELDS):
+        if name in raw:
+            out.append(
+                f"spec.kubelet.{name}: can't be set, {_KARPENTER_OWNED_KUBELET_FIELDS[name]}"
+            )
+    maps: dict[str, Mapping[str, Any]] = {}
+    for name in (
+        "evictionHard",
+        "evictionSoft",
+        "evictionSoftGracePeriod",
+        "evictionMinimumReclaim",
+    ):
+        value = raw.get(name)
+        if not isinstance(value, Mapping):
+            continue
+        maps[name] = value
+        for key in sorted(value):
+            if key not in _EVICTION_SIGNALS:
+                out.append(
+                    f"spec.kubelet.{name}: {key!r} isn't a valid eviction signal, must be one of "
+                    + ", ".join(_EVICTION_SIGNALS)
+                )
+            if name == "evictionSoftGracePeriod":
+                try:
+                    if parse_go_duration(str(value[key])) < 0:
+                        out.append(f"spec.kubelet.{name}[{key}]: can't be a negative duration")
+                except DurationError:
+                    out.append(f"spec.kubelet.{name}[{key}]: {value[key]!r} must be a duration")
+                continue
+            problem = _eviction_threshold_problem(name, key, value[key])
+            if problem:
+                out.append(problem)
+    soft, grace = maps.get("evictionSoft", {}), maps.get("evictionSoftGracePeriod", {})
+    for signal in sorted(soft):
+        if signal not in grace:
+            out.append(
+                f"spec.kubelet.evictionSoft[{signal}]: has no matching evictionSoftGracePeriod"
+            )
+    for signal in sorted(grace):
+        if signal not in soft:
+            out.append(
+                f"spec.kubelet.evictionSoftGracePeriod[{signal}]: has no matching evictionSoft"
+            )
+    for name in ("kubeReserved", "systemReserved"):
+        value = raw.get(name)
+        if not isinstance(value, Mapping):
+            continue
+        for key in sorted(value):
+            if key not in _RESERVABLE:
+                out.append(
+                    f"spec.kubelet.{name}: {key!r} isn't a reservable resource, must be one of "
+                    + ", ".join(_RESERVABLE)
+                )
+            if str(value[key]).startswith("-"):
+                out.append(
+                    f"spec.kubelet.{name}[{key}]: {value[key]!r} can't be a negative resource quantity"
+                )
+    ints = {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
+    for name in ("imageGCHighThresholdPercent", "imageGCLowThresholdPercent"):
+        if name in ints and not 0 <= ints[name] <= 100:
+            out.append(f"spec.kubelet.{name}: {ints[name]} must be between 0 and 100")
+    for name in ("podsPerCore", "evictionMaxPodGracePeriod", "maxPods"):
+        if name in ints and ints[name] < 0:
+            out.append(f"spec.kubelet.{name}: {ints[name]} can't be negative")
+    high, low = ints.get("imageGCHighThresholdPercent"), ints.get("imageGCLowThresholdPercent")
+    if high is not None and low is not None and high <= low:
+        out.append(
+            f"spec.kubelet: imageGCHighThresholdPercent ({high}) must be greater than "
+            f"imageGCLowThresholdPercent ({low})"
+        )
+    return out
 
 
 def _resource_map(value: Any, path: str) -> dict[str, str]:

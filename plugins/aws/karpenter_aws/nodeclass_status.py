@@ -222,7 +222,7 @@ class NodeClassStatusReconciler:
             self._amis(nodeclass, status, conditions, obj),
             self._instance_profile(nodeclass, status, conditions, obj),
         ]
-        self._validation(conditions)
+        self._validation(nodeclass, conditions)
         return self._write_status(obj, status_obj) or Result.after(min(after))
 
     # ------------------------------------------------------------------ metadata
@@ -719,9 +719,16 @@ class NodeClassStatusReconciler:
 
     # ------------------------------------------------------------------ validation
 
-    def _validation(self, conditions: ConditionSet) -> None:
-        """True once the other conditions are; no DryRun permission checks (see the
-        module docstring)."""
+    def _validation(self, nodeclass: EC2NodeClass, conditions: ConditionSet) -> None:
+        """False for a kubelet configuration the kubelet would reject or ignore, else True
+        once the other conditions are; no DryRun permission checks (see the module
+        docstring)."""
+        kubelet = nodeclass.kubelet.problems()
+        if kubelet:
+            conditions.set_false(
+                CONDITION_VALIDATION_SUCCEEDED, "InvalidKubeletConfiguration", "; ".join(kubelet)
+            )
+            return
         others = [t for t in READY_CONDITIONS if t != CONDITION_VALIDATION_SUCCEEDED]
         message = "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution"
         if any(conditions.is_false(t) for t in others):

@@ -342,3 +342,54 @@ def test_get_nodeclass() -> None:
     server.create(manifest())
     nc = get_nodeclass(server, "default")
     assert nc is not None and nc.ami_family == "AL2023"
+
+
+# --- kubelet semantics --------------------------------------------------------------------
+
+
+def test_the_example_kubelet_settings_have_no_problems() -> None:
+    nc = parse(
+        kubelet={
+            "evictionHard": {"memory.available": "5%", "nodefs.available": "1Gi"},
+            "evictionSoft": {"memory.available": "10%"},
+            "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+            "kubeReserved": {"cpu": "100m", "ephemeral-storage": "1Gi"},
+            "imageGCHighThresholdPercent": 85,
+            "imageGCLowThresholdPercent": 80,
+        }
+    )
+    assert nc.kubelet.problems() == []
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "expected"),
+    [
+        ({"registerWithTaints": []}, "spec.kubelet.registerWithTaints: can't be set"),
+        ({"evictionHard": {"memory.free": "1Gi"}}, "isn't a valid eviction signal"),
+        ({"evictionHard": {"memory.available": "120%"}}, "must be a percentage"),
+        ({"evictionHard": {"memory.available": "lots"}}, "must be a percentage"),
+        ({"evictionSoft": {"memory.available": "5%"}}, "has no matching evictionSoftGracePeriod"),
+        (
+            {"evictionSoftGracePeriod": {"memory.available": "1m"}},
+            "has no matching evictionSoft",
+        ),
+        (
+            {
+                "evictionSoft": {"memory.available": "5%"},
+                "evictionSoftGracePeriod": {"memory.available": "soon"},
+            },
+            "must be a duration",
+        ),
+        ({"kubeReserved": {"gpu": "1"}}, "isn't a reservable resource"),
+        ({"systemReserved": {"memory": "-1Gi"}}, "can't be a negative resource quantity"),
+        ({"imageGCHighThresholdPercent": 101}, "must be between 0 and 100"),
+        (
+            {"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60},
+            "must be greater than imageGCLowThresholdPercent",
+        ),
+        ({"evictionMaxPodGracePeriod": -1}, "can't be negative"),
+    ],
+)
+def test_kubelet_problems(kubelet: dict[str, Any], expected: str) -> None:
+    problems = parse(kubelet=kubelet).kubelet.problems()
+    assert any(expected in p for p in problems), problems

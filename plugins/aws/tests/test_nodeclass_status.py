@@ -595,6 +595,17 @@ def test_unparseable_spec_fails_validation_naming_the_field(env: Env) -> None:
     assert any(r == "InvalidSpec" for r, _ in env.warnings())
 
 
+def test_bad_kubelet_configuration_fails_validation(env: Env) -> None:
+    env.create(kubelet={"evictionSoft": {"memory.available": "5%"}})
+    env.reconcile()
+    cond = env.condition("ValidationSucceeded")
+    assert (cond["status"], cond["reason"]) == ("False", "InvalidKubeletConfiguration")
+    assert "evictionSoftGracePeriod" in cond["message"]
+    assert env.condition("Ready")["status"] == "False"
+    # everything else still resolved
+    assert env.condition("SubnetsReady")["status"] == "True"
+
+
 def test_status_write_conflict_is_retried(env: Env) -> None:
     env.create()
     real = env.server.update_status
