@@ -241,8 +241,11 @@ class NodeClassStatusReconciler:
         old_version = annotations.get(HASH_VERSION_ANNOTATION) if annotations else None
         if nodeclass is not None:
             digest = nodeclass.hash(self.ca_bundle or None)
-            if old_version != HASH_VERSION:
-                self._migrate_nodeclaim_hashes(nodeclass.name, digest)
+            if old_version != HASH_VERSION and not self._migrate_nodeclaim_hashes(
+                nodeclass.name, digest
+            ):
+                # the class keeps its old version until every NodeClaim has the new one
+                return None, Result(requeue=True)
             meta["annotations"] = {
                 **(annotations or {}),
                 HASH_ANNOTATION: digest,
@@ -269,10 +272,11 @@ class NodeClassStatusReconciler:
                 out.append(nc)
         return out
 
-    def _migrate_nodeclaim_hashes(self, name: str, digest: str) -> None:
+    def _migrate_nodeclaim_hashes(self, name: str, digest: str) -> bool:
         """After a hash-version change, give the class's NodeClaims the new version (and
         the new hash unless they already drifted), so nodes do not drift just because the
-        hash algorithm changed."""
+        hash algorithm changed. False when a write conflicted (try again)."""
+        done = True
         for nc in self._nodeclaims_of(name):
             annotations = (nc.get("metadata") or {}).get("annotations") or {}
             if annotations.get(HASH_VERSION_ANNOTATION) == HASH_VERSION:
@@ -284,8 +288,11 @@ class NodeClassStatusReconciler:
                 ann[HASH_ANNOTATION] = digest
             try:
                 self.kube.update(new)
-            except (NotFound, Conflict) as e:
-                log.debug("nodeclaim %s: hash migration skipped (%s)", nc["metadata"]["name"], e)
+            except NotFound:
+                continue
+            except Conflict:
+                done = False
+        return done
 
     # ------------------------------------------------------------------ status writes
 

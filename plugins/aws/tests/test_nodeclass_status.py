@@ -648,6 +648,27 @@ def test_hash_version_change_rehashes_nodeclaims_that_have_not_drifted(env: Env)
     assert ann("elsewhere") == {HASH_VERSION_ANNOTATION: "v5"}
 
 
+def test_hash_migration_conflict_retries_before_the_class_moves_on(env: Env) -> None:
+    env.nodeclaim("fresh", **{HASH_VERSION_ANNOTATION: "v5"})
+    env.create()
+    real = env.server.update
+    conflicts = []
+
+    def flaky(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("kind") == "NodeClaim" and not conflicts:
+            conflicts.append(obj["metadata"]["name"])
+            raise Conflict("the object has been modified")
+        return real(obj)
+
+    env.server.update = flaky  # type: ignore[method-assign]
+    assert env.reconcile() == Result(requeue=True)
+    assert HASH_VERSION_ANNOTATION not in (env.get()["metadata"].get("annotations") or {})
+    env.reconcile()
+    claim = env.server.get(("karpenter.sh/v1", "NodeClaim"), "fresh")
+    assert claim["metadata"]["annotations"][HASH_VERSION_ANNOTATION] == HASH_VERSION
+    assert env.get()["metadata"]["annotations"][HASH_VERSION_ANNOTATION] == HASH_VERSION
+
+
 # --- termination ------------------------------------------------------------------------------
 
 
