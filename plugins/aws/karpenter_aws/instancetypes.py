@@ -45,6 +45,7 @@ from karpenter_aws.amifamily import AMIFamily, get_family
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.nodeclass import EC2NodeClass
 from karpenter_aws.offerings import PriceSource, build_offerings, compatible_with_ami_family
+from karpenter_aws.pricing import describe_error
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_core.apis import labels as core_labels
@@ -211,16 +212,6 @@ _DESCRIBE_FILTERS = [
 ]
 
 
-def _error_text(err: Exception) -> str:
-    response = getattr(err, "response", None)
-    if isinstance(response, Mapping):
-        error = response.get("Error") or {}
-        code, message = error.get("Code"), error.get("Message")
-        if code:
-            return f"{code}: {message}" if message else str(code)
-    return str(err) or type(err).__name__
-
-
 def describe_catalogue(
     clients: AWSClients, instance_types: Sequence[str] | None = None
 ) -> Catalogue:
@@ -248,7 +239,7 @@ def describe_catalogue(
             for info in page.get("InstanceTypes", []):
                 infos[info["InstanceType"]] = info
     except Exception as err:  # boto3 raises many kinds; all mean "no catalogue"
-        raise CatalogueError(f"describing instance types: {_error_text(err)}") from err
+        raise CatalogueError(f"describing instance types: {describe_error(err)}") from err
     zones_by_type: dict[str, set[str]] = {}
     try:
         pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
@@ -261,11 +252,11 @@ def describe_catalogue(
                         offering["Location"]
                     )
     except Exception as err:
-        raise CatalogueError(f"describing instance type offerings: {_error_text(err)}") from err
+        raise CatalogueError(f"describing instance type offerings: {describe_error(err)}") from err
     try:
         zones = ec2.describe_availability_zones().get("AvailabilityZones", [])
     except Exception as err:
-        raise CatalogueError(f"describing availability zones: {_error_text(err)}") from err
+        raise CatalogueError(f"describing availability zones: {describe_error(err)}") from err
     zone_ids = {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneName") and z.get("ZoneId")}
     if not infos:
         raise CatalogueError("describing instance types: EC2 returned none")

@@ -37,6 +37,7 @@ __all__ = [
     "PriceListError",
     "PricingError",
     "PricingProvider",
+    "describe_error",
     "load_price_list",
     "on_demand_filters",
 ]
@@ -108,14 +109,24 @@ def on_demand_filters(region: str, tenancy: str, product_family: str) -> list[di
 _ON_DEMAND_PASSES = (("Shared", "Compute Instance"), ("Dedicated", "Compute Instance (bare metal)"))
 
 
-def _error_text(err: Exception) -> str:
+def describe_error(err: Exception) -> str:
+    """A one-line account of a boto3/botocore error: ``Code: message`` when AWS sent one.
+
+    Bodies that are HTML pages (a proxy's, or a mock's 404/500) are not repeated: they
+    would flood the log without saying more than the status code.
+    """
     response = getattr(err, "response", None)
     if isinstance(response, Mapping):
         error = response.get("Error") or {}
-        code, message = error.get("Code"), error.get("Message")
+        code = str(error.get("Code") or "")
+        message = " ".join(str(error.get("Message") or "").split())
+        if message.startswith("<"):
+            message = "the endpoint answered with an HTML error page"
+        if len(message) > 300:
+            message = message[:297] + "..."
         if code:
-            return f"{code}: {message}" if message else str(code)
-    return str(err) or type(err).__name__
+            return f"{code}: {message}" if message else code
+    return " ".join(str(err).split())[:300] or type(err).__name__
 
 
 def _parse_price_item(raw: Any, currency: str) -> tuple[str, float] | None:
@@ -257,7 +268,7 @@ class PricingProvider:
                     if parsed is not None:
                         prices[parsed[0]] = parsed[1]
         except Exception as err:  # botocore raises many kinds; all mean "no prices now"
-            raise PricingError(f"getting on-demand pricing data: {_error_text(err)}") from err
+            raise PricingError(f"getting on-demand pricing data: {describe_error(err)}") from err
         return prices
 
     def refresh_spot(self) -> None:
@@ -273,7 +284,7 @@ class PricingProvider:
             for page in pages:
                 _collect_spot(page.get("SpotPriceHistory", []), latest)
         except Exception as err:
-            raise PricingError(f"retrieving spot pricing data: {_error_text(err)}") from err
+            raise PricingError(f"retrieving spot pricing data: {describe_error(err)}") from err
         if not latest:
             raise PricingError("no spot pricing found")
         with self._lock:

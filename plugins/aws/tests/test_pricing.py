@@ -376,3 +376,15 @@ def test_empty_spot_history_is_an_error(clients: AWSClients) -> None:
         with pytest.raises(PricingError, match="no spot pricing found"):
             pricing.refresh_spot()
     assert not pricing.spot_updated
+
+
+def test_an_html_error_page_is_summarised_not_repeated(clients: AWSClients) -> None:
+    pricing = PricingProvider(clients, settings(), VirtualClock())
+    page = "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>" + "x" * 500
+    with Stubber(clients.pricing) as stub:
+        stub.add_client_error("get_products", "500", page, http_status_code=500)
+        with pytest.raises(PricingError) as err:
+            pricing.refresh_on_demand()
+    assert str(err.value) == (
+        "getting on-demand pricing data: 500: the endpoint answered with an HTML error page"
+    )
