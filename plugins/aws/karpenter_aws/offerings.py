@@ -10,8 +10,8 @@ spot). An offering is *available* only when all of these hold:
 - its zone is one the NodeClass has subnets in and EC2 offers the type in.
 
 Unavailable offerings stay in the list so the scheduler can tell "no capacity" from
-"no such thing". Reserved (capacity-reservation) offerings are not built: moto has no
-capacity reservations and the NodeClass status does not resolve them yet.
+"no such thing". Reserved (capacity-reservation) offerings are not built: the NodeClass
+status does not resolve capacity reservations yet.
 """
 
 from __future__ import annotations
