@@ -467,7 +467,7 @@ class KubeletConfiguration:
         """The configuration as sorted JSON, zero values dropped and lists as sets: equal
         for configurations that mean the same, so it can key caches and the hash."""
         return (
-            json.dumps(_canonical(self.raw), sort_keys=True, separators=(",", ":"))
+            json.dumps(_canonical(self.raw, drop_zero=True), sort_keys=True, separators=(",", ":"))
             if self.raw
             else "null"
         )
@@ -789,23 +789,27 @@ _HASH_IGNORED = frozenset(
 )
 
 
-def _canonical(value: Any) -> Any:
-    """Zero values dropped, maps sorted, lists treated as sets (sorted by their JSON)."""
+def _canonical(value: Any, *, drop_zero: bool = False) -> Any:
+    """Maps sorted, lists treated as sets (sorted by their JSON), unset values (null, empty
+    maps and lists) dropped. ``drop_zero`` also drops ``false``, ``0`` and ``""``: spec
+    fields are optional pointers upstream, so an explicit ``false`` differs from unset
+    there, while kubelet settings compare by value."""
     if isinstance(value, Mapping):
         out = {}
         for k in sorted(value):
-            v = _canonical(value[k])
+            v = _canonical(value[k], drop_zero=drop_zero)
             if v is not None:
                 out[str(k)] = v
         return out or None
     if isinstance(value, list | tuple):
-        items = [c for c in (_canonical(v) for v in value) if c is not None]
+        items = [c for c in (_canonical(v, drop_zero=drop_zero) for v in value) if c is not None]
         if not items:
             return None
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
-    if (
-        value is None
-        or value is False
+    if value is None:
+        return None
+    if drop_zero and (
+        value is False
         or value == ""
         or (isinstance(value, int | float) and not isinstance(value, bool) and value == 0)
     ):
@@ -1054,7 +1058,8 @@ class EC2NodeClass:
             spec["blockDeviceMappings"] = [
                 {
                     "deviceName": b.device_name,
-                    "rootVolume": b.root_volume,
+                    # a plain bool upstream: false is its zero value, not a choice
+                    "rootVolume": b.root_volume or None,
                     "ebs": {
                         "volumeSize": b.volume_size,
                         "volumeType": b.volume_type,

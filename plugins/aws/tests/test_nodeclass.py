@@ -282,16 +282,37 @@ def test_hash_version() -> None:
     assert HASH_VERSION == "v6"
 
 
-def test_hash_ignores_selector_terms_and_zero_values_and_order() -> None:
+def test_hash_ignores_selector_terms_unset_values_and_order() -> None:
     base = parse(tags={"a": "1", "b": "2"})
     moved = parse(
         tags={"b": "2", "a": "1"},
         subnetSelectorTerms=[{"id": "subnet-9"}],
         securityGroupSelectorTerms=[{"name": "other"}],
-        detailedMonitoring=False,
-        userData="",
+        amiSelectorTerms=[{"alias": "al2023@v20240807"}],
+        blockDeviceMappings=[],
+        kubelet={},
     )
     assert base.hash() == moved.hash()
+
+
+def test_hash_explicit_false_differs_from_unset() -> None:
+    # upstream's optional fields are pointers: false is a choice, unset is the default
+    assert parse(associatePublicIPAddress=False).hash() != parse().hash()
+    assert parse(detailedMonitoring=False).hash() != parse().hash()
+
+
+def test_hash_root_volume_false_is_unset() -> None:
+    plain = parse(blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi"}}])
+    explicit = parse(
+        blockDeviceMappings=[
+            {"deviceName": "/dev/xvda", "rootVolume": False, "ebs": {"volumeSize": "20Gi"}}
+        ]
+    )
+    assert plain.hash() == explicit.hash()
+
+
+def test_hash_kubelet_zero_values_are_ignored() -> None:
+    assert parse(kubelet={"podsPerCore": 0}).hash() == parse().hash()
 
 
 def test_hash_changes_with_hashed_fields() -> None:
