@@ -92,6 +92,7 @@ _FAMILIES: dict[str, AMIFamily] = {
         (_default_ebs("/dev/xvda", 4), _default_ebs("/dev/xvdb", 20)),
         "/dev/xvdb",
         pods_per_core=False,
+        eni_limited_memory_overhead=False,
     ),
     AMI_FAMILY_CUSTOM: AMIFamily(AMI_FAMILY_CUSTOM, (), None),
     **{

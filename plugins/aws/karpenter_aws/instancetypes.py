@@ -129,12 +129,9 @@ def _eni_limited_memory_overhead(family: AMIFamily) -> bool:
     """Whether kube-reserved memory follows ENI-limited pods rather than max-pods.
 
     Upstream's default feature flags (AL2, AL2023, Custom) say yes; Bottlerocket and
-    Windows size it from the pods they actually run (spec §1.3).
+    Windows size it from the pods they actually run (spec §1.3). The family says which.
     """
-    return family.name in _ENI_LIMITED_MEMORY_FAMILIES and family.eni_limited_memory_overhead
-
-
-_ENI_LIMITED_MEMORY_FAMILIES = frozenset({"AL2", "AL2023", "Custom"})
+    return family.eni_limited_memory_overhead
 
 
 # --- NodeClass views (the EC2NodeClass model provides these attributes) ---------------------

@@ -40,6 +40,9 @@ def test_bottlerocket_keeps_ephemeral_storage_on_its_data_volume() -> None:
     ]
     assert f.ephemeral_device == "/dev/xvdb"
     assert f.pods_per_core is False
+    # kube-reserved memory follows the pods it really runs, not the ENI limit (spec §1.3)
+    assert f.eni_limited_memory_overhead is False
+    assert get_family("AL2023").eni_limited_memory_overhead is True
 
 
 def test_custom_has_no_defaults_and_unknown_names_are_custom() -> None:
