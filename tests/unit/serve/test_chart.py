@@ -199,7 +199,19 @@ def test_selecting_another_provider_wires_its_settings_and_rbac(helm: Path) -> N
     rules = one(docs, "ClusterRole", "karpenter-core")["rules"]
     assert grants(rules, "karpenter.k8s.aws", "ec2nodeclasses", "list")
     assert not grants(rules, "karpenter.kwok.sh", "kwoknodeclasses", "list")
-    assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    crd = one(docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "ec2nodeclasses.karpenter.k8s.aws"
+
+
+def test_the_nodeclass_crd_can_be_left_out_and_providers_without_one_get_none(
+    helm: Path,
+) -> None:
+    for args in (
+        ("cloudProvider.installNodeClassCRD=false",),
+        ("cloudProvider.name=azure", "cloudProvider.settings.cluster-name=prod"),
+    ):
+        docs = render(helm, *args)
+        assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"], args
 
 
 def test_deployment_defaults_two_replicas_probes_and_resources(
