@@ -6,6 +6,7 @@ names an EC2NodeClass; docs/aws.md describes setup, settings and IAM permissions
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
@@ -18,12 +19,14 @@ from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, Provide
 from karpenter_core.plugins import hookimpl
 
 CRD_FILE = "karpenter.k8s.aws_ec2nodeclasses.yaml"
+CATALOGUE_ONLY_CLUSTER = "-"
+"""The cluster name a provider built without a cluster uses (it never tags or lists)."""
 
 SETTINGS = (
     ProviderSetting(
         "cluster-name",
-        "The Kubernetes cluster name, used to discover and tag resources.",
-        required=True,
+        "The Kubernetes cluster name, used to discover and tag resources (required to "
+        "serve a cluster; listing instance types works without it).",
         env="CLUSTER_NAME",
     ),
     ProviderSetting(
@@ -83,9 +86,17 @@ def make_provider(context: ProviderContext) -> AWSCloudProvider:
     """
     from karpenter_aws.clients import AWSClients
 
-    settings = AWSSettings.from_mapping(context.settings)
+    raw = dict(context.settings)
+    if context.kube is None and not (raw.get("cluster-name") or "").strip():
+        # No cluster (``karpenter instance-types`` / ``schedule``): the catalogue needs no
+        # cluster name; launching, which does, is refused without a cluster client anyway.
+        raw["cluster-name"] = CATALOGUE_ONLY_CLUSTER
+    settings = AWSSettings.from_mapping(raw)
     session = boto3.session.Session()
-    clients = AWSClients.create(session=session)
+    # AWS_REGION is what the Go SDK (and upstream's docs) use; boto3 reads only
+    # AWS_DEFAULT_REGION and profiles, so honour both.
+    region = (os.environ.get("AWS_REGION") or "").strip() or None
+    clients = AWSClients.create(region, session=session)
     if session.get_credentials() is None:
         raise ValueError(
             "no AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile "

@@ -159,6 +159,7 @@ class AWSCloudProvider:
         self._lock = threading.Lock()
         self._cluster: dict[str, str] | None = None
         self._cluster_dns: tuple[str, ...] | None = None
+        self._priced = kube is not None  # with a cluster the refresh controller prices
 
     @property
     def name(self) -> str:
@@ -428,7 +429,9 @@ class AWSCloudProvider:
     def get_instance_types(self, nodepool: NodePool | None) -> builtins.list[InstanceType]:
         """The NodePool's EC2NodeClass's types; without a cluster, the default view."""
         if self.kube is None or nodepool is None:
-            return self._listed(self._default_nodeclass())
+            nodeclass = self._default_nodeclass()
+            self._prices_once()
+            return self._listed(nodeclass)
         ref = nodepool.spec.template.spec.node_class_ref
         if ref is None or not ref.name:
             return []
@@ -446,6 +449,18 @@ class AWSCloudProvider:
                 )
             return []
         return self._listed(nodeclass)
+
+    def _prices_once(self) -> None:
+        """Without a cluster nothing runs the periodic refresh: fetch prices once, so a
+        listing shows them (a failure leaves the price-list-file seed, with a warning)."""
+        with self._lock:
+            if self._priced:
+                return
+            self._priced = True
+        try:
+            self.pricing.refresh()
+        except Exception as e:
+            log.warning("aws: refreshing prices failed, listing with what is known: %s", e)
 
     def _listed(self, nodeclass: EC2NodeClass) -> builtins.list[InstanceType]:
         try:

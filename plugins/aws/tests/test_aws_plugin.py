@@ -16,11 +16,11 @@ from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind, RepairPolicy
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import (
-    PluginError,
     cloud_providers,
     get_cloud_provider,
     get_plugin_manager,
 )
+from karpenter_core.sim.apiserver import InMemoryApiServer
 
 SETTINGS = {"cluster-name": "test-cluster"}
 
@@ -89,10 +89,16 @@ def test_selecting_makes_aws_keys_selectable_but_domain_restricted(aws_env: None
     assert labels.is_restricted_label("karpenter.k8s.aws/made-up") is True
 
 
-def test_cluster_name_is_a_required_setting() -> None:
+def test_cluster_name_is_required_to_serve_a_cluster(aws_env: None) -> None:
     pm = get_plugin_manager({"KARPENTER_PLUGINS": "aws"})
-    with pytest.raises(PluginError, match="cluster-name"):
-        get_cloud_provider("aws", {}, pm)
+    kube = InMemoryApiServer()
+    with pytest.raises(ValueError, match=re.escape("cluster-name is required (env CLUSTER_NAME)")):
+        get_cloud_provider("aws", {}, pm, kube=kube)
+
+
+def test_listing_instance_types_needs_no_cluster_name(aws_env: None) -> None:
+    provider = get_cloud_provider("aws", {}, get_plugin_manager({"KARPENTER_PLUGINS": "aws"}))
+    assert isinstance(provider, AWSCloudProvider) and provider.kube is None
 
 
 def test_factory_builds_a_launching_provider_from_the_context(aws_env: None) -> None:
