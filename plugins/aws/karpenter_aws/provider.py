@@ -429,9 +429,9 @@ class AWSCloudProvider:
     def get_instance_types(self, nodepool: NodePool | None) -> builtins.list[InstanceType]:
         """The NodePool's EC2NodeClass's types; without a cluster, the default view."""
         if self.kube is None or nodepool is None:
-            nodeclass = self._default_nodeclass()
+            default = self._default_nodeclass()
             self._prices_once()
-            return self._listed(nodeclass)
+            return self._listed(default)
         ref = nodepool.spec.template.spec.node_class_ref
         if ref is None or not ref.name:
             return []
