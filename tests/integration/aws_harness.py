@@ -430,8 +430,12 @@ class AWS:
             }
         )
 
-    def apply_nodepool(self, name: str, nodeclass: str) -> None:
-        """An on-demand NodePool of :data:`ALLOWED_TYPES`, consolidating at once."""
+    def apply_nodepool(
+        self, name: str, nodeclass: str, *, consolidation: str = "WhenEmpty"
+    ) -> None:
+        """An on-demand NodePool of :data:`ALLOWED_TYPES`. It consolidates at once under
+        ``consolidation`` (by default only empty nodes, so a test's snapshot of nodes and
+        instances is not raced by a replacement), any number of nodes at a time."""
         self.kube.create(
             {
                 "apiVersion": "karpenter.sh/v1",
@@ -460,8 +464,9 @@ class AWS:
                         }
                     },
                     "disruption": {
-                        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                        "consolidationPolicy": consolidation,
                         "consolidateAfter": "0s",
+                        "budgets": [{"nodes": "100%"}],
                     },
                     "limits": {"cpu": "1000"},
                 },

@@ -40,6 +40,7 @@ from aws_harness import (
     tags_of,
 )
 from serve_harness import (
+    APP_NS,
     Cluster,
     cluster_fixture,  # noqa: F401 -- the `cluster` fixture
     wait_for,
@@ -235,7 +236,7 @@ def test_scaling_to_zero_consolidates_away_every_nodeclaim_and_terminates_its_in
 ) -> None:
     aws.serve()
     aws.apply_nodeclass("default")
-    aws.apply_nodepool("default", "default")
+    aws.apply_nodepool("default", "default", consolidation="WhenEmptyOrUnderutilized")
     aws.apply_deployment("web", 10)
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 10), "10 pods running")
     launched = set(claims_by_instance(aws))
@@ -272,18 +273,20 @@ def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
     assert subnets is not None and subnets["status"] == "False", subnets
     assert subnets.get("reason") == "SubnetsNotFound", subnets
 
-    # Karpenter says why: a warning about the NodeClass, its NodePool or the waiting pods.
-    def warnings() -> list[dict[str, Any]]:
-        about = {"nowhere"} | {p["metadata"]["name"] for p in aws.cluster.pods("stuck")}
-        return [
-            e
-            for e in aws.kube.list(("events.k8s.io/v1", "Event")).items
+    # The event is Karpenter's FailedScheduling on the waiting pods: upstream records none
+    # for a selector that matches nothing (the NodeClass's condition says it).
+    def failed_scheduling() -> set[str]:
+        stuck = {p["metadata"]["name"] for p in aws.cluster.pods("stuck")}
+        return {
+            e["regarding"]["name"]
+            for e in aws.kube.list(("events.k8s.io/v1", "Event"), APP_NS).items
             if e.get("reportingController") == "karpenter"
             and e.get("type") == "Warning"
-            and (e.get("regarding") or {}).get("name") in about
-        ]
+            and e.get("reason") == "FailedScheduling"
+            and (e.get("regarding") or {}).get("name") in stuck
+        }
 
-    wait_for(warnings, "a Karpenter warning about the NodeClass 'nowhere', its NodePool or pods")
+    wait_for(lambda: len(failed_scheduling()) == 2, "Karpenter's FailedScheduling on both pods")
 
     # The other NodePool keeps working while 'nowhere' launches nothing.
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
