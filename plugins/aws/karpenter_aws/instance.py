@@ -395,13 +395,15 @@ def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
 def filter_instance_types(
     reqs: Requirements, requests: Mapping[str, int], instance_types: Sequence[InstanceType]
 ) -> list[InstanceType]:
-    """The types with an available offering the requirements allow and that fit the
-    requests, cheapest first, truncated to :data:`MAX_INSTANCE_TYPES`. Raises
+    """The types the requirements allow (instance type, arch, ...), with an available
+    offering they allow, and that fit the requests, cheapest first, truncated to :data:`MAX_INSTANCE_TYPES`. Raises
     ``InsufficientCapacityError`` when none is left."""
     kept = [
         it
         for it in instance_types
-        if it.offerings.available().has_compatible(reqs) and fits(it, requests, reqs)[0]
+        if it.requirements.intersects(reqs) is None
+        and it.offerings.available().has_compatible(reqs)
+        and fits(it, requests, reqs)[0]
     ]
     if not kept:
         raise InsufficientCapacityError(

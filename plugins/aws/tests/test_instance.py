@@ -251,6 +251,36 @@ def test_nothing_launchable_is_insufficient_capacity_without_calling_ec2(
             provider.create(request(net, [on_demand("m5.large", 0.1)], reqs(zone=["us-west-2c"])))
 
 
+def test_only_types_the_requirements_allow_and_that_fit_are_offered_to_the_fleet(
+    clients: AWSClients, stubbed: Stubber, provider: InstanceProvider
+) -> None:
+    types = [
+        on_demand("m5.large", 0.1),
+        on_demand("c5.large", 0.08),
+        make_type("m6g.large", {("us-west-2a", "on-demand"): 0.07}, arch="arm64"),
+        on_demand("t3.nano", 0.01, pods=4),
+    ]
+    small = attrs.evolve(
+        types[3], capacity={"cpu": 2000, "memory": 512 * 1024**2 * 1000, "pods": 4000}
+    )
+    types[3] = small
+    seen: list[dict[str, Any]] = []
+    clients.ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: seen.append(params)
+    )
+    _template_exists(stubbed)
+    stubbed.add_response("create_fleet", {"Errors": []}, None)
+    req = attrs.evolve(
+        request(FAKE_NET, types, reqs(type=["m5.large", "m6g.large", "t3.nano"], ct=["on-demand"])),
+        requests={"memory": 1024**3 * 1000},
+    )
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(req)
+    offered = {o["InstanceType"] for c in seen[0]["LaunchTemplateConfigs"] for o in c["Overrides"]}
+    # c5.large: not an allowed type; m6g.large: no AMI for arm64; t3.nano: 1Gi does not fit
+    assert offered == {"m5.large"}
+
+
 def test_types_no_ami_suits_are_a_create_error(net: Network, provider: InstanceProvider) -> None:
     arm = make_type("m6g.large", {("us-west-2a", "on-demand"): 0.077}, arch="arm64")
     with pytest.raises(CreateError) as e:

@@ -5,6 +5,7 @@ plus the NodeClass-resolution errors of ``create`` and ``get_instance_types``.""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from karpenter_aws.nodeclass import (
     NODECLASS_RESOURCE,
 )
 from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
-from karpenter_aws.provider import AWSCloudProvider
+from karpenter_aws.provider import AWSCloudProvider, _Refresh
 from karpenter_aws.settings import AWSSettings
 
 from karpenter_core.apis import labels as wk
@@ -35,7 +36,7 @@ from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
-from karpenter_core.runtime.reconciler import ObjectKey
+from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 CLUSTER = "demo"
@@ -392,3 +393,62 @@ def test_register_controllers_adds_status_interruption_and_refresh(env: Env) -> 
     names = {c.name for c in manager.controllers}
     assert {"nodeclass.status", "aws.catalogue.refresh"} <= names
     assert any("interruption" in n for n in names)
+
+
+def test_the_launch_template_carries_the_nodeclass_and_nodeclaim(env: Env) -> None:
+    env.server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {"clusterIP": "10.100.0.10", "ports": [{"port": 53}]},
+        }
+    )
+    env.nodeclass(tags={"team": "a"}, userData="#!/bin/bash\necho custom\n")
+    env.nodepool()
+    claim = nodeclaim().to_dict()
+    claim["spec"]["taints"] = [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
+    claim["spec"]["requirements"][0]["values"] = ["m5.large"]  # one type: one template
+    env.provider.create(NodeClaim.from_dict(claim))
+
+    [lt] = env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
+    assert {t["Key"]: t["Value"] for t in lt["Tags"]}["team"] == "a"
+    data = env.clients.ec2.describe_launch_template_versions(
+        LaunchTemplateId=lt["LaunchTemplateId"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    status = env.server.get(NODECLASS_RESOURCE, "default")["status"]
+    assert data["IamInstanceProfile"]["Name"] == status["instanceProfile"]
+    assert data["ImageId"] == env.ami
+    assert data["NetworkInterfaces"][0]["Groups"] == [env.nodes_sg]
+    assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"  # AL2023's default
+    user_data = base64.b64decode(data["UserData"]).decode()
+    assert "echo custom" in user_data and "apiServerEndpoint: https://k8s.example" in user_data
+    assert "- 10.100.0.10" in user_data  # clusterDNS from the kube-dns Service
+    assert "key: gpu" in user_data and "key: karpenter.sh/unregistered" in user_data
+    assert "karpenter.k8s.aws/ec2nodeclass=default" in user_data
+    assert "karpenter.sh/nodepool=default" in user_data
+
+
+def test_a_provider_id_of_another_cloud_is_not_found(env: Env) -> None:
+    with pytest.raises(NodeClaimNotFoundError, match="aws:///<zone>/<id>"):
+        env.provider.get("kwok://node-1")
+
+
+class _Source:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+
+    def refresh(self) -> None:
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("pricing:GetProducts denied")
+
+
+def test_the_refresh_controller_refreshes_prices_and_types_every_12_hours() -> None:
+    prices, types = _Source(), _Source()
+    assert _Refresh(prices, types).reconcile() == Result.after(12 * 3600)
+    assert (prices.calls, types.calls) == (1, 1)
+    failing = _Source(fail=True)
+    assert _Refresh(failing, types).reconcile() == Result.after(300)
+    assert types.calls == 2  # a pricing failure does not skip the catalogue
