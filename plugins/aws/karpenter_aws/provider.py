@@ -176,6 +176,15 @@ class AWSCloudProvider:
             tags = launch_tags(self.settings.cluster_name, nodeclass.name, nodeclass.tags, nodepool)
         except TagError as e:
             raise NodeClassNotReadyError(e) from e
+        cluster = self._cluster_info()
+        if nodeclass.ami_family == "AL2023" and not cluster["cidr"]:
+            # nodeadm refuses a NodeConfig without the service CIDR: the node would never join.
+            raise CreateError(
+                f"resolving cluster CIDR: eks:DescribeCluster on {self.settings.cluster_name!r} "
+                "gave no service CIDR, which AL2023 nodes (nodeadm) need",
+                "ClusterCIDRUnknown",
+                "the cluster's service CIDR could not be discovered",
+            )
         try:
             types = list(self.instance_types.list(nodeclass))
         except Exception as e:
@@ -184,7 +193,7 @@ class AWSCloudProvider:
                 "InstanceTypeResolutionFailed",
                 "Error resolving instance types",
             ) from e
-        request = self._launch_request(nc, nodeclass, types, tags)
+        request = self._launch_request(nc, nodeclass, types, tags, cluster)
         instance = self.instances.create(request)
         it = next((t for t in types if t.name == instance.instance_type), None)
         out = self._to_nodeclaim(instance, it, nodeclass)
@@ -238,6 +247,7 @@ class AWSCloudProvider:
         nodeclass: EC2NodeClass,
         types: Sequence[InstanceType],
         tags: Mapping[str, str],
+        cluster: Mapping[str, str],
     ) -> LaunchRequest:
         if not nodeclass.security_groups:
             raise NodeClassNotReadyError("no security groups are present in the status")
@@ -250,7 +260,6 @@ class AWSCloudProvider:
             )
         except ValueError as e:
             raise CreateError(f"nodeclaim {nc.name!r}: {e}", "InvalidNodeClaim", str(e)) from e
-        cluster = self._cluster_info()
         kubelet = nodeclass.kubelet
         taints = [UNREGISTERED_TAINT]
         for t in (*nc.spec.taints, *nc.spec.startup_taints):

@@ -85,6 +85,14 @@ class Env:
             RoleName=ROLE,
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
         )
+        clients.eks.create_cluster(
+            name=CLUSTER,
+            roleArn="arn:aws:iam::123456789012:role/demo-cluster",
+            resourcesVpcConfig={"subnetIds": sorted(self.subnets.values())},
+        )
+        self.cidr = clients.eks.describe_cluster(name=CLUSTER)["cluster"][
+            "kubernetesNetworkConfig"
+        ]["serviceIpv4Cidr"]
         prices = tmp / "prices.json"
         prices.write_text(json.dumps(PRICES))
         self.settings = AWSSettings(
@@ -423,10 +431,21 @@ def test_the_launch_template_carries_the_nodeclass_and_nodeclaim(env: Env) -> No
     assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"  # AL2023's default
     user_data = base64.b64decode(data["UserData"]).decode()
     assert "echo custom" in user_data and "apiServerEndpoint: https://k8s.example" in user_data
+    assert f"cidr: {env.cidr}" in user_data  # from eks:DescribeCluster
     assert "- 10.100.0.10" in user_data  # clusterDNS from the kube-dns Service
     assert "key: gpu" in user_data and "key: karpenter.sh/unregistered" in user_data
     assert "karpenter.k8s.aws/ec2nodeclass=default" in user_data
     assert "karpenter.sh/nodepool=default" in user_data
+
+
+def test_al2023_without_a_discoverable_service_cidr_is_a_create_error(env: Env) -> None:
+    env.clients.eks.delete_cluster(name=CLUSTER)
+    env.nodeclass()
+    env.nodepool()
+    with pytest.raises(CreateError) as e:
+        env.provider.create(nodeclaim())
+    assert e.value.condition_reason == "ClusterCIDRUnknown"
+    assert env.clients.ec2.describe_launch_templates()["LaunchTemplates"] == []
 
 
 def test_a_provider_id_of_another_cloud_is_not_found(env: Env) -> None:
