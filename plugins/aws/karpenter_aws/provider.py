@@ -14,8 +14,9 @@ It wires the pieces together the way upstream's ``pkg/cloudprovider`` does:
   class is missing). Without a cluster (``karpenter instance-types``) a default view: every
   zone of the region, AL2023.
 - ``is_drifted``: :mod:`karpenter_aws.drift`.
-- ``register_controllers``: the EC2NodeClass status controller, interruption handling and
-  a catalogue/price refresh every 12 hours.
+- ``register_controllers``: the EC2NodeClass status controller, interruption handling,
+  a catalogue/price refresh every 12 hours and ``nodeclaim.tagging`` (an instance whose
+  Node registered gets the ``Name`` tag).
 
 The cluster endpoint, CA bundle and service CIDR the user data needs come from the
 settings, else from ``eks:DescribeCluster`` (once, retried until it succeeds); the cluster
@@ -25,6 +26,7 @@ DNS address from the ``kube-system/kube-dns`` Service when a cluster client is g
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -50,6 +52,7 @@ from karpenter_aws.instance import (
 )
 from karpenter_aws.labels import EC2_NODE_CLASS
 from karpenter_aws.launchtemplate import (
+    EKS_CLUSTER_NAME_TAG,
     TemplateInputs,
     block_device_from,
     metadata_options_from,
@@ -79,7 +82,7 @@ from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, Re
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.runtime.clock import WallClock
-from karpenter_core.runtime.reconciler import Result
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.scheduling.requirements import Requirements
 
 if TYPE_CHECKING:
@@ -93,6 +96,10 @@ log = logging.getLogger("karpenter.aws")
 
 NAME = "aws"
 UNREGISTERED_TAINT = Taint(wk.UNREGISTERED_TAINT_KEY, "NoExecute")
+TAGGING_CONTROLLER = "nodeclaim.tagging"
+TAGGED_ANNOTATION = "karpenter.k8s.aws/tagged"
+CLUSTER_NAME_TAGGED_ANNOTATION = "compatibility.karpenter.k8s.aws/cluster-name-tagged"
+_NODECLAIMS = ("karpenter.sh/v1", "NodeClaim")
 REFRESH_INTERVAL = 12 * 3600.0
 REFRESH_RETRY = 300.0
 DEFAULT_FAMILY = "AL2023"
@@ -560,6 +567,11 @@ class AWSCloudProvider:
         if interruption is not None and callable(getattr(interruption, "register", None)):
             interruption.register(manager, ctx, self.clients, self.settings, self.unavailable)
         manager.add_singleton("aws.catalogue.refresh", _Refresh(self.pricing, self.instance_types))
+        manager.add_controller(
+            TAGGING_CONTROLLER,
+            _Tagging(ctx.kube, self.instances, self.settings.cluster_name),
+            watches=[Watch(_NODECLAIMS, predicate=_taggable_event)],
+        )
 
     def _require_kube(self, operation: str) -> KubeClient:
         if self.kube is None:
@@ -568,6 +580,68 @@ class AWSCloudProvider:
                 "built without one; only the instance-type catalogue is available"
             )
         return self.kube
+
+
+def _taggable(obj: Mapping[str, Any]) -> bool:
+    """An AWS NodeClaim with a Node, not being deleted, not yet marked as tagged."""
+    meta = obj.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if annotations.get(TAGGED_ANNOTATION) == "true" and (
+        annotations.get(CLUSTER_NAME_TAGGED_ANNOTATION) == "true"
+    ):
+        return False
+    ref = (obj.get("spec") or {}).get("nodeClassRef") or {}
+    if ref.get("group") != EC2_NODE_CLASS.group:
+        return False
+    return bool((obj.get("status") or {}).get("nodeName")) and not meta.get("deletionTimestamp")
+
+
+def _taggable_event(event_type: str, obj: dict[str, Any]) -> bool:
+    return event_type != "DELETED" and _taggable(obj)
+
+
+class _Tagging:
+    """Upstream's ``nodeclaim.tagging``: once a NodeClaim has its Node, tag the instance
+    with ``Name`` (the Node's name), ``karpenter.sh/nodeclaim`` and ``eks:eks-cluster-name``
+    (only tags it lacks) and annotate the NodeClaim as tagged."""
+
+    def __init__(self, kube: KubeClient, instances: InstanceProvider, cluster: str) -> None:
+        self._kube = kube
+        self._instances = instances
+        self._cluster = cluster
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            obj = self._kube.get(_NODECLAIMS, key.name)
+        except NotFound:
+            return Result()
+        if not _taggable(obj):
+            return Result()
+        status = obj.get("status") or {}
+        try:
+            instance_id = parse_instance_id(str(status.get("providerID") or ""))
+        except ValueError as e:
+            log.warning("nodeclaim %s: not tagging its instance: %s", key.name, e)
+            return Result()
+        wanted = {
+            "Name": str(status.get("nodeName")),
+            NODECLAIM_TAG: key.name,
+            EKS_CLUSTER_NAME_TAG: self._cluster,
+        }
+        try:
+            instance = self._instances.get(instance_id)
+            missing = {k: v for k, v in wanted.items() if k not in instance.tags}
+            if missing:
+                self._instances.create_tags(instance_id, missing)
+        except NodeClaimNotFoundError:
+            return Result()
+        except (ClientError, BotoCoreError) as e:
+            log.warning("nodeclaim %s: tagging instance %s failed: %s", key.name, instance_id, e)
+            return Result(requeue=True)
+        annotations = {TAGGED_ANNOTATION: "true", CLUSTER_NAME_TAGGED_ANNOTATION: "true"}
+        with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to mark
+            self._kube.patch(_NODECLAIMS, key.name, {"metadata": {"annotations": annotations}})
+        return Result()
 
 
 class _Refresh:

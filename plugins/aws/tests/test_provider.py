@@ -21,7 +21,7 @@ from karpenter_aws.nodeclass import (
     NODECLASS_RESOURCE,
 )
 from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
-from karpenter_aws.provider import AWSCloudProvider, _Refresh
+from karpenter_aws.provider import AWSCloudProvider, _Refresh, _Tagging
 from karpenter_aws.settings import AWSSettings
 
 from karpenter_core.apis import labels as wk
@@ -32,6 +32,7 @@ from karpenter_core.cloudprovider.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from karpenter_core.kube.client import create_with_status
 from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.events import EventRecorder
@@ -399,7 +400,7 @@ def test_register_controllers_adds_status_interruption_and_refresh(env: Env) -> 
     )
     env.provider.register_controllers(manager, ctx)
     names = {c.name for c in manager.controllers}
-    assert {"nodeclass.status", "aws.catalogue.refresh"} <= names
+    assert {"nodeclass.status", "aws.catalogue.refresh", "nodeclaim.tagging"} <= names
     assert any("interruption" in n for n in names)
 
 
@@ -471,3 +472,39 @@ def test_the_refresh_controller_refreshes_prices_and_types_every_12_hours() -> N
     failing = _Source(fail=True)
     assert _Refresh(failing, types).reconcile() == Result.after(300)
     assert types.calls == 2  # a pricing failure does not skip the catalogue
+
+
+def test_tagging_names_the_instance_after_its_node_once(env: Env) -> None:
+    env.nodeclass()
+    env.nodepool()
+    launched = env.provider.create(nodeclaim()).to_dict()
+    instance_id = launched["status"]["providerID"].rsplit("/", 1)[1]
+    env.clients.ec2.delete_tags(Resources=[instance_id], Tags=[{"Key": "karpenter.sh/nodeclaim"}])
+    claim = nodeclaim().to_dict()
+    claim["status"] = {"providerID": launched["status"]["providerID"]}
+    create_with_status(env.server, claim)
+    tagging = _Tagging(env.server, env.provider.instances, CLUSTER)
+    key = ObjectKey("", "default-abcde")
+
+    assert tagging.reconcile(key) == Result()  # no Node yet: nothing to do
+    assert "Name" not in tags_of(env.clients.ec2, instance_id)
+
+    obj = env.server.get(("karpenter.sh/v1", "NodeClaim"), "default-abcde")
+    obj["status"]["nodeName"] = "ip-10-0-0-1.us-west-2.compute.internal"
+    env.server.update_status(obj)
+    assert tagging.reconcile(key) == Result()
+    tags = tags_of(env.clients.ec2, instance_id)
+    assert tags["Name"] == "ip-10-0-0-1.us-west-2.compute.internal"
+    assert (
+        tags["karpenter.sh/nodeclaim"] == "default-abcde"
+        and tags["eks:eks-cluster-name"] == CLUSTER
+    )
+    annotations = env.server.get(("karpenter.sh/v1", "NodeClaim"), "default-abcde")["metadata"][
+        "annotations"
+    ]
+    assert annotations["karpenter.k8s.aws/tagged"] == "true"
+    assert annotations["compatibility.karpenter.k8s.aws/cluster-name-tagged"] == "true"
+
+    env.clients.ec2.delete_tags(Resources=[instance_id], Tags=[{"Key": "Name"}])
+    assert tagging.reconcile(key) == Result()  # already marked tagged: left alone
+    assert "Name" not in tags_of(env.clients.ec2, instance_id)
