@@ -13,14 +13,16 @@ What runs where:
   :class:`Serve`) reaching moto through ``AWS_ENDPOINT_URL`` with dummy credentials. moto
   has no pricing API, so on-demand prices come from a ``PRICE_LIST_FILE`` the harness
   writes (:data:`PRICES`, test data, not AWS's price list).
-- **The instances' kubelets**: :class:`NodeJoiner`. An EC2 instance's kubelet registers
-  a Node carrying the instance's providerID and the labels and taints Karpenter put in
-  its user data (``--node-labels``, ``--register-with-taints``). moto boots nothing, so
-  the joiner polls ``DescribeInstances`` and registers that Node for each running
-  Karpenter instance, taking the labels, taints and resources from the NodeClaim whose
-  ``status.providerID`` names the instance (the same values the user data carries). From
-  then on serve_harness's fake kubelet keeps the Node Ready and runs the pods the real
-  kube-scheduler binds to it.
+- **The instances' kubelets**: :class:`NodeJoiner`. It first does what moto's CreateFleet
+  leaves out of a launch: it gives each instance its launch template's security groups
+  (without them the provider rightly sees every instance as drifted). Then, as an
+  instance's kubelet registers a Node carrying the instance's providerID and the labels
+  and taints Karpenter put in its user data (``--node-labels``,
+  ``--register-with-taints``), the joiner polls ``DescribeInstances`` and registers that
+  Node for each running Karpenter instance, taking the labels, taints and resources from
+  the NodeClaim whose ``status.providerID`` names the instance (the same values the user
+  data carries). From then on serve_harness's fake kubelet keeps the Node Ready and runs
+  the pods the real kube-scheduler binds to it.
 
 Waits poll with generous deadlines and assert on state, never on how long something took.
 """
@@ -310,25 +312,84 @@ def node_for(instance: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[
     }
 
 
-class NodeJoiner:
-    """Plays the kubelets of Karpenter's EC2 instances (see the module docstring).
+def launch_template_groups(data: Mapping[str, Any]) -> list[str]:
+    """The security group ids a launch template's data gives an instance."""
+    groups = list(data.get("SecurityGroupIds") or [])
+    for nic in data.get("NetworkInterfaces") or []:
+        groups += [g for g in nic.get("Groups") or [] if g not in groups]
+    return groups
 
-    Each instance joins at most once: a kubelet registers when its machine boots, and a
-    Node Karpenter deleted while terminating the instance must not come back. An instance
-    whose NodeClaim is not yet written (or is being deleted) waits for the next poll.
+
+class NodeJoiner:
+    """Boots Karpenter's EC2 instances and plays their kubelets (see the module docstring).
+
+    *Boot*: EC2 gives an instance its launch template's security groups; moto's CreateFleet
+    does not (a known gap), which would make every instance look drifted to the provider's
+    ``SecurityGroupDrift`` check. So each fleet instance gets its template's groups
+    (``ModifyInstanceAttribute``) as soon as it is seen, before its kubelet joins.
+
+    *Join*: each instance joins at most once: a kubelet registers when its machine boots,
+    and a Node Karpenter deleted while terminating the instance must not come back. An
+    instance whose NodeClaim is not yet written (or is being deleted) waits for the next poll.
     """
 
-    def __init__(self, ec2: Any, kube: Any, interval: float = 0.5) -> None:
+    def __init__(self, ec2: Any, kube: Any, interval: float = 0.25) -> None:
         self.ec2 = ec2
         self.kube = kube
         self.interval = interval
+        self.booted: set[str] = set()  # fleet instances given their template's groups
         self.joined: dict[str, str] = {}  # instance id -> Node name
         self.errors: list[str] = []
+        self._template_groups: dict[tuple[str, str], list[str]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def _fleet_templates(self) -> dict[str, tuple[str, str]]:
+        """Instance id -> (launch template id, version) it was launched from by a fleet."""
+        out = {}
+        for page in self.ec2.get_paginator("describe_fleets").paginate():
+            for fleet in page["Fleets"]:
+                for entry in fleet.get("Instances") or []:
+                    spec = (entry.get("LaunchTemplateAndOverrides") or {}).get(
+                        "LaunchTemplateSpecification"
+                    ) or {}
+                    if spec.get("LaunchTemplateId"):
+                        for iid in entry.get("InstanceIds") or []:
+                            out[iid] = (spec["LaunchTemplateId"], str(spec.get("Version", "")))
+        return out
+
+    def _groups(self, template: tuple[str, str]) -> list[str]:
+        if template not in self._template_groups:
+            lt_id, version = template
+            versions = self.ec2.describe_launch_template_versions(
+                LaunchTemplateId=lt_id, Versions=[version or "$Latest"]
+            )["LaunchTemplateVersions"]
+            self._template_groups[template] = launch_template_groups(
+                versions[0]["LaunchTemplateData"]
+            )
+        return self._template_groups[template]
+
+    def boot(self, live: list[dict[str, Any]]) -> None:
+        """Give each new fleet instance in ``live`` its launch template's security groups."""
+        new = [i for i in live if i["InstanceId"] not in self.booted]
+        if not new:
+            return
+        templates = self._fleet_templates()  # read after ``live``: their fleets are in it
+        for instance in new:
+            iid = instance["InstanceId"]
+            template = templates.get(iid)
+            if template is None:  # not launched by a fleet: RunInstances applied the template
+                self.booted.add(iid)
+                continue
+            groups = self._groups(template)
+            if groups:
+                self.ec2.modify_instance_attribute(InstanceId=iid, Groups=groups)
+            self.booted.add(iid)
+
     def step(self) -> list[str]:
-        """One poll: register the Nodes of newly running instances; their names."""
+        """One poll: boot new instances, then register the Nodes of running, booted
+        instances whose NodeClaim names them; the names of the Nodes created."""
+        self.boot(instances(self.ec2, ("pending", "running")))
         claims = {
             (c.get("status") or {}).get("providerID"): c
             for c in self.kube.list(NODECLAIM).items
@@ -338,7 +399,9 @@ class NodeJoiner:
         for instance in instances(self.ec2, ("running",)):
             iid = instance["InstanceId"]
             claim = claims.get(provider_id(instance))
-            if iid in self.joined or claim is None or claim["metadata"].get("deletionTimestamp"):
+            if iid in self.joined or iid not in self.booted or claim is None:
+                continue
+            if claim["metadata"].get("deletionTimestamp"):
                 continue
             node = node_for(instance, claim)
             with contextlib.suppress(AlreadyExists):
@@ -507,6 +570,19 @@ class AWS:
 
     def instances(self, states: tuple[str, ...] = LIVE_STATES) -> list[dict[str, Any]]:
         return instances(self.ec2, states)
+
+    def launch_templates(self, nodeclass: str) -> dict[str, dict[str, Any]]:
+        """Name -> latest LaunchTemplateData of Karpenter's templates for ``nodeclass``."""
+        out = {}
+        found = self.ec2.describe_launch_templates(
+            Filters=[{"Name": f"tag:{NODECLASS_TAG}", "Values": [nodeclass]}]
+        )["LaunchTemplates"]
+        for lt in found:
+            versions = self.ec2.describe_launch_template_versions(
+                LaunchTemplateId=lt["LaunchTemplateId"], Versions=["$Latest"]
+            )["LaunchTemplateVersions"]
+            out[lt["LaunchTemplateName"]] = dict(versions[0]["LaunchTemplateData"])
+        return out
 
     def instance(self, instance_id: str) -> dict[str, Any] | None:
         reservations = self.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]

@@ -13,6 +13,7 @@ launch (``can_launch`` False); the node joiner's own tests run regardless.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from aws_harness import (
     UNREGISTERED_TAINT,
     Moto,
     NodeJoiner,
+    World,
     aws_can_launch,
     aws_fixture,  # noqa: F401 -- the `aws` fixture
     claims_by_instance,
@@ -50,6 +52,11 @@ from karpenter_core.kube.client import NotFound, create_with_status
 
 pytestmark = pytest.mark.controlplane
 
+# Upstream's annotation keys (karpenter-provider-aws pkg/apis/v1).
+HASH_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash"
+HASH_VERSION_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
+TAGGED_ANNOTATION = "karpenter.k8s.aws/tagged"
+
 needs_provider = pytest.mark.skipif(
     not aws_can_launch(),
     reason="the aws plugin's CloudProviderSpec has can_launch=False (provider not finished)",
@@ -61,6 +68,11 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
         if c.get("type") == kind:
             return dict(c)
     return None
+
+
+def is_true(obj: dict[str, Any], kind: str) -> bool:
+    c = condition(obj, kind)
+    return c is not None and c.get("status") == "True"
 
 
 def launch_by_hand(moto: Moto, zone_subnet: str, pool: str | None = "default") -> dict[str, Any]:
@@ -78,6 +90,48 @@ def launch_by_hand(moto: Moto, zone_subnet: str, pool: str | None = "default") -
             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
         )["Instances"][0]
     )
+
+
+def launch_by_fleet(moto: Moto, world: World) -> dict[str, Any]:
+    """An instance launched as Karpenter launches: CreateFleet over a launch template
+    whose network interface carries the NodeClass's security group."""
+    ec2 = moto.client("ec2")
+    subnet, zone = next(iter(world.subnets.items()))
+    ec2.create_launch_template(
+        LaunchTemplateName="karpenter.k8s.aws/test",
+        LaunchTemplateData={
+            "ImageId": world.ami,
+            "NetworkInterfaces": [{"DeviceIndex": 0, "Groups": [world.security_group]}],
+        },
+    )
+    fleet = ec2.create_fleet(
+        Type="instant",
+        TargetCapacitySpecification={
+            "TotalTargetCapacity": 1,
+            "DefaultTargetCapacityType": "on-demand",
+        },
+        LaunchTemplateConfigs=[
+            {
+                "LaunchTemplateSpecification": {
+                    "LaunchTemplateName": "karpenter.k8s.aws/test",
+                    "Version": "$Latest",
+                },
+                "Overrides": [
+                    {"InstanceType": "m5.large", "SubnetId": subnet, "AvailabilityZone": zone}
+                ],
+            }
+        ],
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": NODEPOOL_TAG, "Value": "default"}]}
+        ],
+    )
+    iid = fleet["Instances"][0]["InstanceIds"][0]
+    return dict(ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0])
+
+
+def security_groups(moto: Moto, instance_id: str) -> list[str]:
+    reservations = moto.client("ec2").describe_instances(InstanceIds=[instance_id])
+    return [g["GroupId"] for g in reservations["Reservations"][0]["Instances"][0]["SecurityGroups"]]
 
 
 def nodeclaim_for(name: str, instance: dict[str, Any] | None) -> dict[str, Any]:
@@ -139,13 +193,16 @@ def test_node_joiner_registers_one_node_per_running_karpenter_instance_with_a_no
 ) -> None:
     world = seed(moto)
     subnets = list(world.subnets)
-    claimed = launch_by_hand(moto, subnets[0])
+    claimed = launch_by_fleet(moto, world)
+    assert security_groups(moto, claimed["InstanceId"]) == []  # moto's CreateFleet gap
     unclaimed = launch_by_hand(moto, subnets[1])  # its NodeClaim is not written yet
     untagged = launch_by_hand(moto, subnets[2], pool=None)  # not Karpenter's
     create_with_status(cluster.kube, nodeclaim_for("claimed", claimed))
     create_with_status(cluster.kube, nodeclaim_for("unclaimed", None))
     joiner = NodeJoiner(moto.client("ec2"), cluster.kube)
     assert len(joiner.step()) == 1
+    # Booted as EC2 would have: the launch template's security group.
+    assert security_groups(moto, claimed["InstanceId"]) == [world.security_group]
     node = cluster.kube.list("nodes", label_selector="team=payments").items
     assert [n["spec"]["providerID"] for n in node] == [provider_id(claimed)]
     # The fake kubelet keeps it Ready; nothing registered the other two.
@@ -226,8 +283,70 @@ def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(a
             claim["metadata"]["labels"]["node.kubernetes.io/instance-type"]
             == (instance["InstanceType"])
         )
+    # Nothing changed since the launch, so nothing is drifted.
+    wait_for(
+        lambda: not [c for c in aws.cluster.nodeclaims() if is_true(c, "Drifted")],
+        "no NodeClaim to be Drifted",
+    )
     # No leaked or duplicate launch: every live Karpenter instance is a NodeClaim's.
     assert {i["InstanceId"] for i in aws.instances()} == set(claims)
+
+    # The launch templates carry what the NodeClass resolved and what the node needs to
+    # join (moto's CreateFleet does not copy these onto the instance, so they are read here).
+    templates = aws.launch_templates("default")
+    assert templates
+    for name, data in templates.items():
+        assert data["ImageId"] == aws.world.ami, name
+        assert data["IamInstanceProfile"]["Name"] == profile, name
+        groups = data.get("SecurityGroupIds") or [
+            g for nic in data.get("NetworkInterfaces") or [] for g in nic.get("Groups") or []
+        ]
+        assert groups == [aws.world.security_group], name
+        user_data = base64.b64decode(data["UserData"]).decode()
+        assert CLUSTER_NAME in user_data, name
+        assert aws.cluster.cp.server in user_data, name
+        assert UNREGISTERED_TAINT in user_data, name
+    # The claims carry the NodeClass's hash (drift detection compares against it).
+    hashes = aws.nodeclass("default")["metadata"].get("annotations") or {}
+    assert hashes.get(HASH_ANNOTATION)
+    for claim in claims.values():
+        annotations = claim["metadata"].get("annotations") or {}
+        assert annotations.get(HASH_ANNOTATION) == hashes[HASH_ANNOTATION]
+        assert annotations.get(HASH_VERSION_ANNOTATION) == hashes[HASH_VERSION_ANNOTATION]
+
+
+@needs_provider
+@pytest.mark.xfail(
+    strict=True,
+    reason="karpenter-aws registers no nodeclaim.tagging controller yet (upstream "
+    "pkg/controllers/nodeclaim/tagging): instances never get Name, NodeClaims never the "
+    "karpenter.k8s.aws/tagged annotation",
+)
+def test_registered_instances_are_tagged_with_their_node_and_nodeclaim(aws: AWS) -> None:
+    """Upstream's nodeclaim.tagging controller: once a NodeClaim has its Node, the
+    instance gets ``Name`` (the Node's name), ``karpenter.sh/nodeclaim`` and
+    ``eks:eks-cluster-name``, and the NodeClaim is annotated as tagged."""
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    aws.apply_deployment("web", 2)
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 2), "2 pods running")
+
+    def tagged() -> bool:
+        claims = claims_by_instance(aws)
+        return bool(claims) and all(
+            (c["metadata"].get("annotations") or {}).get(TAGGED_ANNOTATION) == "true"
+            for c in claims.values()
+        )
+
+    wait_for(tagged, "every NodeClaim to be annotated as tagged", deadline=45)
+    for iid, claim in claims_by_instance(aws).items():
+        instance = aws.instance(iid)
+        assert instance is not None
+        tags = tags_of(instance)
+        assert tags.get("Name") == claim["status"]["nodeName"]
+        assert tags.get("karpenter.sh/nodeclaim") == claim["metadata"]["name"]
+        assert tags.get("eks:eks-cluster-name") == CLUSTER_NAME
 
 
 @needs_provider
