@@ -662,7 +662,7 @@ class _Refresh:
                 refresh()
             except Exception as e:
                 ok = False
-                log.error("refreshing %s failed: %s", what, e)
+                log.warning("refreshing %s failed, retrying in %ds: %s", what, REFRESH_RETRY, e)
         return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
 
 
