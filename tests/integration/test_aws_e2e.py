@@ -23,6 +23,7 @@ from aws_harness import (
     CLUSTER_NAME,
     CLUSTER_TAG,
     DISCOVERY_TAG,
+    EC2NODECLASS,
     NODECLAIM,
     NODECLASS_TAG,
     NODEPOOL_TAG,
@@ -43,6 +44,7 @@ from aws_harness import (
 )
 from serve_harness import (
     APP_NS,
+    NODEPOOL,
     Cluster,
     cluster_fixture,  # noqa: F401 -- the `cluster` fixture
     wait_for,
@@ -350,7 +352,7 @@ def test_registered_instances_are_tagged_with_their_node_and_nodeclaim(aws: AWS)
 
 
 @needs_provider
-def test_scaling_to_zero_consolidates_away_every_nodeclaim_and_terminates_its_instance(
+def test_scaling_to_zero_terminates_every_instance_and_a_deleted_nodeclass_cleans_up(
     aws: AWS,
 ) -> None:
     aws.serve()
@@ -368,6 +370,17 @@ def test_scaling_to_zero_consolidates_away_every_nodeclaim_and_terminates_its_in
     for iid in launched:
         instance = aws.instance(iid)
         assert instance is not None and instance["State"]["Name"] == "terminated", iid
+
+    # Deleting the NodeClass (its finalizer) removes the instance profile Karpenter made
+    # for it and its launch templates.
+    profile = aws.nodeclass("default")["status"]["instanceProfile"]
+    assert aws.launch_templates("default")
+    aws.kube.delete(NODEPOOL, "default")
+    aws.kube.delete(EC2NODECLASS, "default")
+    wait_for(lambda: not aws.kube.list(EC2NODECLASS).items, "the EC2NodeClass to be deleted")
+    assert not aws.launch_templates("default")
+    with pytest.raises(aws.iam.exceptions.NoSuchEntityException):
+        aws.iam.get_instance_profile(InstanceProfileName=profile)
 
 
 @needs_provider
