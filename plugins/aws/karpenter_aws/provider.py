@@ -529,7 +529,14 @@ class AWSCloudProvider:
         if static:
             return static
         type_name = nc.metadata.labels.get(wk.LABEL_INSTANCE_TYPE, "")
-        it = next((t for t in self.get_instance_types(nodepool) if t.name == type_name), None)
+        try:
+            types = self.get_instance_types(nodepool)
+        except CatalogueUnavailableError as e:
+            log.warning(
+                "drift of %s: instance types unavailable, AMI drift not checked: %s", nc.name, e
+            )
+            types = []
+        it = next((t for t in types if t.name == type_name), None)
         image = (nc.status.image_id if nc.status is not None else None) or ""
         ami = drift.ami_drift(image, it, [(a.id, a.requirements) for a in nodeclass.amis])
         if ami:
@@ -538,6 +545,9 @@ class AWSCloudProvider:
             instance = self.instances.get(parse_instance_id(_provider_id(nc)))
         except (ValueError, NodeClaimNotFoundError) as e:
             log.debug("drift of %s: no instance (%s)", nc.name, e)
+            return ""
+        except (ClientError, BotoCoreError) as e:
+            log.warning("drift of %s: describing its instance failed: %s", nc.name, e)
             return ""
         return drift.first_drift(
             drift.security_group_drift(

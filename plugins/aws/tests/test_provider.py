@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.stub import Stubber
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.nodeclass import (
@@ -508,3 +509,13 @@ def test_tagging_names_the_instance_after_its_node_once(env: Env) -> None:
     env.clients.ec2.delete_tags(Resources=[instance_id], Tags=[{"Key": "Name"}])
     assert tagging.reconcile(key) == Result()  # already marked tagged: left alone
     assert "Name" not in tags_of(env.clients.ec2, instance_id)
+
+
+def test_drift_is_undecided_not_an_error_when_ec2_fails(env: Env) -> None:
+    env.nodeclass()
+    env.nodepool()
+    launched = env.provider.create(nodeclaim())
+    with Stubber(env.clients.ec2) as stub:
+        stub.add_client_error("describe_instances", service_error_code="RequestLimitExceeded")
+        assert env.provider.is_drifted(launched) == ""
+        stub.assert_no_pending_responses()
