@@ -24,7 +24,7 @@ Instances are found by tags: every instance carries the cluster, NodePool, NodeC
 EC2NodeClass tags (:func:`launch_tags`). The provider id is ``aws:///<zone>/<id>``.
 
 Not implemented (docs/aws.md): capacity reservations, placement groups, EFA interfaces,
-the exotic/spot-price launch filters, batching of concurrent CreateFleet calls and the
+batching of concurrent CreateFleet calls and the
 in-flight IP estimate per subnet.
 """
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -409,10 +410,80 @@ def filter_instance_types(
         raise InsufficientCapacityError(
             "all requested instance types were unavailable during launch"
         )
+    kept = spot_offering_filter(reqs, exotic_filter(reqs, kept))
+    if not kept:
+        raise InsufficientCapacityError(
+            "all requested instance types were unavailable during launch"
+        )
     truncated, err = truncate(kept, reqs, MAX_INSTANCE_TYPES)
     if err is not None:
         raise InsufficientCapacityError(f"truncating instance types, {err}")
     return truncated
+
+
+_EXOTIC_RESOURCES = (
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "amd.com/gpu",
+    "nvidia.com/gpu",
+    "habana.ai/gaudi",
+)
+
+
+def exotic_filter(reqs: Requirements, instance_types: Sequence[InstanceType]) -> list[InstanceType]:
+    """Leave out metal and accelerated types when plain ones will do (upstream's
+    exotic-instance filter): a NodeClaim that did not ask for a GPU should not get one just
+    because it was cheapest somewhere. Everything is kept when only exotic types remain or
+    the requirements carry minValues (the flexibility they demand counts every type)."""
+    if reqs.has_min_values():
+        return list(instance_types)
+    size_key = "karpenter.k8s.aws/instance-size"
+
+    def generic(it: InstanceType) -> bool:
+        sizes = it.requirements.get(size_key).values if it.requirements.has(size_key) else ()
+        if any("metal" in size for size in sizes):
+            return False
+        return not any(it.capacity.get(r) for r in _EXOTIC_RESOURCES)
+
+    plain = [it for it in instance_types if generic(it)]
+    return plain or list(instance_types)
+
+
+def spot_offering_filter(
+    reqs: Requirements, instance_types: Sequence[InstanceType]
+) -> list[InstanceType]:
+    """When both spot and on-demand are allowed, drop spot offerings dearer than the
+    cheapest on-demand one (upstream's spot-offering filter): paying more for spot than
+    for on-demand is never the point. Types left with no offering are dropped."""
+    ct = reqs.get(wk.CAPACITY_TYPE_LABEL_KEY)
+    if (
+        reqs.has_min_values()
+        or not ct.has(wk.CAPACITY_TYPE_SPOT)
+        or not ct.has(wk.CAPACITY_TYPE_ON_DEMAND)
+    ):
+        return list(instance_types)
+    cheapest_od = math.inf
+    has_spot = False
+    for it in instance_types:
+        for o in it.offerings.compatible(reqs).available():
+            if o.capacity_type == wk.CAPACITY_TYPE_ON_DEMAND:
+                cheapest_od = min(cheapest_od, o.price)
+            elif o.capacity_type == wk.CAPACITY_TYPE_SPOT:
+                has_spot = True
+    if cheapest_od == math.inf or not has_spot:
+        return list(instance_types)
+    out: list[InstanceType] = []
+    for it in instance_types:
+        kept = [
+            o
+            for o in it.offerings
+            if not (o.capacity_type == wk.CAPACITY_TYPE_SPOT and o.price > cheapest_od)
+        ]
+        if len(kept) == len(it.offerings):
+            out.append(it)
+        elif kept:
+            out.append(it.with_offerings(kept))
+    return out
 
 
 def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> str | None:

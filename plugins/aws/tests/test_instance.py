@@ -26,11 +26,13 @@ from karpenter_aws.instance import (
     TagError,
     build_overrides,
     choose_capacity_type,
+    exotic_filter,
     fleet_request,
     instance_to_nodeclaim,
     launch_tags,
     parse_instance_id,
     reason_for,
+    spot_offering_filter,
 )
 from karpenter_aws.launchtemplate import TemplateInputs
 from karpenter_aws.unavailable import UnavailableOfferings
@@ -698,3 +700,36 @@ def test_nodeclaim_from_an_instance() -> None:
     )
     assert gone.metadata.deletion_timestamp == "2026-02-01T00:00:00Z"
     assert gone.metadata.labels[wk.LABEL_INSTANCE_TYPE] == "m5.large"
+
+
+def test_exotic_types_are_left_out_while_plain_ones_remain() -> None:
+    plain = on_demand("m5.large", 0.1)
+    gpu = attrs.evolve(
+        on_demand("g4dn.xlarge", 0.05), capacity={"cpu": 4000, "nvidia.com/gpu": 1000}
+    )
+    metal = make_type("m5.metal", {("us-west-2a", "on-demand"): 0.09})
+    sized = Requirements(Requirement.new("karpenter.k8s.aws/instance-size", IN, ["metal"]))
+    metal = attrs.evolve(
+        metal, requirements=Requirements(*metal.requirements.values(), *sized.values())
+    )
+    od = reqs(ct=["on-demand"])
+    assert [it.name for it in exotic_filter(od, [plain, gpu, metal])] == ["m5.large"]
+    assert [it.name for it in exotic_filter(od, [gpu, metal])] == ["g4dn.xlarge", "m5.metal"]
+    flexible = Requirements(Requirement.new(wk.LABEL_INSTANCE_TYPE, IN, ["a", "b"], min_values=2))
+    assert len(exotic_filter(flexible, [plain, gpu])) == 2
+
+
+def test_spot_dearer_than_the_cheapest_on_demand_is_dropped() -> None:
+    cheap_od = make_type("c5.large", {("us-west-2a", "on-demand"): 0.08})
+    pricey_spot = make_type(
+        "m5.large", {("us-west-2a", "spot"): 0.09, ("us-west-2a", "on-demand"): 0.1}
+    )
+    only_spot = make_type("r5.large", {("us-west-2a", "spot"): 0.12})
+    both = reqs(ct=["spot", "on-demand"])
+    got = {
+        it.name: sorted(o.capacity_type for o in it.offerings)
+        for it in spot_offering_filter(both, [cheap_od, pricey_spot, only_spot])
+    }
+    assert got == {"c5.large": ["on-demand"], "m5.large": ["on-demand"]}
+    # spot only (or on-demand only) requested: nothing to compare with
+    assert len(spot_offering_filter(reqs(ct=["spot"]), [cheap_od, pricey_spot, only_spot])) == 3
