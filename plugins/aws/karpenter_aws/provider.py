@@ -96,6 +96,8 @@ log = logging.getLogger("karpenter.aws")
 
 NAME = "aws"
 UNREGISTERED_TAINT = Taint(wk.UNREGISTERED_TAINT_KEY, "NoExecute")
+INSTANCE_PROFILE_ANNOTATION = "karpenter.k8s.aws/instance-profile-name"
+"""The instance profile a NodeClaim was launched with (upstream records it too)."""
 TAGGING_CONTROLLER = "nodeclaim.tagging"
 TAGGED_ANNOTATION = "karpenter.k8s.aws/tagged"
 CLUSTER_NAME_TAGGED_ANNOTATION = "compatibility.karpenter.k8s.aws/cluster-name-tagged"
@@ -208,6 +210,7 @@ class AWSCloudProvider:
             **out.metadata.annotations,
             HASH_ANNOTATION: self._hash(nodeclass),
             HASH_VERSION_ANNOTATION: HASH_VERSION,
+            INSTANCE_PROFILE_ANNOTATION: nodeclass.instance_profile_name,
         }
         return attrs.evolve(out, metadata=attrs.evolve(out.metadata, annotations=annotations))
 

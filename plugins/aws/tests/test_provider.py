@@ -247,6 +247,8 @@ def test_launch_find_drift_and_terminate(env: Env) -> None:
     assert launched.status.allocatable and launched.status.capacity["cpu"] == "2"
     assert launched.metadata.annotations[HASH_VERSION_ANNOTATION] == HASH_VERSION
     assert launched.metadata.annotations[HASH_ANNOTATION]
+    profile = env.server.get(NODECLASS_RESOURCE, "default")["status"]["instanceProfile"]
+    assert launched.metadata.annotations["karpenter.k8s.aws/instance-profile-name"] == profile
     tags = tags_of(env.clients.ec2, instance_id)
     assert (
         tags["karpenter.sh/nodeclaim"] == "default-abcde"
