@@ -426,3 +426,57 @@ def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
     stuck = aws.cluster.pods("stuck")
     assert len(stuck) == 2 and all(not p["spec"].get("nodeName") for p in stuck)
     assert {tags_of(i).get(NODEPOOL_TAG) for i in instances(aws.ec2)} == {"default"}
+
+
+@needs_provider
+@pytest.mark.xfail(
+    strict=True,
+    reason="karpenter_core's nodeclaim.disruption controller watches NodeClaims and NodePools "
+    "but not the provider's NodeClass kinds (upstream watches them), so a NodeClass change "
+    "is only seen by the 5-minute periodic drift check",
+)
+def test_a_changed_security_group_selector_drifts_and_replaces_every_instance(aws: AWS) -> None:
+    """Upstream re-evaluates drift when a NodeClass changes (its drift controller watches
+    the provider's NodeClass kinds); without that, only the 5-minute periodic check would
+    notice, after this test's wait gives up."""
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    aws.apply_deployment("web", 4)
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 4), "4 pods running")
+    old = set(claims_by_instance(aws))
+    assert old
+
+    decoy = aws.world.decoy_security_group
+    aws.kube.patch(
+        EC2NODECLASS, "default", {"spec": {"securityGroupSelectorTerms": [{"id": decoy}]}}
+    )
+    wait_for(
+        lambda: [g["id"] for g in aws.nodeclass("default")["status"]["securityGroups"]] == [decoy],
+        "the EC2NodeClass to resolve the new security group",
+    )
+
+    def drift_reasons() -> set[str]:
+        return {
+            str((condition(c, "Drifted") or {}).get("reason"))
+            for c in aws.cluster.nodeclaims()
+            if is_true(c, "Drifted")
+        }
+
+    assert wait_for(drift_reasons, "the old NodeClaims to be Drifted") == {"SecurityGroupDrift"}
+
+    def replaced() -> bool:
+        claims = set(claims_by_instance(aws))
+        live = {i["InstanceId"] for i in aws.instances()}
+        return (
+            bool(claims)
+            and not claims & old
+            and not live & old
+            and aws.cluster.all_running_on_karpenter_nodes("web", 4)
+        )
+
+    wait_for(replaced, "every instance to be replaced")
+    for iid in claims_by_instance(aws):
+        instance = aws.instance(iid)
+        assert instance is not None
+        assert [g["GroupId"] for g in instance["SecurityGroups"]] == [decoy]
