@@ -318,12 +318,6 @@ def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(a
 
 
 @needs_provider
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpenter-aws registers no nodeclaim.tagging controller yet (upstream "
-    "pkg/controllers/nodeclaim/tagging): instances never get Name, NodeClaims never the "
-    "karpenter.k8s.aws/tagged annotation",
-)
 def test_registered_instances_are_tagged_with_their_node_and_nodeclaim(aws: AWS) -> None:
     """Upstream's nodeclaim.tagging controller: once a NodeClaim has its Node, the
     instance gets ``Name`` (the Node's name), ``karpenter.sh/nodeclaim`` and
@@ -341,7 +335,7 @@ def test_registered_instances_are_tagged_with_their_node_and_nodeclaim(aws: AWS)
             for c in claims.values()
         )
 
-    wait_for(tagged, "every NodeClaim to be annotated as tagged", deadline=45)
+    wait_for(tagged, "every NodeClaim to be annotated as tagged")
     for iid, claim in claims_by_instance(aws).items():
         instance = aws.instance(iid)
         assert instance is not None
