@@ -308,7 +308,7 @@ class AWSCloudProvider:
             nodeclaim_name=nc.name or "",
             requirements=reqs,
             instance_types=types,
-            subnets=_subnet_per_zone(nodeclass.subnets),
+            subnets=_subnet_per_zone(nodeclass.subnets, self.unavailable),
             amis=_amis(nodeclass),
             template=template,
             tags={**tags, NODECLAIM_TAG: nc.name or ""},
@@ -679,13 +679,25 @@ class _Refresh:
         return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
 
 
-def _subnet_per_zone(subnets: Sequence[SubnetStatus]) -> dict[str, str]:
-    """The first subnet of each zone, in status order (most free addresses first)."""
+def _subnet_per_zone(
+    subnets: Sequence[SubnetStatus], unavailable: UnavailableOfferings | None = None
+) -> dict[str, str]:
+    """One subnet per zone: the first in status order (most free addresses first) that
+    did not just run out of addresses (``InsufficientFreeAddressesInSubnet``), else the
+    zone's first."""
     out: dict[str, str] = {}
+    fallback: dict[str, str] = {}
     for s in subnets:
-        if s.zone and s.id:
-            out.setdefault(s.zone, s.id)
-    return out
+        if not s.zone or not s.id:
+            continue
+        fallback.setdefault(s.zone, s.id)
+        # no offering is ever marked under an empty type: this asks about the subnet only
+        if unavailable is not None and unavailable.is_unavailable(
+            "", s.zone, "", subnet_ids=[s.id]
+        ):
+            continue
+        out.setdefault(s.zone, s.id)
+    return {**fallback, **out}
 
 
 def _amis(nodeclass: EC2NodeClass) -> builtins.list[AMI]:

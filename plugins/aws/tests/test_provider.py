@@ -20,10 +20,12 @@ from karpenter_aws.nodeclass import (
     HASH_VERSION,
     HASH_VERSION_ANNOTATION,
     NODECLASS_RESOURCE,
+    SubnetStatus,
 )
 from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
-from karpenter_aws.provider import AWSCloudProvider, _Refresh, _Tagging
+from karpenter_aws.provider import AWSCloudProvider, _Refresh, _subnet_per_zone, _Tagging
 from karpenter_aws.settings import AWSSettings
+from karpenter_aws.unavailable import UnavailableOfferings
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim, NodePool
@@ -521,3 +523,24 @@ def test_drift_is_undecided_not_an_error_when_ec2_fails(env: Env) -> None:
         stub.add_client_error("describe_instances", service_error_code="RequestLimitExceeded")
         assert env.provider.is_drifted(launched) == ""
         stub.assert_no_pending_responses()
+
+
+def test_one_subnet_per_zone_skipping_subnets_out_of_addresses() -> None:
+    subnets = (
+        SubnetStatus("subnet-a1", "us-west-2a"),
+        SubnetStatus("subnet-a2", "us-west-2a"),
+        SubnetStatus("subnet-b1", "us-west-2b"),
+    )
+    unavailable = UnavailableOfferings(VirtualClock())
+    assert _subnet_per_zone(subnets, unavailable) == {
+        "us-west-2a": "subnet-a1",
+        "us-west-2b": "subnet-b1",
+    }
+    unavailable.mark_subnet("subnet-a1")
+    unavailable.mark_subnet("subnet-b1")
+    # a zone whose every subnet is out of addresses keeps its first (its offerings are
+    # unavailable anyway); one with another subnet uses that
+    assert _subnet_per_zone(subnets, unavailable) == {
+        "us-west-2a": "subnet-a2",
+        "us-west-2b": "subnet-b1",
+    }
