@@ -459,12 +459,14 @@ class AWS:
             name = crd["metadata"]["name"]
             wait_for(functools.partial(self.cluster._established, name), f"the CRD {name}")
 
-    def serve(self, name: str = "a", *extra: str) -> Serve:
+    def serve(self, name: str = "a", *extra: str, env: Mapping[str, str] | None = None) -> Serve:
+        """``karpenter serve --cloud-provider aws`` against moto; ``env`` adds settings."""
         env = {
             **self.moto.env(),
             "CLUSTER_NAME": CLUSTER_NAME,
             "CLUSTER_ENDPOINT": self.cluster.cp.server,
             "PRICE_LIST_FILE": str(self.price_list),
+            **(env or {}),
         }
         s = Serve(
             self.cluster, self.workdir, name, "--cloud-provider", "aws", *extra, env=env

@@ -14,6 +14,7 @@ launch (``can_launch`` False); the node joiner's own tests run regardless.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from aws_harness import (
     NODECLAIM,
     NODECLASS_TAG,
     NODEPOOL_TAG,
+    REGION,
     UNREGISTERED_TAINT,
     Moto,
     NodeJoiner,
@@ -47,6 +49,7 @@ from serve_harness import (
     NODEPOOL,
     Cluster,
     cluster_fixture,  # noqa: F401 -- the `cluster` fixture
+    metric,
     wait_for,
 )
 
@@ -474,3 +477,74 @@ def test_a_changed_security_group_selector_drifts_and_replaces_every_instance(aw
         instance = aws.instance(iid)
         assert instance is not None
         assert [g["GroupId"] for g in instance["SecurityGroups"]] == [decoy]
+
+
+def scheduled_retirement(instance_id: str) -> str:
+    """An AWS Health scheduled-change event for ``instance_id`` as EventBridge delivers it
+    to SQS (the envelope and detail fields of AWS's published event format)."""
+    return json.dumps(
+        {
+            "version": "0",
+            "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+            "detail-type": "AWS Health Event",
+            "source": "aws.health",
+            "account": "123456789012",
+            "time": "2026-11-30T00:00:00Z",
+            "region": REGION,
+            "resources": [],
+            "detail": {
+                "eventArn": f"arn:aws:health:{REGION}::event/EC2/"
+                "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED_1",
+                "service": "EC2",
+                "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+                "eventTypeCategory": "scheduledChange",
+                "startTime": "Mon, 30 Nov 2026 00:00:00 GMT",
+                "eventDescription": [
+                    {"language": "en_US", "latestDescription": "instance retirement"}
+                ],
+                "affectedEntities": [{"entityValue": instance_id}],
+            },
+        }
+    )
+
+
+@needs_provider
+def test_a_scheduled_retirement_on_the_interruption_queue_replaces_the_instance(
+    aws: AWS,
+) -> None:
+    sqs = aws.moto.client("sqs")
+    queue = sqs.create_queue(QueueName=f"{CLUSTER_NAME}-interruption")["QueueUrl"]
+    op = aws.serve("a", env={"INTERRUPTION_QUEUE": f"{CLUSTER_NAME}-interruption"})
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    aws.apply_deployment("web", 2)
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 2), "2 pods running")
+    before = claims_by_instance(aws)
+    retired = sorted(before)[0]
+
+    sqs.send_message(QueueUrl=queue, MessageBody=scheduled_retirement(retired))
+
+    def replaced() -> bool:
+        claims = claims_by_instance(aws)
+        return (
+            retired not in claims
+            and retired not in {i["InstanceId"] for i in aws.instances()}
+            and aws.cluster.all_running_on_karpenter_nodes("web", 2)
+        )
+
+    wait_for(replaced, "the retiring instance's NodeClaim to be replaced")
+    instance = aws.instance(retired)
+    assert instance is not None and instance["State"]["Name"] == "terminated"
+    # Only the retiring instance was touched; the message was handled and deleted.
+    assert set(before) - {retired} <= set(claims_by_instance(aws))
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert attributes == {
+        "ApproximateNumberOfMessages": "0",
+        "ApproximateNumberOfMessagesNotVisible": "0",
+    }
+    body = op.metrics()
+    assert (metric(body, "karpenter_interruption_received_messages_total") or 0) >= 1
+    assert (metric(body, "karpenter_interruption_deleted_messages_total") or 0) >= 1
