@@ -35,6 +35,7 @@ from typing import Any
 from attrs import asdict, evolve, field, frozen
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
+from karpenter_aws.amifamily import get_family
 from karpenter_aws.labels import GROUP, LABEL_NODE_CLASS
 from karpenter_aws.userdata import UserDataOptions, render
 
@@ -47,6 +48,7 @@ __all__ = [
     "MetadataOptions",
     "TemplateInputs",
     "block_device_from",
+    "default_block_devices",
     "metadata_options_from",
 ]
 
@@ -110,16 +112,11 @@ def block_device_from(bdm: Any) -> BlockDevice:
     )
 
 
-DEFAULT_BLOCK_DEVICES: Mapping[str, tuple[BlockDevice, ...]] = {
-    "AL2": (BlockDevice("/dev/xvda", 20, "gp3", True),),
-    "AL2023": (BlockDevice("/dev/xvda", 20, "gp3", True),),
-    "Bottlerocket": (
-        BlockDevice("/dev/xvda", 4, "gp3", True),
-        BlockDevice("/dev/xvdb", 20, "gp3", True),
-    ),
-}
-"""Upstream's per-family defaults when the EC2NodeClass names no block devices (Custom
-has none: the AMI's own mappings apply)."""
+def default_block_devices(family: str) -> tuple[BlockDevice, ...]:
+    """The AMI family's block devices when the EC2NodeClass names none (upstream's
+    defaults: AL2/AL2023 a 20Gi root, Bottlerocket 4Gi + 20Gi, Windows 50Gi; Custom none,
+    so the AMI's own mappings apply)."""
+    return tuple(block_device_from(b) for b in get_family(family).default_block_device_mappings)
 
 
 @frozen
@@ -254,7 +251,7 @@ class TemplateInputs:
         ud = evolve(
             ud, labels=labels, max_pods=ud.max_pods if ud.max_pods is not None else max_pods
         )
-        blocks = self.block_devices or DEFAULT_BLOCK_DEVICES.get(self.family, ())
+        blocks = self.block_devices or default_block_devices(self.family)
         return LaunchTemplateSpec(
             image_id=image_id,
             instance_profile=self.instance_profile,

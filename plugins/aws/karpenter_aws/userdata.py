@@ -13,11 +13,13 @@ Each family bootstraps differently, as upstream's ``amifamily/bootstrap`` packag
   settings as flags (``--kubelet-extra-args``).
 - **Bottlerocket**: TOML. The user's TOML is parsed and Karpenter's
   ``settings.kubernetes`` keys are written over it.
+- **Windows2019/2022/2025**: a ``<powershell>`` script running the user's lines, then
+  ``Start-EKSBootstrap.ps1`` with the same kubelet flags as AL2.
 - **Custom**: the EC2NodeClass's ``userData`` exactly as written; nothing is added, the
   AMI's owner bootstraps it.
 
-Windows families are not rendered here (see docs/aws.md): :func:`render` raises
-:class:`UserDataError` for them, which the launch reports as a ``CreateError``.
+Any other family raises :class:`UserDataError`, which the launch reports as a
+``CreateError``.
 
 Everything is pure: the same options always give the same text, which matters because
 the launch template name is a hash of it.
@@ -114,6 +116,8 @@ def render(family: str, options: UserDataOptions) -> str:
         return _bottlerocket(options)
     if family == "Custom":
         return options.custom_user_data or ""
+    if family.startswith("Windows"):
+        return _windows(options)
     raise UserDataError(f"user data for AMI family {family!r} is not supported by karpenter-aws")
 
 
@@ -220,18 +224,8 @@ def _join_args(name: str, values: Mapping[str, str], sep: str) -> str:
     return f"{name}={json.dumps(','.join(f'{k}{sep}{v}' for k, v in values.items()))}"
 
 
-def _al2(o: UserDataOptions) -> str:
-    lines = [
-        "#!/bin/bash -xe",
-        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
-    ]
-    cmd = f"/etc/eks/bootstrap.sh '{o.cluster_name}' --apiserver-endpoint '{o.cluster_endpoint}'"
-    if o.ca_bundle:
-        cmd += f" --b64-cluster-ca '{o.ca_bundle}'"
-    if o.cluster_dns:
-        cmd += f" \\\n--dns-cluster-ip '{o.cluster_dns[0]}'"
-    if o.max_pods is not None:
-        cmd += " \\\n--use-max-pods false"
+def _kubelet_extra_args(o: UserDataOptions) -> list[str]:
+    """The kubelet flags AL2's bootstrap.sh and Windows' Start-EKSBootstrap.ps1 pass on."""
     args = [
         _node_labels_flag(_with_do_not_sync(o.labels)),
         f"--register-with-taints={json.dumps(','.join(t.to_flag() for t in o.taints))}",
@@ -245,12 +239,52 @@ def _al2(o: UserDataOptions) -> str:
         _join_args("--kube-reserved", o.kube_reserved, "="),
         _join_args("--eviction-hard", o.eviction_hard, "<"),
     ]
-    cmd += f" \\\n--kubelet-extra-args '{' '.join(a for a in args if a)}'"
+    return [a for a in args if a]
+
+
+def _al2(o: UserDataOptions) -> str:
+    lines = [
+        "#!/bin/bash -xe",
+        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
+    ]
+    cmd = f"/etc/eks/bootstrap.sh '{o.cluster_name}' --apiserver-endpoint '{o.cluster_endpoint}'"
+    if o.ca_bundle:
+        cmd += f" --b64-cluster-ca '{o.ca_bundle}'"
+    if o.cluster_dns:
+        cmd += f" \\\n--dns-cluster-ip '{o.cluster_dns[0]}'"
+    if o.max_pods is not None:
+        cmd += " \\\n--use-max-pods false"
+    cmd += f" \\\n--kubelet-extra-args '{' '.join(_kubelet_extra_args(o))}'"
     if o.instance_store_policy == "RAID0":
         cmd += " \\\n--local-disks raid0"
     lines.append(cmd)
     parts = _custom_parts(o.custom_user_data, nodeconfig_yaml=False)
     return _archive([*parts, (SHELL_CONTENT_TYPE, "\n".join(lines))])
+
+
+# --- Windows ----------------------------------------------------------------------------
+
+_WINDOWS_BOOTSTRAP = (
+    '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"'
+)
+
+
+def _windows(o: UserDataOptions) -> str:
+    lines = ["<powershell>"]
+    if o.custom_user_data:
+        lines.append(o.custom_user_data.rstrip("\n"))
+    lines.append(_WINDOWS_BOOTSTRAP)
+    cmd = (
+        f"& $EKSBootstrapScriptFile -EKSClusterName '{o.cluster_name}' "
+        f"-APIServerEndpoint '{o.cluster_endpoint}'"
+    )
+    if o.ca_bundle:
+        cmd += f" -Base64ClusterCA '{o.ca_bundle}'"
+    cmd += f" -KubeletExtraArgs '{' '.join(_kubelet_extra_args(o))}'"
+    if o.cluster_dns:
+        cmd += f" -DNSClusterIP '{o.cluster_dns[0]}'"
+    lines += [cmd, "</powershell>"]
+    return "\n".join(lines)
 
 
 # --- Bottlerocket -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from karpenter_aws.launchtemplate import (
     MetadataOptions,
     TemplateInputs,
     block_device_from,
+    default_block_devices,
 )
 from karpenter_aws.nodeclass import BlockDeviceMapping
 from karpenter_aws.userdata import Taint, UserDataError, UserDataOptions, render
@@ -146,9 +147,32 @@ def test_custom_family_user_data_is_used_verbatim() -> None:
     assert render("Custom", OPTS) == ""
 
 
-def test_unsupported_families_and_bad_custom_data_are_named_errors() -> None:
-    with pytest.raises(UserDataError, match="Windows2022"):
-        render("Windows2022", OPTS)
+def test_windows_runs_start_eks_bootstrap_after_the_users_powershell() -> None:
+    out = render("Windows2022", attrs.evolve(OPTS, custom_user_data='Write-Host "custom"\n'))
+    lines = out.split("\n")
+    assert lines[0] == "<powershell>" and lines[-1] == "</powershell>"
+    assert lines[1] == 'Write-Host "custom"'
+    assert (
+        lines[2]
+        == '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"'
+    )
+    cmd = lines[3]
+    assert cmd.startswith(
+        "& $EKSBootstrapScriptFile -EKSClusterName 'test-cluster' -APIServerEndpoint 'https://test-cluster'"
+    )
+    assert "-Base64ClusterCA 'Y2EtYnVuZGxlCg=='" in cmd and cmd.endswith(
+        "-DNSClusterIP '10.0.100.10'"
+    )
+    assert (
+        "--max-pods=110" in cmd
+        and '--register-with-taints="karpenter.sh/unregistered:NoExecute,gpu=true:NoSchedule"'
+        in cmd
+    )
+
+
+def test_unknown_families_and_bad_custom_data_are_named_errors() -> None:
+    with pytest.raises(UserDataError, match="Plan9"):
+        render("Plan9", OPTS)
     with pytest.raises(UserDataError, match="Bottlerocket TOML"):
         render("Bottlerocket", attrs.evolve(OPTS, custom_user_data="not = [toml"))
 
@@ -290,3 +314,21 @@ def test_delete_all_removes_only_the_nodeclass_templates(clients: AWSClients) ->
         t["LaunchTemplateName"] for t in clients.ec2.describe_launch_templates()["LaunchTemplates"]
     ]
     assert names == [theirs]
+
+
+@pytest.mark.parametrize(
+    ("family", "devices"),
+    [
+        ("AL2023", [("/dev/xvda", 20)]),
+        ("AL2", [("/dev/xvda", 20)]),
+        ("Bottlerocket", [("/dev/xvda", 4), ("/dev/xvdb", 20)]),
+        ("Windows2022", [("/dev/sda1", 50)]),
+        ("Custom", []),
+    ],
+)
+def test_family_default_block_devices_are_encrypted_gp3(
+    family: str, devices: list[tuple[str, int]]
+) -> None:
+    got = default_block_devices(family)
+    assert [(b.device_name, b.volume_size_gib) for b in got] == devices
+    assert all(b.volume_type == "gp3" and b.encrypted for b in got)
