@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ from karpenter_core.apis.v1 import (
     NodePool,
 )
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found, is_unevaluated_nodepool
+from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import (
     InstanceType,
     Offerings,
@@ -152,6 +153,13 @@ def _seconds(value: Any) -> float | None:
     return parse_go_duration(text) / 1e9
 
 
+def _node_class_of(obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    ref = (obj.get("spec") or {}).get("nodeClassRef") or {}
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return None
+    return (str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref["name"]))
+
+
 class Disruption:
     """The keyed reconciler behind ``nodeclaim.disruption``."""
 
@@ -161,12 +169,15 @@ class Disruption:
         self._lock = threading.Lock()
         self._by_pool: dict[str, set[ObjectKey]] = {}
         self._pool_of: dict[ObjectKey, str] = {}
+        self._by_class: dict[tuple[str, str, str], set[ObjectKey]] = {}
+        self._class_of: dict[ObjectKey, tuple[str, str, str]] = {}
 
     # ------------------------------------------------------------------ watches
 
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         key = ObjectKey("", str((obj.get("metadata") or {}).get("name") or ""))
         pool = "" if event_type == "DELETED" else labels(obj).get(wk.NODEPOOL_LABEL_KEY, "")
+        node_class = None if event_type == "DELETED" else _node_class_of(obj)
         with self._lock:
             old = self._pool_of.pop(key, "")
             if old:
@@ -174,7 +185,27 @@ class Disruption:
             if pool:
                 self._pool_of[key] = pool
                 self._by_pool.setdefault(pool, set()).add(key)
+            old_class = self._class_of.pop(key, None)
+            if old_class is not None:
+                self._by_class.get(old_class, set()).discard(key)
+            if node_class is not None:
+                self._class_of[key] = node_class
+                self._by_class.setdefault(node_class, set()).add(key)
         return (key,)
+
+    def nodeclass_mapper(
+        self, kind: NodeClassKind
+    ) -> Callable[[str, dict[str, Any]], Iterable[Hashable]]:
+        """NodeClass events to the NodeClaims naming that NodeClass: a NodeClass change
+        (new security groups, AMIs, a new hash) is the provider's drift signal, so its
+        NodeClaims are checked now rather than at their next periodic requeue."""
+
+        def mapper(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            with self._lock:
+                return sorted(self._by_class.get((kind.group, kind.kind, name), ()))
+
+        return mapper
 
     def nodepool_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         pool = str((obj.get("metadata") or {}).get("name") or "")
@@ -185,10 +216,23 @@ class Disruption:
         def managed(event_type: str, obj: dict[str, Any]) -> bool:
             return is_managed(obj, self.ctx.cloud_provider)
 
-        return [
+        # nodepool.common imports this package: resolved here, not at import time
+        from karpenter_core.controllers.nodepool.common import nodeclass_resource
+
+        watches = [
             Watch(NODECLAIMS, mapper=self.nodeclaim_mapper, predicate=managed),
             Watch(NODEPOOLS, mapper=self.nodepool_mapper),
         ]
+        try:
+            kinds = list(self.ctx.cloud_provider.supported_node_classes())
+        except Exception as e:  # a provider that cannot say: periodic checks still run
+            log.warning("not watching NodeClasses for drift: %s: %s", type(e).__name__, e)
+            kinds = []
+        for kind in kinds:
+            rt = nodeclass_resource(kind)
+            if rt is not None:
+                watches.append(Watch(rt, mapper=self.nodeclass_mapper(kind)))
+        return watches
 
     # ------------------------------------------------------------------ reconcile
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodeclaim_helpers import Env, fake_instance_type, minutes
+from nodeclaim_helpers import NODE_CLASS, Env, fake_instance_type, minutes
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.nodeclaim.disruption import (
@@ -14,6 +14,7 @@ from karpenter_core.controllers.nodeclaim.disruption import (
     requirements_drifted,
     static_fields_drifted,
 )
+from karpenter_core.kube.client import ResourceType, register_resource
 
 HASH = wk.NODEPOOL_HASH_ANNOTATION_KEY
 VERSION = wk.NODEPOOL_HASH_VERSION_ANNOTATION_KEY
@@ -273,3 +274,38 @@ def test_uninitialized_nodeclaims_are_not_consolidatable() -> None:
     env.create_node_for("nc", ready=False)
     env.run_for(60)
     assert consolidatable(env) is None
+
+
+def test_a_nodeclass_change_rechecks_its_nodeclaims_for_drift_at_once() -> None:
+    """The provider's drift signal is its NodeClass (security groups, AMIs): a change there
+    is checked when it happens, not at the NodeClaim's next 5-minute requeue."""
+    rt = register_resource(
+        ResourceType(
+            group=NODE_CLASS.group,
+            version=NODE_CLASS.version,
+            kind=NODE_CLASS.kind,
+            plural="testnodeclasses",
+            namespaced=False,
+        )
+    )
+    env = Env()
+    for name in ("default", "unrelated"):
+        env.server.create(
+            {
+                "apiVersion": NODE_CLASS.api_version,
+                "kind": NODE_CLASS.kind,
+                "metadata": {"name": name},
+            }
+        )
+    registered_in_pool(env)
+    env.settle()
+    assert drifted(env) is None
+    env.provider.drift_reason = "SecurityGroupDrift"
+    env.run_for(10)
+    assert drifted(env) is None  # nothing has asked the controller to look again yet
+    annotate(env, rt.plural, "unrelated", {"example.com/touched": "1"})
+    env.run_for(10)
+    assert drifted(env) is None  # another NodeClass changed: not this NodeClaim's business
+    annotate(env, rt.plural, "default", {"example.com/touched": "1"})
+    env.run_for(1)
+    assert drifted(env) == "SecurityGroupDrift"
