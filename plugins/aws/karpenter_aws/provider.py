@@ -50,7 +50,7 @@ from karpenter_aws.instance import (
     launch_tags,
     parse_instance_id,
 )
-from karpenter_aws.labels import EC2_NODE_CLASS
+from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_INSTANCE_TENANCY
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
     TemplateInputs,
@@ -102,6 +102,7 @@ TAGGING_CONTROLLER = "nodeclaim.tagging"
 TAGGED_ANNOTATION = "karpenter.k8s.aws/tagged"
 CLUSTER_NAME_TAGGED_ANNOTATION = "compatibility.karpenter.k8s.aws/cluster-name-tagged"
 _NODECLAIMS = ("karpenter.sh/v1", "NodeClaim")
+CLUSTER_INFO_RETRY = 300.0
 REFRESH_INTERVAL = 12 * 3600.0
 REFRESH_RETRY = 300.0
 DEFAULT_FAMILY = "AL2023"
@@ -167,6 +168,7 @@ class AWSCloudProvider:
         )
         self._lock = threading.Lock()
         self._cluster: dict[str, str] | None = None
+        self._cluster_partial: tuple[dict[str, str], float] | None = None
         self._cluster_dns: tuple[str, ...] | None = None
         self._priced = kube is not None  # with a cluster the refresh controller prices
 
@@ -303,6 +305,7 @@ class AWSCloudProvider:
             metadata_options=metadata_options_from(nodeclass.metadata_options),
             associate_public_ip=nodeclass.associate_public_ip,
             detailed_monitoring=nodeclass.detailed_monitoring,
+            tenancy=_tenancy(reqs),
         )
         return LaunchRequest(
             nodeclaim_name=nc.name or "",
@@ -321,6 +324,9 @@ class AWSCloudProvider:
         with self._lock:
             if self._cluster is not None:
                 return self._cluster
+            partial = self._cluster_partial
+            if partial is not None and self.clock.monotonic() < partial[1]:
+                return partial[0]
         info = {
             "endpoint": self.settings.cluster_endpoint,
             "ca": self.settings.cluster_ca_bundle,
@@ -336,7 +342,12 @@ class AWSCloudProvider:
                     "ClusterEndpointUnknown",
                     "the cluster endpoint is neither set nor discoverable",
                 ) from e
-            log.warning("eks:DescribeCluster failed (%s); launching without the service CIDR", e)
+            log.warning(
+                "eks:DescribeCluster failed (%s); launching without the service CIDR, "
+                "retrying in %ds",
+                e,
+                CLUSTER_INFO_RETRY,
+            )
             cluster = {}
         info["endpoint"] = info["endpoint"] or str(cluster.get("endpoint") or "")
         info["ca"] = info["ca"] or str(
@@ -350,9 +361,11 @@ class AWSCloudProvider:
                 "ClusterEndpointUnknown",
                 "the cluster endpoint is neither set nor discoverable",
             )
-        if cluster:
-            with self._lock:
+        with self._lock:
+            if cluster:
                 self._cluster = info
+            else:  # settings only: asked again later, not on every launch
+                self._cluster_partial = (info, self.clock.monotonic() + CLUSTER_INFO_RETRY)
         return info
 
     def _kube_dns(self) -> tuple[str, ...]:
@@ -677,6 +690,14 @@ class _Refresh:
                 ok = False
                 log.warning("refreshing %s failed, retrying in %ds: %s", what, REFRESH_RETRY, e)
         return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
+
+
+def _tenancy(reqs: Requirements) -> str:
+    """``dedicated`` only when the NodeClaim allows nothing else (upstream's choice)."""
+    req = reqs.get(LABEL_INSTANCE_TENANCY)
+    if not req.has("default") and req.has("dedicated"):
+        return "dedicated"
+    return "default"
 
 
 def _subnet_per_zone(

@@ -23,7 +23,13 @@ from karpenter_aws.nodeclass import (
     SubnetStatus,
 )
 from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
-from karpenter_aws.provider import AWSCloudProvider, _Refresh, _subnet_per_zone, _Tagging
+from karpenter_aws.provider import (
+    AWSCloudProvider,
+    _Refresh,
+    _subnet_per_zone,
+    _Tagging,
+    _tenancy,
+)
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.unavailable import UnavailableOfferings
 
@@ -41,6 +47,7 @@ from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.scheduling.requirements import Requirement, Requirements
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 CLUSTER = "demo"
@@ -544,3 +551,26 @@ def test_one_subnet_per_zone_skipping_subnets_out_of_addresses() -> None:
         "us-west-2a": "subnet-a2",
         "us-west-2b": "subnet-b1",
     }
+
+
+def test_dedicated_tenancy_only_when_nothing_else_is_allowed() -> None:
+    def tenancy(*values: str) -> str:
+        reqs = Requirements()
+        if values:
+            reqs.add(Requirement.new("karpenter.k8s.aws/instance-tenancy", "In", list(values)))
+        return _tenancy(reqs)
+
+    assert tenancy() == "default"
+    assert tenancy("dedicated") == "dedicated"
+    assert tenancy("default", "dedicated") == "default"
+
+
+def test_cluster_discovery_failures_are_retried_after_a_while_not_per_launch(env: Env) -> None:
+    with Stubber(env.clients.eks) as stub:
+        stub.add_client_error("describe_cluster", service_error_code="AccessDeniedException")
+        info = env.provider._cluster_info()
+        assert (info["endpoint"], info["cidr"]) == ("https://k8s.example", "")
+        assert env.provider._cluster_info() == info  # no second call (none is stubbed)
+        stub.assert_no_pending_responses()
+    env.clock.advance(301)
+    assert env.provider._cluster_info()["cidr"] == env.cidr  # asked again, moto answers
