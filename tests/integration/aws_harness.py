@@ -539,9 +539,16 @@ class AWS:
         )
 
     def apply_deployment(
-        self, name: str, replicas: int, *, cpu: str = "500m", nodepool: str | None = None
+        self,
+        name: str,
+        replicas: int,
+        *,
+        cpu: str = "500m",
+        nodepool: str | None = None,
+        zone: str | None = None,
     ) -> None:
-        """Pause pods labelled ``app=<name>``; ``nodepool`` pins them to that NodePool."""
+        """Pause pods labelled ``app=<name>``; ``nodepool`` / ``zone`` pin them to that
+        NodePool / zone (a nodeSelector)."""
         pod_spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": 0,
             "containers": [
@@ -552,8 +559,13 @@ class AWS:
                 }
             ],
         }
+        selector = {}
         if nodepool is not None:
-            pod_spec["nodeSelector"] = {NODEPOOL_TAG: nodepool}
+            selector[NODEPOOL_TAG] = nodepool
+        if zone is not None:
+            selector["topology.kubernetes.io/zone"] = zone
+        if selector:
+            pod_spec["nodeSelector"] = selector
         self.kube.create(
             {
                 "apiVersion": "apps/v1",

@@ -23,6 +23,7 @@ from aws_harness import (
     AWS,
     CLUSTER_NAME,
     CLUSTER_TAG,
+    DECOY_ZONE,
     DISCOVERY_TAG,
     EC2NODECLASS,
     NODECLAIM,
@@ -30,6 +31,7 @@ from aws_harness import (
     NODEPOOL_TAG,
     REGION,
     UNREGISTERED_TAINT,
+    ZONES,
     Moto,
     NodeJoiner,
     World,
@@ -244,6 +246,19 @@ def _gone(cluster: Cluster, node: str) -> bool:
 # --------------------------------------------------------------------------- the provider
 
 
+def karpenter_failed_scheduling(aws: AWS, app: str) -> set[str]:
+    """Pods of ``app`` Karpenter has reported it cannot place (its FailedScheduling)."""
+    pods = {p["metadata"]["name"] for p in aws.cluster.pods(app)}
+    return {
+        e["regarding"]["name"]
+        for e in aws.kube.list(("events.k8s.io/v1", "Event"), APP_NS).items
+        if e.get("reportingController") == "karpenter"
+        and e.get("type") == "Warning"
+        and e.get("reason") == "FailedScheduling"
+        and (e.get("regarding") or {}).get("name") in pods
+    }
+
+
 def nodeclass_ready(aws: AWS, name: str) -> bool:
     ready = condition(aws.nodeclass(name), "Ready")
     return ready is not None and ready.get("status") == "True"
@@ -349,6 +364,32 @@ def test_registered_instances_are_tagged_with_their_node_and_nodeclaim(aws: AWS)
 
 
 @needs_provider
+def test_a_zonal_pod_launches_in_that_zones_subnet_and_an_undiscovered_zone_waits(
+    aws: AWS,
+) -> None:
+    """The EC2NodeClass's subnets bound the zones Karpenter offers: a pod pinned to a
+    discovered zone gets an instance in that zone's subnet; the decoy zone has only an
+    untagged subnet, so a pod pinned there stays pending."""
+    aws.serve()
+    aws.apply_nodeclass("default")
+    aws.apply_nodepool("default", "default")
+    zone = ZONES[-1]
+    aws.apply_deployment("zonal", 1, zone=zone)
+    aws.apply_deployment("nowhere", 1, zone=DECOY_ZONE)
+    wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("zonal", 1), "the zonal pod")
+    claims = claims_by_instance(aws)
+    assert len(claims) == 1
+    instance = aws.instance(next(iter(claims)))
+    assert instance is not None
+    assert instance["Placement"]["AvailabilityZone"] == zone
+    assert aws.world.subnets.get(instance["SubnetId"]) == zone
+    wait_for(lambda: karpenter_failed_scheduling(aws, "nowhere"), "Karpenter to give up on it")
+    pending = aws.cluster.pods("nowhere")
+    assert len(pending) == 1 and not pending[0]["spec"].get("nodeName")
+    assert {i["Placement"]["AvailabilityZone"] for i in aws.instances()} == {zone}
+
+
+@needs_provider
 def test_scaling_to_zero_terminates_every_instance_and_a_deleted_nodeclass_cleans_up(
     aws: AWS,
 ) -> None:
@@ -404,18 +445,10 @@ def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
 
     # The event is Karpenter's FailedScheduling on the waiting pods: upstream records none
     # for a selector that matches nothing (the NodeClass's condition says it).
-    def failed_scheduling() -> set[str]:
-        stuck = {p["metadata"]["name"] for p in aws.cluster.pods("stuck")}
-        return {
-            e["regarding"]["name"]
-            for e in aws.kube.list(("events.k8s.io/v1", "Event"), APP_NS).items
-            if e.get("reportingController") == "karpenter"
-            and e.get("type") == "Warning"
-            and e.get("reason") == "FailedScheduling"
-            and (e.get("regarding") or {}).get("name") in stuck
-        }
-
-    wait_for(lambda: len(failed_scheduling()) == 2, "Karpenter's FailedScheduling on both pods")
+    wait_for(
+        lambda: len(karpenter_failed_scheduling(aws, "stuck")) == 2,
+        "Karpenter's FailedScheduling on both pods",
+    )
 
     # The other NodePool keeps working while 'nowhere' launches nothing.
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
