@@ -1,5 +1,12 @@
 """``karpenter serve --cloud-provider aws`` end to end: a real control plane, boto3 against
-moto's EC2/IAM/EKS server, and a node joiner playing the instances' kubelets.
+moto's EC2/IAM/EKS/SQS server, and a node joiner playing the instances' kubelets.
+
+Covered: launching onto discovered subnets/security group/AMI with the NodeClass Ready and
+instances tagged and templated as upstream; zones bounded by the discovered subnets;
+upstream's instance tagging after registration; scale to zero terminating every instance
+and a deleted EC2NodeClass removing its instance profile and launch templates; a NodeClass
+whose subnet selector matches nothing (Ready=False, its pods wait, another pool works);
+interruption through SQS; drift after a security-group selector change.
 
 ``aws_harness.py`` says what runs where. On-demand prices come from a price-list file the
 harness writes (``aws_harness.PRICES``): they are test data, not AWS's price list (moto has
