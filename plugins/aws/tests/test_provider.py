@@ -15,6 +15,7 @@ import pytest
 from botocore.stub import Stubber
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.clients import AWSClients
+from karpenter_aws.instancetypes import InstanceTypeProvider, describe_catalogue
 from karpenter_aws.nodeclass import (
     HASH_ANNOTATION,
     HASH_VERSION,
@@ -23,6 +24,7 @@ from karpenter_aws.nodeclass import (
     SubnetStatus,
 )
 from karpenter_aws.nodeclass_status import NodeClassStatusReconciler
+from karpenter_aws.pricing import PricingProvider
 from karpenter_aws.provider import (
     AWSCloudProvider,
     _Refresh,
@@ -122,8 +124,27 @@ class Env:
             self.settings,
             kubernetes_version="1.31",
         )
+        # a catalogue of the few types these tests use keeps them fast (the full one is
+        # the catalogue's tests' business; test_without_a_cluster... reads it whole)
+        unavailable = UnavailableOfferings(self.clock)
+        pricing = PricingProvider(clients, self.settings, self.clock)
+        catalogue = InstanceTypeProvider(
+            clients,
+            self.settings,
+            pricing,
+            unavailable,
+            self.clock,
+            catalogue=describe_catalogue(clients, sorted(PRICES)),
+        )
         self.provider = AWSCloudProvider(
-            clients, self.settings, self.server, self.clock, self.recorder
+            clients,
+            self.settings,
+            self.server,
+            self.clock,
+            self.recorder,
+            unavailable=unavailable,
+            pricing=pricing,
+            instance_types=catalogue,
         )
 
     def nodeclass(self, name: str = "default", **spec: Any) -> None:
