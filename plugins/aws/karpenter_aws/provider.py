@@ -316,7 +316,10 @@ class AWSCloudProvider:
             template=template,
             tags={**tags, NODECLAIM_TAG: nc.name or ""},
             requests=requests,
-            context=nodeclass.context,
+            # upstream drops the fleet Context when the scheduler relaxed minValues
+            context=None
+            if nc.metadata.annotations.get(wk.NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY) == "true"
+            else nodeclass.context,
         )
 
     def _cluster_info(self) -> dict[str, str]:

@@ -595,3 +595,17 @@ def test_cluster_discovery_failures_are_retried_after_a_while_not_per_launch(env
         stub.assert_no_pending_responses()
     env.clock.advance(301)
     assert env.provider._cluster_info()["cidr"] == env.cidr  # asked again, moto answers
+
+
+def test_the_fleet_context_unless_min_values_were_relaxed(env: Env) -> None:
+    fleets: list[dict[str, Any]] = []
+    env.clients.ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
+    )
+    env.nodeclass(context="cr-context-1")
+    env.nodepool()
+    env.provider.create(nodeclaim("a"))
+    relaxed = nodeclaim("b").to_dict()
+    relaxed["metadata"]["annotations"] = {"karpenter.sh/nodeclaim-min-values-relaxed": "true"}
+    env.provider.create(NodeClaim.from_dict(relaxed))
+    assert [f.get("Context") for f in fleets] == ["cr-context-1", None]
