@@ -466,16 +466,10 @@ def test_a_nodeclass_whose_subnets_match_nothing_is_not_ready_and_its_pods_wait(
 
 
 @needs_provider
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpenter_core's nodeclaim.disruption controller watches NodeClaims and NodePools "
-    "but not the provider's NodeClass kinds (upstream watches them), so a NodeClass change "
-    "is only seen by the 5-minute periodic drift check",
-)
 def test_a_changed_security_group_selector_drifts_and_replaces_every_instance(aws: AWS) -> None:
-    """Upstream re-evaluates drift when a NodeClass changes (its drift controller watches
-    the provider's NodeClass kinds); without that, only the 5-minute periodic check would
-    notice, after this test's wait gives up."""
+    """Drift is re-checked when the NodeClass changes (the drift controller watches the
+    provider's NodeClass kinds, as upstream); the 5-minute periodic check alone would
+    notice only after this test's wait gave up."""
     aws.serve()
     aws.apply_nodeclass("default")
     aws.apply_nodepool("default", "default")
