@@ -390,9 +390,21 @@ def test_the_installed_kwok_plugin_contributes_its_kwoknodeclass_crd() -> None:
     assert err == ""
 
 
-def test_the_aws_skeleton_ships_no_crd_and_says_so() -> None:
+def test_the_installed_aws_plugin_contributes_its_ec2nodeclass_crd() -> None:
     pytest.importorskip("karpenter_aws")
+    shipped = files("karpenter_aws") / "crds" / "karpenter.k8s.aws_ec2nodeclasses.yaml"
     code, out, err = run("--cloud-provider", "aws", env={"KARPENTER_PLUGINS": "aws,kwok"})
     assert code == 0
+    docs = documents(out)
+    assert names(out)[:-1] == CORE_NAMES
+    assert docs[-1] == yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    assert docs[-1]["spec"]["names"]["kind"] == "EC2NodeClass"
+    assert err == ""
+
+
+def test_a_skeleton_without_its_crd_says_so() -> None:
+    pytest.importorskip("karpenter_azure")
+    code, out, err = run("--cloud-provider", "azure", env={"KARPENTER_PLUGINS": "azure,kwok"})
+    assert code == 0
     assert names(out) == CORE_NAMES
-    assert "note: cloud provider 'aws' ships no CRD for its NodeClass EC2NodeClass" in err
+    assert "note: cloud provider 'azure' ships no CRD for its NodeClass AKSNodeClass" in err
