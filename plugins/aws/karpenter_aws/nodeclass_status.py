@@ -130,6 +130,24 @@ def _paginate(client: Any, method: str, operation: str, **kwargs: Any) -> list[d
     return list(_aws(operation, lambda: list(client.get_paginator(method).paginate(**kwargs))))
 
 
+def _union_by_id(
+    client: Any,
+    method: str,
+    operation: str,
+    filter_sets: list[list[dict[str, Any]]],
+    items_key: str,
+    id_key: str,
+) -> list[dict[str, Any]]:
+    """The items any of ``filter_sets`` selects, each once: selector terms are ORed, one
+    describe call per term (EC2 ANDs the filters within a call)."""
+    found: dict[str, dict[str, Any]] = {}
+    for filters in filter_sets:
+        for page in _paginate(client, method, operation, Filters=filters):
+            for item in page.get(items_key) or []:
+                found[item[id_key]] = item
+    return list(found.values())
+
+
 def _code(e: ClientError) -> str:
     return str((e.response.get("Error") or {}).get("Code") or "")
 
@@ -345,14 +363,14 @@ class NodeClassStatusReconciler:
                 filter_sets.append(_tag_filters(t.tags))
         if ids:
             filter_sets.append([{"Name": "subnet-id", "Values": ids}])
-        found: dict[str, dict[str, Any]] = {}
-        for filters in filter_sets:
-            for page in _paginate(
-                self.clients.ec2, "describe_subnets", "DescribeSubnets", Filters=filters
-            ):
-                for s in page.get("Subnets") or []:
-                    found[s["SubnetId"]] = s
-        return list(found.values())
+        return _union_by_id(
+            self.clients.ec2,
+            "describe_subnets",
+            "DescribeSubnets",
+            filter_sets,
+            "Subnets",
+            "SubnetId",
+        )
 
     def _subnets(
         self,
@@ -398,17 +416,14 @@ class NodeClassStatusReconciler:
             filter_sets.append([{"Name": "group-id", "Values": ids}])
         if names:
             filter_sets.append([{"Name": "group-name", "Values": names}])
-        found: dict[str, dict[str, Any]] = {}
-        for filters in filter_sets:
-            for page in _paginate(
-                self.clients.ec2,
-                "describe_security_groups",
-                "DescribeSecurityGroups",
-                Filters=filters,
-            ):
-                for g in page.get("SecurityGroups") or []:
-                    found[g["GroupId"]] = g
-        return list(found.values())
+        return _union_by_id(
+            self.clients.ec2,
+            "describe_security_groups",
+            "DescribeSecurityGroups",
+            filter_sets,
+            "SecurityGroups",
+            "GroupId",
+        )
 
     def _security_groups(
         self,
