@@ -179,24 +179,40 @@ def _summary(name: str, doc: str, labels: Sequence[str] = ()) -> Summary:
 # --- for plugins ---------------------------------------------------------------------------
 # A plugin's own metrics (an interruption queue's, say) must live on the same registry as
 # the core's, so ``/metrics`` exposes them and ``reset()``/``snapshot()`` cover them in
-# tests. Define them once, at import time, with these.
+# tests. Define them once, at import time, with these. Their names are remembered apart
+# (``plugin_metric_names``) so the core's own table can be checked whatever is loaded.
+
+_PLUGIN_NAMES: set[str] = set()
+
+
+def _plugin(name: str) -> str:
+    with _ALL_LOCK:
+        _PLUGIN_NAMES.add(name)
+    return name
+
+
+def plugin_metric_names() -> frozenset[str]:
+    """Names of the metrics plugins defined with :func:`counter`, :func:`gauge` and
+    :func:`histogram` (as declared: a counter's without ``_total``)."""
+    with _ALL_LOCK:
+        return frozenset(_PLUGIN_NAMES)
 
 
 def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
     """A counter on Karpenter's registry, included in ``reset()`` and ``snapshot()``."""
-    return _counter(name, doc, labels)
+    return _counter(_plugin(name.removesuffix("_total")), doc, labels)
 
 
 def gauge(name: str, doc: str, labels: Sequence[str] = ()) -> Gauge:
     """A gauge on Karpenter's registry, included in ``reset()`` and ``snapshot()``."""
-    return _gauge(name, doc, labels)
+    return _gauge(_plugin(name), doc, labels)
 
 
 def histogram(
     name: str, doc: str, labels: Sequence[str] = (), buckets: Sequence[float] = DURATION_BUCKETS
 ) -> Histogram:
     """A histogram on Karpenter's registry (default buckets: upstream's duration buckets)."""
-    return _histogram(name, doc, labels, buckets)
+    return _histogram(_plugin(name), doc, labels, buckets)
 
 
 _DISRUPTED_LABELS = (
