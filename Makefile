@@ -52,10 +52,12 @@ bench: $(STAMP) controlplane
 	$(BIN)/python bench/e2e.py
 	$(BIN)/python bench/serve.py
 
+# The default suite, then the slow one (wheel builds, long end-to-end runs): everything.
 test: $(STAMP) controlplane helm
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -q
+	$(BIN)/pytest -n 2 -q -m slow
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

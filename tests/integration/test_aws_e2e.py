@@ -64,7 +64,7 @@ from serve_harness import (
 
 from karpenter_core.kube.client import NotFound, create_with_status
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 # Upstream's annotation keys (karpenter-provider-aws pkg/apis/v1).
 HASH_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash"

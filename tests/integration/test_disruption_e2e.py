@@ -30,7 +30,7 @@ from serve_harness import (
     wait_for,
 )
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"

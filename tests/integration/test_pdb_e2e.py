@@ -33,7 +33,7 @@ from serve_harness import (
 
 from karpenter_core.kube.client import NotFound
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 PDB = ("policy/v1", "PodDisruptionBudget")
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
