@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.slow
 
@@ -175,3 +176,9 @@ def test_extras_install_kwok_and_aws_from_built_wheels(tmp_path: Path) -> None:
     table = _run([_bin(venv_dir, "karpenter"), "plugins"], cwd=venv_dir).stdout
     assert [line.split()[0] for line in table.splitlines()[1:]] == ["builtins", "aws", "kwok"]
     assert "aws: catalogue only" not in table
+
+    # the providers' NodeClass CRDs are package data of their wheels, printed by `crds`
+    crds = _run([_bin(venv_dir, "karpenter"), "crds"], cwd=venv_dir)
+    kinds = {d["spec"]["names"]["kind"] for d in yaml.safe_load_all(crds.stdout) if d}
+    assert {"NodePool", "NodeClaim", "KWOKNodeClass", "EC2NodeClass"} <= kinds
+    assert crds.stderr == ""
