@@ -72,11 +72,16 @@ def _probe(name: str, checks: Mapping[str, Check]) -> Route:
     return route
 
 
-def probe_routes(ready_checks: Mapping[str, Check]) -> dict[str, Route]:
-    """``/healthz`` (ping) and ``/readyz`` (ping plus ``ready_checks``)."""
+def probe_routes(
+    ready_checks: Mapping[str, Check], live_checks: Mapping[str, Check] | None = None
+) -> dict[str, Route]:
+    """``/healthz`` (ping plus ``live_checks``) and ``/readyz`` (ping plus ``ready_checks``).
+
+    Liveness checks must only fail for what a restart cures (a dead or wedged thread),
+    never for an outage outside the process, or every replica restarts at once."""
     ping: dict[str, Check] = {"ping": lambda: None}
     return {
-        "/healthz": _probe("healthz", ping),
+        "/healthz": _probe("healthz", {**ping, **(live_checks or {})}),
         "/readyz": _probe("readyz", {**ping, **ready_checks}),
     }
 
