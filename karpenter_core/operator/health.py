@@ -13,10 +13,16 @@ over and must not be restarted by its liveness probe for not leading.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import selectors
+import socket
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -98,6 +104,7 @@ def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
 class _Handler(BaseHTTPRequestHandler):
     routes: dict[str, Route] = {}
     server_version = "karpenter"
+    timeout = 10.0  # per read and per write, set by HttpServer
 
     def do_GET(self) -> None:
         url = urlparse(self.path)
@@ -120,32 +127,170 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # probes every few seconds would drown the operator's own logs
 
 
-class HttpServer:
-    """A small threaded HTTP server for ``routes`` on ``host:port`` (port 0 = any free)."""
+_BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-    def __init__(self, name: str, port: int, routes: Mapping[str, Route], host: str = "") -> None:
-        handler = type(f"{name.title()}Handler", (_Handler,), {"routes": dict(routes)})
-        try:
-            self._server = ThreadingHTTPServer((host, port), handler)
-        except OSError as e:
-            raise ServeError(f"{name} server: cannot listen on port {port}: {e.strerror}") from None
-        self._server.daemon_threads = True
+
+class HttpServer:
+    """A small HTTP server for ``routes`` on ``host:port`` (port 0 = any free; host "" =
+    every IPv4 interface, an address with ``:`` is IPv6).
+
+    Its threads are fixed: one loop that accepts connections and waits for their requests
+    with a selector, and ``workers`` threads that answer them, so open connections cost a
+    socket each, never a thread. A connection whose request does not start within
+    ``timeout`` seconds is closed; at most ``max_idle`` connections may wait at once (the
+    oldest is closed to make room, so a probe that sends its request at once is answered
+    while an idle flood churns); a request already started gets ``timeout`` per read and
+    write and ``3 * timeout`` in all. When every worker is busy and ``backlog`` requests
+    wait, a new one is answered 503 without being read. A client that goes away mid-answer
+    is logged at debug, without a traceback."""
+
+    def __init__(
+        self,
+        name: str,
+        port: int,
+        routes: Mapping[str, Route],
+        host: str = "",
+        *,
+        workers: int = 4,
+        backlog: int = 16,
+        max_idle: int = 128,
+        timeout: float = 10.0,
+    ) -> None:
         self.name = name
-        self._thread: threading.Thread | None = None
+        self.timeout = timeout
+        self.max_idle = max_idle
+        self._handler = type(
+            f"{name.title()}Handler", (_Handler,), {"routes": dict(routes), "timeout": timeout}
+        )
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._listener.bind((host.strip("[]"), port))
+            self._listener.listen(128)
+        except OSError as e:
+            self._listener.close()
+            raise ServeError(f"{name} server: cannot listen on port {port}: {e.strerror}") from None
+        self._listener.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._idle: OrderedDict[socket.socket, float] = OrderedDict()  # -> deadline
+        self._busy: dict[socket.socket, float] = {}  # in a worker -> deadline
+        self._busy_lock = threading.Lock()
+        self._work: queue.Queue[tuple[socket.socket, Any]] = queue.Queue(backlog)
+        self._workers = workers
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return int(self._listener.getsockname()[1])
+
+    @property
+    def address(self) -> str:
+        """The address it listens on (``0.0.0.0``: every IPv4 interface)."""
+        return str(self._listener.getsockname()[0])
 
     def start(self) -> HttpServer:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name=f"{self.name}-server", daemon=True
-        )
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"{self.name}-server", daemon=True)
+        ] + [
+            threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{i}", daemon=True)
+            for i in range(self._workers)
+        ]
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(5.0)
-        self._server.server_close()
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5.0)
+        self._threads = []
+        for conn in list(self._idle):
+            self._close_idle(conn)
+        while not self._work.empty():
+            _close(self._work.get_nowait()[0])
+        self._selector.close()
+        self._listener.close()
+
+    # ------------------------------------------------------------------ the accept loop
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(timeout=0.2):
+                if key.fileobj is self._listener:
+                    self._accept()
+                else:
+                    self._dispatch(key.fileobj)  # type: ignore[arg-type]
+            self._expire(time.monotonic())
+
+    def _accept(self) -> None:
+        for _ in range(64):  # drain a burst, then let waiting requests be dispatched
+            try:
+                conn, addr = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:  # out of descriptors, say: keep serving those we have
+                log.warning("%s server: accepting a connection failed: %s", self.name, e)
+                return
+            if len(self._idle) >= self.max_idle:
+                self._close_idle(next(iter(self._idle)))
+            conn.setblocking(False)
+            self._idle[conn] = time.monotonic() + self.timeout
+            self._selector.register(conn, selectors.EVENT_READ, addr)
+
+    def _dispatch(self, conn: socket.socket) -> None:
+        addr = self._selector.unregister(conn).data
+        del self._idle[conn]
+        try:
+            self._work.put_nowait((conn, addr))
+        except queue.Full:
+            with contextlib.suppress(OSError):
+                conn.send(_BUSY)
+            _close(conn)
+
+    def _expire(self, now: float) -> None:
+        while self._idle:
+            conn, deadline = next(iter(self._idle.items()))
+            if deadline > now:
+                break
+            self._close_idle(conn)
+        with self._busy_lock:
+            overdue = [conn for conn, deadline in self._busy.items() if deadline <= now]
+        for conn in overdue:  # a request trickled in byte by byte: cut it off
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def _close_idle(self, conn: socket.socket) -> None:
+        self._selector.unregister(conn)
+        del self._idle[conn]
+        _close(conn)
+
+    # ------------------------------------------------------------------ the workers
+
+    def _work_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, addr = self._work.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            conn.setblocking(True)
+            with self._busy_lock:
+                self._busy[conn] = time.monotonic() + 3 * self.timeout
+            try:
+                self._handler(conn, addr, self)
+            except (ConnectionError, TimeoutError) as e:
+                log.debug("%s server: client %s went away: %s", self.name, addr, e)
+            except Exception:
+                log.exception("%s server: answering %s failed", self.name, addr)
+            finally:
+                with self._busy_lock:
+                    del self._busy[conn]
+                _close(conn)
+
+
+def _close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()

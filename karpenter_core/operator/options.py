@@ -7,6 +7,7 @@ user's Helm values and Deployment env carry over unchanged.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,6 +67,11 @@ class Options:
     karpenter_service: str = ""
     metrics_port: int = 8080
     health_probe_port: int = 8081
+    # Not upstream Karpenter's (it always listens on every interface); named after
+    # controller-runtime's --metrics-bind-address / --health-probe-bind-address, but only
+    # the address: the port stays METRICS_PORT / HEALTH_PROBE_PORT. "" = every interface.
+    metrics_bind_address: str = ""
+    health_probe_bind_address: str = ""
     kube_client_qps: int = 200
     kube_client_burst: int = 300
     enable_profiling: bool = False
@@ -124,6 +130,28 @@ class Options:
             )
         if self.batch_idle_duration <= 0 or self.batch_max_duration <= 0:
             raise OptionsError("batch-idle-duration and batch-max-duration must be positive")
+        for name, port_flag in (
+            ("metrics_bind_address", "metrics-port"),
+            ("health_probe_bind_address", "health-probe-port"),
+        ):
+            problem = bind_address_problem(getattr(self, name), port_flag)
+            if problem:
+                raise OptionsError(f"{name.replace('_', '-')}: {problem}")
+
+
+def bind_address_problem(value: str, port_flag: str) -> str | None:
+    """Why ``value`` is not a listen address ("" or an IPv4/IPv6 literal), else None."""
+    if value == "":
+        return None
+    try:
+        ipaddress.ip_address(value.removeprefix("[").removesuffix("]"))
+        return None
+    except ValueError:
+        pass
+    host, sep, port = value.rpartition(":")
+    if sep and port.isdigit() and (host == "" or bind_address_problem(host, port_flag) is None):
+        return f"{value!r} names a port: give only the address; the port is --{port_flag}"
+    return f"{value!r} is not an IP address (or empty for every interface)"
 
 
 def _convert(name: str, raw: str, default: Any) -> Any:

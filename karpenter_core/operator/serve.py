@@ -311,10 +311,16 @@ class Operator:
 
         opts = self.options
         self.metrics_server = HttpServer(
-            "metrics", opts.metrics_port, metrics_routes(metrics.REGISTRY), self.host
+            "metrics",
+            opts.metrics_port,
+            metrics_routes(metrics.REGISTRY),
+            opts.metrics_bind_address or self.host,
         ).start()
         self.health_server = HttpServer(
-            "health", opts.health_probe_port, probe_routes(self.ready_checks()), self.host
+            "health",
+            opts.health_probe_port,
+            probe_routes(self.ready_checks()),
+            opts.health_probe_bind_address or self.host,
         ).start()
         log.info(
             "serving metrics on :%d/metrics and probes on :%d/healthz, /readyz",

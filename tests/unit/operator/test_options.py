@@ -55,3 +55,29 @@ def test_bad_values_name_the_flag(env: dict[str, str], message: str) -> None:
 
 def test_non_positive_cpu_requests_become_one_core() -> None:
     assert Options.from_env({"CPU_REQUESTS": "0"}).cpu_requests == 1000
+
+
+def test_bind_addresses_default_to_every_interface_and_take_ip_addresses() -> None:
+    opts = Options.from_env({})
+    assert (opts.metrics_bind_address, opts.health_probe_bind_address) == ("", "")
+    opts = Options.from_env(
+        {"METRICS_BIND_ADDRESS": "127.0.0.1"}, health_probe_bind_address="[fd00::1]"
+    )
+    assert (opts.metrics_bind_address, opts.health_probe_bind_address) == (
+        "127.0.0.1",
+        "[fd00::1]",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0.0.0.0:8080", "names a port: give only the address; the port is --metrics-port"),
+        (":8080", "names a port"),
+        ("metrics.example.com", "is not an IP address"),
+        ("127.0.0.1 ", "is not an IP address"),
+    ],
+)
+def test_a_bind_address_must_be_an_address_without_a_port(value: str, message: str) -> None:
+    with pytest.raises(OptionsError, match=f"metrics-bind-address: .*{message}"):
+        Options.from_env({"METRICS_BIND_ADDRESS": value})

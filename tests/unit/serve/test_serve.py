@@ -123,6 +123,26 @@ def test_ready_once_caches_sync_and_crds_resolve(running: Running) -> None:
     assert get(port, "/healthz") == (200, "ok")
 
 
+def test_the_servers_listen_on_the_bind_address_options(server: InMemoryApiServer) -> None:
+    op = Operator(
+        ServeConfig(
+            options=options(
+                metrics_bind_address="127.0.0.1", health_probe_bind_address="127.0.0.1"
+            ),
+            cloud_provider="kwok",
+            identity="a",
+        ),
+        client=server,
+        environ={},
+        configure_logs=False,
+    )
+    r = Running(op).start()
+    try:
+        assert op.metrics_server.address == op.health_server.address == "127.0.0.1"
+    finally:
+        r.finish()
+
+
 def test_metrics_endpoint_exposes_upstream_metric_names(running: Running) -> None:
     status, body = get(running.operator.metrics_server.port, "/metrics")
     assert status == 200
