@@ -1,5 +1,6 @@
 """The Helm chart, rendered by a real ``helm template`` (pinned, built from its Go module):
-RBAC of the operator spec, values wired into args and env, and env the operator accepts."""
+RBAC as upstream's chart for each provider (rbac_expected.yaml), values wired into args
+and env, and env the operator accepts."""
 
 from __future__ import annotations
 
@@ -66,53 +67,100 @@ def env_of(deployment: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
-# Spec operator-and-lifecycle §9: (group, resource, verbs) the core ClusterRole must grant.
-CORE_RULES = [
-    ("karpenter.sh", "nodepools", "get list watch update patch"),
-    ("karpenter.sh", "nodepools/status", "get list watch update patch"),
-    ("karpenter.sh", "nodeclaims", "get list watch create delete update patch"),
-    ("karpenter.sh", "nodeclaims/status", "get list watch create delete update patch"),
-    ("karpenter.sh", "nodeclaims/finalizers", "create delete update patch"),
-    ("karpenter.sh", "nodeoverlays", "get list watch"),
-    ("karpenter.sh", "nodeoverlays/status", "update patch"),
-    ("autoscaling.x-k8s.io", "capacitybuffers", "get list watch update patch"),
-    ("autoscaling.x-k8s.io", "capacitybuffers/status", "get list watch update patch"),
-    ("", "pods", "get list watch delete"),
-    ("", "nodes", "get list watch create patch delete update"),
-    ("", "persistentvolumes", "get list watch"),
-    ("", "persistentvolumeclaims", "get list watch"),
-    ("", "replicationcontrollers", "get list watch"),
-    ("", "namespaces", "get list watch"),
-    ("", "podtemplates", "get list watch"),
-    ("", "services", "get list watch"),
-    ("storage.k8s.io", "storageclasses", "get list watch"),
-    ("storage.k8s.io", "csinodes", "get list watch"),
-    ("storage.k8s.io", "volumeattachments", "get list watch"),
-    ("apps", "daemonsets", "get list watch"),
-    ("apps", "deployments", "get list watch"),
-    ("apps", "replicasets", "get list watch"),
-    ("apps", "statefulsets", "get list watch"),
-    ("autoscaling.k8s.io", "verticalpodautoscalers", "get list watch"),
-    ("policy", "poddisruptionbudgets", "get list watch"),
-    ("apiextensions.k8s.io", "customresourcedefinitions", "list watch"),
-    ("", "events", "create patch"),
-    ("events.k8s.io", "events", "create patch"),
-    ("", "pods/eviction", "create"),
-]
-
-
 @pytest.fixture(scope="module")
 def default_docs(helm: Path) -> list[dict[str, Any]]:
     return render(helm)
 
 
-@pytest.mark.parametrize(("group", "resource", "verbs"), CORE_RULES)
-def test_core_cluster_role_grants_the_operator_spec_rbac(
-    default_docs: list[dict[str, Any]], group: str, resource: str, verbs: str
+EXPECTED_RBAC = yaml.safe_load((Path(__file__).parent / "rbac_expected.yaml").read_text())
+PROVIDERS = ["kwok", "aws", "azure", "gcp"]
+
+Grant = tuple[str, str, str, str | None]  # API group, resource, verb, resource name
+
+
+def expand(rules: Iterable[dict[str, Any]]) -> set[Grant]:
+    """Single grants of RBAC rules, or of the expectation file's {g, r, v, n} shorthand."""
+    out: set[Grant] = set()
+    for rule in rules:
+        groups = [rule["g"]] if "g" in rule else rule["apiGroups"]
+        names = rule.get("n", rule.get("resourceNames")) or [None]
+        for g in groups:
+            for r in rule.get("r", rule.get("resources", [])):
+                for v in rule.get("v", rule.get("verbs", [])):
+                    out |= {(g, r, v, n) for n in names}
+    return out
+
+
+def rendered_rbac(docs: list[dict[str, Any]]) -> dict[str, set[Grant]]:
+    """What the rendered chart grants its service account, per scope (see the file)."""
+    roles = {
+        (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d.get("rules") or []
+        for d in docs
+        if d["kind"] in ("Role", "ClusterRole")
+    }
+    scopes: dict[str, set[Grant]] = {}
+    for b in docs:
+        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ns = b["metadata"].get("namespace")
+        ref = b["roleRef"]
+        rules = roles[(ref["kind"], ns if ref["kind"] == "Role" else None, ref["name"])]
+        scope = "cluster" if ns is None else "namespace" if ns == NS else ns
+        scopes.setdefault(scope, set()).update(expand(rules))
+    for d in docs:
+        if d["kind"] == "ClusterRole" and d["metadata"]["labels"].get(
+            "rbac.authorization.k8s.io/aggregate-to-admin"
+        ):
+            scopes.setdefault("admin", set()).update(expand(d["rules"]))
+    return scopes
+
+
+def expected_rbac(provider: str) -> dict[str, set[Grant]]:
+    """upstream - removed + added, per scope, from rbac_expected.yaml."""
+    spec = EXPECTED_RBAC[provider]
+    scopes = {scope: expand(rules) for scope, rules in spec["upstream"].items()}
+    for change in spec.get("removed", []):
+        for scope, rules in change.items():
+            if scope != "why":
+                scopes[scope] -= expand(rules)
+    for change in spec.get("added", []):
+        for scope, rules in change.items():
+            if scope != "why":
+                scopes.setdefault(scope, set()).update(expand(rules))
+    return {scope: grants for scope, grants in scopes.items() if grants}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_rbac_is_upstreams_for_the_provider_but_for_the_listed_differences(
+    helm: Path, provider: str
 ) -> None:
-    rules = one(default_docs, "ClusterRole", "karpenter-core-core")["rules"]
-    missing = [v for v in verbs.split() if not grants(rules, group, resource, v)]
-    assert not missing, f"{group}/{resource}: missing {missing}"
+    rendered = rendered_rbac(render(helm, f"cloudProvider.name={provider}"))
+    expected = expected_rbac(provider)
+    assert set(rendered) == set(expected)
+    for scope in expected:
+        extra = sorted(rendered[scope] - expected[scope], key=str)
+        missing = sorted(expected[scope] - rendered[scope], key=str)
+        assert (extra, missing) == ([], []), f"{provider} {scope}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_each_listed_difference_is_one(provider: str) -> None:
+    spec = EXPECTED_RBAC[provider]
+    upstream = {scope: expand(rules) for scope, rules in spec["upstream"].items()}
+    for kind, wanted in (("removed", True), ("added", False)):
+        for change in spec.get(kind, []):
+            assert change["why"].strip()
+            for scope, rules in change.items():
+                if scope != "why":
+                    inside = expand(rules) <= upstream.get(scope, set())
+                    disjoint = not expand(rules) & upstream.get(scope, set())
+                    assert inside if wanted else disjoint, f"{provider} {kind} {scope}"
+
+
+def test_only_kwok_may_create_nodes(helm: Path) -> None:
+    for provider in PROVIDERS:
+        cluster = rendered_rbac(render(helm, f"cloudProvider.name={provider}"))["cluster"]
+        assert (("", "nodes", "create", None) in cluster) == (provider == "kwok"), provider
 
 
 def test_core_cluster_role_grants_nothing_on_dra_by_default(
@@ -158,12 +206,7 @@ def test_leader_election_role_lets_the_operator_create_and_renew_its_lease(
     ]
 
 
-def test_node_lease_and_dns_roles_live_in_their_namespaces(
-    default_docs: list[dict[str, Any]],
-) -> None:
-    lease = one(default_docs, "Role", "karpenter-core-lease")
-    assert lease["metadata"]["namespace"] == "kube-node-lease"
-    assert grants(lease["rules"], "coordination.k8s.io", "leases", "delete")
+def test_the_dns_role_lives_in_kube_system(default_docs: list[dict[str, Any]]) -> None:
     dns = one(default_docs, "Role", "karpenter-core-dns")
     assert dns["metadata"]["namespace"] == "kube-system"
     assert dns["rules"][0]["resourceNames"] == ["kube-dns"]
