@@ -22,15 +22,15 @@
 {{- end }}
 
 {{- define "karpenter.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "karpenter.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "karpenter.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{- define "karpenter.labels" -}}
-helm.sh/chart: {{ include "karpenter.chart" . }}
+helm.sh/chart: {{ include "karpenter.chart" . | quote }}
 {{ include "karpenter.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- with .Values.additionalLabels }}
 {{ toYaml . }}
 {{- end }}

@@ -15,6 +15,8 @@ import pytest
 import yaml
 
 from karpenter_core.apis.crds import crd_yaml_files
+from karpenter_core.cli.serve import command as serve_command
+from karpenter_core.cli.serve import parse_provider_settings
 from karpenter_core.operator.options import Options
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -35,8 +37,12 @@ def helm() -> Path:
         pytest.fail(f"helm is unavailable: {e}", pytrace=False)
 
 
-def render(helm: Path, *sets: str, release: str = "karpenter-core") -> list[dict[str, Any]]:
+def render(
+    helm: Path, *sets: str, release: str = "karpenter-core", values: Path | None = None
+) -> list[dict[str, Any]]:
     args = [str(helm), "template", release, str(CHART), "--namespace", NS]
+    if values is not None:
+        args += ["--values", str(values)]
     for s in sets:
         args += ["--set", s]
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
@@ -345,3 +351,65 @@ def test_kwok_nodeclass_crd_serves_the_kind_the_provider_declares() -> None:
     assert crd["spec"]["group"] == nc.group
     assert crd["spec"]["names"]["kind"] == nc.kind
     assert [v["name"] for v in crd["spec"]["versions"]] == [nc.version]
+
+
+HOSTILE = "x\n- --disable-leader-election=true\n\"q\" 'r' $(reboot) `id`; # {a: b}"
+# indented as the chart's args are: unquoted, it would become an argument of its own
+INJECTED_FLAG = "q\n            - --disable-leader-election=true"
+
+
+def test_hostile_values_stay_single_strings(helm: Path, tmp_path: Path) -> None:
+    values = tmp_path / "hostile.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "cloudProvider": {
+                    "name": "aws",
+                    "settings": {
+                        "cluster-name": HOSTILE,
+                        "interruption-queue": INJECTED_FLAG,
+                        "reserved-enis": 1,
+                    },
+                },
+                "image": {"repository": "repo\n          command: [sh]", "pullPolicy": HOSTILE},
+                "nameOverride": "evil\nkind: Secret",
+                "serviceAccount": {"name": 'sa"\n  namespace: kube-system'},
+                "replicas": "2\n  paused: true",
+                "podDisruptionBudget": {"maxUnavailable": "1\nminAvailable: 0"},
+                "logLevel": HOSTILE,
+            }
+        )
+    )
+    docs = render(helm, values=values)
+    plain = render(helm, "cloudProvider.name=aws")
+    assert sorted(d["kind"] for d in docs) == sorted(d["kind"] for d in plain)
+    deployment = one(docs, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == [
+        "serve",
+        "--cloud-provider=aws",
+        f"--provider-setting=cluster-name={HOSTILE}",
+        f"--provider-setting=interruption-queue={INJECTED_FLAG}",
+        "--provider-setting=reserved-enis=1",
+    ]
+    # the operator's own flag parser reads the args as the container runtime passes them
+    params = serve_command.make_context("serve", container["args"][1:]).params
+    assert params["disable_leader_election"] is None
+    settings = parse_provider_settings(params["provider_settings"])
+    assert settings == {
+        "cluster-name": HOSTILE,
+        "interruption-queue": INJECTED_FLAG,
+        "reserved-enis": "1",
+    }
+    assert container["image"] == "repo\n          command: [sh]:0.1.0"
+    assert container["imagePullPolicy"] == HOSTILE
+    assert "command" not in container
+    assert env_of(deployment)["LOG_LEVEL"] == HOSTILE
+    assert deployment["spec"]["replicas"] == "2\n  paused: true"
+    assert "paused" not in deployment["spec"]
+    labels = deployment["spec"]["selector"]["matchLabels"]
+    assert labels["app.kubernetes.io/name"] == "evil\nkind: Secret"
+    account = one(docs, "ServiceAccount")["metadata"]
+    assert (account["name"], account["namespace"]) == ('sa"\n  namespace: kube-system', NS)
+    pdb = one(docs, "PodDisruptionBudget")["spec"]
+    assert pdb["maxUnavailable"] == "1\nminAvailable: 0" and "minAvailable" not in pdb
