@@ -33,6 +33,13 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis.crds import schema as S
 from karpenter_core.apis.crds.schema import Schema, object_schema
 from karpenter_core.apis.durations import CronError, parse_cron
+from karpenter_core.apis.limits import (
+    MAX_SHOWN_CHARS,
+    MAX_SHOWN_KEY_CHARS,
+    TOTAL_ANNOTATION_SIZE_LIMIT,
+    elide,
+    shown,
+)
 from karpenter_core.apis.v1 import apply_defaults
 
 
@@ -44,7 +51,12 @@ class FieldError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        # A path holds the user's map keys: a hostile one must not make the line huge.
+        return (
+            f"{elide(self.path, 2 * MAX_SHOWN_CHARS)}: {self.message}"
+            if self.path
+            else self.message
+        )
 
 
 # --- Kubernetes name syntax (k8s.io/apimachinery/pkg/util/validation) -------------------------
@@ -134,7 +146,7 @@ def _show(value: Any) -> str:
         return '"object"'
     if isinstance(value, list | tuple):
         return '"array"'
-    return json.dumps(value)
+    return shown(value)
 
 
 def _type_ok(value: Any, type_: str) -> bool:
@@ -407,6 +419,8 @@ def _numeric_ok(x: Any) -> bool:
 
 def _cel_int_in_range(text: str) -> bool:
     """``int(text) >= 0`` as CEL evaluates it: beyond int64 ``int()`` errors (rejected)."""
+    if len(text.lstrip("+-0")) > len(str(_INT64_MAX)):
+        return False  # out of range, and Python would refuse to convert a 4,300-digit one
     return 0 <= int(text) <= _INT64_MAX
 
 
@@ -554,26 +568,50 @@ def _validate_metadata(obj: Mapping[str, Any]) -> list[FieldError]:
         else:
             for e in is_dns1123_subdomain(name):
                 errs.append(FieldError("metadata.name", f"Invalid value: {_show(name)}: {e}"))
+    errs.extend(validate_labels_and_annotations(meta, "metadata"))
+    return errs
+
+
+def validate_labels_and_annotations(meta: Mapping[str, Any], path: str) -> list[FieldError]:
+    """What the API server checks of any object's (or pod template's) labels and
+    annotations (apimachinery ``ValidateObjectMeta``): label keys are qualified names and
+    values valid label values; annotation keys are qualified names (in any case), values
+    strings, and all keys and values together at most
+    :data:`~karpenter_core.apis.limits.TOTAL_ANNOTATION_SIZE_LIMIT` bytes."""
+    errs: list[FieldError] = []
     for field_name in ("labels", "annotations"):
         m = meta.get(field_name)
         if m is None:
             continue
+        where = f"{path}.{field_name}"
         if not isinstance(m, Mapping):
-            errs.append(
-                FieldError(
-                    f"metadata.{field_name}", f"Invalid value: {_show(m)}: must be of type object"
-                )
-            )
+            errs.append(FieldError(where, f"Invalid value: {_show(m)}: must be of type object"))
             continue
+        size = 0
         for k, v in m.items():
-            path = f"metadata.{field_name}[{k}]"
-            for e in is_qualified_name(str(k)):
-                errs.append(FieldError(path, f"Invalid value: {_show(k)}: {e}"))
+            key = str(k)
+            field_path = f"{where}[{key}]"
+            checked_key = key.lower() if field_name == "annotations" else key
+            for e in is_qualified_name(checked_key):
+                errs.append(FieldError(field_path, f"Invalid value: {_show(key)}: {e}"))
             if not isinstance(v, str):
-                errs.append(FieldError(path, f"Invalid value: {_show(v)}: must be of type string"))
+                errs.append(
+                    FieldError(field_path, f"Invalid value: {_show(v)}: must be of type string")
+                )
             elif field_name == "labels":
                 for e in is_valid_label_value(v):
-                    errs.append(FieldError(path, f"Invalid value: {_show(v)}: {e}"))
+                    errs.append(FieldError(field_path, f"Invalid value: {_show(v)}: {e}"))
+            else:
+                size += len(key.encode("utf-8", "surrogatepass"))
+                size += len(v.encode("utf-8", "surrogatepass"))
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+            errs.append(
+                FieldError(
+                    where,
+                    f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes "
+                    f"(these are {size:,})",
+                )
+            )
     return errs
 
 
@@ -583,7 +621,7 @@ def validate_admission(obj: Any, old: Any = None) -> list[FieldError]:
     key = (str(data.get("apiVersion", "")), str(data.get("kind", "")))
     schema = object_schema(*key)
     if schema is None:
-        return [FieldError("", f"unsupported object {key[0]}/{key[1]}")]
+        return [FieldError("", f"unsupported object {elide(f'{key[0]}/{key[1]}')}")]
     # The API server applies defaults before it validates (a budget without ``nodes`` gets
     # ``10%`` and is then valid).
     data = apply_defaults(data)
@@ -628,35 +666,38 @@ def validate_requirement(req: Any, path: str = "") -> list[FieldError]:
     values = [str(v) for v in raw_values] if isinstance(raw_values, list | tuple) else []
     min_values = req.get("minValues")
     out: list[str] = []
+    shown_key, shown_op = elide(key, MAX_SHOWN_KEY_CHARS), elide(op)
     if op not in S.OPERATORS:
-        out.append(f"key {key} has an unsupported operator {op} not in {_go_list(S.OPERATORS)}")
+        out.append(
+            f"key {shown_key} has an unsupported operator {shown_op} not in {_go_list(S.OPERATORS)}"
+        )
     if wk.is_restricted_label(key):
-        out.append(_restricted_message(key))
+        out.append(_restricted_message(shown_key))
     known = wk.WELL_KNOWN_VALUES_FOR_REQUIREMENTS.get(key)
     if known is not None and op == "In" and key in wk.WELL_KNOWN_LABELS:
         valid = [v for v in values if v in known]
         invalid = [v for v in values if v not in known]
         if not valid:
             out.append(
-                f"no valid values found in {_go_list(values)} for {key}, expected one of: "
-                f"{_go_list(sorted(known))}, got: {_go_list(invalid)}"
+                f"no valid values found in {elide(_go_list(values))} for {shown_key}, expected "
+                f"one of: {_go_list(sorted(known))}, got: {elide(_go_list(invalid))}"
             )
         elif isinstance(min_values, int) and len(valid) < min_values:
             out.append(
-                f"not enough valid values found in {_go_list(values)} for {key}, expected at "
+                f"not enough valid values found in {elide(_go_list(values))} for {shown_key}, expected at "
                 f"least {min_values} valid values from: {_go_list(sorted(known))}, got: "
                 f"{len(valid)}"
             )
     for e in is_qualified_name(key):
-        out.append(f"key {key} is not a qualified name, {e}")
+        out.append(f"key {shown_key} is not a qualified name, {e}")
     for v in values:
         for e in is_valid_label_value(v):
-            out.append(f"invalid value {v} for key {key}, {e}")
+            out.append(f"invalid value {elide(v)} for key {shown_key}, {e}")
     if op == "In" and not values:
-        out.append(f"key {key} with operator {op} must have a value defined")
+        out.append(f"key {shown_key} with operator {op} must have a value defined")
     if op == "In" and isinstance(min_values, int) and len(values) < min_values:
         out.append(
-            f"key {key} with operator {op} must have at least minimum number of values defined "
+            f"key {shown_key} with operator {op} must have at least minimum number of values defined "
             "in 'values' field"
         )
     if op in ("Gt", "Lt", "Gte", "Lte"):
@@ -664,7 +705,9 @@ def validate_requirement(req: Any, path: str = "") -> list[FieldError]:
             len(values) == 1 and bool(_CEL_INT_RE.match(values[0])) and _cel_int_in_range(values[0])
         )
         if not ok:
-            out.append(f"key {key} with operator {op} must have a single positive integer value")
+            out.append(
+                f"key {shown_key} with operator {op} must have a single positive integer value"
+            )
     return [FieldError(path, m) for m in out]
 
 
@@ -675,15 +718,20 @@ def _validate_template_labels(labels: Any, path: str) -> list[FieldError]:
     for key, value in labels.items():
         k = str(key)
         p = f"{path}[{k}]"
+        shown_k = elide(k, MAX_SHOWN_KEY_CHARS)
         if k == wk.NODEPOOL_LABEL_KEY:
             errs.append(FieldError(p, f'invalid key name "{k}" in labels, restricted'))
         for e in is_qualified_name(k):
-            errs.append(FieldError(p, f'invalid key name "{k}" in labels, "{e}"'))
+            errs.append(FieldError(p, f'invalid key name "{shown_k}" in labels, "{e}"'))
         for e in is_valid_label_value(str(value)):
-            errs.append(FieldError(p, f"invalid value: {value} for label[{k}], {e}"))
+            errs.append(
+                FieldError(p, f"invalid value: {elide(str(value))} for label[{shown_k}], {e}")
+            )
         if wk.is_restricted_label(k):
             errs.append(
-                FieldError(p, f'invalid key name "{k}" in labels, {_restricted_message(k)}')
+                FieldError(
+                    p, f'invalid key name "{shown_k}" in labels, {_restricted_message(shown_k)}'
+                )
             )
     return errs
 
@@ -713,9 +761,11 @@ def _validate_taints(spec: Mapping[str, Any], path: str) -> list[FieldError]:
                 for e in is_qualified_name(value):
                     errs.append(FieldError(p, f"invalid value: {e} in {field_name}"))
             if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute", ""):
-                errs.append(FieldError(p, f'invalid value: "{effect}" in {field_name}'))
+                errs.append(FieldError(p, f'invalid value: "{elide(effect)}" in {field_name}'))
             if (key, effect) in seen:
-                errs.append(FieldError(p, f"duplicate taint Key/Effect pair {key}={effect}"))
+                errs.append(
+                    FieldError(p, f"duplicate taint Key/Effect pair {elide(key)}={elide(effect)}")
+                )
             seen.add((key, effect))
     return errs
 
@@ -728,6 +778,11 @@ def runtime_validate_nodepool(obj: Any) -> list[FieldError]:
     errs = _validate_template_labels(
         _get(_get(template, "metadata"), "labels"), f"{base}.metadata.labels"
     )
+    annotations = _get(_get(template, "metadata"), "annotations")
+    if isinstance(annotations, Mapping):
+        # Every NodeClaim (and Node) made from the template carries these: the API server
+        # would refuse each of them, so say so once, here.
+        errs += validate_labels_and_annotations({"annotations": annotations}, f"{base}.metadata")
     spec = _get(template, "spec")
     if not isinstance(spec, Mapping):
         return errs
@@ -777,7 +832,7 @@ def runtime_validate_nodeoverlay(obj: Any) -> list[FieldError]:
                 errs.append(
                     FieldError(
                         f"spec.capacity[{name}]",
-                        f"invalid capacity: {name} in resource, restricted",
+                        f"invalid capacity: {elide(str(name))} in resource, restricted",
                     )
                 )
     return errs
@@ -802,7 +857,8 @@ def _budget_schedule_errors(data: Mapping[str, Any]) -> list[FieldError]:
                 errs.append(
                     FieldError(
                         f"spec.disruption.budgets[{i}].schedule",
-                        f"invalid cron schedule {schedule!r}: {e} (the budget would block all "
+                        f"invalid cron schedule {elide(repr(schedule))}: {e} (the budget would "
+                        "block all "
                         "disruption)",
                     )
                 )
@@ -885,10 +941,11 @@ def validate(obj: Any) -> list[FieldError]:
             versions = ", ".join(f"{v}" for v, k in _VALIDATORS if k == kind)
             return [
                 FieldError(
-                    "apiVersion", f'unsupported version "{api_version}" for {kind}; use {versions}'
+                    "apiVersion",
+                    f'unsupported version "{elide(api_version)}" for {kind}; use {versions}',
                 )
             ]
-        return [FieldError("kind", f"unsupported kind {api_version}/{kind}")]
+        return [FieldError("kind", f"unsupported kind {elide(f'{api_version}/{kind}')}")]
     return validator(data)
 
 
@@ -919,6 +976,7 @@ __all__ = [
     "validate",
     "validate_admission",
     "validate_capacitybuffer",
+    "validate_labels_and_annotations",
     "validate_nodeclaim",
     "validate_nodeoverlay",
     "validate_nodepool",

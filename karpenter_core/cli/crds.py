@@ -15,6 +15,7 @@ import click
 from attrs import frozen
 
 from karpenter_core.apis.crds import crd_manifests, crd_yaml_files
+from karpenter_core.cli.exits import BadInput
 from karpenter_core.plugins import (
     PluginError,
     ProviderCRD,
@@ -97,7 +98,7 @@ def filter_kinds(documents: Sequence[CRDDocument], kinds: Sequence[str]) -> list
     unknown = sorted(k for k in kinds if k.lower() not in known)
     if unknown:
         available = ", ".join(_kind(d) for d in documents)
-        raise click.ClickException(f"unknown kind {', '.join(unknown)}; available: {available}")
+        raise BadInput(f"unknown kind {', '.join(unknown)}; available: {available}")
     return [d for d in documents if _aliases(d.manifest) & wanted]
 
 
@@ -189,7 +190,7 @@ def command(kinds: tuple[str, ...], providers: tuple[str, ...]) -> None:
     try:
         selection = select(providers)
     except PluginError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     documents = list(selection.documents)
     if kinds:
         documents = filter_kinds(documents, kinds)

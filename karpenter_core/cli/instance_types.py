@@ -19,6 +19,7 @@ import yaml
 
 from karpenter_core.apis import labels
 from karpenter_core.apis import resources as res
+from karpenter_core.cli.exits import BadInput
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.plugins import (
     KarpenterPluginManager,
@@ -93,7 +94,7 @@ def _provider_settings(
         return {}
     spec = cloud_providers(pm).get(name)
     if spec is not None and not any(s.name == INSTANCE_TYPES_FILE_SETTING for s in spec.settings):
-        raise click.ClickException(
+        raise BadInput(
             f"cloud provider {name!r} does not read an instance types file; "
             "--instance-types works with providers that have an "
             f"{INSTANCE_TYPES_FILE_SETTING!r} setting (such as kwok)"
@@ -111,15 +112,15 @@ def list_instance_types(
         provider = get_cloud_provider(provider_name, settings, pm=pm)
         return list(provider.get_instance_types(None))
     except PluginError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except NotImplementedError as exc:
-        raise click.ClickException(
+        raise BadInput(
             f"cloud provider {provider_name!r} cannot list instance types: {exc}"
         ) from None
     except (ValueError, OSError) as exc:
         # Catalogue problems (a broken instance-types file...) come from the provider as
         # ValueError whose message names the file, entry and field.
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
 
 
 def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from karpenter_core.cli.exits import BadInput
 from karpenter_core.hookspecs import HOOK_SPEC_TYPES
 from karpenter_core.plugins import (
     KarpenterPluginManager,
@@ -149,7 +150,7 @@ def command(output: str) -> None:
     try:
         rows = plugin_report(get_plugin_manager())
     except PluginError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     if output == "json":
         click.echo(json.dumps({"plugins": rows}, indent=2, ensure_ascii=False))
     else:

@@ -47,6 +47,7 @@ from karpenter_core.apis.workloads import (
     ephemeral_claims,
     expand_workloads,
 )
+from karpenter_core.cli.exits import BadInput
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when scheduling
@@ -472,18 +473,24 @@ def _nodepool_error(inp: ScheduleInput, error: ValueError) -> InputError:
 
 
 def read_scheduler_config(path: str) -> SchedulerOptions:
-    """Scheduler options carrying the ``--scheduler-config`` file's default spreads."""
+    """Scheduler options carrying the ``--scheduler-config`` file's default spreads (the
+    file is read and parsed by the manifest loader, with its limits)."""
+    from karpenter_core.apis.manifests import ManifestError, parse_yaml, read_text
     from karpenter_core.provisioning.scheduler import SchedulerOptions
 
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read scheduler config: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: cannot read scheduler config: not a UTF-8 text file") from None
+        text = read_text(path)
+    except ManifestError as e:
+        reason = str(e).removeprefix(f"{path}: ")
+        raise InputError(f"{path}: cannot read scheduler config: {reason}") from None
     try:
-        return SchedulerOptions(scheduler_config=text)
+        docs = parse_yaml(text, f"{path}: scheduler config")
+    except ManifestError as e:
+        raise InputError(str(e)) from None
+    if len(docs) > 1:
+        raise InputError(f"{path}: scheduler config: expected one YAML document, found {len(docs)}")
+    try:
+        return SchedulerOptions(scheduler_config=docs[0] if docs else None)
     except ValueError as e:
         raise InputError(f"{path}: {e}") from None
 
@@ -669,7 +676,7 @@ def command(
         )
         result = schedule_input(inp, instance_types, options)
     except InputError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     if inp.ignored_kinds:
         kinds = ", ".join(f"{k} ({n})" for k, n in sorted(inp.ignored_kinds.items()))
         click.echo(f"note: ignored objects of kinds the scheduler does not read: {kinds}", err=True)

@@ -5,8 +5,10 @@
     karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o text|json|html] [--out FILE]
 
 The scenario format and every report field are documented in ``docs/simulate.md``. The
-``-o json`` object is a public interface. Exit status 0 when the simulation ran (whatever
-it found), 1 for a scenario that cannot run, with one line naming the file and the field.
+``-o json`` object is a public interface. Exit status (``docs/cli.md``): 0 when the
+simulation ran (whatever it found), 1 for a scenario that cannot run, with one line naming
+the file and the field, 3 when it ran but a controller failed repeatedly (the report is
+still written and names the controller).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import click
 
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
+from karpenter_core.cli.exits import EXIT_CONTROLLER_FAILED, BadInput, echo_problem
 from karpenter_core.sim.scenario import Scenario, ScenarioError, load_scenario, parse_duration
 
 __all__ = ["command"]
@@ -29,7 +32,9 @@ FORMATS = ("text", "json", "html")
 
 
 @click.command("simulate")
-@click.argument("scenario", metavar="SCENARIO.yaml", type=click.Path(dir_okay=False))
+# A plain string, not click.Path: a directory or a missing file is bad input (exit 1, one
+# line from the loader), like every other file problem, not a usage error (exit 2).
+@click.argument("scenario", metavar="SCENARIO.yaml")
 @click.option(
     "--until",
     "until",
@@ -49,7 +54,7 @@ FORMATS = ("text", "json", "html")
 @click.option(
     "--out",
     "out",
-    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
     default=None,
     help="Write the report to FILE instead of standard output.",
 )
@@ -60,14 +65,16 @@ def command(
     """Simulate SCENARIO.yaml: NodePools, workloads and events on a virtual clock, and
     report nodes launched and removed, pod pending times, cost and every decision."""
     logging.basicConfig(level=logging.WARNING if verbose else logging.CRITICAL, stream=sys.stderr)
+    if out is not None and Path(out).is_dir():  # found now rather than after the run
+        raise BadInput(f"--out {out}: is a directory, expected a file")
     try:
         parsed = load_scenario(scenario)
         until_s = None if until is None else parse_duration(until, "--until")
     except ScenarioError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     problem = _workload_problem(parsed)
     if problem is not None:
-        raise click.ClickException(problem)
+        raise BadInput(problem)
 
     from karpenter_core.sim.engine import Simulation, SimulationError
     from karpenter_core.sim.report import render_html, render_text
@@ -75,7 +82,7 @@ def command(
     try:
         sim = Simulation(parsed, seed=seed)
     except SimulationError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     report = sim.run(until_s)
     if output == "json":
         text = report.to_json() + "\n"
@@ -85,12 +92,17 @@ def command(
         text = render_text(report)
     if out is None:
         click.echo(text, nl=False)
-        return
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise click.ClickException(f"--out {out}: cannot write: {e.strerror or e}") from None
-    click.echo(f"wrote {output} report to {out}", err=True)
+    else:
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise BadInput(f"--out {out}: cannot write: {e.strerror or e}") from None
+        click.echo(f"wrote {output} report to {out}", err=True)
+    failed = report.failed_controllers
+    if failed:
+        for f in failed:
+            echo_problem(f"Error: {f.describe()}", err=True)
+        sys.exit(EXIT_CONTROLLER_FAILED)
 
 
 def _pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -13,8 +13,10 @@ from collections import Counter
 
 import click
 
+from karpenter_core.apis.limits import elide
 from karpenter_core.apis.manifests import ManifestError, load_file, manifest_files
 from karpenter_core.apis.validation import is_supported, validate
+from karpenter_core.cli.exits import EXIT_BAD_INPUT, BadInput, echo_problem
 
 
 @click.command(name="validate")
@@ -44,18 +46,16 @@ def command(
     """Validate Karpenter objects in FILE_OR_DIR(s) like kubectl apply would, plus runtime checks.
 
     Exits 0 when every NodePool, NodeClaim, NodeOverlay and CapacityBuffer is valid, 1 when any
-    is not or a file cannot be read.
+    is not, an object has no apiVersion or kind, or a file cannot be read.
     """
     if cloud_provider is not None:
         _register_provider_labels(cloud_provider)
     try:
         files = manifest_files(filenames, recursive)
     except ManifestError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     if not files:
-        raise click.ClickException(
-            "no manifest files (.yaml, .yml, .json) found in " + ", ".join(filenames)
-        )
+        raise BadInput("no manifest files (.yaml, .yml, .json) found in " + ", ".join(filenames))
 
     failed = False
     checked: Counter[str] = Counter()
@@ -65,25 +65,35 @@ def command(
         try:
             objects = load_file(path)
         except ManifestError as e:
-            click.echo(str(e))
+            echo_problem(str(e))
             failed = True
             continue
         for loaded in objects:
+            untyped = [f for f in ("apiVersion", "kind") if not _is_set(loaded.obj.get(f))]
+            if untyped:
+                # Every Kubernetes object says what it is; the API server refuses one that
+                # does not, so this is an invalid object, not one of another kind to skip.
+                checked[loaded.kind or "object without a kind"] += 1
+                invalid += 1
+                failed = True
+                for f in untyped:
+                    echo_problem(f"{loaded.source}: {loaded.display}: {f}: Required value")
+                continue
             if not is_supported(loaded.obj):
                 kind = loaded.kind
                 if kind in ("NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer"):
                     # Right kind, wrong version: that is an error, not something to skip.
                     checked[kind] += 1
                     for err in dict.fromkeys(str(e) for e in validate(loaded.obj)):
-                        click.echo(f"{loaded.source}: {loaded.display}: {err}")
+                        echo_problem(f"{loaded.source}: {loaded.display}: {err}")
                     invalid += 1
                     failed = True
                     continue
                 skipped += 1
                 if not quiet:
-                    click.echo(
+                    echo_problem(
                         f"{loaded.source}: {loaded.display}: skipped "
-                        f"({loaded.api_version or 'no apiVersion'} is not a Karpenter kind)",
+                        f"({elide(loaded.api_version)} is not a Karpenter kind)",
                         err=True,
                     )
                 continue
@@ -94,18 +104,22 @@ def command(
                 invalid += 1
                 failed = True
                 for err in errors:
-                    click.echo(f"{loaded.source}: {loaded.display}: {err}")
+                    echo_problem(f"{loaded.source}: {loaded.display}: {err}")
 
     total = sum(checked.values())
     if not failed and total == 0 and skipped == 0:
         # kubectl apply says "no objects passed to apply" here: nothing was checked at all.
-        raise click.ClickException("no objects found in " + ", ".join(filenames))
+        raise BadInput("no objects found in " + ", ".join(filenames))
     summary = ", ".join(f"{n} {k}" for k, n in sorted(checked.items())) or "no Karpenter objects"
     extra = f"; {skipped} other object(s) skipped" if skipped else ""
     if failed:
         click.echo(f"FAILED: {invalid} of {total} object(s) invalid ({summary}){extra}", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_BAD_INPUT)
     click.echo(f"OK: {total} object(s) valid ({summary}) in {len(files)} file(s){extra}")
+
+
+def _is_set(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
 
 
 def _register_provider_labels(name: str) -> None:
@@ -120,10 +134,10 @@ def _register_provider_labels(name: str) -> None:
     try:
         specs = [spec for _, spec in collect(get_plugin_manager(), "karpenter_cloud_providers")]
     except PluginError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     for spec in specs:
         if spec.name == name:
             register_provider_labels(spec)
             return
     available = ", ".join(sorted(spec.name for spec in specs)) or "none installed"
-    raise click.ClickException(f"unknown cloud provider {name!r}; available: {available}")
+    raise BadInput(f"unknown cloud provider {elide(repr(name))}; available: {available}")

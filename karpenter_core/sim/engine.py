@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from karpenter_core.apis.limits import MAX_SHOWN_CHARS, one_line
 from karpenter_core.kube.client import (
     AlreadyExists,
     ApiError,
@@ -57,6 +58,7 @@ from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
 from karpenter_core.sim.report import (
     CAPACITY_TYPE_LABEL,
     NODEPOOL_LABEL,
+    ControllerFailures,
     Observer,
     Report,
     build_report,
@@ -191,6 +193,7 @@ class Simulation:
         self._kubelet: Any = None
         self.restarts = 0
         self.halted: str | None = None
+        self._stopped_controllers: list[Any] = []
         self.cluster = Manager(self.clock, self.server, seed=self.seed)
         self._setup_cluster()
         self._create_objects()
@@ -454,6 +457,7 @@ class Simulation:
         """Stop Karpenter's Manager and start a new one with empty in-memory state: it
         must rebuild everything from the API server (the cloud and cluster carry on)."""
         self.karpenter.stop()
+        self._stopped_controllers.extend(self.karpenter.controllers)
         self.restarts += 1
         self.observer.decide("Restart", "the Karpenter controller restarted", source="scenario")
         self._start_karpenter()
@@ -956,7 +960,28 @@ class Simulation:
             recorded_events=self.recorder.events,
             controllers=self.registration.controllers,
             metrics=_counter_totals(self._metrics_before),
+            controller_failures=self.controller_failures(),
         )
+
+    def controller_failures(self) -> list[ControllerFailures]:
+        """Every controller whose reconciles raised, Kubernetes' simulated ones and
+        Karpenter's (counted over restarts), in name order."""
+        totals: dict[str, ControllerFailures] = {}
+        for c in (
+            *self.cluster.controllers,
+            *self._stopped_controllers,
+            *self.karpenter.controllers,
+        ):
+            before = totals.get(c.name)
+            reconciles = c.reconciles + (before.reconciles if before else 0)
+            failures = c.errors + (before.failures if before else 0)
+            if not failures:
+                continue
+            last = before.last_error if before else ""
+            if c.last_error is not None:
+                last = one_line(f"{type(c.last_error).__name__}: {c.last_error}", MAX_SHOWN_CHARS)
+            totals[c.name] = ControllerFailures(c.name, reconciles, failures, last)
+        return [totals[name] for name in sorted(totals)]
 
 
 _SERVER_OWNED = frozenset(

@@ -29,6 +29,8 @@ from karpenter_core.apis.quantity import parse_quantity
 from karpenter_core.runtime.clock import Clock, format_time
 
 __all__ = [
+    "REPEATED_FAILURES",
+    "ControllerFailures",
     "Decision",
     "NodeClaimRecord",
     "Observer",
@@ -48,6 +50,12 @@ _NOMINATED = re.compile(r"nodeclaim/([A-Za-z0-9.\-]+)")
 
 PriceOf = Callable[[str, str, str], "float | None"]
 """(instance type, zone, capacity type) -> $/hour, None when unknown."""
+
+REPEATED_FAILURES = 3
+"""A controller whose reconciles failed this many times in one simulation failed
+repeatedly, and ``karpenter simulate`` exits 3: a healthy run has no failed reconcile (a
+conflict or a missing object is handled inside the reconcile), so a few mean the input or
+Karpenter is broken, and the report's numbers cannot be trusted."""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -510,6 +518,36 @@ def _take(
 
 
 @frozen
+class ControllerFailures:
+    """A controller whose reconciles raised: how often, out of how many, and the last error
+    (one line, elided)."""
+
+    controller: str
+    reconciles: int
+    failures: int
+    last_error: str
+
+    @property
+    def repeated(self) -> bool:
+        return self.failures >= REPEATED_FAILURES
+
+    def describe(self) -> str:
+        return (
+            f"controller {self.controller} failed {self.failures} of {self.reconciles} "
+            f"reconciles; last error: {self.last_error}"
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "controller": self.controller,
+            "reconciles": self.reconciles,
+            "failures": self.failures,
+            "lastError": self.last_error,
+            "failedRepeatedly": self.repeated,
+        }
+
+
+@frozen
 class Report:
     """The outcome of one simulation (see ``docs/simulate.md`` for every field)."""
 
@@ -535,6 +573,12 @@ class Report:
     controllers: tuple[str, ...]
     time_of: Callable[[float | None], str | None]
     metrics: Mapping[str, float] = field(factory=dict)
+    controller_failures: tuple[ControllerFailures, ...] = ()
+
+    @property
+    def failed_controllers(self) -> tuple[ControllerFailures, ...]:
+        """The controllers that failed repeatedly (see :data:`REPEATED_FAILURES`)."""
+        return tuple(f for f in self.controller_failures if f.repeated)
 
     @property
     def nodes_launched(self) -> int:
@@ -611,6 +655,7 @@ class Report:
             ],
             "decisions": list(self.decisions),
             "controllers": list(self.controllers),
+            "controllerFailures": [f.to_json_dict() for f in self.controller_failures],
             "metrics": dict(self.metrics),
             "notes": list(self.notes),
         }
@@ -628,6 +673,7 @@ def build_report(
     recorded_events: Iterable[Any] = (),
     controllers: Sequence[str] = (),
     metrics: Mapping[str, float] | None = None,
+    controller_failures: Sequence[ControllerFailures] = (),
 ) -> Report:
     """Freeze what ``observer`` saw (and the controllers' recorded events) into a report."""
     end = observer.now()
@@ -673,6 +719,7 @@ def build_report(
         controllers=tuple(controllers),
         time_of=observer.time_of,
         metrics=dict(metrics or {}),
+        controller_failures=tuple(controller_failures),
     )
 
 
@@ -839,6 +886,11 @@ def render_text(
             lines.append(
                 f"  ... {len(report.decisions) - max_decisions} more (use -o json for all)"
             )
+    if report.controller_failures:
+        lines += ["", "Controller failures:"] + [
+            f"  - {f.describe()}" + ("  (failed repeatedly)" if f.repeated else "")
+            for f in report.controller_failures
+        ]
     if report.notes:
         lines += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
@@ -898,7 +950,7 @@ th{background:#f4f4f4}.num{text-align:right}
 figure{margin:0 0 1rem 0}svg{width:100%;height:auto;font-size:11px}
 svg .grid{stroke:#e5e5e5}svg .title{font-weight:600;font-size:13px}
 .cards{display:flex;flex-wrap:wrap;gap:.75rem}.card{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem;min-width:9rem}
-.card b{display:block;font-size:1.2rem}.note{color:#8a5a00}
+.card b{display:block;font-size:1.2rem}.note{color:#8a5a00}.failed td{color:#b00020}
 """
 
 
@@ -957,6 +1009,12 @@ def render_html(report: Report) -> str:
         for d in report.decisions
     )
     notes = "".join(f'<li class="note">{esc(n)}</li>' for n in report.notes)
+    failure_rows = "".join(
+        f'<tr class="{"failed" if f.repeated else ""}"><td>{esc(f.controller)}</td>'
+        f'<td class="num">{f.failures}</td><td class="num">{f.reconciles}</td>'
+        f"<td>{esc(f.last_error)}</td></tr>"
+        for f in report.controller_failures
+    )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>karpenter simulate: {esc(report.scenario)}</title><style>{_CSS}</style></head><body>"
@@ -965,7 +1023,14 @@ def render_html(report: Report) -> str:
         f"({esc(report.start)} to {esc(report.end)}), {report.wall_seconds:.1f}s of wall time.</p>"
         '<div class="cards">'
         + "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
-        + "</div><h2>Over time</h2>"
+        + "</div>"
+        + (
+            "<h2>Controller failures</h2><table><tr><th>Controller</th><th>Failed</th>"
+            f"<th>Reconciles</th><th>Last error</th></tr>{failure_rows}</table>"
+            if failure_rows
+            else ""
+        )
+        + "<h2>Over time</h2>"
         + "".join(charts)
         + "<h2>Nodes</h2><table><tr><th>NodeClaim</th><th>NodePool</th><th>Instance type</th>"
         "<th>Zone</th><th>Capacity</th><th>$/h</th><th>Launched</th><th>Removed</th><th>Reason</th></tr>"

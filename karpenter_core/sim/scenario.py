@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
@@ -307,33 +306,22 @@ class Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and check a scenario file; raises :class:`ScenarioError` naming what is wrong."""
+    """Read and check a scenario file; raises :class:`ScenarioError` naming what is wrong.
+
+    The file is read by the manifest loader, with its limits: a regular file of bounded
+    size, YAML without duplicate keys, bounded nesting, aliases and integers."""
+    from karpenter_core.apis.manifests import ManifestError, parse_yaml, read_text
+
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{source}: is a directory, expected a scenario file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"{source}: cannot read: {e}") from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"{source}: invalid YAML: {_yaml_problem(e)}") from None
+        docs = parse_yaml(read_text(source), source)
+    except ManifestError as e:
+        raise ScenarioError(str(e)) from None
     if len(docs) != 1:
         raise ScenarioError(
             f"{source}: expected exactly one YAML document (the scenario), found {len(docs)}"
         )
     return parse_scenario(docs[0], source)
-
-
-def _yaml_problem(e: yaml.YAMLError) -> str:
-    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-    mark = getattr(e, "problem_mark", None)
-    if mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(problem)
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:

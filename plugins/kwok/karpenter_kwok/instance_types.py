@@ -30,13 +30,13 @@ ignored.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpenter_core.apis import labels as core_labels
+from karpenter_core.apis.manifests import ManifestError, parse_json, read_text
 from karpenter_core.apis.quantity import QuantityError, format_quantity, parse_quantity_format
 from karpenter_core.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offering
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
@@ -323,23 +323,21 @@ def parse_instance_types(data: Any, source: str = "instance types") -> list[Inst
 
 
 def load_instance_types_file(path: str) -> list[InstanceType]:
-    """Read and parse a KWOK instance-types JSON file; errors name the file."""
+    """Read and parse a KWOK instance-types JSON file; errors name the file.
+
+    The file is read by karpenter-core's loader, with its limits (a regular file of bounded
+    size; bounded nesting and integers), so a device, a FIFO or a hostile file is one line."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+        text = read_text(path)
+    except ManifestError as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
         raise InstanceTypesFileError(
             f"{path}: could not read instance types file: {reason}"
         ) from None
-    except UnicodeDecodeError as exc:
-        raise InstanceTypesFileError(f"{path}: not UTF-8 text: {exc.reason}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InstanceTypesFileError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        data = parse_json(text, path)
+    except ManifestError as exc:
+        raise InstanceTypesFileError(str(exc)) from None
     return parse_instance_types(data, source=path)
 
 

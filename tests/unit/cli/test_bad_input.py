@@ -291,7 +291,7 @@ def _offering(**over: Any) -> list[dict[str, Any]]:
 
 INSTANCE_TYPE_CASES: list[tuple[str, str | bytes | None, tuple[str, ...]]] = [
     ("empty-file", "", ("not valid JSON",)),
-    ("binary-garbage", bytes(range(128, 256)), ("not UTF-8",)),
+    ("binary-garbage", bytes(range(128, 256)), ("not a UTF-8 text file",)),
     ("yaml-not-json", "- name: x\n", ("not valid JSON",)),
     ("an-object", "{}", ("must be a JSON list",)),
     ("entry-not-object", "[5]", ("entry 0", "must be an object")),
