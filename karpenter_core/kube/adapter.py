@@ -19,7 +19,19 @@ Behaviour that matches client-go:
 * error responses become the :class:`ApiError` subclasses of ``client.py`` by code and
   reason; a connection failure is an ``ApiError`` with code 503 naming the server;
 * watches stream newline-delimited JSON on a reader thread; an ``ERROR`` event with a 410
-  (or an HTTP 410) raises :class:`Gone` from the stream, so callers relist.
+  (or an HTTP 410) raises :class:`Gone` from the stream, so callers relist;
+* sockets use client-go's TCP keepalive (30 s idle), and a watch that stays silent for
+  ``watch_idle_timeout`` (default 90 s) is ended so its owner reopens it: the API server
+  sends a bookmark about every minute to watchers that allow them, so a silent watch is a
+  half-open connection (a NAT or load balancer that forgot it, a server that vanished
+  without a FIN), which would otherwise leave a cache stale forever;
+* every failure of the transport, including a body cut off mid-read, is an
+  :class:`ApiError` with code 503, never a urllib3 exception; a read (GET) whose pooled
+  connection turns out to be dead is sent once more on a fresh one, as Go's transport does.
+
+A ``write_guard`` (the leader elector's check, in ``serve``) runs right before every write
+is put on the wire, after the rate limiter's wait, so a replica that can no longer prove
+it leads never sends one.
 """
 
 from __future__ import annotations
@@ -68,6 +80,16 @@ DEFAULT_BURST = 300
 
 LIST_PAGE_SIZE = 500
 MAX_THROTTLE_RETRIES = 5
+
+WATCH_IDLE_TIMEOUT = 90.0
+"""Seconds a watch may stay silent before it is presumed dead (bookmarks come ~every 60 s)."""
+
+# client-go's keepalive: probe an idle connection after 30 s, every 15 s, 9 times.
+KEEPALIVE_IDLE = 30
+KEEPALIVE_INTERVAL = 15
+KEEPALIVE_COUNT = 9
+
+_READS = frozenset({"GET", "HEAD"})
 
 _CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -144,6 +166,35 @@ def retry_on_conflict(fn: Callable[[], T], *, attempts: int = 5) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def keepalive_socket_options() -> list[tuple[int, int, int]]:
+    """urllib3 socket options: its defaults (no Nagle) plus client-go's TCP keepalive.
+
+    Options the platform lacks are left out (macOS names the idle time differently)."""
+    import socket
+
+    import urllib3
+
+    options: list[tuple[int, int, int]] = list(
+        urllib3.connection.HTTPConnection.default_socket_options
+    )
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+    ):
+        opt = getattr(socket, name, None)
+        if opt is not None:
+            options.append((socket.IPPROTO_TCP, opt, value))
+    return options
+
+
+def _unreachable(host: str, e: BaseException) -> ApiError:
+    return ApiError(
+        f"cannot reach the API server at {host}: {e}", code=503, reason="ServiceUnavailable"
+    )
+
+
 def _error_from_response(status_code: int, body: bytes, what: str) -> ApiError:
     try:
         status = json.loads(body) if body else {}
@@ -180,11 +231,15 @@ class RestWatch:
 
     ``poll`` and iteration hand out :class:`WatchEvent` values in order; a 410 from the
     server is raised as :class:`Gone` when reached, other stream errors as :class:`ApiError`.
+    A read that times out (the connection's read timeout is the client's
+    ``watch_idle_timeout``) ends the stream quietly with :attr:`idle` set: nothing is lost,
+    the owner reopens from its last resourceVersion.
     """
 
     def __init__(self, response: Any, what: str) -> None:
         self._response = response
         self._what = what
+        self.idle = False
         self._queue: queue.Queue[Any] = queue.Queue()
         self._stopped = threading.Event()
         self._ended = False
@@ -207,7 +262,12 @@ class RestWatch:
             if buffer.strip() and not self._stopped.is_set():
                 self._queue.put(self._parse(buffer))
         except Exception as e:  # connection reset, shutdown from stop(), bad JSON
-            if not self._stopped.is_set():
+            if self._stopped.is_set():
+                pass
+            elif _is_read_timeout(e):
+                self.idle = True
+                log.debug("watch %s was silent too long; ending it to reopen", self._what)
+            else:
                 self._queue.put(
                     ApiError(
                         f"watch {self._what} broke: {e}", code=503, reason="ServiceUnavailable"
@@ -294,6 +354,14 @@ class RestWatch:
         return self._stopped.is_set() or self._ended
 
 
+def _is_read_timeout(e: BaseException) -> bool:
+    import socket
+
+    import urllib3
+
+    return isinstance(e, urllib3.exceptions.ReadTimeoutError | socket.timeout | TimeoutError)
+
+
 # --------------------------------------------------------------------------- the client
 
 
@@ -308,10 +376,14 @@ class KubernetesClient:
         burst: int = DEFAULT_BURST,
         user_agent: str = "karpenter-core",
         request_timeout: float = 60.0,
+        watch_idle_timeout: float = WATCH_IDLE_TIMEOUT,
+        write_guard: Callable[[], None] | None = None,
     ) -> None:
         from kubernetes import client as k8s_client
 
         self.configuration = configuration
+        if getattr(configuration, "socket_options", None) is None:
+            configuration.socket_options = keepalive_socket_options()
         # every open watch holds a connection: size the pool for many informers, not for
         # the client's default of a handful (extra connections would be dropped on release)
         configuration.connection_pool_maxsize = max(
@@ -323,6 +395,9 @@ class KubernetesClient:
         self.limiter = RateLimiter(qps, burst)
         self.user_agent = user_agent
         self.request_timeout = request_timeout
+        self.watch_idle_timeout = watch_idle_timeout
+        self.write_guard = write_guard
+        """Called right before each write is sent; raises to stop it (leader election)."""
 
     @classmethod
     def from_kubeconfig(
@@ -372,10 +447,13 @@ class KubernetesClient:
         if body is not None:
             data = json.dumps(body, separators=(",", ":")).encode()
             content_type = content_type or "application/json"
-        read_timeout = None if stream else (timeout or self.request_timeout)
+        read_timeout = self.watch_idle_timeout if stream else (timeout or self.request_timeout)
         attempt = 0
+        reconnected = False
         while True:
             self.limiter.acquire()
+            if self.write_guard is not None and method not in _READS:
+                self.write_guard()
             try:
                 response = self._pool.request(
                     method,
@@ -386,16 +464,19 @@ class KubernetesClient:
                     timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
                     retries=False,
                 )
-            except urllib3.exceptions.HTTPError as e:
-                raise ApiError(
-                    f"cannot reach the API server at {self.host}: {e}",
-                    code=503,
-                    reason="ServiceUnavailable",
-                ) from None
-            if response.status < 300 and stream:
-                return response
-            payload = response.data
-            response.release_conn()
+                if response.status < 300 and stream:
+                    return response
+                try:
+                    payload = response.data
+                finally:
+                    response.release_conn()
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                # A pooled connection the server closed while idle (a restart, an idle
+                # timeout) fails at once: a read is safe to send again on a fresh one.
+                if method in _READS and not reconnected and not _is_read_timeout(e):
+                    reconnected = True
+                    continue
+                raise _unreachable(self.host, e) from None
             if response.status < 300:
                 return response.status, payload
             if response.status == 429 and retry_throttled and attempt < MAX_THROTTLE_RETRIES:
@@ -410,7 +491,14 @@ class KubernetesClient:
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Obj:
         _, payload = self._send(method, path, **kwargs)
-        obj = json.loads(payload) if payload else {}
+        try:
+            obj = json.loads(payload) if payload else {}
+        except ValueError as e:  # a body cut short or garbled on the way
+            raise ApiError(
+                f"{method} {path}: undecodable response ({e})",
+                code=503,
+                reason="ServiceUnavailable",
+            ) from None
         if not isinstance(obj, dict):
             raise ApiError(f"{method} {path}: the API server answered with a non-object")
         return obj

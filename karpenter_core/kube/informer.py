@@ -15,6 +15,20 @@ lookups such as "the pods on this node".
 Informers work on any :class:`KubeClient`: the real adapter or the in-memory server.
 ``run()`` blocks (use ``start()`` for a daemon thread); ``sync()`` and ``pump()`` do the
 same work step by step for single-threaded callers.
+
+An informer must neither die nor lie, because a controller fed by a stale cache stalls
+without a sound:
+
+* ``run()`` survives every error of list and watch (any exception type: a body cut off
+  mid-read surfaces from urllib3, not as an ``ApiError``), retrying with capped exponential
+  back-off and logging a failure streak once, not once per attempt;
+* every listing after the first is a *resync*: handlers hear of every object in it, as
+  client-go's ``Replace`` delivers a ``Sync`` for each, not only of the ones that changed.
+  This process's own writes go into the cache ahead of their watch events
+  (:meth:`remember`); when a watch breaks before delivering them, only a resync tells the
+  controllers, so without it an object this process created could wait forever;
+* :meth:`health` says whether the cache is current (synced and connected) and whether
+  the loop is alive, for ``/readyz`` and ``/healthz``.
 """
 
 from __future__ import annotations
@@ -22,8 +36,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Protocol
+
+from attrs import frozen
 
 from karpenter_core.kube.client import (
     ADDED,
@@ -44,6 +61,7 @@ __all__ = [
     "Handler",
     "Indexer",
     "Informer",
+    "InformerHealth",
     "SharedInformers",
     "WatchSpec",
     "object_key",
@@ -67,6 +85,30 @@ class WatchSpec(Protocol):
 
 
 POD_NODE_NAME_INDEX = "spec.nodeName"
+
+INITIAL_BACKOFF = 0.5
+FAILURE_LOG_INTERVAL = 60.0
+"""While list/watch keeps failing, one warning per this many seconds (plus the first)."""
+
+
+@frozen
+class InformerHealth:
+    """One informer's state, as the probes read it (ages in seconds, ``None`` = never)."""
+
+    resource: str
+    synced: bool
+    running: bool
+    """The loop's thread is alive (or the informer is driven by hand and never started)."""
+    failing_for: float | None
+    """How long list/watch has been failing without a success in between."""
+    last_error: str
+    since_heartbeat: float
+    """Since the loop last did something: listed, opened a watch, read an event, backed off."""
+
+    @property
+    def current(self) -> bool:
+        """Synced and not failing: the cache is as fresh as the watch."""
+        return self.synced and self.failing_for is None
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -113,7 +155,7 @@ class Informer:
         field_selector: str | None = None,
         indexers: Mapping[str, Indexer] | None = None,
         watch_timeout: float = 300.0,
-        max_backoff: float = 30.0,
+        max_backoff: float = 10.0,
     ) -> None:
         self.client = client
         self.resource = resource_for(resource)
@@ -133,8 +175,16 @@ class Informer:
         self._stop = threading.Event()
         self._stream: WatchStream | None = None
         self._thread: threading.Thread | None = None
+        self._started = False
         self.resource_version: str | None = None
         self.relists = 0
+        self.resyncs = 0
+        self._monotonic: Callable[[], float] = time.monotonic
+        self._heartbeat = self._monotonic()
+        self._failing_since: float | None = None
+        self._failures = 0
+        self._last_error = ""
+        self._last_failure_log = float("-inf")
 
     # ------------------------------------------------------------------ reading
 
@@ -144,6 +194,71 @@ class Informer:
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
+
+    def health(self) -> InformerHealth:
+        """Whether the cache is current and the loop alive (see :class:`InformerHealth`)."""
+        now = self._monotonic()
+        thread = self._thread
+        with self._lock:
+            failing = self._failing_since
+            error = self._last_error
+            beat = self._heartbeat
+        return InformerHealth(
+            resource=str(self.resource),
+            synced=self._synced.is_set(),
+            running=thread.is_alive() if self._started and thread is not None else True,
+            failing_for=None if failing is None else max(0.0, now - failing),
+            last_error=error,
+            since_heartbeat=max(0.0, now - beat),
+        )
+
+    def _beat(self) -> None:
+        with self._lock:
+            self._heartbeat = self._monotonic()
+
+    def _succeeded(self) -> None:
+        """The server answered: a list, an opened watch, an event."""
+        with self._lock:
+            self._heartbeat = self._monotonic()
+            if self._failing_since is None:
+                return
+            failed_for = self._heartbeat - self._failing_since
+            failures = self._failures
+            self._failing_since = None
+            self._failures = 0
+            self._last_failure_log = float("-inf")
+        log.info(
+            "list/watch of %s recovered after %d failed attempts over %.0fs",
+            self.resource,
+            failures,
+            failed_for,
+        )
+
+    def _failed(self, e: BaseException, retry_in: float) -> None:
+        now = self._monotonic()
+        text = str(e) or type(e).__name__
+        if not isinstance(e, ApiError | OSError):
+            text = f"{type(e).__name__}: {text}"
+        with self._lock:
+            self._heartbeat = now
+            if self._failing_since is None:
+                self._failing_since = now
+            self._failures += 1
+            self._last_error = text[:500]
+            loud = now - self._last_failure_log >= FAILURE_LOG_INTERVAL
+            if loud:
+                self._last_failure_log = now
+            failures = self._failures
+        if loud:
+            log.warning(
+                "list/watch of %s failed (%d attempts so far): %s; retrying in %.1fs",
+                self.resource,
+                failures,
+                self._last_error,
+                retry_in,
+            )
+        else:
+            log.debug("list/watch of %s failed again: %s", self.resource, text)
 
     def get(self, key: str) -> Obj | None:
         """The cached object (a reference: do not mutate) by ``namespace/name`` or ``name``."""
@@ -277,7 +392,10 @@ class Informer:
     # ------------------------------------------------------------------ list and watch
 
     def sync(self) -> None:
-        """List and replace the cache, telling handlers what changed since the last view."""
+        """List and replace the cache. The first listing tells handlers of every object as
+        ``ADDED``; a later one (a relist) is a resync: deletions as ``DELETED``, new objects
+        as ``ADDED`` and every other object as ``MODIFIED``, changed or not (see the module
+        docstring for why unchanged ones too)."""
         listing = self.client.list(
             self.resource,
             self.namespace,
@@ -287,17 +405,12 @@ class Informer:
         fresh = {object_key(o): o for o in listing.items}
         changes: list[tuple[str, Obj]] = []
         with self._lock:
+            resync = self._synced.is_set()
             for key, old in self._items.items():
                 if key not in fresh:
                     changes.append((DELETED, old))
             for key, obj in fresh.items():
-                prev = self._items.get(key)
-                if prev is None:
-                    changes.append((ADDED, obj))
-                elif (prev.get("metadata") or {}).get("resourceVersion") != (
-                    obj.get("metadata") or {}
-                ).get("resourceVersion"):
-                    changes.append((MODIFIED, obj))
+                changes.append((ADDED if key not in self._items else MODIFIED, obj))
             for name in self._indexes:
                 self._indexes[name] = {}
             self._items = fresh
@@ -305,7 +418,10 @@ class Informer:
                 self._index(key, obj, None)
             self.resource_version = listing.resource_version
             self.relists += 1
+            if resync:
+                self.resyncs += 1
         self._synced.set()
+        self._succeeded()
         for event_type, obj in changes:
             self._notify(event_type, obj)
 
@@ -339,13 +455,16 @@ class Informer:
         return len(events)
 
     def run(self) -> None:
-        """Keep the cache current until :meth:`stop` (list, watch, resume, relist on 410)."""
-        backoff = 0.5
+        """Keep the cache current until :meth:`stop`: list, watch, resume, relist on 410,
+        and retry any failure with back-off (see the module docstring)."""
+        backoff = INITIAL_BACKOFF
         while not self._stop.is_set():
+            self._beat()
             try:
                 if not self._synced.is_set() or self.resource_version is None:
                     self.sync()
                 stream = self._open()
+                self._succeeded()
                 with self._lock:
                     self._stream = stream
                 if self._stop.is_set():
@@ -353,19 +472,25 @@ class Informer:
                     break
                 for event in stream:
                     self._apply(event.type, event.object)
-                    backoff = 0.5
+                    self._succeeded()
+                    backoff = INITIAL_BACKOFF
                     if self._stop.is_set():
                         break
+                # the server closed the watch at its timeout, or the client ended a silent
+                # one: reopen from the last resourceVersion
             except Gone:
                 log.info("watch of %s expired (410); listing again", self.resource)
                 self.resource_version = None
-            except (ApiError, OSError) as e:
-                log.warning("watch of %s failed: %s; retrying in %.1fs", self.resource, e, backoff)
-                self._stop.wait(backoff)
+            except Exception as e:  # anything: a dead loop is a cache stale forever
+                if self._stop.is_set():
+                    break
+                self._failed(e, backoff)
+                self._stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, self.max_backoff)
 
     def start(self) -> Informer:
         """Run in a daemon thread."""
+        self._started = True
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self.run, name=f"informer {self.resource}", daemon=True
@@ -432,6 +557,10 @@ class SharedInformers:
     def has_synced(self) -> bool:
         with self._lock:
             return all(inf.has_synced() for inf in self._informers.values())
+
+    def all(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers.values())
 
     def stop(self) -> None:
         with self._lock:
