@@ -12,9 +12,17 @@ two replicas would both launch capacity for the same pending pods. Like client-g
   candidates racing for an expired lease exactly one wins and the other sees a Conflict;
 * a candidate retries every ``retry_period`` with up to 1.2x jitter (client-go's
   ``JitterFactor``) so replicas do not retry in lock-step;
-* the leader renews every ``retry_period``; when renewals keep failing for
-  ``renew_deadline`` from the first failed attempt it stops leading (the operator then
-  exits, as controller-runtime's manager does, and a restart rejoins as a candidate);
+* the leader renews every ``retry_period``; once ``renew_deadline`` has passed since the
+  start of its last successful renewal it stops leading (the operator then exits, as
+  controller-runtime's manager does, and a restart rejoins as a candidate). The deadline is
+  counted from the last *success*, on the monotonic clock, so a process that was paused
+  (SIGSTOP, a VM freeze, a long GC) gives up at the first look after waking, without
+  another attempt, as client-go's renew loop does;
+* :meth:`LeaderElector.check` is the same test on demand: ``serve`` calls it before
+  every write it sends and every reconcile it starts, so a leader that cannot prove its
+  lease is still its own stops acting ``lease_duration - renew_deadline`` (5 s by default)
+  before any standby may take the lease over — a standby waits a full
+  ``lease_duration`` after it last saw the record change;
 * on a graceful stop the leader releases the Lease (empty holder, 1 s duration) so a
   standby takes over at its next retry instead of waiting out the lease.
 
@@ -54,6 +62,7 @@ __all__ = [
     "LeaderElectionConfig",
     "LeaderElectionError",
     "LeaderElector",
+    "LeadershipLost",
     "default_identity",
     "own_namespace",
 ]
@@ -73,6 +82,14 @@ SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/
 
 class LeaderElectionError(ValueError):
     """Leader election is misconfigured (no namespace, inconsistent timings)."""
+
+
+class LeadershipLost(ApiError):
+    """This replica does not (or can no longer prove it does) hold the lease: the write or
+    reconcile asked for must not happen."""
+
+    code = 503
+    reason = "LeadershipLost"
 
 
 def own_namespace(
@@ -176,7 +193,8 @@ class LeaderElector:
         self._observed_spec: dict[str, Any] | None = None
         self._observed_rv: str | None = None
         self._observed_at: float = 0.0
-        self._failing_since: float | None = None
+        self._renewed_at: float | None = None
+        """Monotonic start of the last successful acquire/renew while leading."""
         self._reported_leader: str | None = None
         self.attempts = 0
 
@@ -229,52 +247,88 @@ class LeaderElector:
     def _jittered(self, period: float) -> float:
         return period * (1.0 + self._rng.random() * JITTER_FACTOR)
 
+    def _expired(self, now: float) -> bool:
+        """Leading, but the last successful renewal started ``renew_deadline`` ago or more."""
+        renewed = self._renewed_at
+        return renewed is None or now - renewed >= self.config.renew_deadline
+
+    def _lose(self) -> bool:
+        """Stop leading for good (under the lock); True when this call made the change."""
+        if not self._leading:
+            return False
+        self._leading = False
+        self._lost = True
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        return True
+
+    def _report_lost(self, why: str) -> None:
+        log.error(
+            "leader election lost: lease %s/%s %s", self.config.namespace, self.config.name, why
+        )
+        if self._on_stopped is not None:
+            self._on_stopped()
+
+    def check(self) -> None:
+        """Raise :class:`LeadershipLost` unless this replica leads and its last successful
+        renewal started less than ``renew_deadline`` ago. A failed check after leading ends
+        the leadership at once (callbacks run on the caller's thread)."""
+        now = self.clock.monotonic()
+        with self._lock:
+            if self._leading and not self._expired(now):
+                return
+            was_leading = self._lose()
+            renewed = self._renewed_at
+        if was_leading:
+            self._report_lost(
+                f"not renewed for {now - (renewed or now):.1f}s (deadline "
+                f"{self.config.renew_deadline:.0f}s): this process was paused or cut off"
+            )
+        raise LeadershipLost(
+            f"not the leader of lease {self.config.namespace}/{self.config.name}",
+        )
+
     def _tick(self) -> None:
+        started_at = self.clock.monotonic()
         with self._lock:
             if self._stopped:
                 return
             leading = self._leading
+            # woken after a pause past the deadline: give up without another attempt
+            late = leading and self._expired(started_at)
+            if late:
+                self._lose()
+        if late:
+            self._report_lost(
+                f"not renewed within {self.config.renew_deadline:.0f}s (this process was "
+                "paused or its renewals kept failing)"
+            )
+            return
         ok = self.try_acquire_or_renew()
         now = self.clock.monotonic()
         started = stopped = False
         with self._lock:
             if self._stopped:
                 return
-            if not leading:
-                if ok:
+            if ok:
+                self._renewed_at = started_at
+                if not leading:
                     self._leading = True
-                    self._failing_since = None
                     started = True
-                    self._schedule(self.config.retry_period)
-                else:
-                    self._schedule(self._jittered(self.config.retry_period))
+                self._schedule(self.config.retry_period)
+            elif not leading:
+                self._schedule(self._jittered(self.config.retry_period))
+            elif self._expired(now):
+                stopped = self._lose()
             else:
-                if ok:
-                    self._failing_since = None
-                    self._schedule(self.config.retry_period)
-                else:
-                    if self._failing_since is None:
-                        self._failing_since = now
-                    if now - self._failing_since >= self.config.renew_deadline:
-                        self._leading = False
-                        self._lost = True
-                        self._stopped = True
-                        stopped = True
-                    else:
-                        self._schedule(self.config.retry_period)
+                self._schedule(self.config.retry_period)
         if started:
             log.info("successfully acquired lease %s/%s", self.config.namespace, self.config.name)
             if self._on_started is not None:
                 self._on_started()
         if stopped:
-            log.error(
-                "leader election lost: could not renew lease %s/%s for %.0fs",
-                self.config.namespace,
-                self.config.name,
-                self.config.renew_deadline,
-            )
-            if self._on_stopped is not None:
-                self._on_stopped()
+            self._report_lost(f"could not be renewed for {self.config.renew_deadline:.0f}s")
 
     # ------------------------------------------------------------------ one attempt
 

@@ -14,13 +14,19 @@ what to fix (:class:`ServeError`) rather than a traceback:
 4. the cloud provider chosen with ``--cloud-provider`` (settings from its declared
    environment variables and ``--provider-setting``);
 5. metrics (``:METRICS_PORT/metrics``) and probes (``:HEALTH_PROBE_PORT/healthz``,
-   ``/readyz``) servers, and the shared informer caches — on *every* replica;
+   ``/readyz``) servers, and the shared informer caches — on *every* replica. ``/readyz``
+   fails while any cache is unsynced or its list/watch is failing (the cache may be
+   stale); ``/healthz`` fails only for what a restart cures: an informer loop that died or
+   has done nothing for far longer than any of its timeouts allows;
 6. leader election on the ``LEADER_ELECTION_NAME`` Lease (unless
    ``DISABLE_LEADER_ELECTION``); once leading, cluster state, every controller of
    :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock,
    fed by the shared informers and reading the cached kinds from them
    (:class:`~karpenter_core.kube.cache.CachedClient`), so reads do not spend the client's
-   rate limit that NodeClaim creates need;
+   rate limit that NodeClaim creates need. Every write the main client sends, every
+   cloud-provider create/delete and every reconcile first asks the elector whether this
+   replica can still prove it leads (:meth:`LeaderElector.check`), so a replica that was
+   paused or cut off stops acting before a standby may take over;
 7. SIGTERM/SIGINT: stop the controllers, release the Lease, stop informers and servers,
    exit 0. Losing the Lease exits 1, as controller-runtime's manager does, so the
    replica restarts as a fresh candidate instead of acting on a stale view.
@@ -61,6 +67,13 @@ __all__ = [
 log = logging.getLogger("karpenter.operator")
 
 POOL_SIZE = 64
+
+WATCH_IDLE_TIMEOUT_ENV = "KARPENTER_WATCH_IDLE_TIMEOUT"
+"""Seconds a watch may stay silent before it is reopened (default 90; see kube.adapter)."""
+
+LIVENESS_GRACE = 120.0
+"""Beyond an informer's own timeouts, how long its loop may do nothing before /healthz
+fails (a wedged thread; an API outage never makes the loop idle, only failing)."""
 
 # client-go's defaults for a rest.Config without QPS/Burst: the lease client keeps them.
 LEASE_CLIENT_QPS = 5.0
@@ -246,6 +259,7 @@ class Operator:
             qps=self.options.kube_client_qps,
             burst=self.options.kube_client_burst,
             user_agent=ua,
+            watch_idle_timeout=self._watch_idle_timeout(),
         )
         self.lease_client = KubernetesClient(
             loaded.configuration,
@@ -255,6 +269,22 @@ class Operator:
             request_timeout=5.0,
         )
         log.info("using %s", loaded.source)
+
+    def _watch_idle_timeout(self) -> float:
+        from karpenter_core.kube.adapter import WATCH_IDLE_TIMEOUT
+
+        raw = self.environ.get(WATCH_IDLE_TIMEOUT_ENV, "").strip()
+        if not raw:
+            return WATCH_IDLE_TIMEOUT
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not 0 < value <= 3600:
+            raise ServeError(
+                f"{WATCH_IDLE_TIMEOUT_ENV}={raw[:40]!r}: expected seconds between 0 and 3600"
+            )
+        return value
 
     def _check_reachable(self) -> None:
         assert self.client is not None
@@ -319,7 +349,7 @@ class Operator:
         self.health_server = HttpServer(
             "health",
             opts.health_probe_port,
-            probe_routes(self.ready_checks()),
+            probe_routes(self.ready_checks(), self.live_checks()),
             opts.health_probe_bind_address or self.host,
         ).start()
         log.info(
@@ -328,8 +358,13 @@ class Operator:
             self.health_server.port,
         )
 
+    def _informer_healths(self) -> list[Any]:
+        informers = self.informers
+        return [] if informers is None else [inf.health() for inf in informers.all()]
+
     def ready_checks(self) -> dict[str, Callable[[], str | None]]:
-        """Upstream's readiness: caches synced, and the CRDs resolve."""
+        """Upstream's readiness: caches synced, and the CRDs resolve; and, beyond upstream,
+        every cache current: a replica whose list/watch is failing serves stale reads."""
 
         def caches() -> str | None:
             if self.informers is None:
@@ -337,11 +372,41 @@ class Operator:
             waiting = [str(inf.resource) for inf in self._cached if not inf.has_synced()]
             return f"waiting for caches: {', '.join(sorted(waiting))}" if waiting else None
 
+        def fresh() -> str | None:
+            stale = [
+                f"{h.resource} (list/watch failing for {h.failing_for:.0f}s: {h.last_error})"
+                for h in self._informer_healths()
+                if h.failing_for is not None
+            ]
+            return f"caches may be stale: {'; '.join(sorted(stale))}" if stale else None
+
         def crds() -> str | None:
             assert self.client is not None
             return crd_problem(self.client, self._crd_kinds[: len(REQUIRED_KINDS)])
 
-        return {"informer-sync": caches, "crds": crds}
+        return {"informer-sync": caches, "informer-fresh": fresh, "crds": crds}
+
+    def live_checks(self) -> dict[str, Callable[[], str | None]]:
+        """``/healthz``: an informer loop that died or is wedged is cured by a restart; an
+        API outage is not (every replica would restart at once), so it only fails
+        readiness."""
+        client = self.client
+        bound = (
+            float(getattr(client, "watch_idle_timeout", 0) or 0)
+            + float(getattr(client, "request_timeout", 0) or 0)
+            + LIVENESS_GRACE
+        )
+
+        def informers() -> str | None:
+            bad = []
+            for h in self._informer_healths():
+                if not h.running:
+                    bad.append(f"{h.resource} (its loop has exited)")
+                elif h.since_heartbeat > bound:
+                    bad.append(f"{h.resource} (no progress for {h.since_heartbeat:.0f}s)")
+            return f"informers stuck: {', '.join(sorted(bad))}" if bad else None
+
+        return {"informers": informers}
 
     def _start_informers(self) -> None:
         from karpenter_core.kube.cache import CachedClient
@@ -400,6 +465,11 @@ class Operator:
             on_started_leading=started,
             on_stopped_leading=stopped,
         )
+        # the main client is the one controllers, the recorder and the provider write with
+        from karpenter_core.kube.adapter import KubernetesClient
+
+        if isinstance(self.client, KubernetesClient):
+            self.client.write_guard = self.elector.check
         log.info(
             "attempting to acquire leader lease %s/%s as %s", namespace, cfg.name, cfg.identity
         )
@@ -412,11 +482,17 @@ class Operator:
         from karpenter_core.state.cluster import Cluster
 
         assert self.reader is not None
+        guard = self.elector.check if self.elector is not None else None
+        provider = self.provider
+        if guard is not None:
+            from karpenter_core.cloudprovider.guard import GuardedCloudProvider
+
+            provider = GuardedCloudProvider(provider, guard)
         ctx = ControllerContext(
             kube=self.reader,
             clock=self.clock,
             # wrapped once, as upstream's main does: karpenter_cloudprovider_* metrics
-            cloud_provider=decorate(self.provider),
+            cloud_provider=decorate(provider),
             recorder=self.recorder,
             options=self.options,
             cluster=Cluster(self.reader, self.clock, self.provider),
@@ -426,7 +502,7 @@ class Operator:
             from karpenter_core.operator.controllers import plugin_extras
 
             ctx.extras.update(plugin_extras(self.plugin_manager))
-        self.manager = Manager(self.clock, self.reader, informers=self.informers)
+        self.manager = Manager(self.clock, self.reader, informers=self.informers, guard=guard)
         self.registration = register_all(self.manager, ctx)  # logs packages not running
         self.manager.start()
         self.controllers_started.set()

@@ -26,10 +26,14 @@ from attrs import field, frozen
 
 from karpenter_core.kube.client import ApiError, KubeClient
 from karpenter_core.runtime.clock import Clock, format_micro_time
+from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 
 __all__ = ["NORMAL", "WARNING", "Event", "EventRecorder", "RecordedEvent", "object_reference"]
 
 log = logging.getLogger("karpenter.events")
+
+# an API outage fails every queued event: one warning per status code per interval
+_WRITE_FAILURES = LogThrottle(30.0)
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -254,6 +258,14 @@ class EventRecorder:
         except ApiError as e:
             with self._lock:
                 self.write_errors += 1
+            held = _WRITE_FAILURES.admit(e.code)
+            if held is None:
+                return
             log.warning(
-                "could not write event %s for %s %s: %s", event.reason, event.kind, event.name, e
+                "could not write event %s for %s %s: %s%s",
+                event.reason,
+                event.kind,
+                event.name,
+                e,
+                held_back(held),
             )

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Any
 
 from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
 from karpenter_core.kube.informer import Handler, Informer, SharedInformers
 from karpenter_core.runtime.clock import Clock, VirtualClock
+from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
 from karpenter_core.runtime.scope import controller_scope
 from karpenter_core.runtime.workqueue import RateLimiter, ShutDown, WorkQueue
@@ -36,6 +37,9 @@ __all__ = ["Controller", "LivelockError", "Manager"]
 log = logging.getLogger("karpenter.runtime")
 
 BOOKMARK = "BOOKMARK"
+GUARD_RETRY = 1.0
+
+_OUTAGE_FAILURES = LogThrottle(30.0)
 
 
 class LivelockError(RuntimeError):
@@ -103,13 +107,7 @@ class Controller:
             with self._lock:
                 self.errors += 1
                 self.last_error = e
-            log.warning(
-                "controller %s: reconcile %s failed: %s",
-                self.name,
-                key,
-                e,
-                exc_info=not isinstance(e, ApiError),
-            )
+            self._log_failure(key, e)
             self.queue.add_rate_limited(key)
             return None
         if result.requeue_after > 0:
@@ -120,6 +118,26 @@ class Controller:
         else:
             self.queue.forget(key)
         return result
+
+    def _log_failure(self, key: Any, e: Exception) -> None:
+        # An unreachable or overloaded API server fails every key of every controller at
+        # once: one line per controller and status per interval. Anything else is a
+        # problem of this object, worth its own line.
+        if isinstance(e, ApiError) and (e.code >= 500 or e.code == 429):
+            held = _OUTAGE_FAILURES.admit((self.name, e.code))
+            if held is None:
+                return
+            log.warning(
+                "controller %s: reconcile %s failed: %s%s", self.name, key, e, held_back(held)
+            )
+            return
+        log.warning(
+            "controller %s: reconcile %s failed: %s",
+            self.name,
+            key,
+            e,
+            exc_info=not isinstance(e, ApiError),
+        )
 
 
 class _Feed:
@@ -174,8 +192,13 @@ class Manager:
         seed: int | None = None,
         max_reconciles_per_instant: int = 100_000,
         informers: SharedInformers | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> None:
+        """``guard`` (wall clock only) runs before every reconcile; when it raises, the
+        key waits :data:`GUARD_RETRY` seconds instead of being reconciled (``serve`` passes
+        the leader elector's check, so a replica that lost its lease acts on nothing)."""
         self.clock = clock
+        self._guard = guard
         self.client = client
         self.informers = informers
         self.virtual = isinstance(clock, VirtualClock)
@@ -348,6 +371,12 @@ class Manager:
             except ShutDown:
                 return
             try:
+                if self._guard is not None:
+                    try:
+                        self._guard()
+                    except Exception:
+                        controller.queue.add_after(key, GUARD_RETRY)
+                        continue
                 controller.run_one(key)
             finally:
                 controller.queue.done(key)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from karpenter_core.kube.client import ApiError
 from karpenter_core.runtime.clock import VirtualClock, WallClock
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
@@ -407,3 +408,33 @@ def test_only_singletons_can_be_triggered() -> None:
     keyed = Manager(clock).add_controller("c", Recorder(clock))
     with pytest.raises(TypeError, match="keyed"):
         keyed.trigger()
+
+
+def test_a_guard_that_refuses_holds_every_reconcile_until_it_allows() -> None:
+    clock = WallClock()
+    server = InMemoryApiServer(clock)
+    allowed = threading.Event()
+    asked = threading.Event()
+    seen: list[Any] = []
+    done = threading.Event()
+
+    def guard() -> None:
+        asked.set()
+        if not allowed.is_set():
+            raise ApiError("not the leader", code=503, reason="LeadershipLost")
+
+    class Collect:
+        def reconcile(self, key: Any) -> Result:
+            seen.append(key)
+            done.set()
+            return Result()
+
+    manager = Manager(clock, server, guard=guard)
+    manager.add_controller("cm", Collect(), watches=[Watch("configmaps")])
+    with manager:
+        server.create(configmap("a"))
+        assert asked.wait(10)
+        assert seen == []  # refused: nothing reconciled
+        allowed.set()
+        assert done.wait(10)
+    assert [str(k) for k in seen] == ["default/a"]

@@ -12,10 +12,14 @@ import pytest
 
 from karpenter_core.kube.client import ApiError, KubeClient
 from karpenter_core.kube.leaderelection import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
     LEASE,
     LeaderElectionConfig,
     LeaderElectionError,
     LeaderElector,
+    LeadershipLost,
     own_namespace,
 )
 from karpenter_core.runtime.clock import VirtualClock
@@ -294,3 +298,87 @@ def test_own_namespace_prefers_pod_namespace_then_the_service_account_file(
     ns_file.write_text("from-file\n")
     assert own_namespace({}, ns_file) == "from-file"
     assert own_namespace({"POD_NAMESPACE": "from-env"}, ns_file) == "from-env"
+
+
+# ------------------------------------------------------------------ proving leadership
+
+
+def test_check_passes_while_the_last_renewal_is_within_the_renew_deadline(
+    server: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    a, _ = elector(server, clock, "a")
+    a.start()
+    clock.advance(0)
+    clock.advance(30.0)  # renewing every retry period
+    a.check()  # does not raise
+
+
+def test_check_refuses_a_candidate_that_never_led(
+    server: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    a, _ = elector(server, clock, "a")
+    a.start()
+    clock.advance(0)
+    b, rec = elector(server, clock, "b")
+    b.start()
+    clock.advance(0)
+    with pytest.raises(LeadershipLost):
+        b.check()
+    assert rec.stopped == 0  # never led, so nothing was lost
+
+
+def test_after_a_pause_past_the_renew_deadline_check_refuses_and_leadership_ends(
+    server: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    a, rec = elector(server, clock, "a")
+    a.start()
+    clock.advance(0)
+    clock.sleep(10.5)  # SIGSTOP: time passes, no timer of this process runs
+    with pytest.raises(LeadershipLost):
+        a.check()
+    assert a.lost and not a.is_leader
+    assert rec.stopped == 1
+    with pytest.raises(LeadershipLost):
+        a.check()
+    assert rec.stopped == 1  # reported once
+
+
+def test_after_a_pause_the_first_tick_gives_up_without_another_attempt(
+    server: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    a, rec = elector(server, clock, "a")
+    a.start()
+    clock.advance(0)
+    attempts = a.attempts
+    clock.sleep(20.0)  # paused past the deadline (and past the lease duration)
+    clock.advance(0)  # the overdue renew timer fires on waking
+    assert a.attempts == attempts
+    assert a.lost and rec.stopped == 1
+
+
+def test_a_cut_off_leader_stops_acting_well_before_the_standby_takes_over(
+    server: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    """The invariant behind the write guard: the old leader's check refuses from at most
+    ``renew_deadline`` after its last renewal, which is at least ``lease_duration -
+    renew_deadline`` before any standby can hold the lease."""
+    client = FailingClient(server)
+    a, _ = elector(client, clock, "a")  # type: ignore[arg-type]
+    a.start()
+    clock.advance(0)
+    b, b_rec = elector(server, clock, "b")
+    b.start()
+    clock.advance(0.1)
+    client.fail = True  # a partition: a's renewals fail from now on
+    cut_at = clock.monotonic()
+    refused_at = None
+    while b_rec.started == 0:
+        clock.advance(0.25)
+        if refused_at is None:
+            try:
+                a.check()
+            except LeadershipLost:
+                refused_at = clock.monotonic()
+    assert refused_at is not None
+    assert refused_at - cut_at <= DEFAULT_RENEW_DEADLINE + DEFAULT_RETRY_PERIOD
+    assert clock.monotonic() - refused_at >= DEFAULT_LEASE_DURATION - DEFAULT_RENEW_DEADLINE - 0.5

@@ -332,3 +332,71 @@ def test_a_bare_boolean_flag_means_true() -> None:
     cfg = build_config(ctx.params, {})
     assert cfg.options.disable_leader_election is True
     assert cfg.kubeconfig == "x"
+
+
+class Partition:
+    """The operator's main client over ``server``; ``down`` fails its lists and watches."""
+
+    def __init__(self, server: InMemoryApiServer) -> None:
+        self.server = server
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.server, name)
+        if name not in ("list", "watch"):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                raise ApiError("cannot reach the API server: connection refused", code=503)
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_readiness_fails_while_a_cache_cannot_be_kept_current_and_recovers(
+    server: InMemoryApiServer,
+) -> None:
+    client = Partition(server)
+    op = Operator(
+        ServeConfig(options=options(), cloud_provider="kwok", identity="a"),
+        client=client,  # type: ignore[arg-type]
+        lease_client=server,
+        environ={},
+        configure_logs=False,
+        host="127.0.0.1",
+    )
+    r = Running(op).start()
+    try:
+        port = op.health_server.port
+        wait_for(lambda: get(port, "/readyz")[0] == 200, "readiness")
+        client.down = True
+        for inf in op.informers.all():  # the watches break
+            if inf._stream is not None:
+                inf._stream.stop()
+        wait_for(lambda: get(port, "/readyz")[0] == 500, "readiness to fail")
+        body = get(port, "/readyz")[1]
+        assert "[-]informer-fresh failed: caches may be stale" in body
+        assert "connection refused" in body
+        assert get(port, "/healthz")[0] == 200  # an outage is no reason to restart
+        client.down = False
+        wait_for(lambda: get(port, "/readyz")[0] == 200, "readiness to return")
+    finally:
+        r.finish()
+
+
+def test_liveness_fails_when_an_informer_loop_is_wedged_or_gone(running: Running) -> None:
+    op = running.operator
+    port = op.health_server.port
+    wait_for(lambda: get(port, "/readyz")[0] == 200, "readiness")
+    status, body = get(port, "/healthz?verbose")
+    assert status == 200 and "[+]informers ok" in body
+    pods = next(inf for inf in op.informers.all() if str(inf.resource) == "pods")
+    later = time.monotonic() + 3600
+    pods._monotonic = lambda: later  # an hour without a heartbeat
+    status, body = get(port, "/healthz")
+    assert status == 500
+    assert "pods (no progress for" in body
+    nodes = next(inf for inf in op.informers.all() if str(inf.resource) == "nodes")
+    nodes.stop()
+    assert "nodes (its loop has exited)" in get(port, "/healthz")[1]
