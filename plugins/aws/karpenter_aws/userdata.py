@@ -21,6 +21,17 @@ Each family bootstraps differently, as upstream's ``amifamily/bootstrap`` packag
 Any other family raises :class:`UserDataError`, which the launch reports as a
 ``CreateError``.
 
+Every value is written in the quoting of the format that carries it, so a cluster name,
+endpoint, CA or DNS address holding quotes, ``$(...)``, backticks, ``;`` or newlines
+arrives as that one value and runs nothing: single-quoted words for bash (AL2), YAML
+double-quoted scalars where a value needs escapes (AL2023), TOML basic strings
+(Bottlerocket), PowerShell single-quoted strings with every quote character doubled
+(Windows). Labels, taints and the kubelet's reserved and eviction maps also travel inside
+kubelet flags (``--node-labels=k=v,...``) that have no quoting at all, so their keys and
+values must be plain tokens, as Kubernetes requires of labels anyway. What cannot be
+carried safely raises :class:`UserDataError`: a NUL, a lone surrogate, a line that would
+end the MIME part early, a ``>`` that could close the ``<powershell>`` block.
+
 Everything is pure: the same options always give the same text, which matters because
 the launch template name is a hash of it.
 """
@@ -30,6 +41,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -107,7 +119,10 @@ class UserDataOptions:
 
 
 def render(family: str, options: UserDataOptions) -> str:
-    """The user data (plain text, not base64) for an instance of ``family``."""
+    """The user data (plain text, not base64) for an instance of ``family``; raises
+    :class:`UserDataError` for a value that cannot be carried safely (module docstring)."""
+    if family != "Custom":
+        _check(options)
     if family == "AL2023":
         return _al2023(options)
     if family == "AL2":
@@ -119,6 +134,71 @@ def render(family: str, options: UserDataOptions) -> str:
     if family.startswith("Windows"):
         return _windows(options)
     raise UserDataError(f"user data for AMI family {family!r} is not supported by karpenter-aws")
+
+
+# --- what values may hold ---------------------------------------------------------------
+
+# A kubelet flag such as --node-labels=k=v,k=v or --eviction-hard=k<v has no quoting, and
+# AL2 and Windows pass it on through a systemd unit or a service command line: its keys
+# and values may only be plain tokens.
+_KUBELET_TOKEN = re.compile(r"[A-Za-z0-9._/%+-]*")
+
+
+def _check_text(what: str, value: str) -> None:
+    if "\0" in value:
+        raise UserDataError(f"{what} {value!r} contains a NUL character")
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise UserDataError(f"{what} {value!r} is not valid Unicode (a lone surrogate)")
+
+
+def _check_token(what: str, value: str) -> None:
+    if not _KUBELET_TOKEN.fullmatch(value):
+        raise UserDataError(
+            f"{what} {value!r} cannot be passed to the kubelet: only letters, digits "
+            "and . _ / % + - are allowed"
+        )
+
+
+def _check(o: UserDataOptions) -> None:
+    for what, value in (
+        ("cluster name", o.cluster_name),
+        ("cluster endpoint", o.cluster_endpoint),
+        ("cluster CA bundle", o.ca_bundle),
+        ("cluster CIDR", o.cluster_cidr),
+        *(("cluster DNS address", dns) for dns in o.cluster_dns),
+    ):
+        _check_text(what, value)
+    for name, values in (
+        ("label", o.labels),
+        ("kubeReserved", o.kube_reserved),
+        ("systemReserved", o.system_reserved),
+        ("evictionHard", o.eviction_hard),
+    ):
+        for key, value in values.items():
+            _check_token(f"{name} key", key)
+            _check_token(f"{name} {key!r} value", value)
+    for t in o.taints:
+        for what, value in (("key", t.key), ("value", t.value), ("effect", t.effect)):
+            _check_token(f"taint {what}", value)
+    for what, number in (("maxPods", o.max_pods), ("podsPerCore", o.pods_per_core)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+            raise UserDataError(f"{what} {number!r} is not an integer")
+
+
+def _sh(value: str) -> str:
+    """``value`` as one bash word: single-quoted, each ``'`` written ``'"'"'``."""
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+# PowerShell ends a single-quoted string at any of these, and reads each doubled as one.
+_PS_QUOTES = frozenset("'\u2018\u2019\u201a\u201b")
+
+
+def _ps(what: str, value: str) -> str:
+    """``value`` as one PowerShell single-quoted string (nothing in it is expanded)."""
+    if ">" in value:  # EC2Launch finds </powershell> and <script> tags anywhere in the text
+        raise UserDataError(f"{what} {value!r} cannot go into Windows user data (it has '>')")
+    return "'" + "".join(ch * 2 if ch in _PS_QUOTES else ch for ch in value) + "'"
 
 
 def _with_do_not_sync(labels: Mapping[str, str]) -> dict[str, str]:
@@ -160,6 +240,11 @@ def _mime_parts(text: str) -> list[tuple[str, str]]:
 def _archive(parts: Sequence[tuple[str, str]]) -> str:
     out = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"', ""]
     for content_type, body in parts:
+        if any(line.startswith(f"--{BOUNDARY}") for line in body.splitlines()):
+            raise UserDataError(
+                f"user data has a line starting with the MIME boundary --{BOUNDARY}, which "
+                "would end its part early"
+            )
         out += [f"--{BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]
     out.append(f"--{BOUNDARY}--")
     return "\n".join(out) + "\n"
@@ -181,6 +266,20 @@ def _custom_parts(custom: str | None, *, nodeconfig_yaml: bool) -> list[tuple[st
 
 
 # --- AL2023 -----------------------------------------------------------------------------
+
+
+class _NodeConfigDumper(yaml.SafeDumper):
+    """Writes a string with anything but printable ASCII double-quoted, so its line breaks
+    are escapes and never start a line of the MIME part (PyYAML's single-quoted style
+    would break the line)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if re.search(r"[^\x20-\x7e]", value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_NodeConfigDumper.add_representer(str, _represent_str)
 
 
 def _al2023(o: UserDataOptions) -> str:
@@ -210,7 +309,8 @@ def _al2023(o: UserDataOptions) -> str:
     if o.instance_store_policy == "RAID0":
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
     config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
-    body = "# Karpenter Generated NodeConfig\n" + yaml.safe_dump(config, sort_keys=True)
+    dumped = yaml.dump(config, Dumper=_NodeConfigDumper, sort_keys=True, width=1 << 30)
+    body = "# Karpenter Generated NodeConfig\n" + dumped
     parts = _custom_parts(o.custom_user_data, nodeconfig_yaml=True)
     return _archive([*parts, (NODECONFIG_CONTENT_TYPE, body)])
 
@@ -247,14 +347,15 @@ def _al2(o: UserDataOptions) -> str:
         "#!/bin/bash -xe",
         "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
     ]
-    cmd = f"/etc/eks/bootstrap.sh '{o.cluster_name}' --apiserver-endpoint '{o.cluster_endpoint}'"
+    cmd = f"/etc/eks/bootstrap.sh {_sh(o.cluster_name)} --apiserver-endpoint "
+    cmd += _sh(o.cluster_endpoint)
     if o.ca_bundle:
-        cmd += f" --b64-cluster-ca '{o.ca_bundle}'"
+        cmd += f" --b64-cluster-ca {_sh(o.ca_bundle)}"
     if o.cluster_dns:
-        cmd += f" \\\n--dns-cluster-ip '{o.cluster_dns[0]}'"
+        cmd += f" \\\n--dns-cluster-ip {_sh(o.cluster_dns[0])}"
     if o.max_pods is not None:
         cmd += " \\\n--use-max-pods false"
-    cmd += f" \\\n--kubelet-extra-args '{' '.join(_kubelet_extra_args(o))}'"
+    cmd += f" \\\n--kubelet-extra-args {_sh(' '.join(_kubelet_extra_args(o)))}"
     if o.instance_store_policy == "RAID0":
         cmd += " \\\n--local-disks raid0"
     lines.append(cmd)
@@ -275,14 +376,14 @@ def _windows(o: UserDataOptions) -> str:
         lines.append(o.custom_user_data.rstrip("\n"))
     lines.append(_WINDOWS_BOOTSTRAP)
     cmd = (
-        f"& $EKSBootstrapScriptFile -EKSClusterName '{o.cluster_name}' "
-        f"-APIServerEndpoint '{o.cluster_endpoint}'"
+        f"& $EKSBootstrapScriptFile -EKSClusterName {_ps('cluster name', o.cluster_name)} "
+        f"-APIServerEndpoint {_ps('cluster endpoint', o.cluster_endpoint)}"
     )
     if o.ca_bundle:
-        cmd += f" -Base64ClusterCA '{o.ca_bundle}'"
-    cmd += f" -KubeletExtraArgs '{' '.join(_kubelet_extra_args(o))}'"
+        cmd += f" -Base64ClusterCA {_ps('cluster CA bundle', o.ca_bundle)}"
+    cmd += f" -KubeletExtraArgs {_ps('kubelet flags', ' '.join(_kubelet_extra_args(o)))}"
     if o.cluster_dns:
-        cmd += f" -DNSClusterIP '{o.cluster_dns[0]}'"
+        cmd += f" -DNSClusterIP {_ps('cluster DNS address', o.cluster_dns[0])}"
     lines += [cmd, "</powershell>"]
     return "\n".join(lines)
 
@@ -322,6 +423,32 @@ def _bottlerocket(o: UserDataOptions) -> str:
     return _toml(doc)
 
 
+_TOML_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+
+
+def _toml_string(s: str) -> str:
+    """A TOML basic string, in ASCII: controls and anything past ``~`` are escaped."""
+    out = []
+    for ch in s:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(f"\\U{ord(ch):08X}")
+    return '"' + "".join(out) + '"'
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -329,11 +456,11 @@ def _toml_value(v: Any) -> str:
         return str(v)
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))
+    return _toml_string(str(v))
 
 
 def _toml_key(k: str) -> str:
-    return k if k.replace("-", "").replace("_", "").isalnum() else json.dumps(k)
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_string(k)
 
 
 def _toml(doc: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> str:
