@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
 
-.PHONY: venv demo test lint typecheck unit controlplane helm bench clean
+.PHONY: venv demo test lint typecheck unit controlplane helm lock bench clean
 
 $(STAMP): pyproject.toml plugins/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,20 @@ controlplane: $(STAMP)
 # chart in tests.
 helm: $(STAMP)
 	$(BIN)/python tests/unit/serve/helmtool.py
+
+# The Docker image's hash-locked requirements, re-resolved from PyPI with pip-tools' pip-compile
+# (in a venv of its own, on the image's Python 3.11): after changing a dependency in a
+# pyproject.toml (and requirements-image.in), or to take newer releases.
+LOCK_PYTHON ?= python3.11
+LOCK_VENV := build/lock-venv
+lock:
+	test -x $(LOCK_VENV)/bin/pip-compile || ( $(LOCK_PYTHON) -m venv $(LOCK_VENV) \
+		&& $(LOCK_VENV)/bin/python -m pip install --quiet 'pip-tools>=7.4' )
+	for n in image build; do \
+		$(LOCK_VENV)/bin/pip-compile --quiet --upgrade --generate-hashes --strip-extras \
+			--no-emit-index-url --no-emit-find-links \
+			--output-file requirements-$$n.txt requirements-$$n.in || exit 1; \
+	done
 
 # Benchmarks print figures; none is part of the test suite.
 bench: $(STAMP) controlplane
