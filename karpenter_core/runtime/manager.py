@@ -38,6 +38,8 @@ log = logging.getLogger("karpenter.runtime")
 
 BOOKMARK = "BOOKMARK"
 GUARD_RETRY = 1.0
+WATCH_BACKOFF = 0.5
+WATCH_MAX_BACKOFF = 10.0
 
 _OUTAGE_FAILURES = LogThrottle(30.0)
 
@@ -383,6 +385,7 @@ class Manager:
 
     def _watch_loop(self, feed: _Feed) -> None:
         assert self.client is not None
+        backoff = WATCH_BACKOFF
         while not self._stopping.is_set():
             try:
                 feed.open(self.client)
@@ -392,13 +395,22 @@ class Manager:
                     return
                 for event in feed.stream:
                     feed.handle(event)
+                    backoff = WATCH_BACKOFF
                     if self._stopping.is_set():
                         break
             except Gone:
                 feed.resource_version = None
             except Exception as e:
-                log.warning("watch for controller %s failed: %s; retrying", feed.controller.name, e)
-                self._stopping.wait(1.0)
+                held = _OUTAGE_FAILURES.admit(("watch", feed.controller.name))
+                if held is not None:
+                    log.warning(
+                        "watch for controller %s failed: %s; retrying%s",
+                        feed.controller.name,
+                        e,
+                        held_back(held),
+                    )
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, WATCH_MAX_BACKOFF)
 
     # ------------------------------------------------------------------ virtual time
 

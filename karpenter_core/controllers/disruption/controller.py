@@ -60,6 +60,7 @@ from karpenter_core.controllers.disruption.types import (
 )
 from karpenter_core.controllers.disruption.validation import VALIDATION_PERIOD
 from karpenter_core.kube.client import ApiError, Conflict
+from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.statenode import StateNode
 
@@ -72,6 +73,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("karpenter.disruption")
+
+_API_FAILURES = LogThrottle(30.0)
 
 NAME = "disruption"
 POLLING_PERIOD = 10.0
@@ -171,6 +174,20 @@ class DisruptionController:
             self._last_run[type(method).__name__] = clock.monotonic()
             try:
                 commands = self._compute(method, catalog)
+            except ApiError as e:
+                if e.code < 500 and e.code != 429:
+                    log.warning("disruption method %s failed: %s", type(method).__name__, e)
+                    continue
+                # the API server, not the method, failed: the other methods would too
+                suppressed = _API_FAILURES.admit(e.code)
+                if suppressed is not None:
+                    log.warning(
+                        "disruption method %s: %s; retrying%s",
+                        type(method).__name__,
+                        e,
+                        held_back(suppressed),
+                    )
+                return Result(requeue=True)
             except Exception:
                 log.exception("disruption method %s failed", type(method).__name__)
                 continue

@@ -67,6 +67,7 @@ from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, Re
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.scheduling.requirements import IN, Requirements
 from karpenter_kwok.faults import (
     FaultRule,
@@ -92,6 +93,9 @@ if TYPE_CHECKING:
     from karpenter_core.runtime.events import EventRecorder
 
 log = logging.getLogger("karpenter.kwok")
+
+# an unreachable API server fails the lookup of every NodeClaim at once
+_LOOKUP_FAILURES = LogThrottle(30.0)
 
 NAME = "kwok"
 INSTANCE_TYPES_FILE_SETTING = "instance-types-file-path"
@@ -318,7 +322,14 @@ class KwokCloudProvider:
         try:
             nodes = kube.list("nodes", label_selector=selector).items
         except ApiError as e:  # cannot tell: launch, as before this check existed
-            log.warning("kwok: cannot look for nodeclaim %s's instance: %s", nodeclaim, e)
+            suppressed = _LOOKUP_FAILURES.admit(e.code)
+            if suppressed is not None:
+                log.warning(
+                    "kwok: cannot look for nodeclaim %s's instance: %s%s",
+                    nodeclaim,
+                    e,
+                    held_back(suppressed),
+                )
             return None
         live = [n for n in nodes if not (n.get("metadata") or {}).get("deletionTimestamp")]
         return live[0] if live else None
