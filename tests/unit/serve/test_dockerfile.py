@@ -117,6 +117,12 @@ def _pins(path: Path) -> dict[str, tuple[str, int, list[str]]]:
     return pins
 
 
+def _inputs(path: Path) -> list[Requirement]:
+    """The requirements a pip-compile input file lists."""
+    lines = path.read_text().splitlines()
+    return [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+
+
 @pytest.mark.parametrize("lock", sorted(LOCKS))
 def test_every_locked_requirement_is_pinned_with_hashes(lock: str) -> None:
     pins = _pins(LOCKS[lock])
@@ -130,12 +136,7 @@ def test_each_lock_is_complete_for_its_input(lock: str) -> None:
     """Every requirement of the .in file is pinned at a version it allows, and every other
     pin is there for a locked package (no orphans from a hand edit)."""
     pins = _pins(LOCKS[lock])
-    source = LOCKS[lock].with_suffix(".in")
-    wanted = [
-        Requirement(line)
-        for line in source.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    wanted = _inputs(LOCKS[lock].with_suffix(".in"))
     for req in wanted:
         name = canonicalize_name(req.name)
         assert name in pins, f"{req} is not in {LOCKS[lock].name}"
@@ -157,13 +158,7 @@ def test_the_image_lock_input_is_what_the_image_packages_require() -> None:
     required = _third_party(ROOT / "pyproject.toml")
     for name in providers:
         required |= _third_party(ROOT / "plugins" / name / "pyproject.toml")
-    source = ROOT / "requirements-image.in"
-    listed = {
-        str(Requirement(line))
-        for line in source.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    }
-    assert listed == required
+    assert {str(r) for r in _inputs(ROOT / "requirements-image.in")} == required
 
 
 def test_the_build_lock_holds_the_build_backend_of_every_package() -> None:
@@ -172,13 +167,7 @@ def test_the_build_lock_holds_the_build_backend_of_every_package() -> None:
         for p in [ROOT / "pyproject.toml", *ROOT.glob("plugins/*/pyproject.toml")]
         for r in tomllib.loads(p.read_text())["build-system"]["requires"]
     }
-    source = ROOT / "requirements-build.in"
-    listed = {
-        str(Requirement(line))
-        for line in source.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    }
-    assert listed == backends
+    assert {str(r) for r in _inputs(ROOT / "requirements-build.in")} == backends
 
 
 def _image_python() -> str:
