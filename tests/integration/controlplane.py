@@ -338,10 +338,15 @@ class ControlPlane:
         scheduler_qps: float | None = None,
         scheduler_burst: int | None = None,
         workdir: Path | None = None,
+        users: Sequence[str] = (),
+        audit_writes: bool = False,
     ) -> None:
         """``scheduler_qps``/``scheduler_burst`` set kube-scheduler's client rate limit
         (``None``: kube-scheduler's own default, 50 QPS and burst 100); checked here, so a
-        bad value fails before any server starts."""
+        bad value fails before any server starts. ``users`` are more cluster admins, each
+        with its own token and kubeconfig (:meth:`kubeconfig_for`), so an audit log tells
+        their requests apart; ``audit_writes`` makes kube-apiserver log every write to
+        :attr:`audit_log` (:meth:`audit_events` reads it)."""
         self.binaries = binaries
         self.with_controller_manager = controller_manager
         self.controllers = tuple(controllers)
@@ -358,6 +363,9 @@ class ControlPlane:
             raise
         self._own_workdir = workdir is None
         self.token = secrets.token_hex(16)
+        self.user_tokens = {user: secrets.token_hex(16) for user in users}
+        self.audit_writes = audit_writes
+        self.audit_log = self.workdir / "audit.log"
         self.processes: list[_Process] = []
         self.api_port = 0
         self.etcd_port = 0
@@ -410,34 +418,96 @@ class ControlPlane:
         )
 
     def _start_apiserver(self) -> None:
-        self.api_port = _free_port()
+        self.api_port = self.api_port or _free_port()
         sa_key = self.workdir / "sa.key"
-        _openssl_rsa_key(sa_key)
+        if not sa_key.exists():
+            _openssl_rsa_key(sa_key)
         tokens = self.workdir / "tokens.csv"
-        tokens.write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        lines = [f'{self.token},admin,admin-uid,"system:masters"']
+        lines += [f'{t},{u},{u}-uid,"system:masters"' for u, t in self.user_tokens.items()]
+        tokens.write_text("\n".join(lines) + "\n")
         certs = self.workdir / "certs"
         certs.mkdir(exist_ok=True)
-        self._spawn(
-            "kube-apiserver",
-            [
-                str(self.binaries / "kube-apiserver"),
-                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={self.api_port}",
-                f"--cert-dir={certs}",
-                f"--token-auth-file={tokens}",
-                "--authorization-mode=RBAC",
-                f"--service-account-key-file={sa_key}",
-                f"--service-account-signing-key-file={sa_key}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--disable-admission-plugins=ServiceAccount",
-                "--allow-privileged=true",
-                "--watch-cache=true",
-                "--v=0",
-            ],
-        )
+        args = [
+            str(self.binaries / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.api_port}",
+            f"--cert-dir={certs}",
+            f"--token-auth-file={tokens}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={sa_key}",
+            f"--service-account-signing-key-file={sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--watch-cache=true",
+            "--v=0",
+        ]
+        if self.audit_writes:
+            policy = self.workdir / "audit-policy.yaml"
+            # JSON is YAML: every write at Metadata level (who, what, when, answer), no reads
+            policy.write_text(
+                json.dumps(
+                    {
+                        "apiVersion": "audit.k8s.io/v1",
+                        "kind": "Policy",
+                        "omitStages": ["RequestReceived"],
+                        "rules": [
+                            {
+                                "level": "Metadata",
+                                "verbs": [
+                                    "create",
+                                    "update",
+                                    "patch",
+                                    "delete",
+                                    "deletecollection",
+                                ],
+                            },
+                            {"level": "None"},
+                        ],
+                    }
+                )
+            )
+            args += [
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-mode=blocking",
+                "--audit-log-format=json",
+            ]
+        self._spawn("kube-apiserver", args)
+
+    def kill_apiserver(self) -> None:
+        """kill -9 kube-apiserver (etcd and every client stay); see :meth:`start_apiserver`."""
+        api = next(p for p in self.processes if p.name == "kube-apiserver")
+        api.proc.kill()
+        api.proc.wait(30)
+        api.stop()
+        self.processes.remove(api)
+
+    def start_apiserver(self, timeout: float = 120.0) -> None:
+        """Start kube-apiserver again on the same port, etcd, certificates and tokens."""
+        self._start_apiserver()
+        self._wait_ready(timeout)
+
+    def kubeconfig_for(self, user: str, server: str | None = None) -> Path:
+        """A kubeconfig for one of ``users`` (or ``admin``), optionally through another
+        address (a proxy in front of kube-apiserver)."""
+        token = self.token if user == "admin" else self.user_tokens[user]
+        via = "" if server is None else "-via-" + server.rsplit(":", 1)[-1].strip("/")
+        path = self.workdir / f"kubeconfig-{user}{via}"
+        self._write_kubeconfig(path, user=user, token=token, server=server)
+        return path
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log so far (only with ``audit_writes``), oldest first."""
+        try:
+            text = self.audit_log.read_text()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def _ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context()
@@ -473,9 +543,16 @@ class ControlPlane:
             f"log ends:\n{api.log_tail()}"
         )
 
-    def _write_kubeconfig(self) -> None:
+    def _write_kubeconfig(
+        self,
+        path: Path | None = None,
+        *,
+        user: str = "admin",
+        token: str | None = None,
+        server: str | None = None,
+    ) -> None:
         ca = self.workdir / "certs" / "apiserver.crt"
-        cluster: dict[str, Any] = {"server": self.server}
+        cluster: dict[str, Any] = {"server": server or self.server}
         if ca.is_file():
             cluster["certificate-authority"] = str(ca)
         else:
@@ -486,11 +563,11 @@ class ControlPlane:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "test", "cluster": cluster}],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+            "users": [{"name": user, "user": {"token": token or self.token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": user}}],
             "current-context": "test",
         }
-        self.kubeconfig.write_text(yaml.safe_dump(config))
+        (path or self.kubeconfig).write_text(yaml.safe_dump(config))
 
     def _start_controller_manager(self) -> None:
         self._spawn(

@@ -392,12 +392,17 @@ class Serve:
         ]
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> Serve:
+    def launch(self) -> Serve:
+        """Start the process (again, after it exited) without waiting for it."""
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
         env.update(self.env)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, env=env)
+        return self
+
+    def start(self) -> Serve:
+        self.launch()
         wait_for(lambda: self.ready() or self.exited(), "karpenter serve to become ready")
         assert not self.exited(), f"karpenter serve exited; log:\n{self.log_tail()}"
         return self
@@ -429,14 +434,18 @@ class Serve:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
 
-@pytest.fixture(name="cluster")
-def cluster_fixture() -> Iterator[Cluster]:
-    """A fresh control plane with the CRDs and the fake kubelet (see the module docstring)."""
+@contextlib.contextmanager
+def running_cluster(**control_plane: Any) -> Iterator[Cluster]:
+    """A fresh control plane (``control_plane``: more :class:`controlplane.ControlPlane`
+    arguments) with the CRDs and the fake kubelet; skips or fails the test as the
+    ``cluster`` fixture does."""
     if controlplane.skip_requested():
         pytest.skip(f"{controlplane.SKIP_ENV} is set: real-control-plane tests skipped")
     try:
         binaries = controlplane.ensure_binaries(log=lambda m: print(m, file=sys.stderr))
-        cp = controlplane.ControlPlane(binaries, controllers=CONTROLLERS, scheduler=True).start()
+        cp = controlplane.ControlPlane(
+            binaries, controllers=CONTROLLERS, scheduler=True, **control_plane
+        ).start()
     except controlplane.ControlPlaneError as e:
         pytest.fail(f"the real control plane is unavailable: {e}", pytrace=False)
     try:
@@ -447,6 +456,13 @@ def cluster_fixture() -> Iterator[Cluster]:
             c.stop()
     finally:
         cp.stop()
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture() -> Iterator[Cluster]:
+    """A fresh control plane with the CRDs and the fake kubelet (see the module docstring)."""
+    with running_cluster() as c:
+        yield c
 
 
 @pytest.fixture(name="serve")
