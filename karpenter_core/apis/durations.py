@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 from attrs import frozen
 
+from karpenter_core.apis.limits import shown_repr
+
 NEVER = "Never"
 
 NANOSECOND = 1
@@ -52,7 +54,7 @@ def parse_go_duration(value: str) -> int:
     followed by a unit; ``"0"`` alone is allowed.
     """
     if not isinstance(value, str):
-        raise DurationError(f"invalid duration {value!r}: not a string")
+        raise DurationError(f"invalid duration {shown_repr(value)}: not a string")
     orig = value
     sign = 1
     if value[:1] in ("-", "+"):
@@ -285,7 +287,7 @@ def parse_cron(spec: str) -> CronSchedule:
         spec = expanded
     fields = spec.split()
     if len(fields) != 5:
-        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {spec!r}")
+        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {shown_repr(spec)}")
     minutes, _ = _parse_field(fields[0], 0, 59, "minute")
     hours, _ = _parse_field(fields[1], 0, 23, "hour")
     dom, dom_star = _parse_field(fields[2], 1, 31, "day-of-month")

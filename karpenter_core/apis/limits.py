@@ -39,6 +39,7 @@ __all__ = [
     "elide",
     "one_line",
     "shown",
+    "shown_repr",
 ]
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -78,6 +79,16 @@ def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
         except (ValueError, RecursionError):
             text = f"<{type(value).__name__}>"
     return elide(text, limit)
+
+
+def shown_repr(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` (Python's quoting, ``'in'``), elided past ``limit``; never raises."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4000:
+        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"
+    try:
+        return elide(repr(value), limit)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
 
 
 def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:

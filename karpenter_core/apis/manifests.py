@@ -50,6 +50,7 @@ from karpenter_core.apis.limits import (
     MAX_NESTING_DEPTH,
     elide,
 )
+from karpenter_core.apis.shapes import describe
 
 try:  # libyaml scans and parses about five times faster than PyYAML's pure-Python parser
     from yaml._yaml import CParser as _Parser
@@ -485,19 +486,11 @@ def parse_documents(text: str, source: str) -> list[LoadedObject]:
         where = f"{source}: document {doc_no}"
         if not isinstance(doc, dict):
             raise ManifestError(
-                f"{where}: expected a Kubernetes object (a mapping), got {_kind_of(doc)}"
+                f"{where}: expected a Kubernetes object (a mapping), got {describe(doc)}"
             )
         for obj in _expand(doc, where):
             out.append(LoadedObject(source, len(out), obj))
     return out
-
-
-def _kind_of(value: Any) -> str:
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return type(value).__name__
 
 
 def _is_list(doc: dict[str, Any]) -> bool:

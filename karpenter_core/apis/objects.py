@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.scheduling.hostports import HostPort, host_ports_of
 from karpenter_core.scheduling.taints import Taint, Toleration
 
 __all__ = [
+    "CORE_PARSERS",
     "CSINode",
     "Controller",
     "DaemonSet",
@@ -45,6 +47,7 @@ __all__ = [
     "expression_matches",
     "label_selector_matches",
     "object_ref",
+    "parse_core_object",
     "requests_for_pods",
     "validate_pod_scheduling",
 ]
@@ -114,7 +117,7 @@ def _int(value: Any, path: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ObjectError(path, f"expected an integer, got {value!r}")
+        raise ObjectError(path, f"expected an integer, got {shown_repr(value)}")
     return value
 
 
@@ -125,11 +128,11 @@ def _timestamp(value: Any, path: str) -> float | None:
     if isinstance(value, datetime):  # YAML loaders turn unquoted timestamps into datetimes
         return value.timestamp()
     if not isinstance(value, str):
-        raise ObjectError(path, f"expected an RFC 3339 time, got {value!r}")
+        raise ObjectError(path, f"expected an RFC 3339 time, got {shown_repr(value)}")
     try:
         return datetime.fromisoformat(value).timestamp()
     except ValueError:
-        raise ObjectError(path, f"expected an RFC 3339 time, got {value!r}") from None
+        raise ObjectError(path, f"expected an RFC 3339 time, got {shown_repr(value)}") from None
 
 
 _parse_quantity_str = functools.lru_cache(maxsize=4096)(parse_quantity)
@@ -144,10 +147,14 @@ def _resources(value: Any, path: str) -> dict[str, int]:
         try:
             milli = _parse_quantity_str(q) if type(q) is str else parse_quantity(q)
         except (QuantityError, ValueError, TypeError) as e:
-            raise ObjectError(f"{path}.{name}", str(e) or f"invalid quantity {q!r}") from None
+            raise ObjectError(
+                f"{path}.{name}", str(e) or f"invalid quantity {shown_repr(q)}"
+            ) from None
         if milli < 0:
             # The API server rejects these (ValidateResourceQuantityValue): never count them.
-            raise ObjectError(f"{path}.{name}", f"must be greater than or equal to 0, got {q!r}")
+            raise ObjectError(
+                f"{path}.{name}", f"must be greater than or equal to 0, got {shown_repr(q)}"
+            )
         out[str(name)] = milli
     return out
 
@@ -795,9 +802,11 @@ class PodDisruptionBudget(_Namespaced):
         def int_or_percent(v: Any, path: str) -> int | str | None:
             if v is None or (isinstance(v, int) and not isinstance(v, bool)):
                 return v
+            if isinstance(v, str) and len(v) > 12:  # more than an int32 or a percentage holds
+                raise ObjectError(path, f"expected an integer or a percentage, got {shown_repr(v)}")
             if isinstance(v, str) and ((v.endswith("%") and v[:-1].isdigit()) or v.isdigit()):
                 return int(v) if v.isdigit() else v
-            raise ObjectError(path, f"expected an integer or a percentage, got {v!r}")
+            raise ObjectError(path, f"expected an integer or a percentage, got {shown_repr(v)}")
 
         selector = spec.get("selector")
         return cls(
@@ -947,7 +956,8 @@ class StorageClass:
         mode = _opt_str(d.get("volumeBindingMode"), "volumeBindingMode") or "Immediate"
         if mode not in ("Immediate", "WaitForFirstConsumer"):
             raise ObjectError(
-                "volumeBindingMode", f"must be Immediate or WaitForFirstConsumer, got {mode!r}"
+                "volumeBindingMode",
+                f"must be Immediate or WaitForFirstConsumer, got {shown_repr(mode)}",
             )
         return cls(
             name=_name(meta),
@@ -1094,7 +1104,8 @@ def _selector_requirement(expr: Any, path: str, operators: tuple[str, ...]) -> N
     op = expr.get("operator")
     if op not in operators:
         raise ObjectError(
-            f"{path}.operator", f"unsupported operator {op!r} (one of {', '.join(operators)})"
+            f"{path}.operator",
+            f"unsupported operator {shown_repr(op)} (one of {', '.join(operators)})",
         )
     values = _list(expr.get("values"), f"{path}.values")
     if op in ("In", "NotIn") and not values:
@@ -1108,7 +1119,7 @@ def _selector_requirement(expr: Any, path: str, operators: tuple[str, ...]) -> N
             int(str(values[0]))
         except ValueError:
             raise ObjectError(
-                f"{path}.values[0]", f"operator {op} needs an integer, got {values[0]!r}"
+                f"{path}.values[0]", f"operator {op} needs an integer, got {shown_repr(values[0])}"
             ) from None
 
 
@@ -1137,14 +1148,14 @@ def _pod_affinity_term(term: Any, path: str) -> None:
     _selector_value(term.get("namespaceSelector"), f"{path}.namespaceSelector")
     for i, ns in enumerate(_list(term.get("namespaces"), f"{path}.namespaces")):
         if not isinstance(ns, str):
-            raise ObjectError(f"{path}.namespaces[{i}]", f"expected a string, got {ns!r}")
+            raise ObjectError(f"{path}.namespaces[{i}]", f"expected a string, got {shown_repr(ns)}")
 
 
 def _weighted(item: Any, path: str, inner: str) -> Any:
     item = _mapping(item, path)
     w = item.get("weight")
     if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
-        raise ObjectError(f"{path}.weight", f"must be an integer in 1..100, got {w!r}")
+        raise ObjectError(f"{path}.weight", f"must be an integer in 1..100, got {shown_repr(w)}")
     return item.get(inner)
 
 
@@ -1187,18 +1198,23 @@ def validate_pod_scheduling(spec: Any, path: str = "spec") -> None:
         tsc = _mapping(tsc, c)
         skew = tsc.get("maxSkew")
         if not isinstance(skew, int) or isinstance(skew, bool) or skew <= 0:
-            raise ObjectError(f"{c}.maxSkew", f"must be an integer greater than 0, got {skew!r}")
+            raise ObjectError(
+                f"{c}.maxSkew", f"must be an integer greater than 0, got {shown_repr(skew)}"
+            )
         key = tsc.get("topologyKey")
         if not isinstance(key, str) or not key:
             raise ObjectError(f"{c}.topologyKey", "required")
         when = tsc.get("whenUnsatisfiable")
         if when not in _WHEN_UNSATISFIABLE:
             raise ObjectError(
-                f"{c}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+                f"{c}.whenUnsatisfiable",
+                f"must be DoNotSchedule or ScheduleAnyway, got {shown_repr(when)}",
             )
         md = tsc.get("minDomains")
         if md is not None and (not isinstance(md, int) or isinstance(md, bool) or md <= 0):
-            raise ObjectError(f"{c}.minDomains", f"must be an integer greater than 0, got {md!r}")
+            raise ObjectError(
+                f"{c}.minDomains", f"must be an integer greater than 0, got {shown_repr(md)}"
+            )
         if md is not None and when != "DoNotSchedule":
             raise ObjectError(
                 f"{c}.minDomains", "may only be set when whenUnsatisfiable is DoNotSchedule"
@@ -1206,8 +1222,39 @@ def validate_pod_scheduling(spec: Any, path: str = "spec") -> None:
         for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
             v = tsc.get(policy)
             if v is not None and v not in _INCLUSION_POLICIES:
-                raise ObjectError(f"{c}.{policy}", f"must be Honor or Ignore, got {v!r}")
+                raise ObjectError(f"{c}.{policy}", f"must be Honor or Ignore, got {shown_repr(v)}")
         _selector_value(tsc.get("labelSelector"), f"{c}.labelSelector")
         for j, k2 in enumerate(_list(tsc.get("matchLabelKeys"), f"{c}.matchLabelKeys")):
             if not isinstance(k2, str) or not k2:
-                raise ObjectError(f"{c}.matchLabelKeys[{j}]", f"expected a label key, got {k2!r}")
+                raise ObjectError(
+                    f"{c}.matchLabelKeys[{j}]", f"expected a label key, got {shown_repr(k2)}"
+                )
+
+
+CORE_PARSERS: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Pod": Pod.from_dict,
+    "Node": Node.from_dict,
+    "PersistentVolumeClaim": PersistentVolumeClaim.from_dict,
+    "PersistentVolume": PersistentVolume.from_dict,
+    "DaemonSet": DaemonSet.from_dict,
+    "PodDisruptionBudget": PodDisruptionBudget.from_dict,
+    "StorageClass": StorageClass.from_dict,
+    "CSINode": CSINode.from_dict,
+    "Namespace": Namespace.from_dict,
+    "Service": Service.from_dict,
+    "ReplicationController": Controller.from_dict,
+}
+"""The core kinds with a parsed view here, by kind."""
+
+
+def parse_core_object(kind: str, obj: Mapping[str, Any]) -> Any:
+    """Parse one core object of a kind in :data:`CORE_PARSERS`; Pods and DaemonSet
+    templates also get the API server's checks of the scheduling fields (affinity operators,
+    spread constraints). Raises :class:`ObjectError` naming the field."""
+    parsed = CORE_PARSERS[kind](obj)
+    if kind == "Pod":
+        validate_pod_scheduling(obj.get("spec"), "spec")
+    elif kind == "DaemonSet":
+        template = _mapping(_mapping(obj.get("spec"), "spec").get("template"), "spec.template")
+        validate_pod_scheduling(template.get("spec"), "spec.template.spec")
+    return parsed

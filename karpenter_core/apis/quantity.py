@@ -30,6 +30,8 @@ import json
 import math
 import re
 
+from karpenter_core.apis.limits import shown_repr
+
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -184,16 +186,16 @@ def parse_quantity_format(value: str | int | float) -> tuple[int, str]:
     if isinstance(value, str):
         return _parse_text_cached(value)
     if isinstance(value, bool):
-        raise QuantityError(f"invalid quantity {value!r}: expected a number or a string")
+        raise QuantityError(f"invalid quantity {shown_repr(value)}: expected a number or a string")
     if isinstance(value, int):
         units = min(abs(value), MAX_UNITS)
         return (-units if value < 0 else units) * 1000, DECIMAL_SI
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"invalid quantity {value!r}: expected a finite number")
+            raise QuantityError(f"invalid quantity {shown_repr(value)}: expected a finite number")
         return _parse_text_cached(repr(value))
     raise QuantityError(
-        f"invalid quantity {value!r}: expected a number or a string, got {type(value).__name__}"
+        f"invalid quantity {shown_repr(value)}: expected a number or a string, got {type(value).__name__}"
     )
 
 
@@ -215,7 +217,9 @@ def format_quantity(milli: int, fmt: str = DECIMAL_SI) -> str:
             f"unknown quantity format {_quote(str(fmt))}; use one of {', '.join(sorted(FORMATS))}"
         )
     if isinstance(milli, bool) or not isinstance(milli, int):
-        raise QuantityError(f"quantity must be an integer number of milli-units, got {milli!r}")
+        raise QuantityError(
+            f"quantity must be an integer number of milli-units, got {shown_repr(milli)}"
+        )
     if milli == 0:
         return "0"
     sign = "-" if milli < 0 else ""

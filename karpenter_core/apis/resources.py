@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.quantity import (
     BINARY_SI,
     DECIMAL_SI,
@@ -51,7 +52,7 @@ def parse_resource_list(d: Mapping[str, str | int | float] | None) -> dict[str, 
     out: dict[str, int] = {}
     for name, value in d.items():
         if not isinstance(name, str) or not name:
-            raise QuantityError(f"resource name must be a non-empty string, got {name!r}")
+            raise QuantityError(f"resource name must be a non-empty string, got {shown_repr(name)}")
         try:
             out[name] = parse_quantity(value)
         except QuantityError as err:

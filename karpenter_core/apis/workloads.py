@@ -28,6 +28,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.objects import (
     Controller,
     ObjectError,
@@ -160,7 +161,7 @@ def _count(
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ObjectError(f"{where}.{key}", f"expected a non-negative integer, got {v!r}")
+        raise ObjectError(f"{where}.{key}", f"expected a non-negative integer, got {shown_repr(v)}")
     if pods and v > MAX_EXPANDED_PODS:
         raise ObjectError(
             f"{where}.{key}",
@@ -182,7 +183,7 @@ def _selector(spec: Mapping[str, Any], labels: Mapping[str, str]) -> Mapping[str
         if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
             raise ObjectError(
                 f"spec.selector.matchExpressions[{i}].operator",
-                f"unsupported operator {op!r} (one of In, NotIn, Exists, DoesNotExist)",
+                f"unsupported operator {shown_repr(op)} (one of In, NotIn, Exists, DoesNotExist)",
             )
     if not label_selector_matches(sel, labels):
         raise ObjectError("spec.selector", "does not match spec.template.metadata.labels")
@@ -486,7 +487,7 @@ def expand_workload(
         )
     if kind == "Job":
         return _expand_job(obj, existing_pods)
-    raise ObjectError("kind", f"{kind!r} is not a workload kind")
+    raise ObjectError("kind", f"{shown_repr(kind)} is not a workload kind")
 
 
 def _owned_by_listed_deployment(obj: Mapping[str, Any], deployments: set[tuple[str, str]]) -> bool:

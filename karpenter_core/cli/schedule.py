@@ -18,29 +18,24 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
 from attrs import field, frozen
 
+from karpenter_core.apis.limits import elide, shown
 from karpenter_core.apis.objects import (
     Controller,
-    CSINode,
-    DaemonSet,
-    Namespace,
-    Node,
     ObjectError,
-    PersistentVolume,
     PersistentVolumeClaim,
     Pod,
-    PodDisruptionBudget,
-    Service,
     StorageClass,
     object_ref,
-    validate_pod_scheduling,
+    parse_core_object,
 )
+from karpenter_core.apis.shapes import describe, manifest_errors
 from karpenter_core.apis.workloads import (
     WORKLOAD_KINDS,
     WorkloadError,
@@ -109,39 +104,14 @@ _CORE_KINDS: dict[str, str] = {
     "ReplicationController": "v1",
 }
 _WORKLOAD_VERSIONS = {kind: version for version, kind in WORKLOAD_KINDS}
-
-_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "Pod": Pod.from_dict,
-    "Node": Node.from_dict,
-    "PersistentVolumeClaim": PersistentVolumeClaim.from_dict,
-    "PersistentVolume": PersistentVolume.from_dict,
-    "DaemonSet": DaemonSet.from_dict,
-    "PodDisruptionBudget": PodDisruptionBudget.from_dict,
-    "StorageClass": StorageClass.from_dict,
-    "CSINode": CSINode.from_dict,
-    "Namespace": Namespace.from_dict,
-    "Service": Service.from_dict,
-    "ReplicationController": Controller.from_dict,
-}
-
-
-def _parse(kind: str, obj: Mapping[str, Any]) -> Any:
-    """Parse one core object; Pods and DaemonSet templates also get the API server's checks
-    of the scheduling fields (affinity operators, spread constraints)."""
-    parsed = _PARSERS[kind](obj)
-    if kind == "Pod":
-        validate_pod_scheduling(obj.get("spec"), "spec")
-    elif kind == "DaemonSet":
-        template = (obj.get("spec") or {}).get("template") or {}
-        validate_pod_scheduling(template.get("spec"), "spec.template.spec")
-    return parsed
+_CRD_KINDS = ("NodePool", "NodeClaim", "NodeOverlay")
 
 
 def _identity(obj: Mapping[str, Any]) -> str:
     kind = str(obj.get("kind") or "object")
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
-    name = str(meta.get("name") or "<unnamed>")
+    name = elide(str(meta.get("name") or "<unnamed>"))
     namespaced = kind not in (
         "Namespace",
         "Node",
@@ -152,8 +122,8 @@ def _identity(obj: Mapping[str, Any]) -> str:
         "NodeClaim",
         "NodeOverlay",
     )
-    namespace = str(meta.get("namespace") or "default") if namespaced else ""
-    return object_ref(kind, namespace, name)
+    namespace = elide(str(meta.get("namespace") or "default")) if namespaced else ""
+    return object_ref(elide(kind), namespace, name)
 
 
 def _where(source: str, obj: Mapping[str, Any]) -> str:
@@ -222,8 +192,12 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         if api_version != expected:
             raise InputError(
                 f"{_where(item.source, obj)}: apiVersion: unsupported version "
-                f"{api_version!r} for {kind}; use {expected}"
+                f"{shown(api_version)} for {kind}; use {expected}"
             )
+        if kind not in _CRD_KINDS:  # those are checked against their CRDs below
+            problems = manifest_errors(obj)
+            if problems:
+                raise InputError(f"{_where(item.source, obj)}: {problems[0]}")
         latest[_identity(obj)] = (item.source, obj)
 
     parsed: dict[str, list[Any]] = {}
@@ -234,11 +208,11 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         if kind in _WORKLOAD_VERSIONS:
             workloads.append((source, obj))
             continue
-        if kind in ("NodePool", "NodeClaim", "NodeOverlay"):
+        if kind in _CRD_KINDS:
             parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
             continue
         try:
-            parsed.setdefault(kind, []).append(_parse(kind, obj))
+            parsed.setdefault(kind, []).append(parse_core_object(kind, obj))
         except ObjectError as e:
             raise InputError(f"{where}: {e}") from None
 
@@ -489,6 +463,9 @@ def read_scheduler_config(path: str) -> SchedulerOptions:
         raise InputError(str(e)) from None
     if len(docs) > 1:
         raise InputError(f"{path}: scheduler config: expected one YAML document, found {len(docs)}")
+    if docs and not isinstance(docs[0], Mapping):
+        # (a string would be read as YAML text again, past the loader's limits)
+        raise InputError(f"{path}: scheduler config: expected a mapping, got {describe(docs[0])}")
     try:
         return SchedulerOptions(scheduler_config=docs[0] if docs else None)
     except ValueError as e:

@@ -65,6 +65,8 @@ def _atoi(value: str) -> int | None:
     """
     if _INTEGER.fullmatch(value) is None:
         return None
+    if len(value.lstrip("+-").lstrip("0")) > 19:  # beyond int64; int() refuses 4,300 digits
+        return None
     n = int(value)
     if n < MIN_INT64 or n > MAX_INT64:
         return None

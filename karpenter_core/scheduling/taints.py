@@ -174,6 +174,8 @@ def _parse_canonical_int(value: str) -> int | None:
     """Kubernetes' strict integer form for toleration comparisons (no "+", no leading zeros)."""
     if _CANONICAL_INT.fullmatch(value) is None:
         return None
+    if len(value.lstrip("-")) > 19:  # beyond int64; int() refuses 4,300 digits
+        return None
     n = int(value)
     return n if _INT64_MIN <= n <= _INT64_MAX else None
 

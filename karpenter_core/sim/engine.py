@@ -998,12 +998,16 @@ def _name_of(obj: Mapping[str, Any]) -> str:
 
 
 def _invalid(obj: Any) -> str | None:
-    """The first CRD validation error of a Karpenter object (None when valid or a kind
-    the CRDs do not describe)."""
+    """The first CRD validation error of a Karpenter object, or what the API server and
+    the controllers would refuse in any other (None when valid): a patch must not leave an
+    object that makes a controller fail on every reconcile."""
     from karpenter_core.apis.validation import is_supported, validate
+    from karpenter_core.sim.scenario import manifest_problem
 
-    if not isinstance(obj, Mapping) or not is_supported(obj):
+    if not isinstance(obj, Mapping):
         return None
+    if not is_supported(obj):
+        return manifest_problem(obj)
     errors = validate(obj)
     return str(errors[0]) if errors else None
 

@@ -42,6 +42,7 @@ from typing import Any
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
+from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
 
 __all__ = [
@@ -51,7 +52,9 @@ __all__ = [
     "ScenarioError",
     "ScenarioEvent",
     "Workload",
+    "check_run_length",
     "load_scenario",
+    "manifest_problem",
     "parse_duration",
     "parse_scenario",
 ]
@@ -160,6 +163,12 @@ DEFAULT_SAMPLE_INTERVAL = 10.0
 MIN_SAMPLE_INTERVAL = 0.1
 MIN_DEFAULT_UNTIL = 600.0
 SETTLE_AFTER_LAST = 600.0
+MAX_VIRTUAL_SECONDS = 31 * 24 * 3600.0
+"""The longest time a scenario may name (31 days): a simulated day takes about twenty
+seconds of wall time, so ``until: 100000h`` would run for days rather than fail."""
+MAX_SAMPLES = 300_000
+"""Most samples one run may take (``until`` / ``sampleInterval``): 31 days at the default
+10 s is 267,840; each is kept in memory and written to the report."""
 
 
 class ScenarioError(ValueError):
@@ -169,7 +178,9 @@ class ScenarioError(ValueError):
 def parse_duration(value: Any, where: str) -> float:
     """Seconds from a Go duration string or a plain number (seconds); negative is an error."""
     if isinstance(value, bool) or value is None:
-        raise ScenarioError(f"{where}: expected a duration like 90s or 1h30m, got {value!r}")
+        raise ScenarioError(
+            f"{where}: expected a duration like 90s or 1h30m, got {shown_repr(value)}"
+        )
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str):
@@ -182,12 +193,32 @@ def parse_duration(value: Any, where: str) -> float:
             except DurationError as e:
                 raise ScenarioError(f"{where}: {e}") from None
     else:
-        raise ScenarioError(f"{where}: expected a duration like 90s or 1h30m, got {value!r}")
+        raise ScenarioError(
+            f"{where}: expected a duration like 90s or 1h30m, got {shown_repr(value)}"
+        )
     if not math.isfinite(seconds) or seconds < 0:
         raise ScenarioError(
-            f"{where}: a duration must be a finite, non-negative time, got {value!r}"
+            f"{where}: a duration must be a finite, non-negative time, got {shown_repr(value)}"
+        )
+    if seconds > MAX_VIRTUAL_SECONDS:
+        raise ScenarioError(
+            f"{where}: at most {MAX_VIRTUAL_SECONDS / 3600:g}h (31 days) of virtual time can be "
+            f"simulated, got {shown_repr(value)}"
         )
     return seconds
+
+
+def check_run_length(scenario: Scenario, until: float | None) -> None:
+    """Refuse a run that would take more than :data:`MAX_SAMPLES` samples (``until``, or
+    the scenario's default, over its ``sampleInterval``)."""
+    seconds = scenario.default_until() if until is None else until
+    samples = seconds / scenario.sample_interval
+    if samples > MAX_SAMPLES:
+        raise ScenarioError(
+            f"{scenario.source}: sampleInterval: {scenario.sample_interval:g}s over "
+            f"{seconds:g}s is {samples:,.0f} samples, more than {MAX_SAMPLES:,}; use a larger "
+            "sampleInterval"
+        )
 
 
 @frozen
@@ -331,13 +362,13 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
     if unknown:
         raise ScenarioError(
-            f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})"
+            f"{source}: unknown field {shown_repr(unknown[0])} (known: {', '.join(sorted(_TOP_KEYS))})"
         )
     api_version, kind = data.get("apiVersion", API_VERSION), data.get("kind", KIND)
     if api_version != API_VERSION or kind != KIND:
         raise ScenarioError(
             f"{source}: expected apiVersion {API_VERSION} and kind {KIND} (or neither), "
-            f"got {api_version!r} {kind!r}"
+            f"got {shown_repr(api_version)} {shown_repr(kind)}"
         )
     name = data.get("name", Path(source).stem if source != "<scenario>" else "scenario")
     if not isinstance(name, str) or not name:
@@ -347,7 +378,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}: description: expected a string")
     seed = data.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise ScenarioError(f"{source}: seed: expected an integer, got {seed!r}")
+        raise ScenarioError(f"{source}: seed: expected an integer, got {shown_repr(seed)}")
     until = None if data.get("until") is None else parse_duration(data["until"], f"{source}: until")
     sample = DEFAULT_SAMPLE_INTERVAL
     if data.get("sampleInterval") is not None:
@@ -376,6 +407,8 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         for i, obj in enumerate(objs):
             _validate_api_object(obj, f"{where}[{i}] ({obj['metadata']['name']})")
     objects = tuple(_manifests(data.get("objects"), f"{source}: objects", None, None))
+    for i, obj in enumerate(objects):
+        _check_manifest(obj, f"{source}: objects[{i}] ({obj['kind']} {obj['metadata']['name']})")
     workloads = tuple(_workloads(data.get("workloads"), f"{source}: workloads"))
     seen: dict[str, int] = {}
     for i, w in enumerate(workloads):
@@ -412,8 +445,8 @@ def _type(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{type(value).__name__} {value!r}"
+        return f"the string {shown_repr(value)}"
+    return f"{type(value).__name__} {shown_repr(value)}"
 
 
 def _list(value: Any, where: str) -> list[Any]:
@@ -449,7 +482,9 @@ def _cloud_provider(value: Any, source: str) -> tuple[str, dict[str, str]]:
         raise ScenarioError(f"{where}: expected a provider name or {{name, settings}}")
     unknown = sorted(str(k) for k in value if k not in ("name", "settings"))
     if unknown:
-        raise ScenarioError(f"{where}: unknown field {unknown[0]!r} (known: name, settings)")
+        raise ScenarioError(
+            f"{where}: unknown field {shown_repr(unknown[0])} (known: name, settings)"
+        )
     name = value.get("name", "kwok")
     if not isinstance(name, str) or not name:
         raise ScenarioError(f"{where}.name: expected a provider name")
@@ -469,7 +504,7 @@ def _manifests(
             obj.setdefault("apiVersion", api_version)
             obj.setdefault("kind", kind)
             if obj["kind"] != kind:
-                raise ScenarioError(f"{here}: kind: expected {kind}, got {obj['kind']!r}")
+                raise ScenarioError(f"{here}: kind: expected {kind}, got {shown_repr(obj['kind'])}")
         for key in ("apiVersion", "kind"):
             if not isinstance(obj.get(key), str) or not obj[key]:
                 raise ScenarioError(f"{here}: {key}: required")
@@ -489,7 +524,7 @@ def _check_unique(objs: Sequence[Mapping[str, Any]], where: str) -> None:
     for i, obj in enumerate(objs):
         name = obj["metadata"]["name"]
         if name in seen:
-            raise ScenarioError(f"{where}[{i}]: metadata.name: {name!r} is defined twice")
+            raise ScenarioError(f"{where}[{i}]: metadata.name: {shown_repr(name)} is defined twice")
         seen.add(name)
 
 
@@ -501,6 +536,86 @@ def _validate_api_object(obj: Mapping[str, Any], where: str) -> None:
         raise ScenarioError(f"{where}: {errors[0]}")
 
 
+def _check_manifest(obj: Mapping[str, Any], where: str) -> None:
+    """Karpenter's kinds against their CRDs, any other kind with :func:`manifest_problem`."""
+    from karpenter_core.apis.validation import is_supported
+
+    if is_supported(obj):
+        _validate_api_object(obj, where)
+        return
+    problem = manifest_problem(obj)
+    if problem is not None:
+        raise ScenarioError(f"{where}: {problem}")
+
+
+_TEMPLATE_KINDS = frozenset(
+    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
+)
+
+
+def manifest_problem(obj: Mapping[str, Any]) -> str | None:
+    """What the simulated API server, or a controller reading the object, would refuse in a
+    core object, as ``path: message`` (None when nothing): a field of the wrong type, bad
+    labels or annotations, what ``karpenter schedule``'s parsers refuse (quantities,
+    selectors, affinity operators...), and a pod or pod template whose containers lack a
+    name or an image (the API server requires both). Checked for every object a scenario
+    creates, so a mistake is one line before the run rather than a controller failing on
+    every reconcile during it."""
+    from karpenter_core.apis.objects import (
+        CORE_PARSERS,
+        ObjectError,
+        Pod,
+        parse_core_object,
+        validate_pod_scheduling,
+    )
+    from karpenter_core.apis.shapes import manifest_errors
+
+    problems = manifest_errors(obj)
+    if problems:
+        return problems[0]
+    kind = str(obj.get("kind"))
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    pod_spec, prefix = obj.get("spec"), "spec"
+    try:
+        if kind in CORE_PARSERS:
+            parse_core_object(kind, obj)
+        if kind in _TEMPLATE_KINDS:
+            spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+            assert isinstance(spec, Mapping)
+            template = spec.get("template")
+            if not isinstance(template, Mapping):
+                return "spec.template: Required value"
+            pod_spec, prefix = template.get("spec"), "spec.template.spec"
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "template", "namespace": meta.get("namespace") or "default"},
+                "spec": pod_spec,
+            }
+            try:
+                Pod.from_dict(pod)
+            except ObjectError as e:
+                return f"spec.template.{e}"
+            validate_pod_scheduling(pod_spec, prefix)
+    except ObjectError as e:
+        return str(e)
+    if kind == "Pod" or kind in _TEMPLATE_KINDS:
+        return _containers_problem(pod_spec, prefix)
+    return None
+
+
+def _containers_problem(pod_spec: Any, prefix: str) -> str | None:
+    containers = pod_spec.get("containers") if isinstance(pod_spec, Mapping) else None
+    if not isinstance(containers, list) or not containers:
+        return f"{prefix}.containers: Required value (a pod needs at least one container)"
+    for i, c in enumerate(containers):
+        for key in ("name", "image"):
+            if not isinstance(c, Mapping) or not c.get(key):
+                return f"{prefix}.containers[{i}].{key}: Required value"
+    return None
+
+
 # ---------------------------------------------------------------------------- workloads
 
 
@@ -510,7 +625,9 @@ def _workloads(value: Any, where: str) -> list[Workload]:
 
 def _int(value: Any, where: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ScenarioError(f"{where}: expected an integer of at least {minimum}, got {value!r}")
+        raise ScenarioError(
+            f"{where}: expected an integer of at least {minimum}, got {shown_repr(value)}"
+        )
     return value
 
 
@@ -520,7 +637,7 @@ def _workload(entry: Any, where: str) -> Workload:
     unknown = sorted(str(k) for k in entry if k not in _WORKLOAD_KEYS)
     if unknown:
         raise ScenarioError(
-            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_WORKLOAD_KEYS))})"
+            f"{where}: unknown field {shown_repr(unknown[0])} (known: {', '.join(sorted(_WORKLOAD_KEYS))})"
         )
     short = [k for k in _SHORTHAND if k in entry]
     if "manifest" in entry and short:
@@ -580,6 +697,7 @@ def _workload(entry: Any, where: str) -> Workload:
         delete_at = parse_duration(entry["deleteAt"], f"{where}.deleteAt")
         if delete_at < at:
             raise ScenarioError(f"{where}.deleteAt: before the workload is created")
+    _check_manifest(manifest, f"{where} ({name})")
     return Workload(kind, namespace, name, manifest, replicas, at, tuple(steps), delete_at)
 
 
@@ -590,12 +708,12 @@ def _full_manifest(value: Any, where: str) -> dict[str, Any]:
     kind = manifest.get("kind")
     if not isinstance(kind, str) or kind not in WORKLOAD_KINDS:
         raise ScenarioError(
-            f"{where}: kind: expected one of {', '.join(WORKLOAD_KINDS)}, got {kind!r}"
+            f"{where}: kind: expected one of {', '.join(WORKLOAD_KINDS)}, got {shown_repr(kind)}"
         )
     manifest.setdefault("apiVersion", WORKLOAD_KINDS[kind])
     if manifest["apiVersion"] != WORKLOAD_KINDS[kind]:
         raise ScenarioError(
-            f"{where}: apiVersion: {kind} is {WORKLOAD_KINDS[kind]}, got {manifest['apiVersion']!r}"
+            f"{where}: apiVersion: {kind} is {WORKLOAD_KINDS[kind]}, got {shown_repr(manifest['apiVersion'])}"
         )
     meta = manifest.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
@@ -705,12 +823,12 @@ def _event(entry: Any, where: str) -> ScenarioEvent:
     unknown = sorted(str(k) for k in entry if k not in _EVENT_KEYS)
     if unknown:
         raise ScenarioError(
-            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_EVENT_KEYS))})"
+            f"{where}: unknown field {shown_repr(unknown[0])} (known: {', '.join(sorted(_EVENT_KEYS))})"
         )
     etype = entry.get("type")
     if etype not in EVENT_TYPES:
         raise ScenarioError(
-            f"{where}.type: expected one of {', '.join(EVENT_TYPES)}, got {etype!r}"
+            f"{where}.type: expected one of {', '.join(EVENT_TYPES)}, got {shown_repr(etype)}"
         )
     if "at" not in entry:
         raise ScenarioError(f"{where}.at: required (when the event happens)")
@@ -747,7 +865,7 @@ def _event(entry: Any, where: str) -> ScenarioEvent:
     if etype == NODE_FAILURE:
         if mode not in NODE_FAILURE_MODES:
             raise ScenarioError(
-                f"{where}.mode: expected one of {', '.join(NODE_FAILURE_MODES)}, got {mode!r}"
+                f"{where}.mode: expected one of {', '.join(NODE_FAILURE_MODES)}, got {shown_repr(mode)}"
             )
     elif "mode" in entry:
         raise ScenarioError(f"{where}.mode: only for {NODE_FAILURE}")
@@ -833,8 +951,6 @@ def _apply_manifest(value: Any, where: str) -> dict[str, Any]:
     """A whole object to apply. NodePools, NodeOverlays and the other kinds the CRDs
     validate are checked now, as ``nodePools`` are: the API server would refuse an invalid
     one anyway, and a mistake is better found before the run than 20 minutes into it."""
-    from karpenter_core.apis.validation import is_supported
-
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}: expected a Kubernetes object, got {_type(value)}")
     manifest = copy.deepcopy(dict(value))
@@ -847,8 +963,7 @@ def _apply_manifest(value: Any, where: str) -> dict[str, Any]:
     _object_name(meta.get("name"), f"{where}.metadata.name")
     if meta.get("namespace") is not None:
         _object_name(meta["namespace"], f"{where}.metadata.namespace")
-    if is_supported(manifest):
-        _validate_api_object(manifest, f"{where} ({meta['name']})")
+    _check_manifest(manifest, f"{where} ({meta['name']})")
     return manifest
 
 

@@ -33,6 +33,7 @@ from karpenter_core.apis.labels import (
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
+from karpenter_core.apis.manifests import ManifestError, parse_yaml, read_text
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
@@ -224,10 +225,10 @@ class Provisioner:
             strict_reserved_offerings=True,
             ignore_dra_requests=opts.ignore_dra_requests,
         )
-        text = self._scheduler_config_text()
-        if text:
+        config = self._scheduler_config()
+        if config:
             try:
-                configured = attrs.evolve(base, scheduler_config=text)
+                configured = attrs.evolve(base, scheduler_config=config)
             except ValueError as e:
                 self._config_problem(f"{opts.scheduler_config}: {e}")
             else:
@@ -235,19 +236,29 @@ class Provisioner:
                 return configured
         return base
 
-    def _scheduler_config_text(self) -> str | None:
-        """The ``SCHEDULER_CONFIG`` file's text, read every pass (it is small, and a fixed
-        file takes effect without a restart); None without a path or when unreadable."""
+    def _scheduler_config(self) -> Mapping[str, Any] | None:
+        """The ``SCHEDULER_CONFIG`` file's document, read every pass (it is small, and a
+        fixed file takes effect without a restart); None without a path, or when it cannot be
+        read or parsed. Read by the manifest loader, with its limits: a device or a FIFO
+        named by mistake is refused rather than read (or waited on) forever."""
         path = self.ctx.options.scheduler_config
         if not path:
             return None
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            self._config_problem(f"{path}: cannot read scheduler config: {e.strerror or e}")
+            text = read_text(path)
+        except ManifestError as e:
+            reason = str(e).removeprefix(f"{path}: ")
+            self._config_problem(f"{path}: cannot read scheduler config: {reason}")
             return None
-        return text
+        try:
+            docs = parse_yaml(text, "decoding scheduler config")
+        except ManifestError as e:
+            self._config_problem(f"{path}: {e}")
+            return None
+        if len(docs) > 1 or (docs and not isinstance(docs[0], Mapping)):
+            self._config_problem(f"{path}: scheduler config: expected one mapping")
+            return None
+        return docs[0] if docs else None
 
     def _config_problem(self, message: str) -> None:
         """A bad scheduler config never stops provisioning: pods are scheduled without

@@ -18,15 +18,14 @@ parsed from the provider settings (JSON or YAML lists) or built in Python.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
+from karpenter_core.apis.manifests import ManifestError, parse_yaml
 
 __all__ = [
     "FaultRule",
@@ -180,13 +179,11 @@ def parse_rules(text: str, setting: str) -> tuple[FaultRule, ...]:
     ``until`` (durations since the provider was built). Empty text means no rules."""
     if not text.strip():
         return ()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise FaultSettingError(f"setting {setting}: not valid JSON or YAML: {e}") from None
+    try:  # karpenter-core's loader: YAML (so JSON) with bounded nesting, aliases, integers
+        docs = parse_yaml(text, f"setting {setting}")
+    except ManifestError as e:
+        raise FaultSettingError(f"{e} (not valid JSON or YAML)") from None
+    data = docs[0] if len(docs) == 1 else docs
     if isinstance(data, Mapping):
         data = [data]
     if not isinstance(data, list):
