@@ -93,6 +93,16 @@ def _file_type(mode: int) -> str:
     return "not a regular file"
 
 
+def _check_regular(mode: int, path: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise ManifestError(f"{path}: is a directory, expected a file")
+    raise ManifestError(
+        f"{path}: {_file_type(mode)}, not a regular file; use - to read standard input"
+    )
+
+
 def _too_large(source: str) -> ManifestError:
     return ManifestError(f"{source}: larger than the {MAX_INPUT_BYTES // _MIB} MiB input limit")
 
@@ -140,6 +150,7 @@ def read_text(path: str) -> str:
     if path == "-":
         return _read_stdin()
     try:
+        _check_regular(os.stat(path).st_mode, path)  # before opening: a socket cannot be
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -150,11 +161,7 @@ def read_text(path: str) -> str:
         raise ManifestError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = _file_type(info.st_mode)
-            if stat.S_ISDIR(info.st_mode):
-                raise ManifestError(f"{path}: is a directory, expected a file")
-            raise ManifestError(f"{path}: {kind}, not a regular file; use - to read standard input")
+        _check_regular(info.st_mode, path)  # again: the path may have changed meanwhile
         if info.st_size > MAX_INPUT_BYTES:
             raise _too_large(path)
         try:

@@ -3,17 +3,26 @@
 Issue 2's rule: "a malformed manifest, an unknown operator, a bad quantity or a broken
 instance-types file gets one clear line naming the file, the object and the field, and exit
 code 1". Each row writes one file, runs one command on it and checks the line it prints.
+Issue 18 added hostile input (the second half of this file): limits on size, nesting,
+aliases and integers, files that are not regular, wrong types, oversized annotations, and
+the exit codes of ``docs/cli.md``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from karpenter_core.apis.limits import MAX_INPUT_BYTES
 from karpenter_core.cli import main
 
 NODEPOOL_HEAD = """\
@@ -521,3 +530,577 @@ def test_schedule_accepts_an_overlay_with_a_signed_capacity_as_the_crd_does(
     path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + POD % "1" + "---\n" + overlay)
     code, text = _run("schedule", "-f", str(path))
     assert code == 0, text
+
+
+# --- hostile input: one clear line, never a traceback, a hang or a memory blow-up ------------
+#
+# Issue 18 probed the CLI as a user would and found each class below; a row per class and
+# command. The fuzz (test_fuzz_input.py) covers their combinations.
+
+PYTHON_CLI = [sys.executable, "-c", "from karpenter_core.cli import main; main()"]
+
+
+def _args(command: str, path: Path | str) -> list[str]:
+    """The arguments that make ``command`` read ``path`` as its input file."""
+    return {
+        "validate": ["validate", "-f", str(path)],
+        "schedule": ["schedule", "-f", str(path)],
+        "simulate": ["simulate", str(path)],
+        "instance-types": ["instance-types", "--instance-types", str(path)],
+    }[command]
+
+
+def _one_error(tmp_path: Path, command: str, content: str | bytes, *fragments: str) -> str:
+    """Run ``command`` on a file holding ``content``: exit 1 and one problem line naming
+    the file and holding every fragment; returns that line."""
+    path = _write(tmp_path, "in.json" if command == "instance-types" else "in.yaml", content)
+    code, text = _run(*_args(command, path))
+    assert code == 1, text
+    lines = _problem_lines(text)
+    assert len(lines) == 1, text
+    assert str(path) in lines[0]
+    assert all(f in lines[0] for f in fragments), lines[0]
+    return lines[0]
+
+
+DEEP_FLOW = "[" * 150 + "]" * 150
+DEEP_BLOCK = "".join("  " * i + f"k{i}:\n" for i in range(120)) + "  " * 120 + "v\n"
+DEEP_JSON = '{"a": ' * 2000 + "1" + "}" * 2000
+YAML_COMMANDS = ["validate", "schedule", "simulate"]
+
+
+@pytest.mark.parametrize("command", YAML_COMMANDS)
+@pytest.mark.parametrize(
+    "content",
+    [DEEP_FLOW, DEEP_BLOCK, DEEP_JSON, SCENARIO_HEAD + "description: " + DEEP_FLOW + "\n"],
+    ids=["flow", "block", "json", "inside-a-document"],
+)
+def test_deep_nesting_is_refused_while_loading(tmp_path: Path, command: str, content: str) -> None:
+    _one_error(tmp_path, command, content, "nested more than 100 levels deep")
+
+
+def test_deep_json_instance_types_are_refused(tmp_path: Path) -> None:
+    _one_error(tmp_path, "instance-types", "[" * 5000 + "]" * 5000, "nested more than 100 levels")
+
+
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("command", "content"),
+    [
+        ("validate", GOOD_NODEPOOL + f"  weight: {BIG}\n"),
+        ("schedule", GOOD_NODEPOOL + f"  weight: {BIG}\n"),
+        ("schedule", GOOD_NODEPOOL.replace("[amd64]", f"[{BIG}]")),
+        ("simulate", SCENARIO_HEAD + f"seed: {BIG}\n"),
+        ("instance-types", f"[{BIG}]"),
+    ],
+    ids=["validate-weight", "schedule-weight", "requirement-value", "scenario-seed", "json"],
+)
+def test_an_integer_of_thousands_of_digits_is_refused_while_loading(
+    tmp_path: Path, command: str, content: str
+) -> None:
+    _one_error(tmp_path, command, content, "an integer of 5,000 digits (at most 100 are read)")
+
+
+@pytest.mark.parametrize(
+    ("command", "content", "field"),
+    [
+        (
+            "validate",
+            NODEPOOL_HEAD + f'      requirements: [{{key: a, operator: Gt, values: ["{BIG}"]}}]\n',
+            "requirements[0]",
+        ),
+        (
+            "schedule",
+            GOOD_NODEPOOL
+            + "---\n"
+            + (POD % "1").replace(
+                "  containers:",
+                "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                f'{{nodeSelectorTerms: [{{matchExpressions: [{{key: a, operator: Gt, values: ["{BIG}"]}}]}}]}}}}}}\n'
+                "  containers:",
+            ),
+            "matchExpressions[0].values",
+        ),
+        (
+            "schedule",
+            GOOD_NODEPOOL
+            + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\n"
+            + f'spec: {{minAvailable: "{BIG}", selector: {{matchLabels: {{a: b}}}}}}\n',
+            "spec.minAvailable",
+        ),
+    ],
+    ids=["nodepool-gt", "pod-affinity-gt", "pdb-min-available"],
+)
+def test_a_string_of_thousands_of_digits_where_an_integer_goes_is_one_line(
+    tmp_path: Path, command: str, content: str, field: str
+) -> None:
+    line = _one_error(tmp_path, command, content, field)
+    assert len(line) < 1000  # the 5,000 digits are elided or not quoted
+
+
+ALIAS_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)
+)
+
+
+@pytest.mark.parametrize("command", YAML_COMMANDS)
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (ALIAS_BOMB, "aliases expand to more than 100,000 values"),
+        ("a: &a [x, *a]\n", "an alias refers to itself"),
+    ],
+    ids=["billion-laughs", "self-reference"],
+)
+def test_yaml_aliases_are_bounded(
+    tmp_path: Path, command: str, content: str, expected: str
+) -> None:
+    _one_error(tmp_path, command, content, expected)
+
+
+def test_aliases_within_the_limit_are_expanded_into_copies(tmp_path: Path) -> None:
+    """What a real manifest uses anchors for still works, and each use is its own copy."""
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: a}, spec: &spec "
+        "{template: {spec: {nodeClassRef: {group: g, kind: K, name: n}, requirements: []}}}}\n"
+        "- {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: b}, spec: *spec}\n"
+    )
+    path = _write(tmp_path, "in.yaml", text)
+    code, text = _run("validate", "-f", str(path))
+    assert code == 0, text
+    assert "OK: 2 object(s) valid" in text
+
+
+def _run_cli_process(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process, with 1 GiB of address space: a regression that
+    reads without end or expands without bound fails here instead of taking the machine
+    (the timeout is a guard against a hang, far beyond the second such a run takes)."""
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(
+        [*PYTHON_CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=limit_memory,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "-f", "/dev/zero"],
+        ["simulate", "/dev/zero"],
+        ["instance-types", "--instance-types", "/dev/zero"],
+        ["schedule", "-f", "-", "--scheduler-config", "/dev/zero"],
+    ],
+    ids=["validate", "simulate", "instance-types", "scheduler-config"],
+)
+def test_a_device_is_refused_without_reading_it(args: list[str]) -> None:
+    done = _run_cli_process(args)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output
+    assert "/dev/zero" in output and "a character device, not a regular file" in output
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "scenario.yaml"
+    os.mkfifo(fifo)
+    done = _run_cli_process(["simulate", str(fifo)])
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr.strip()
+        == f"Error: {fifo}: a FIFO (named pipe), not a regular file; use - to read standard input"
+    )
+
+
+def test_an_alias_bomb_never_expands(tmp_path: Path) -> None:
+    """Twelve levels of ten: 10^12 values once expanded, far past any memory."""
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 12)
+    )
+    path = _write(tmp_path, "bomb.yaml", GOOD_NODEPOOL + "---\n" + bomb)
+    done = _run_cli_process(["schedule", "-f", str(path)])
+    assert done.returncode == 1, done.stderr
+    assert "aliases expand to more than 100,000 values" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["validate", "schedule"])
+def test_a_socket_in_a_directory_is_refused(tmp_path: Path, command: str) -> None:
+    directory = tmp_path / "manifests"
+    directory.mkdir()
+    _write(directory, "a.yaml", GOOD_NODEPOOL)
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        try:
+            sock.bind(str(directory / "b.yaml"))
+        except OSError as e:  # a UNIX socket's path is limited to about 100 bytes
+            pytest.skip(f"cannot make a socket here: {e}")
+        code, text = _run(command, "-f", str(directory))
+    finally:
+        sock.close()
+    assert code == 1
+    assert f"{directory / 'b.yaml'}:" in text and "not a regular file" in text, text
+
+
+def test_simulate_on_a_directory_is_bad_input_not_a_usage_error(tmp_path: Path) -> None:
+    directory = tmp_path / "scenarios"
+    directory.mkdir()
+    _write(directory, "a.yaml", SCENARIO_HEAD)
+    code, text = _run("simulate", str(directory))
+    assert code == 1
+    assert _problem_lines(text) == [f"Error: {directory}: is a directory, expected a file"]
+
+
+@pytest.mark.parametrize("command", ["validate", "schedule", "simulate", "instance-types"])
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, command: str
+) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as f:
+        f.truncate(MAX_INPUT_BYTES + 1)  # sparse: nothing written, nothing to read
+    code, text = _run(*_args(command, path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1 and "larger than the 16 MiB input limit" in lines[0], text
+
+
+def test_standard_input_over_the_size_limit_is_refused() -> None:
+    result = CliRunner().invoke(main, ["validate", "-f", "-"], input="#" * (MAX_INPUT_BYTES + 1))
+    assert result.exit_code == 1
+    assert _problem_lines(result.output) == ["<stdin>: larger than the 16 MiB input limit"]
+
+
+STORAGE_CLASS = """\
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: ebs.csi.aws.com
+"""
+STATEFULSET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: pause}]}
+"""
+DAEMONSET = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c, image: pause}]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("manifest", "line"),
+    [
+        (
+            STORAGE_CLASS + "allowedTopologies: [{matchLabelExpressions: abc}]\n",
+            "StorageClass fast: allowedTopologies[0].matchLabelExpressions: expected a list, "
+            "got a string",
+        ),
+        (
+            STORAGE_CLASS + "allowedTopologies: [{matchLabelExpressions: [{key: k, values: v}]}]\n",
+            "StorageClass fast: allowedTopologies[0].matchLabelExpressions[0].values: expected "
+            "a list, got a string",
+        ),
+        (
+            STATEFULSET + "  volumeClaimTemplates: [{metadata: {name: v}, spec: 5}]\n",
+            "StatefulSet default/db: spec.volumeClaimTemplates[0].spec: expected an object, "
+            "got an integer",
+        ),
+        (
+            STATEFULSET.replace("replicas: 1", "replicas: '1'"),
+            "StatefulSet default/db: spec.replicas: expected an integer, got a string",
+        ),
+        (
+            DAEMONSET.replace("metadata: {labels: {app: agent}}", "metadata: {labels: 5}"),
+            "DaemonSet default/agent: spec.template.metadata.labels: expected an object, got an "
+            "integer",
+        ),
+        (
+            DAEMONSET.replace("image: pause}", "image: pause, ports: [{hostPort: '80'}]}"),
+            "DaemonSet default/agent: spec.template.spec.containers[0].ports[0].hostPort: "
+            "expected an integer, got a string",
+        ),
+        (
+            (POD % "1").replace("containers:", "tolerations: [null]\n  containers:"),
+            "Pod default/p: spec.tolerations[0]: expected an object, got null",
+        ),
+        (
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\n"
+            "spec: {nodeAffinity: {required: {nodeSelectorTerms: {a: b}}}}\n",
+            "PersistentVolume pv: spec.nodeAffinity.required.nodeSelectorTerms: expected a "
+            "list, got an object",
+        ),
+    ],
+    ids=[
+        "storageclass-expressions",
+        "storageclass-values",
+        "statefulset-claim-spec",
+        "statefulset-replicas",
+        "daemonset-template-labels",
+        "daemonset-host-port",
+        "pod-null-toleration",
+        "pv-terms",
+    ],
+)
+def test_schedule_type_checks_every_object_with_the_field_path(
+    tmp_path: Path, manifest: str, line: str
+) -> None:
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + manifest)
+    code, text = _run("schedule", "-f", str(path))
+    assert code == 1
+    assert _problem_lines(text) == [f"Error: {path}: {line}"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (
+            "objects:\n  - "
+            + STORAGE_CLASS.replace("\n", "\n    ")
+            + "allowedTopologies: [{matchLabelExpressions: abc}]\n",
+            "objects[0] (StorageClass fast): allowedTopologies[0].matchLabelExpressions: "
+            "expected a list, got a string",
+        ),
+        (
+            "objects:\n  - "
+            + DAEMONSET.replace("\n", "\n    ").replace("image: pause", "image: 5"),
+            "objects[0] (DaemonSet agent): spec.template.spec.containers[0].image: expected a "
+            "string, got an integer",
+        ),
+        (
+            "workloads:\n  - manifest:\n      " + (DEPLOYMENT % "1").replace("\n", "\n      "),
+            "workloads[0] (d): spec.template.spec.containers[0].image: Required value",
+        ),
+        (
+            "events:\n  - at: 10s\n    type: ApplyObject\n    manifest:\n      "
+            + STATEFULSET.replace("\n", "\n      ").replace("replicas: 1", "replicas: [1]"),
+            "events[0].manifest (db): spec.replicas: expected an integer, got a list",
+        ),
+    ],
+    ids=["object", "daemonset-object", "workload-without-image", "applied-manifest"],
+)
+def test_simulate_type_checks_every_object_before_the_run(
+    tmp_path: Path, body: str, fragment: str
+) -> None:
+    _one_error(tmp_path, "simulate", SCENARIO_HEAD + body, fragment)
+
+
+def test_simulate_refuses_duplicate_keys_in_a_scenario(tmp_path: Path) -> None:
+    _one_error(tmp_path, "simulate", SCENARIO_HEAD + "until: 2m\n", "duplicate key 'until'")
+
+
+TEN_MB = "x" * 10_000_000
+
+
+@pytest.mark.parametrize(
+    ("command", "content", "field"),
+    [
+        (
+            "validate",
+            GOOD_NODEPOOL.replace("{name: np}", f"{{name: np, annotations: {{a: {TEN_MB}}}}}"),
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (
+            "validate",
+            GOOD_NODEPOOL.replace(
+                "  template:\n", f"  template:\n    metadata: {{annotations: {{a: {TEN_MB}}}}}\n"
+            ),
+            "spec.template.metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (
+            "schedule",
+            GOOD_NODEPOOL
+            + "---\n"
+            + (POD % "1").replace("{name: p}", f"{{name: p, annotations: {{a: {TEN_MB}}}}}"),
+            "Pod default/p: metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (
+            "simulate",
+            SCENARIO_HEAD + f"workloads:\n  - deployment: d\n    annotations: {{a: {TEN_MB}}}\n",
+            "spec.template.metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (
+            "schedule",
+            GOOD_NODEPOOL
+            + "---\n"
+            + (POD % "1").replace("{name: p}", "{name: p, labels: {a: b c}}"),
+            "Pod default/p: metadata.labels[a]: Invalid value:",
+        ),
+    ],
+    ids=["nodepool", "nodepool-template", "pod", "scenario-workload", "label-value"],
+)
+def test_annotations_and_labels_follow_the_api_server_limits(
+    tmp_path: Path, command: str, content: str, field: str
+) -> None:
+    line = _one_error(tmp_path, command, content, field)
+    assert len(line) < 1000
+
+
+def test_annotations_just_under_the_limit_are_accepted(tmp_path: Path) -> None:
+    value = "x" * (256 * 1024 - 1)  # key "a" + value = exactly 256 KiB
+    path = _write(
+        tmp_path,
+        "in.yaml",
+        GOOD_NODEPOOL.replace("{name: np}", f"{{name: np, annotations: {{a: {value}}}}}"),
+    )
+    code, text = _run("validate", "-f", str(path))
+    assert code == 0, text[-500:]
+
+
+@pytest.mark.parametrize(
+    ("command", "content"),
+    [
+        (
+            "validate",
+            NODEPOOL_HEAD
+            + f"      requirements: [{{key: a, operator: {'Q' * 5000}, values: [x]}}]\n",
+        ),
+        (
+            "schedule",
+            NODEPOOL_HEAD
+            + f"      requirements: [{{key: a, operator: {'Q' * 5000}, values: [x]}}]\n",
+        ),
+        ("schedule", GOOD_NODEPOOL + "---\n" + POD % ("9" * 5000 + "zz")),
+        (
+            "simulate",
+            SCENARIO_HEAD + f"workloads:\n  - deployment: d\n    requests: {{cpu: {'z' * 5000}}}\n",
+        ),
+        ("instance-types", json.dumps([_entry(resources={"cpu": "z" * 5000, "memory": "1Gi"})])),
+    ],
+    ids=["validate-operator", "schedule-operator", "pod-request", "scenario-request", "catalogue"],
+)
+def test_an_error_quoting_a_huge_value_elides_it(
+    tmp_path: Path, command: str, content: str
+) -> None:
+    path = _write(tmp_path, "in.json" if command == "instance-types" else "in.yaml", content)
+    code, text = _run(*_args(command, path))
+    assert code == 1
+    lines = _problem_lines(text)
+    assert lines, text
+    for line in lines:
+        assert len(line) <= 1100, len(line)
+    assert any("more characters)" in line for line in lines), text
+
+
+def test_validate_refuses_a_document_without_api_version_or_kind(tmp_path: Path) -> None:
+    path = _write(tmp_path, "in.yaml", "metadata: {name: x}\nspec: {}\n")
+    code, text = _run("validate", "-f", str(path))
+    assert code == 1
+    assert _problem_lines(text) == [
+        f"{path}: <no kind>/x: apiVersion: Required value",
+        f"{path}: <no kind>/x: kind: Required value",
+    ]
+
+
+@pytest.mark.parametrize("charset", ["latin-1", "cp1252"])
+def test_table_output_escapes_names_the_terminal_cannot_show(tmp_path: Path, charset: str) -> None:
+    pod = (POD % "1000").replace("{name: p}", "{name: \u540d\u524d-\u00f6}")
+    path = _write(tmp_path, "in.yaml", GOOD_NODEPOOL + "---\n" + pod)
+    result = CliRunner(charset=charset).invoke(main, ["schedule", "-f", str(path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert result.exit_code == 0
+    assert "default/\\u540d\\u524d-" in result.stdout
+
+
+def test_instance_types_table_escapes_names_the_terminal_cannot_show(tmp_path: Path) -> None:
+    path = _write(tmp_path, "types.json", json.dumps([_entry(name="\u540d-1")]))
+    result = CliRunner(charset="latin-1").invoke(
+        main, ["instance-types", "--instance-types", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "\\u540d-1" in result.stdout
+
+
+def test_simulate_exits_3_and_reports_a_controller_failing_on_every_reconcile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from karpenter_core.controllers.nodepool import counter
+
+    def broken(self: Any, key: Any) -> Any:
+        raise RuntimeError("the counter is broken")
+
+    monkeypatch.setattr(counter.Counter, "reconcile", broken)
+    path = _write(tmp_path, "scenario.yaml", SCENARIO_HEAD)
+    reports = {}
+    for output in ("text", "json", "html"):
+        code, text = _run("simulate", str(path), "-o", output, "--until", "5m")
+        assert code == 3, text[-2000:]
+        assert (
+            text.rstrip().splitlines()[-1].startswith("Error: controller nodepool.counter failed ")
+        ), text[-500:]
+        assert "last error: RuntimeError: the counter is broken" in text
+        reports[output] = text
+    assert "Controller failures:" in reports["text"]
+    assert "<h2>Controller failures</h2>" in reports["html"]
+    document = json.loads(reports["json"][: reports["json"].rindex("}") + 1])
+    [failure] = document["controllerFailures"]
+    assert failure["controller"] == "nodepool.counter"
+    assert failure["failures"] >= 3 and failure["failedRepeatedly"] is True
+    assert failure["lastError"] == "RuntimeError: the counter is broken"
+
+
+def test_simulate_without_controller_failures_reports_none(tmp_path: Path) -> None:
+    path = _write(tmp_path, "scenario.yaml", SCENARIO_HEAD)
+    result = CliRunner().invoke(main, ["simulate", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["controllerFailures"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "args", "fragment"),
+    [
+        (SCENARIO_HEAD.replace("until: 1m", "until: 100000h"), (), "until: at most 744h"),
+        (SCENARIO_HEAD, ("--until", "1e12"), "--until: at most 744h"),
+        (
+            SCENARIO_HEAD.replace("until: 1m", "until: 700h\nsampleInterval: 0.1s"),
+            (),
+            "more than 300,000; use a larger sampleInterval",
+        ),
+    ],
+    ids=["until", "--until", "samples"],
+)
+def test_simulate_refuses_runs_that_would_not_finish(
+    tmp_path: Path, body: str, args: tuple[str, ...], fragment: str
+) -> None:
+    path = _write(tmp_path, "scenario.yaml", body)
+    code, text = _run("simulate", str(path), *args)
+    assert code == 1
+    lines = _problem_lines(text)
+    assert len(lines) == 1 and fragment in lines[0], text
+
+
+def test_an_unexpected_error_is_one_line_with_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
+    from karpenter_core.cli import validate as validate_cli
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(validate_cli, "manifest_files", broken)
+    monkeypatch.delenv("KARPENTER_TRACEBACK", raising=False)
+    code, text = _run("validate", "-f", "x.yaml")
+    assert code == 70
+    [line] = _problem_lines(text)
+    assert line.startswith("Error: internal error in karpenter validate: ZeroDivisionError: a bug")
