@@ -123,10 +123,12 @@ class Controller:
 
     def _log_failure(self, key: Any, e: Exception) -> None:
         # An unreachable or overloaded API server fails every key of every controller at
-        # once: one line per controller and status per interval. Anything else is a
-        # problem of this object, worth its own line.
-        if isinstance(e, ApiError) and (e.code >= 500 or e.code == 429):
-            held = _OUTAGE_FAILURES.admit((self.name, e.code))
+        # once: one line per controller and status per interval. An API error is no bug
+        # of ours, so it gets no traceback even when wrapped. Anything else is a problem
+        # of this object, worth its own line and its traceback.
+        api = _api_error_in(e)
+        if api is not None and (api.code >= 500 or api.code == 429):
+            held = _OUTAGE_FAILURES.admit((self.name, api.code))
             if held is None:
                 return
             log.warning(
@@ -138,8 +140,20 @@ class Controller:
             self.name,
             key,
             e,
-            exc_info=not isinstance(e, ApiError),
+            exc_info=api is None,
         )
+
+
+def _api_error_in(e: BaseException) -> ApiError | None:
+    """The API error ``e`` is or was raised from (its ``__cause__``/``__context__`` chain)."""
+    seen: set[int] = set()
+    current: BaseException | None = e
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ApiError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class _Feed:

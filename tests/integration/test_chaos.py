@@ -191,8 +191,40 @@ def settle(cluster: Cluster, since: float, replicas: int = PODS) -> float:
         except ApiError:  # the test's own reads right after a restart: ask again
             return False
 
-    wait_for(bound, f"all {replicas} pods bound", deadline=SETTLE)
+    try:
+        wait_for(bound, f"all {replicas} pods bound", deadline=SETTLE)
+    except AssertionError:
+        print(describe(cluster))
+        raise
     return time.monotonic() - since
+
+
+def describe(cluster: Cluster) -> str:
+    """What a failed wait needs to be understood: pending pods and why, nodes, NodeClaims."""
+    lines = []
+    for p in cluster.pods(APP):
+        if (p.get("spec") or {}).get("nodeName"):
+            continue
+        conds = {c["type"]: c for c in (p.get("status") or {}).get("conditions") or []}
+        sched = conds.get("PodScheduled") or {}
+        lines.append(
+            f"pending {p['metadata']['name']}: {sched.get('reason')} {sched.get('message')} "
+            f"nominated={(p.get('status') or {}).get('nominatedNodeName')}"
+        )
+    for n in cluster.karpenter_nodes():
+        ready = [
+            c.get("status")
+            for c in (n.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Ready"
+        ]
+        taints = [t.get("key") for t in (n.get("spec") or {}).get("taints") or []]
+        lines.append(f"node {n['metadata']['name']}: ready={ready} taints={taints}")
+    for c in cluster.nodeclaims():
+        conds = {
+            x["type"]: x.get("status") for x in (c.get("status") or {}).get("conditions") or []
+        }
+        lines.append(f"nodeclaim {c['metadata']['name']}: {conds}")
+    return "\n".join(lines[:120])
 
 
 def check_nothing_duplicated_or_leaked(cluster: Cluster, replicas: int = PODS) -> int:
@@ -297,14 +329,18 @@ def test_network_faults_between_operator_and_api_server(tmp_path: Path) -> None:
             time.sleep(5)
             reset = proxy.reset()
             time.sleep(5)
+            before = proxy.stats["connections"]
             half_open = proxy.blackhole()  # watches must notice within the idle timeout
             time.sleep(15)
+            # the silent watches were given up and reopened on fresh connections
+            reopened = proxy.stats["connections"] - before
             ended = time.monotonic()
             lines = window.close()
             recovered = settle(cluster, ended)
             claims = check_nothing_duplicated_or_leaked(cluster)
             assert truncated and reset and half_open
             assert proxy.stats["truncated"] >= 1
+            assert reopened >= 5, f"only {reopened} connections replaced the half-open ones"
             check_log(window, lines)
             wait_for(op.ready, "readiness after the faults")
             report(
@@ -315,6 +351,7 @@ def test_network_faults_between_operator_and_api_server(tmp_path: Path) -> None:
                 cut_streams=proxy.stats["truncated"],
                 resets=proxy.stats["reset"],
                 half_open=half_open,
+                reopened=reopened,
                 log_lines=lines,
             )
         finally:

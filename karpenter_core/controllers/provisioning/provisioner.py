@@ -545,7 +545,8 @@ class Provisioner:
     ) -> list[str]:
         """Create each planned NodeClaim (scheduler ``NodeClaim``s); returns the names
         created. Every claim is attempted; failures are raised together afterwards as
-        :class:`ProvisioningError`.
+        :class:`ProvisioningError`, or, when every failure was the API server's (5xx, 429),
+        as one :class:`ApiError` of that kind.
 
         A static claim (``is_static_nodeclaim``: a static NodePool's template, e.g. a static
         drift replacement) holds one node count reserved against ``spec.limits.nodes``; it
@@ -595,9 +596,12 @@ class Provisioner:
             for i, nc in enumerate(nodeclaims):
                 if not attempted[i] and getattr(nc, "is_static_nodeclaim", False):
                     state.release_node_count(nc.nodepool_name, 1)
+        unreachable: list[ApiError] = []
         for nc, outcome in zip(nodeclaims, outcomes, strict=True):
             if not isinstance(outcome, str):
                 errors.append(f"creating node claim for nodepool {nc.nodepool_name!r}, {outcome}")
+                if isinstance(outcome, ApiError) and (outcome.code >= 500 or outcome.code == 429):
+                    unreachable.append(outcome)
                 continue
             names.append(outcome)
             nominations.append((nc, outcome))
@@ -605,6 +609,16 @@ class Provisioner:
             for nc, name in nominations:
                 for pod in _real(nc.pods):
                     self.ctx.recorder.publish(events.nominate_pod(pod, nodeclaim_name=name))
+        if errors and len(unreachable) == len(errors):
+            # the API server failed, not the claims: one retryable error, not a list of
+            # the same line (the controller rate-limits warnings of this kind)
+            first = unreachable[0]
+            raise ApiError(
+                f"{len(errors)} of {len(nodeclaims)} node claims could not be created: "
+                f"{first.message}",
+                code=first.code,
+                reason=first.reason,
+            )
         if errors:
             raise ProvisioningError("; ".join(errors))
         return names

@@ -120,7 +120,11 @@ REPAIR_POLICIES: tuple[RepairPolicy, ...] = (
 """Kubelet's Ready condition, False or Unknown for 10 minutes, as upstream."""
 
 _REGISTRATION_BACKOFF = (0.01, 0.05, 0.25, 1.25)
-"""client-go's retry.DefaultBackoff (10 ms, x5, 4 steps), for creating the Node."""
+"""client-go's retry.DefaultBackoff (10 ms, x5, 4 steps), for creating the Node..."""
+_REGISTRATION_MAX_BACKOFF = 7.0
+"""...and after those, every 7 s at most, for as long as the instance lives: a kubelet
+never stops trying to register its Node (its own back-off caps at 7 s), so an instance
+launched while the API server was away still joins when it returns."""
 
 _WORDS_A = (
     "amber", "brave", "calm", "dusty", "eager", "fuzzy", "gentle", "hazy", "icy", "jolly",
@@ -308,7 +312,13 @@ class KwokCloudProvider:
                         self._instances[nc.name] = node
                     self._schedule_registration(kube, nc.name, node, delay)
         if register_now:
-            self._register(kube, nc.name, node, 0)
+            try:
+                kube.create(node)
+            except AlreadyExists:
+                pass
+            except ApiError as e:
+                # nothing was launched: fail the launch, which the core retries
+                raise KwokLaunchError(f"kwok: creating node {node['metadata']['name']}: {e}") from e
         return _to_nodeclaim(node)
 
     def _existing_instance(self, kube: KubeClient, nodeclaim: str) -> dict[str, Any] | None:
@@ -632,22 +642,40 @@ class KwokCloudProvider:
     def _register(
         self, kube: KubeClient, nodeclaim: str, node: dict[str, Any], attempt: int
     ) -> None:
-        """Create the Node, retrying failed writes with client-go's default back-off."""
+        """Create the Node, retrying failed writes as a kubelet does: client-go's default
+        back-off, then every :data:`_REGISTRATION_MAX_BACKOFF` seconds until it succeeds
+        or the instance is deleted (which cancels the pending retry)."""
         try:
             kube.create(node)
         except AlreadyExists:
             pass
         except ApiError as e:
-            if attempt < len(_REGISTRATION_BACKOFF) and self.clock is not None:
+            if self.clock is not None:
                 clock = self.clock
+                delay = (
+                    _REGISTRATION_BACKOFF[attempt]
+                    if attempt < len(_REGISTRATION_BACKOFF)
+                    else _REGISTRATION_MAX_BACKOFF
+                )
+                if attempt == len(_REGISTRATION_BACKOFF):
+                    log.warning(
+                        "kwok: node %s of nodeclaim %s cannot register yet, retrying every "
+                        "%.0fs: %s",
+                        node["metadata"]["name"],
+                        nodeclaim,
+                        _REGISTRATION_MAX_BACKOFF,
+                        e,
+                    )
 
                 def retry() -> None:
+                    with self._lock:
+                        if nodeclaim not in self._instances:
+                            return  # deleted meanwhile: the machine is gone
                     self._register(kube, nodeclaim, node, attempt + 1)
 
                 with self._lock:
-                    self._pending[nodeclaim] = clock.call_later(
-                        _REGISTRATION_BACKOFF[attempt], retry
-                    )
+                    if nodeclaim in self._instances:
+                        self._pending[nodeclaim] = clock.call_later(delay, retry)
                 return
             log.error(
                 "kwok: failed creating node %s from nodeclaim %s: %s",

@@ -577,3 +577,74 @@ def test_other_nodeclaims_instances_are_not_reused(
     a = launch(provider, clock, name="default-aaaaa")
     b = provider.create(nodeclaim("default-bbbbb"))
     assert b.name != a["metadata"]["name"]
+
+
+# -- an API server that is away -------------------------------------------------------------
+
+
+class NodesDown:
+    """The in-memory server, with Node creates failing while ``down``."""
+
+    def __init__(self, inner: InMemoryApiServer) -> None:
+        self.inner = inner
+        self.down = True
+        self.attempts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create(self, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        if obj.get("kind") == "Node":
+            self.attempts += 1
+            if self.down:
+                from karpenter_core.kube.client import ApiError
+
+                raise ApiError("cannot reach the API server: connection refused", code=503)
+        return self.inner.create(obj, namespace)
+
+
+def test_on_a_wall_clock_a_node_that_cannot_be_created_fails_the_launch() -> None:
+    """Nothing is launched, so nothing can be lost: the core retries the launch."""
+    from karpenter_core.runtime.clock import WallClock
+
+    clock = WallClock()
+    inner = InMemoryApiServer(clock)
+    kube = NodesDown(inner)
+    provider = make_provider(kube, clock)  # type: ignore[arg-type]
+    with pytest.raises(KwokLaunchError, match="connection refused"):
+        provider.create(nodeclaim())
+    kube.down = False
+    created = provider.create(nodeclaim())
+    assert [n["metadata"]["name"] for n in nodes(inner)] == [created.name]
+
+
+def test_a_delayed_registration_keeps_trying_until_the_api_server_returns(
+    kube: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    """A kubelet never gives up registering: an instance launched during an outage joins
+    when the API server is back, however long that takes."""
+    down = NodesDown(kube)
+    provider = make_provider(down, clock)  # type: ignore[arg-type]
+    created = provider.create(nodeclaim())
+    clock.advance(600)  # ten minutes of outage
+    assert nodes(kube) == []
+    assert down.attempts > 50
+    down.down = False
+    clock.advance(10)
+    assert [n["metadata"]["name"] for n in nodes(kube)] == [created.name]
+
+
+def test_deleting_an_instance_stops_its_registration_retries(
+    kube: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    down = NodesDown(kube)
+    provider = make_provider(down, clock)  # type: ignore[arg-type]
+    provider.create(nodeclaim())
+    clock.advance(30)
+    with pytest.raises(NodeClaimNotFoundError):  # upstream's "instance terminated"
+        provider.delete(nodeclaim())
+    attempts = down.attempts
+    down.down = False
+    clock.advance(60)
+    assert down.attempts == attempts
+    assert nodes(kube) == []

@@ -474,3 +474,20 @@ def test_concurrent_creates_report_every_failure_and_keep_the_rest() -> None:
     with pytest.raises(ProvisioningError, match="nodepool 'gone'"):
         prov.create_nodeclaims(claims)
     assert len(env.nodeclaims()) == 2
+
+
+def test_creates_failing_only_because_the_api_server_is_down_are_one_api_error() -> None:
+    from karpenter_core.kube.client import ApiError
+
+    env = Env()
+    prov, claims = _three_claims(env)
+
+    def down(obj: Any, namespace: Any = None) -> Any:
+        raise ApiError("cannot reach the API server: connection refused", code=503)
+
+    env.kube.create = down  # type: ignore[method-assign]
+    with pytest.raises(ApiError) as err:
+        prov.create_nodeclaims(claims)
+    assert err.value.code == 503
+    assert str(err.value).count("connection refused") == 1
+    assert "3 of 3 node claims could not be created" in str(err.value)
