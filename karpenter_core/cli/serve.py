@@ -27,6 +27,8 @@ _ENV_HELP = {
     "karpenter_service": "Vestigial; accepted for compatibility.",
     "metrics_port": "Port of the /metrics endpoint.",
     "health_probe_port": "Port of the /healthz and /readyz endpoints.",
+    "metrics_bind_address": "Address the /metrics server listens on (empty: every interface).",
+    "health_probe_bind_address": "Address the probe server listens on (empty: every interface).",
     "kube_client_qps": "Client-side rate limit of the main API client.",
     "kube_client_burst": "Burst of the main API client's rate limiter.",
     "enable_profiling": "Accepted for compatibility (no pprof handlers in Python).",

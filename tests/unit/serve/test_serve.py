@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -400,3 +401,10 @@ def test_liveness_fails_when_an_informer_loop_is_wedged_or_gone(running: Running
     nodes = next(inf for inf in op.informers.all() if str(inf.resource) == "nodes")
     nodes.stop()
     assert "nodes (its loop has exited)" in get(port, "/healthz")[1]
+
+
+def test_every_serve_flag_says_what_it_does_in_its_help() -> None:
+    from karpenter_core.cli.serve import _ENV_HELP
+
+    missing = [f.name for f in attrs.fields(Options) if not _ENV_HELP.get(f.name)]
+    assert missing == []
