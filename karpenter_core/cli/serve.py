@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import click
 
-from karpenter_core.operator.options import Options, OptionsError
+from karpenter_core.runtime.options import Options, OptionsError
 
 _ENV_HELP = {
     "karpenter_service": "Vestigial; accepted for compatibility.",

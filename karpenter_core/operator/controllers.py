@@ -3,7 +3,7 @@
 This mirrors upstream's ``pkg/controllers/controllers.go``: a fixed list of controller
 packages, some always on, some behind a feature gate or an option, registered on one
 :class:`~karpenter_core.runtime.manager.Manager` from one
-:class:`~karpenter_core.operator.context.ControllerContext`. ``karpenter serve`` and
+:class:`~karpenter_core.runtime.context.ControllerContext`. ``karpenter serve`` and
 ``karpenter simulate`` both call :func:`register_all`, so the simulator runs exactly the
 controllers the operator would.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 
 __all__ = [

@@ -51,8 +51,8 @@ from karpenter_core.kube.client import (
     resource_for,
     resource_types,
 )
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
+from karpenter_core.runtime.context import ControllerContext
+from karpenter_core.runtime.options import Options
 
 __all__ = [
     "LEASE_CLIENT_BURST",

@@ -46,12 +46,12 @@ from karpenter_core.kube.client import (
     UnknownResourceError,
     resource_for,
 )
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.controllers import Registration, plugin_extras, register_all
-from karpenter_core.operator.options import Options, OptionsError
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
+from karpenter_core.runtime.options import Options, OptionsError
 from karpenter_core.runtime.reconciler import Result, Watch
 from karpenter_core.sim import workloads as workload_controllers
 from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch

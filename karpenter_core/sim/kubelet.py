@@ -53,7 +53,7 @@ from karpenter_core.runtime.clock import Clock, format_time, parse_time
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
 
 if TYPE_CHECKING:
-    from karpenter_core.operator.context import ControllerContext
+    from karpenter_core.runtime.context import ControllerContext
     from karpenter_core.runtime.manager import Manager
 
 __all__ = [

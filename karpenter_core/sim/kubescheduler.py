@@ -90,7 +90,7 @@ from karpenter_core.scheduling.taints import (
 )
 
 if TYPE_CHECKING:
-    from karpenter_core.operator.context import ControllerContext
+    from karpenter_core.runtime.context import ControllerContext
     from karpenter_core.runtime.manager import Manager
 
 __all__ = [

@@ -35,7 +35,7 @@ from karpenter_core.state.cluster import NODEPOOLS
 
 if TYPE_CHECKING:
     from karpenter_core.cloudprovider.types import InstanceType
-    from karpenter_core.operator.context import ControllerContext
+    from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
     "EXTRAS_KEY",

@@ -17,8 +17,8 @@ from typing import Any
 from karpenter_core.apis.objects import ObjectError
 from karpenter_core.apis.v1 import APIError
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.state.cluster import (

@@ -14,7 +14,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
 from karpenter_core.state.cluster import NODECLAIMS, Cluster

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from karpenter_core.apis.v1 import APIError, NodePool
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import NODEPOOLS
 from karpenter_core.state.cost import ClusterCost, cluster_cost_of

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.controllers import (
     CONTROLLER_PACKAGES,
     ControllerPackage,
     RegistrationError,
     register_all,
 )
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.sim.apiserver import InMemoryApiServer
 

@@ -38,7 +38,7 @@ from karpenter_core.controllers.capacitybuffer.virtualpods import (
     cache_of,
     is_virtual_pod,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 

@@ -34,7 +34,7 @@ from karpenter_core.hookspecs import (
     ORDER_STATIC_DRIFT,
     DisruptionMethodSpec,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.state.informers import cluster_of
 

@@ -33,7 +33,7 @@ from karpenter_core.apis.v1 import (
 )
 from karpenter_core.controllers.disruption import events as devents
 from karpenter_core.controllers.disruption.types import Candidate, Command
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, Event, EventRecorder
 from karpenter_core.state.cost import existing_cluster_cost
 from karpenter_core.state.statenode import StateNode

@@ -41,7 +41,7 @@ from karpenter_core.controllers.nodeclaim.utils import status_patch
 from karpenter_core.controllers.provisioning import events as provisioning_events
 from karpenter_core.controllers.provisioning.provisioner import Provisioner, ProvisioningError
 from karpenter_core.kube.client import ApiError, Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import Cluster
 from karpenter_core.state.statenode import StateNode

@@ -39,9 +39,9 @@ from karpenter_core.state.statenode import StateNode
 
 if TYPE_CHECKING:
     from karpenter_core.controllers.provisioning.provisioner import Provisioner
-    from karpenter_core.operator.context import ControllerContext
     from karpenter_core.provisioning.scheduler import Results
     from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.context import ControllerContext
     from karpenter_core.runtime.events import EventRecorder
     from karpenter_core.state.cluster import Cluster
 

@@ -12,7 +12,7 @@ from karpenter_core.controllers.metrics.node import NodeMetrics
 from karpenter_core.controllers.metrics.nodepool import NodePoolMetrics
 from karpenter_core.controllers.metrics.pod import PodMetrics
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 

@@ -18,7 +18,7 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis.resources import CPU
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.informers import cluster_of
 from karpenter_core.state.statenode import StateNode

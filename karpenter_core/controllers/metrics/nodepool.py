@@ -19,7 +19,7 @@ from karpenter_core.apis.resources import parse_resource_list
 from karpenter_core.controllers.metrics.node import unit_value
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.cost import cluster_cost_of
 from karpenter_core.state.informers import is_managed_nodepool

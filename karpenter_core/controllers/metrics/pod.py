@@ -34,7 +34,7 @@ from karpenter_core.apis.labels import (
 from karpenter_core.apis.v1 import parse_time
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.informers import cluster_of
 

@@ -57,8 +57,8 @@ from karpenter_core.controllers.node.termination.controller import is_managed
 from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
 from karpenter_core.controllers.nodeclaim.garbagecollection import record_disruption
 from karpenter_core.kube.client import ADDED, DELETED, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import WARNING, Event
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch

@@ -36,7 +36,7 @@ from karpenter_core.controllers.nodeclaim.nodepoolhealth import shared as shared
 from karpenter_core.controllers.nodeclaim.registration import EXTRAS_REGISTRATION_HOOKS
 from karpenter_core.controllers.nodeclaim.utils import NodeIndex, is_managed, provider_id
 from karpenter_core.kube.client import ApiError, UnknownResourceError, resource_for
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 from karpenter_core.runtime.workqueue import (

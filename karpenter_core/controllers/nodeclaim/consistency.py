@@ -30,7 +30,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["NAME", "SCAN_PERIOD", "Consistency", "node_shape_issues"]

@@ -60,8 +60,8 @@ from karpenter_core.controllers.nodeclaim.utils import (
     status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 

@@ -16,8 +16,8 @@ from karpenter_core.apis.durations import NEVER, parse_go_duration
 from karpenter_core.controllers.nodeclaim.garbagecollection import record_disruption
 from karpenter_core.controllers.nodeclaim.utils import deletion_timestamp, managed_nodeclaim
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["DEFAULT_EXPIRE_AFTER", "NAME", "Expiration"]

@@ -36,7 +36,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     provider_id,
 )
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = ["INTERVAL", "NAME", "GarbageCollection", "reschedulable_pods"]

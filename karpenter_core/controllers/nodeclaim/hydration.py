@@ -14,7 +14,7 @@ from typing import Any
 
 from karpenter_core.controllers.nodeclaim.utils import labels, managed_nodeclaim
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["NAME", "Hydration", "nodeclass_label"]

@@ -28,7 +28,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     node_for_nodeclaim,
     node_ready_status,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.scheduling.taints import Taint, is_known_ephemeral
 

@@ -45,8 +45,8 @@ from karpenter_core.controllers.nodeclaim.utils import (
     termination_mode,
 )
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = ["CACHE_TTL", "MAX_MESSAGE", "Launch", "LaunchError", "truncate_message"]

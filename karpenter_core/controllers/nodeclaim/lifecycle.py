@@ -56,8 +56,8 @@ from karpenter_core.controllers.nodeclaim.utils import (
     status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 
 __all__ = ["DELETE_RETRY", "NAME", "NodeClaimLifecycle", "min_result"]

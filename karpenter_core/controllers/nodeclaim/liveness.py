@@ -19,8 +19,8 @@ from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import NodePoolHealth
 from karpenter_core.controllers.nodeclaim.registration import record_registration
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = ["LAUNCH_TIMEOUT", "REGISTRATION_TIMEOUT", "Liveness"]

@@ -18,7 +18,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     provider_id,
 )
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["NAME", "NodeHydration"]

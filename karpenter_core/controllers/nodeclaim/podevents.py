@@ -21,8 +21,8 @@ from typing import Any
 
 from karpenter_core.controllers.nodeclaim.utils import NodeIndex, nodeclaim_of_node
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["DEDUPE_TIMEOUT", "NAME", "PodEvents", "PodTransitions"]

@@ -29,7 +29,7 @@ from karpenter_core.controllers.nodeoverlay.controller import (
     to_reconcile_key,
 )
 from karpenter_core.controllers.nodeoverlay.store import InstanceTypeStore
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 

@@ -50,7 +50,7 @@ from karpenter_core.controllers.nodeoverlay.store import (
     evaluate,
 )
 from karpenter_core.kube.client import Conflict, KubeClient, NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.informers import cluster_of, is_managed_nodepool
 

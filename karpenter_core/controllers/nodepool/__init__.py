@@ -22,7 +22,7 @@ from karpenter_core.controllers.nodepool.common import (
     nodeclass_watches,
 )
 from karpenter_core.controllers.provisioning.triggers import linear_scale_reconciles
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 

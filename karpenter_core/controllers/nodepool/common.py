@@ -26,8 +26,8 @@ from karpenter_core.kube.client import (
     UnknownResourceError,
     resource_for,
 )
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import Clock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Watch
 from karpenter_core.state.informers import is_managed_nodepool
 

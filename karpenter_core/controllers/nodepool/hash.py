@@ -22,7 +22,7 @@ from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
 from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.controllers.nodepool.common import managed_nodepool, meta_of
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.cluster import is_managed_nodeclaim
 

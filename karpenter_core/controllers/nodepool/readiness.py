@@ -27,7 +27,7 @@ from karpenter_core.controllers.nodepool.common import (
     patch_status,
 )
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = ["NAME", "Readiness", "nodeclass_ready_condition"]

@@ -24,7 +24,7 @@ from karpenter_core.controllers.nodepool.common import (
     nodepool_reference,
     patch_status,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 

@@ -23,7 +23,7 @@ from karpenter_core.controllers.provisioning.triggers import (
     linear_scale_reconciles,
     may_be_provisionable,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 

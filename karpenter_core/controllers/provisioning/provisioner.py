@@ -42,7 +42,6 @@ from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
 from karpenter_core.kube.client import ApiError, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
 from karpenter_core.provisioning.scheduler import Results, SchedulerOptions, schedule
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
@@ -51,6 +50,7 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
 )
 from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import Cluster

@@ -21,7 +21,7 @@ from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.controllers.provisioning.provisioner import Provisioner
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = [

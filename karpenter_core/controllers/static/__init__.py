@@ -41,7 +41,7 @@ from karpenter_core.controllers.static.provisioning import (
     launch_count,
     static_pool,
 )
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Watch
 

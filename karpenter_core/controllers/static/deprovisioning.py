@@ -35,7 +35,7 @@ from karpenter_core.controllers.disruption.candidates import lifetime_remaining,
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.static.provisioning import RESYNC, static_pool
 from karpenter_core.kube.client import ApiError, NotFound
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.cluster import Cluster, is_managed_nodeclaim
 from karpenter_core.state.informers import cluster_of

@@ -30,9 +30,9 @@ from karpenter_core.controllers.disruption.staticdrift import TemplateReplacemen
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.provisioning.provisioner import CreateError, Provisioner
 from karpenter_core.kube.client import ApiError
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateError
 from karpenter_core.runtime.clock import Clock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.cluster import Cluster, NodePoolCounts
 from karpenter_core.state.informers import cluster_of

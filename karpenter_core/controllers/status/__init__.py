@@ -37,8 +37,8 @@ from attrs import frozen
 from karpenter_core import metrics
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import KubeClient, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import Clock, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, Event, EventRecorder, object_reference
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch

@@ -34,8 +34,8 @@ from test_interruption_messages import (
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.kube.client import InternalError, NotFound, create_with_status
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock, WallClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result

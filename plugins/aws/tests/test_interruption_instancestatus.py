@@ -32,8 +32,8 @@ from karpenter_aws.interruption.instancestatus import (
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.kube.client import NotFound, create_with_status
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.sim.apiserver import InMemoryApiServer

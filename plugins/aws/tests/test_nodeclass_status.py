@@ -39,8 +39,8 @@ from karpenter_aws.nodeclass_status import (
 from karpenter_aws.settings import AWSSettings
 
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result

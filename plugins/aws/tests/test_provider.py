@@ -44,8 +44,8 @@ from karpenter_core.cloudprovider.errors import (
     NodeClassNotReadyError,
 )
 from karpenter_core.kube.client import create_with_status
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result

@@ -17,7 +17,7 @@ import yaml
 from karpenter_core.apis.crds import crd_yaml_files
 from karpenter_core.cli.serve import command as serve_command
 from karpenter_core.cli.serve import parse_provider_settings
-from karpenter_core.operator.options import Options
+from karpenter_core.runtime.options import Options
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helmtool import HelmBuildError, helm_binary

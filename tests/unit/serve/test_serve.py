@@ -22,8 +22,8 @@ from karpenter_core.cli import main
 from karpenter_core.cli.serve import BadFlag, build_config
 from karpenter_core.kube.client import ApiError, KubeClient
 from karpenter_core.kube.leaderelection import LEASE
-from karpenter_core.operator.options import Options
 from karpenter_core.operator.serve import Operator, ServeConfig, ServeError
+from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 pytest.importorskip("karpenter_kwok")

@@ -10,8 +10,8 @@ import pytest
 
 from karpenter_core.apis.objects import Node, Pod
 from karpenter_core.kube.client import ApiError
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result

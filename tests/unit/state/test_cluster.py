@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.sim.apiserver import InMemoryApiServer

@@ -22,9 +22,9 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state.cost import (

@@ -9,8 +9,8 @@ from test_cluster import MANAGED, Env, create_status, daemonset, node, nodeclaim
 
 from karpenter_core import metrics
 from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock, WallClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey

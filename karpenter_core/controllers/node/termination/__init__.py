@@ -21,7 +21,7 @@ from karpenter_core.controllers.node.termination.controller import (
 )
 from karpenter_core.controllers.node.termination.eviction import EvictionQueue, QueueKey
 from karpenter_core.controllers.node.termination.terminator import NodeDrainError, Terminator
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 from karpenter_core.runtime.workqueue import (

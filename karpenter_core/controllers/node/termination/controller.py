@@ -48,8 +48,8 @@ from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_
 from karpenter_core.controllers.node.termination.terminator import Terminator
 from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.scheduling.taints import DISRUPTED_NO_SCHEDULE_TAINT

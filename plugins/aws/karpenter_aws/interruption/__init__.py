@@ -22,7 +22,7 @@ from karpenter_aws.interruption.instancestatus import NAME as INSTANCE_STATUS_NA
 from karpenter_aws.interruption.instancestatus import InstanceStatusController
 from karpenter_aws.interruption.messages import KINDS, Message, ParseError, parse
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.workqueue import ItemExponentialFailureRateLimiter
 

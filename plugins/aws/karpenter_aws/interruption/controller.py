@@ -30,8 +30,8 @@ from karpenter_aws.interruption.handler import (
     InterruptionHandler,
     UnavailableOfferingsLike,
 )
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = [

@@ -24,8 +24,8 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.node.health import termination_timestamp
 from karpenter_core.controllers.nodeclaim.garbagecollection import record_disruption
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
 
 __all__ = [

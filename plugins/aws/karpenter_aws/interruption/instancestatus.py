@@ -27,7 +27,7 @@ from karpenter_aws.interruption import messages as m
 from karpenter_aws.interruption import metrics as im
 from karpenter_aws.interruption.controller import aws_error
 from karpenter_aws.interruption.handler import InstanceIndex, InterruptionHandler
-from karpenter_core.operator.context import ControllerContext
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = [

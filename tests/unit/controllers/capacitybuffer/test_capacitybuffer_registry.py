@@ -6,12 +6,12 @@ from __future__ import annotations
 from capacitybuffer_harness import START
 
 from karpenter_core.cloudprovider.fake import FakeCloudProvider
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.operator.controllers import CONTROLLER_PACKAGES, register_all
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 

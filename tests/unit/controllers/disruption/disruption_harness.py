@@ -30,10 +30,10 @@ from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers.disruption.types import DisruptionContext
 from karpenter_core.controllers.provisioning import provisioner_of
 from karpenter_core.kube.client import NotFound, create_with_status
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state.cluster import Cluster
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from metrics_controllers_harness import Env, nodepool
 
 from karpenter_core.controllers import metrics as metrics_controllers
-from karpenter_core.operator.options import Options
+from karpenter_core.runtime.options import Options
 
 
 def test_limits_and_usage_are_reported_per_resource() -> None:

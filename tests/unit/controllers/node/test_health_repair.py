@@ -28,8 +28,8 @@ from karpenter_core.controllers.node.health import (
     find_unhealthy_condition,
     termination_timestamp,
 )
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result

@@ -20,11 +20,11 @@ from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.controllers.nodeclaim import register
 from karpenter_core.kube.client import KubeClient
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.sim.apiserver import InMemoryApiServer
 

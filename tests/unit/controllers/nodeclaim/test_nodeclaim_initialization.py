@@ -9,7 +9,7 @@ from nodeclaim_helpers import Env
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.nodeclaim.initialization import dra_drivers_published
-from karpenter_core.operator.options import Options
+from karpenter_core.runtime.options import Options
 
 
 def taint(key: str, effect: str = "NoSchedule", value: str | None = None) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from nodeclaim_helpers import FlakyKube, Server
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.nodeclaim import register
 from karpenter_core.kube.client import KubeClient
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.sim import kubelet

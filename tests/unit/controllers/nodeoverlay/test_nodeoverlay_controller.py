@@ -42,8 +42,8 @@ from karpenter_core.operator.controllers import (
     ControllerPackage,
     register_all,
 )
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.state.informers import cluster_of
 
 FUSE = "smarter-devices/fuse"

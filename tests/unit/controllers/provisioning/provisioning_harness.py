@@ -12,11 +12,11 @@ from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.controllers import provisioning
 from karpenter_core.kube.client import create_with_status
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state import informers
 

@@ -293,7 +293,7 @@ def test_heavier_pool_wins() -> None:
 
 
 def test_batch_durations_come_from_options() -> None:
-    from karpenter_core.operator.options import Options
+    from karpenter_core.runtime.options import Options
 
     env = Env(options=Options(batch_idle_duration=3.0, batch_max_duration=5.0))
     env.ready_nodepool()

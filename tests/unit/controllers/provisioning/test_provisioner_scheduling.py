@@ -11,7 +11,7 @@ from provisioning_harness import Env, pod
 
 from karpenter_core import metrics
 from karpenter_core.controllers.provisioning import events
-from karpenter_core.operator.options import Options
+from karpenter_core.runtime.options import Options
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"

@@ -13,10 +13,10 @@ from karpenter_core import metrics
 from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.controllers.static import StaticDeprovisioner, StaticProvisioner
 from karpenter_core.kube.client import create_with_status
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state.cluster import Cluster

@@ -13,8 +13,8 @@ from karpenter_core.controllers.static import (
     nodepool_of_nodeclaim,
 )
 from karpenter_core.operator.controllers import CONTROLLER_PACKAGES, register_all
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import ObjectKey
 from karpenter_core.state import informers
 

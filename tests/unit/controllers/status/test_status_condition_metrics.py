@@ -13,11 +13,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from karpenter_core import metrics
 from karpenter_core.controllers import status
-from karpenter_core.operator.context import ControllerContext
-from karpenter_core.operator.options import Options
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

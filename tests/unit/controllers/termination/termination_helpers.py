@@ -16,8 +16,8 @@ from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.controllers.node.termination import EvictionQueue, register
 from karpenter_core.kube.client import NotFound
-from karpenter_core.operator.context import ControllerContext
 from karpenter_core.runtime.clock import VirtualClock, format_time, parse_time
+from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder, RecordedEvent
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
