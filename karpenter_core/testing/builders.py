@@ -40,6 +40,7 @@ __all__ = [
     "owner_reference",
     "pdb",
     "pod",
+    "pod_template",
     "pods",
     "replicaset",
     "requirement",
@@ -344,25 +345,44 @@ def _workload(
 def deployment(
     name: str | None = None,
     *,
-    replicas: int = 1,
+    replicas: int | None = 1,
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
     **pod_options: Any,
 ) -> dict[str, Any]:
-    """A Deployment of ``replicas`` pods built by :func:`pod` with ``pod_options``."""
+    """A Deployment of ``replicas`` pods built by :func:`pod` with ``pod_options`` (None
+    leaves ``replicas`` out, for the API's default)."""
     return _workload("Deployment", "deployment", name, namespace, replicas, labels, pod_options)
 
 
 def replicaset(
     name: str | None = None,
     *,
-    replicas: int = 1,
+    replicas: int | None = 1,
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
     **pod_options: Any,
 ) -> dict[str, Any]:
     """A ReplicaSet of ``replicas`` pods built by :func:`pod` with ``pod_options``."""
     return _workload("ReplicaSet", "replicaset", name, namespace, replicas, labels, pod_options)
+
+
+def pod_template(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
+    **pod_options: Any,
+) -> dict[str, Any]:
+    """A v1 PodTemplate whose template is :func:`pod` with ``labels`` and ``pod_options``
+    (what a CapacityBuffer's ``podTemplateRef`` names)."""
+    name = _name("podtemplate", name)
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": _meta(name, namespace=namespace),
+        "template": _template(pod(name, namespace=namespace, labels=labels, **pod_options)),
+    }
 
 
 def pdb(

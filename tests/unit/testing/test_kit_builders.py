@@ -35,6 +35,7 @@ def server() -> InMemoryApiServer:
         b.daemonset("ds"),
         b.deployment("web", replicas=2),
         b.replicaset("rs"),
+        b.pod_template("tmpl", cpu="1"),
         b.pdb("budget", min_available=1),
         b.namespace("team-a"),
         b.nodeoverlay("cheaper", price_adjustment="-10%"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capacitybuffer_harness import Env, buffer, deployment, podtemplate
+from capacitybuffer_harness import buffer, condition, deployment, make_env, podtemplate
 
 from karpenter_core.apis.labels import (
     CAPACITY_BUFFER_FAKE_POD_ANNOTATION_KEY,
@@ -20,22 +20,23 @@ from karpenter_core.controllers.capacitybuffer import (
     cache_of,
 )
 from karpenter_core.controllers.capacitybuffer.virtualpods import VIRTUAL_POD_PRIORITY
+from karpenter_core.testing import Environment
 
 READY = "ReadyForProvisioning"
 
 
-def ready(env: Env, name: str = "buf") -> dict[str, Any]:
-    cond = env.condition(name, READY)
+def ready(env: Environment, name: str = "buf") -> dict[str, Any]:
+    cond = condition(env, READY, name)
     assert cond is not None, f"buffer {name} has no {READY} condition"
     return cond
 
 
 def test_a_podtemplate_buffer_resolves_and_records_the_template() -> None:
-    env = Env()
+    env = make_env()
     pt = env.create(podtemplate())
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=3))
     env.run_for(1)
-    status = env.buffer()["status"]
+    status = env.get(buffer())["status"]
     assert ready(env)["status"] == "True"
     assert ready(env)["reason"] == REASON_RESOLVED
     assert status["replicas"] == 3
@@ -45,13 +46,13 @@ def test_a_podtemplate_buffer_resolves_and_records_the_template() -> None:
 
 
 def test_a_scalableref_buffer_takes_its_percentage_of_the_workload() -> None:
-    env = Env()
+    env = make_env()
     env.create(deployment(replicas=10))
     env.create(
         buffer(scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "web"}, percentage=25)
     )
     env.run_for(1)
-    status = env.buffer()["status"]
+    status = env.get(buffer())["status"]
     assert ready(env)["reason"] == REASON_RESOLVED
     assert status["replicas"] == 3  # ceil(10 * 25%)
     assert "podTemplateRef" not in status
@@ -59,15 +60,15 @@ def test_a_scalableref_buffer_takes_its_percentage_of_the_workload() -> None:
 
 
 def test_a_workload_without_replicas_counts_as_one() -> None:
-    env = Env()
+    env = make_env()
     env.create(deployment(replicas=None))
     env.create(buffer(scalableRef={"kind": "Deployment", "name": "web"}, percentage=10))
     env.run_for(1)
-    assert env.buffer()["status"]["replicas"] == 1
+    assert env.get(buffer())["status"]["replicas"] == 1
 
 
 def test_a_missing_podtemplate_is_podtemplatenotfound() -> None:
-    env = Env()
+    env = make_env()
     env.create(buffer(podTemplateRef={"name": "absent"}, replicas=1))
     env.run_for(1)
     cond = ready(env)
@@ -77,7 +78,7 @@ def test_a_missing_podtemplate_is_podtemplatenotfound() -> None:
 
 
 def test_a_missing_workload_is_scalablerefnotfound() -> None:
-    env = Env()
+    env = make_env()
     env.create(buffer(scalableRef={"kind": "StatefulSet", "name": "db"}, replicas=1))
     env.run_for(1)
     cond = ready(env)
@@ -86,7 +87,7 @@ def test_a_missing_workload_is_scalablerefnotfound() -> None:
 
 
 def test_a_buffer_with_no_reference_is_resolutionfailed() -> None:
-    env = Env()
+    env = make_env()
     env.create(buffer(replicas=2))
     env.run_for(1)
     cond = ready(env)
@@ -95,7 +96,7 @@ def test_a_buffer_with_no_reference_is_resolutionfailed() -> None:
 
 
 def test_an_unsupported_scalable_kind_is_resolutionfailed() -> None:
-    env = Env()
+    env = make_env()
     env.create(buffer(scalableRef={"apiGroup": "batch", "kind": "Job", "name": "j"}, percentage=5))
     env.run_for(1)
     cond = ready(env)
@@ -104,7 +105,7 @@ def test_an_unsupported_scalable_kind_is_resolutionfailed() -> None:
 
 
 def test_unparseable_limits_are_resolutionfailed_not_a_crash() -> None:
-    env = Env()
+    env = make_env()
     env.create(podtemplate())
     env.create(buffer(podTemplateRef={"name": "tmpl"}, limits={"cpu": "lots"}))
     env.run_for(1)
@@ -114,7 +115,7 @@ def test_unparseable_limits_are_resolutionfailed_not_a_crash() -> None:
 
 
 def test_a_podtemplate_created_later_wakes_the_buffer_through_the_watch() -> None:
-    env = Env()
+    env = make_env()
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=2))
     env.run_for(1)
     assert ready(env)["reason"] == REASON_POD_TEMPLATE_NOT_FOUND
@@ -125,30 +126,30 @@ def test_a_podtemplate_created_later_wakes_the_buffer_through_the_watch() -> Non
 
 
 def test_a_percentage_buffer_follows_its_workload_on_the_30s_requeue() -> None:
-    env = Env()
+    env = make_env()
     env.create(deployment(replicas=10))
     env.create(buffer(scalableRef={"kind": "Deployment", "name": "web"}, percentage=50))
     env.run_for(1)
-    assert env.buffer()["status"]["replicas"] == 5
+    assert env.get(buffer())["status"]["replicas"] == 5
     env.kube.patch("deployments", "web", {"spec": {"replicas": 20}}, "default")
     env.run_for(10)
-    assert env.buffer()["status"]["replicas"] == 5  # deployments are not watched
+    assert env.get(buffer())["status"]["replicas"] == 5  # deployments are not watched
     env.run_for(25)
-    assert env.buffer()["status"]["replicas"] == 10
+    assert env.get(buffer())["status"]["replicas"] == 10
 
 
 def test_an_unchanged_status_is_not_rewritten() -> None:
-    env = Env()
+    env = make_env()
     env.create(podtemplate())
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=0))
     env.run_for(5)  # resolved, then the provisioner's pass says BufferEmpty
-    rv = env.buffer()["metadata"]["resourceVersion"]
+    rv = env.get(buffer())["metadata"]["resourceVersion"]
     env.run_for(65)  # two requeues
-    assert env.buffer()["metadata"]["resourceVersion"] == rv
+    assert env.get(buffer())["metadata"]["resourceVersion"] == rv
 
 
 def test_virtual_pods_copy_the_template_and_are_marked() -> None:
-    env = Env()
+    env = make_env()
     pt = podtemplate()
     pt["template"]["spec"]["volumes"] = [
         {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
@@ -182,7 +183,7 @@ def test_virtual_pods_copy_the_template_and_are_marked() -> None:
 
 
 def test_deleting_a_buffer_drops_its_virtual_pods() -> None:
-    env = Env()
+    env = make_env()
     env.create(podtemplate())
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=2))
     env.run_for(1)
@@ -193,7 +194,7 @@ def test_deleting_a_buffer_drops_its_virtual_pods() -> None:
 
 
 def test_a_restarted_cache_lists_ready_buffers_itself() -> None:
-    env = Env()
+    env = make_env()
     env.create(podtemplate())
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=2))
     env.run_for(1)
@@ -204,22 +205,22 @@ def test_a_restarted_cache_lists_ready_buffers_itself() -> None:
 
 
 def test_a_changed_podtemplate_updates_the_generation_and_the_virtual_pods() -> None:
-    env = Env()
+    env = make_env()
     pt = env.create(podtemplate(requests={"cpu": "1"}))
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=1))
     env.run_for(1)
-    first = env.buffer()["status"]["podTemplateGeneration"]
+    first = env.get(buffer())["status"]["podTemplateGeneration"]
     template = pt["template"]
     template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
     env.kube.patch("podtemplates", "tmpl", {"template": template}, "default")
     env.run_for(1)
-    assert env.buffer()["status"]["podTemplateGeneration"] > first
+    assert env.get(buffer())["status"]["podTemplateGeneration"] > first
     [virtual] = cache_of(env.ctx).get_all()
     assert virtual.requests["cpu"] == 2000
 
 
 def test_a_template_that_is_not_a_pod_is_resolutionfailed() -> None:
-    env = Env()
+    env = make_env()
     pt = podtemplate()
     pt["template"]["spec"] = {"containers": []}
     env.create(pt)

@@ -4,7 +4,7 @@ buffers' Provisioning condition; the gate off changes nothing."""
 
 from __future__ import annotations
 
-from capacitybuffer_harness import Env, buffer, pending_pod, podtemplate
+from capacitybuffer_harness import buffer, condition, launch, make_env, podtemplate
 
 from karpenter_core import metrics
 from karpenter_core.controllers.capacitybuffer import (
@@ -13,20 +13,22 @@ from karpenter_core.controllers.capacitybuffer import (
     REASON_NOT_READY_FOR_PROVISIONING,
     REASON_REQUIRES_NEW_CAPACITY,
 )
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 PROVISIONING = "Provisioning"
 UNSCHEDULABLE = "karpenter_scheduler_unschedulable_pods_count"
 
 
-def provisioning(env: Env, name: str = "buf") -> tuple[str, str, str]:
-    cond = env.condition(name, PROVISIONING)
+def provisioning(env: Environment, name: str = "buf") -> tuple[str, str, str]:
+    cond = condition(env, PROVISIONING, name)
     assert cond is not None, f"buffer {name} has no {PROVISIONING} condition"
     return cond["status"], cond["reason"], cond["message"]
 
 
-def buffered_env(replicas: int = 3, cpu: str = "1", **kw: object) -> Env:
-    env = Env(**kw)  # type: ignore[arg-type]
-    env.ready_nodepool()
+def buffered_env(replicas: int = 3, cpu: str = "1", **kw: object) -> Environment:
+    env = make_env(**kw)  # type: ignore[arg-type]
+    env.apply(b.nodepool(ready=True))
     env.create(podtemplate(requests={"cpu": cpu}))
     env.create(buffer(podTemplateRef={"name": "tmpl"}, replicas=replicas))
     return env
@@ -48,7 +50,7 @@ def test_launched_buffer_capacity_fits_existing_capacity_and_is_not_relaunched()
     env = buffered_env(replicas=3)
     env.run_for(3)
     [nc] = env.nodeclaims()
-    env.launch(nc, "fake://buffer-node")
+    launch(env, nc, "fake://buffer-node")
     env.run_for(35)  # the buffer's 30 s requeue triggers another pass
     assert [c["metadata"]["name"] for c in env.nodeclaims()] == [nc["metadata"]["name"]]
     assert provisioning(env) == (
@@ -63,7 +65,7 @@ def test_buffer_pods_are_never_bound_nominated_or_evented() -> None:
     env = buffered_env(replicas=2)
     env.run_for(3)
     [nc] = env.nodeclaims()
-    env.launch(nc, "fake://buffer-node")
+    launch(env, nc, "fake://buffer-node")
     env.run_for(35)
     assert list(env.kube.list("pods").items) == []  # nothing was written, nothing bound
     # no Nominated, no FailedScheduling (the buffer's own condition transitions are evented)
@@ -75,7 +77,7 @@ def test_buffer_pods_are_never_bound_nominated_or_evented() -> None:
 
 def test_a_real_pod_beside_buffer_pods_is_nominated_and_buffer_pods_are_not() -> None:
     env = buffered_env(replicas=2)
-    env.create(pending_pod("real"))
+    env.create(b.unschedulable_pod("real", cpu="1"))
     env.run_for(3)
     [nc] = env.nodeclaims()
     assert nc["spec"]["resources"]["requests"]["cpu"] == "3"  # one real + two virtual
@@ -99,10 +101,10 @@ def test_a_buffer_pod_that_fits_nowhere_is_not_an_unschedulable_pod() -> None:
 
 
 def test_a_buffer_that_is_not_ready_is_notreadyforprovisioning() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(buffer(podTemplateRef={"name": "absent"}, replicas=2))
-    env.create(pending_pod("real"))  # a pass happens for the real pod
+    env.create(b.unschedulable_pod("real", cpu="1"))  # a pass happens for the real pod
     env.run_for(3)
     status, reason, _ = provisioning(env)
     assert (status, reason) == ("False", REASON_NOT_READY_FOR_PROVISIONING)
@@ -120,9 +122,9 @@ def test_a_buffer_of_zero_replicas_is_bufferempty() -> None:
 
 def test_gate_off_buffers_do_nothing() -> None:
     env = buffered_env(replicas=3, gate_on=False)
-    env.create(pending_pod("real"))
+    env.create(b.unschedulable_pod("real", cpu="1"))
     env.run_for(40)
     [nc] = env.nodeclaims()
     assert nc["spec"]["resources"]["requests"]["cpu"] == "1"  # the real pod only
-    assert "status" not in env.buffer() or not env.buffer()["status"]
+    assert "status" not in env.get(buffer()) or not env.get(buffer())["status"]
     assert env.ctx.cluster.buffer_pod_count("") == 0

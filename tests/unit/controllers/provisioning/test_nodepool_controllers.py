@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from provisioning_harness import Env, nodepool, pod
+from provisioning_harness import make_env, pod
 
-from karpenter_core.controllers import nodepool as nodepool_controllers
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import Status, shared
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 
-def env_with_nodepools(**kwargs: Any) -> Env:
-    return Env(extra=[nodepool_controllers.register], **kwargs)
+def env_with_nodepools(**kwargs: Any) -> Environment:
+    return make_env(packages=["nodepool"], **kwargs)
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -22,7 +23,7 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return None
 
 
-def get_pool(env: Env, name: str = "default") -> dict[str, Any]:
+def get_pool(env: Environment, name: str = "default") -> dict[str, Any]:
     return env.kube.get("nodepools", name)
 
 
@@ -55,7 +56,7 @@ INVALID_REQUIREMENT = [{"key": "karpenter.sh/nodepool", "operator": "In", "value
 
 def test_valid_nodepool_becomes_ready_and_provisions() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.create(pod("p"))
     env.run_for(1.5)
     np = get_pool(env)
@@ -66,8 +67,8 @@ def test_valid_nodepool_becomes_ready_and_provisions() -> None:
 
 def test_invalid_nodepool_gets_the_condition_and_an_event_while_a_valid_one_provisions() -> None:
     env = env_with_nodepools()
-    env.create(nodepool("bad", requirements=INVALID_REQUIREMENT, weight=100))
-    env.create(nodepool("good"))
+    env.create(b.nodepool("bad", requirements=INVALID_REQUIREMENT, weight=100))
+    env.create(b.nodepool("good"))
     env.create(pod("p"))
     env.run_for(1.5)
     bad = get_pool(env, "bad")
@@ -87,7 +88,7 @@ def test_invalid_nodepool_gets_the_condition_and_an_event_while_a_valid_one_prov
 
 def test_fixing_an_invalid_nodepool_makes_it_valid() -> None:
     env = env_with_nodepools()
-    env.create(nodepool("bad", requirements=INVALID_REQUIREMENT))
+    env.create(b.nodepool("bad", requirements=INVALID_REQUIREMENT))
     env.run_for(1)
     env.kube.patch("nodepools", "bad", {"spec": {"template": {"spec": {"requirements": []}}}})
     env.run_for(1)
@@ -96,7 +97,7 @@ def test_fixing_an_invalid_nodepool_makes_it_valid() -> None:
 
 def test_repeated_validation_does_not_repeat_the_event() -> None:
     env = env_with_nodepools()
-    env.create(nodepool("bad", requirements=INVALID_REQUIREMENT))
+    env.create(b.nodepool("bad", requirements=INVALID_REQUIREMENT))
     env.run_for(1)
     env.kube.patch("nodepools", "bad", {"metadata": {"labels": {"touched": "yes"}}})
     env.run_for(1)
@@ -105,7 +106,7 @@ def test_repeated_validation_does_not_repeat_the_event() -> None:
 
 def test_nodepool_of_another_provider_is_left_alone() -> None:
     env = env_with_nodepools()
-    np = nodepool("foreign")
+    np = b.nodepool("foreign")
     np["spec"]["template"]["spec"]["nodeClassRef"] = {
         "group": "example.com",
         "kind": "OtherNodeClass",
@@ -121,7 +122,7 @@ def test_nodepool_of_another_provider_is_left_alone() -> None:
 
 def test_no_kwok_nodeclass_at_all_counts_as_ready() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     ready = condition(get_pool(env), "NodeClassReady")
     assert ready is not None and ready["status"] == "True"
@@ -130,7 +131,7 @@ def test_no_kwok_nodeclass_at_all_counts_as_ready() -> None:
 def test_missing_nodeclass_when_others_exist_is_not_found() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("other"))
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.create(pod("p"))
     env.run_for(1.5)
     ready = condition(get_pool(env), "NodeClassReady")
@@ -142,7 +143,7 @@ def test_missing_nodeclass_when_others_exist_is_not_found() -> None:
 def test_creating_the_nodeclass_later_makes_the_pool_ready() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("other"))
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     env.create(kwok_nodeclass("default"))
     env.run_for(1)
@@ -153,7 +154,7 @@ def test_creating_the_nodeclass_later_makes_the_pool_ready() -> None:
 def test_nodeclass_not_ready_is_copied() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("default", ready="False", reason="SubnetsNotFound"))
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     ready = condition(get_pool(env), "NodeClassReady")
     assert ready is not None
@@ -167,7 +168,7 @@ def test_nodeclass_not_ready_is_copied() -> None:
 def test_kwok_nodeclass_without_status_gets_its_crd_default_and_is_ready() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("default", ready=None))
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.create(pod("p"))
     env.run_for(1.5)
     assert condition(get_pool(env), "NodeClassReady")["status"] == "True"  # type: ignore[index]
@@ -180,7 +181,7 @@ def test_nodeclass_without_a_ready_condition_is_readiness_unknown() -> None:
     env.kube.patch(
         "kwoknodeclasses", "default", {"status": {"conditions": []}}, subresource="status"
     )
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     ready = condition(get_pool(env), "NodeClassReady")
     assert ready is not None
@@ -192,7 +193,7 @@ def test_terminating_nodeclass() -> None:
     nc = kwok_nodeclass("default")
     nc["metadata"]["finalizers"] = ["example.com/hold"]
     env.create(nc)
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     env.kube.delete("kwoknodeclasses", "default")
     env.run_for(1)
@@ -206,7 +207,7 @@ def test_terminating_nodeclass() -> None:
 
 def test_counter_zeroes_an_empty_pool() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     status = get_pool(env)["status"]
     assert status["resources"] == {
@@ -221,7 +222,7 @@ def test_counter_zeroes_an_empty_pool() -> None:
 
 def test_counter_sums_the_pools_nodes() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     for name in ("n1", "n2"):
         env.create(
             {
@@ -253,7 +254,7 @@ def test_counter_sums_the_pools_nodes() -> None:
 
 def test_hash_annotations_are_stamped_and_follow_the_template() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     first = get_pool(env)["metadata"]["annotations"]
     assert first["karpenter.sh/nodepool-hash-version"] == "v3"
@@ -269,7 +270,7 @@ def test_hash_annotations_are_stamped_and_follow_the_template() -> None:
 
 def test_provisioned_nodeclaims_carry_the_pool_hash() -> None:
     env = env_with_nodepools()
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -318,7 +319,7 @@ def _nodeclaim(name: str, drifted: bool) -> dict[str, Any]:
 
 def test_hash_version_change_migrates_nodeclaims_except_drifted_hashes() -> None:
     env = env_with_nodepools(with_provisioning=False)
-    np = nodepool()
+    np = b.nodepool()
     np["metadata"]["annotations"] = {"karpenter.sh/nodepool-hash-version": "v2"}
     env.create(_nodeclaim("plain", drifted=False))
     env.create(_nodeclaim("drifted", drifted=True))
@@ -343,7 +344,7 @@ def test_hash_version_change_migrates_nodeclaims_except_drifted_hashes() -> None
 def test_registration_health_starts_unknown_and_records_the_nodeclass_generation() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("default"))
-    env.create(nodepool())
+    env.create(b.nodepool())
     env.run_for(1)
     np = get_pool(env)
     healthy = condition(np, "NodeRegistrationHealthy")
@@ -354,7 +355,7 @@ def test_registration_health_starts_unknown_and_records_the_nodeclass_generation
 
 def test_registration_health_is_seeded_from_the_condition_after_a_restart() -> None:
     env = env_with_nodepools()
-    np = nodepool()
+    np = b.nodepool()
     np["status"] = {
         "nodeClassObservedGeneration": 1,
         "conditions": [
@@ -379,7 +380,7 @@ def test_registration_health_is_seeded_from_the_condition_after_a_restart() -> N
 def test_a_spec_change_resets_registration_health() -> None:
     env = env_with_nodepools()
     env.create(kwok_nodeclass("default"))
-    created = env.create(nodepool())
+    created = env.create(b.nodepool())
     env.run_for(1)
     uid = created["metadata"]["uid"]
     shared(env.ctx.extras).set_status(uid, Status.HEALTHY)
@@ -390,10 +391,10 @@ def test_a_spec_change_resets_registration_health() -> None:
 
 def test_a_garbage_nodepool_breaks_no_controller() -> None:
     env = env_with_nodepools()
-    weird = nodepool("weird", weight="heavy", limits={"cpu": "lots"})
+    weird = b.nodepool("weird", weight="heavy", limits={"cpu": "lots"})
     weird["spec"]["template"]["spec"]["requirements"] = "nope"
     env.create(weird)
-    env.create(nodepool("good"))
+    env.create(b.nodepool("good"))
     env.create(pod("p"))
     env.run_for(2)
     assert [c.name for c in env.manager.controllers if c.errors] == []

@@ -8,15 +8,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from provisioning_harness import Env, nodepool, pod
+from provisioning_harness import make_env, pod
 
 from karpenter_core import metrics
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.controllers.provisioning import limits_exceeded
 from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 
-def launch(env: Env, nc: dict[str, Any], provider_id: str = "fake://node-1") -> None:
+def launch(env: Environment, nc: dict[str, Any], provider_id: str = "fake://node-1") -> None:
     """Pretend the NodeClaim launched: a provider id and capacity make it existing capacity."""
     env.kube.patch(
         "nodeclaims",
@@ -33,8 +35,8 @@ def launch(env: Env, nc: dict[str, Any], provider_id: str = "fake://node-1") -> 
 
 
 def test_pending_pods_get_one_nodeclaim_when_the_idle_window_closes() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     for i in range(3):
         env.create(pod(f"p{i}"))
     env.run_for(0.9)
@@ -45,8 +47,8 @@ def test_pending_pods_get_one_nodeclaim_when_the_idle_window_closes() -> None:
 
 
 def test_pods_arriving_steadily_are_batched_until_the_max_window() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     for i in range(40):
         env.clock.call_later(0.3 * i, lambda i=i: env.create(pod(f"p{i}", cpu="100m")))
     env.run_for(9.95)
@@ -60,10 +62,13 @@ def test_pods_arriving_steadily_are_batched_until_the_max_window() -> None:
 
 
 def test_nodeclaim_has_the_nodepool_template_shape() -> None:
-    env = Env()
-    np = env.ready_nodepool(
-        "team",
-        requirements=[{"key": "example.com/team", "operator": "In", "values": ["a"]}],
+    env = make_env()
+    np = env.apply(
+        b.nodepool(
+            "team",
+            requirements=[{"key": "example.com/team", "operator": "In", "values": ["a"]}],
+            ready=True,
+        )
     )
     env.create(pod("p"))
     env.run_for(1.5)
@@ -93,8 +98,8 @@ def test_nodeclaim_has_the_nodepool_template_shape() -> None:
 
 
 def test_created_nodeclaims_are_counted_and_pods_nominated() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -106,8 +111,8 @@ def test_created_nodeclaims_are_counted_and_pods_nominated() -> None:
 
 
 def test_no_duplicate_nodeclaims_when_pods_retrigger() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("a"))
     env.create(pod("b"))
     env.run_for(1.5)
@@ -125,8 +130,8 @@ def test_no_duplicate_nodeclaims_when_pods_retrigger() -> None:
 
 
 def test_pods_of_a_deleting_node_are_provisioned_before_it_drains() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(
         {
             "apiVersion": "v1",
@@ -167,8 +172,8 @@ def test_pods_of_a_deleting_node_are_provisioned_before_it_drains() -> None:
 
 
 def test_pod_that_cannot_fit_gets_failed_scheduling() -> None:
-    env = Env(provider=None)
-    env.ready_nodepool()
+    env = make_env(provider=None)
+    env.apply(b.nodepool(ready=True))
     env.create(pod("huge", cpu="1000"))
     env.run_for(1.5)
     assert env.nodeclaims() == []
@@ -182,8 +187,8 @@ def test_pod_that_cannot_fit_gets_failed_scheduling() -> None:
 def test_without_ready_nodepools_pods_get_a_failed_decision_and_no_nodeclaim(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    env = Env()
-    env.create(nodepool())  # never marked Ready: no nodepool controllers here
+    env = make_env()
+    env.create(b.nodepool())  # never marked Ready: no nodepool controllers here
     env.create(pod("p"))
     with caplog.at_level("INFO", logger="karpenter.provisioner"):
         env.run_for(1.5)
@@ -197,8 +202,8 @@ def test_without_ready_nodepools_pods_get_a_failed_decision_and_no_nodeclaim(
 
 
 def test_pod_opting_out_of_karpenter_nodes_is_ignored_silently() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     affinity = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -220,9 +225,9 @@ def test_pod_opting_out_of_karpenter_nodes_is_ignored_silently() -> None:
 
 
 def test_pod_with_a_restricted_selector_is_rejected_with_an_event() -> None:
-    env = Env()
-    env.ready_nodepool()
-    env.create(pod("bad", nodeSelector={"karpenter.sh/registered": "true"}))
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
+    env.create(pod("bad", node_selector={"karpenter.sh/registered": "true"}))
     env.create(pod("good"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -232,16 +237,16 @@ def test_pod_with_a_restricted_selector_is_rejected_with_an_event() -> None:
 
 
 def test_pod_kube_scheduler_has_not_given_up_on_does_not_trigger() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("fresh", unschedulable=False))
     env.run_for(30)
     assert env.nodeclaims() == []
 
 
 def test_daemonset_pods_never_trigger() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     ds_pod = pod("ds-x")
     ds_pod["metadata"]["ownerReferences"] = [
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u", "controller": True}
@@ -252,14 +257,17 @@ def test_daemonset_pods_never_trigger() -> None:
 
 
 def test_nodepool_whose_requirements_match_no_instance_type_gets_an_event() -> None:
-    env = Env()
-    env.ready_nodepool(
-        "none",
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["nope"]}
-        ],
+    env = make_env()
+    env.apply(
+        b.nodepool(
+            "none",
+            requirements=[
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["nope"]}
+            ],
+            ready=True,
+        )
     )
-    env.ready_nodepool("default")
+    env.apply(b.nodepool("default", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -272,10 +280,10 @@ def test_nodepool_whose_requirements_match_no_instance_type_gets_an_event() -> N
 
 
 def test_a_pool_whose_provider_call_fails_is_skipped() -> None:
-    env = Env()
+    env = make_env()
     env.provider.fail_for.add("heavy")
-    env.ready_nodepool("heavy", weight=100)
-    env.ready_nodepool("light")
+    env.apply(b.nodepool("heavy", weight=100, ready=True))
+    env.apply(b.nodepool("light", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -283,9 +291,9 @@ def test_a_pool_whose_provider_call_fails_is_skipped() -> None:
 
 
 def test_heavier_pool_wins() -> None:
-    env = Env()
-    env.ready_nodepool("heavy", weight=100)
-    env.ready_nodepool("light")
+    env = make_env()
+    env.apply(b.nodepool("heavy", weight=100, ready=True))
+    env.apply(b.nodepool("light", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -295,8 +303,8 @@ def test_heavier_pool_wins() -> None:
 def test_batch_durations_come_from_options() -> None:
     from karpenter_core.runtime.options import Options
 
-    env = Env(options=Options(batch_idle_duration=3.0, batch_max_duration=5.0))
-    env.ready_nodepool()
+    env = make_env(options=Options(batch_idle_duration=3.0, batch_max_duration=5.0))
+    env.apply(b.nodepool(ready=True))
     env.create(pod("p"))
     env.run_for(2.9)
     assert env.nodeclaims() == []
@@ -305,8 +313,8 @@ def test_batch_durations_come_from_options() -> None:
 
 
 def test_nodeclaim_is_in_cluster_state_before_its_watch_event() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("p"))
     env.run_for(1.0)
     [nc] = env.nodeclaims()
@@ -315,9 +323,9 @@ def test_nodeclaim_is_in_cluster_state_before_its_watch_event() -> None:
 
 
 def test_static_and_deleting_pools_are_not_provisioned_from() -> None:
-    env = Env()
-    env.ready_nodepool("static", replicas=2, weight=50)
-    env.ready_nodepool("default")
+    env = make_env()
+    env.apply(b.nodepool("static", replicas=2, weight=50, ready=True))
+    env.apply(b.nodepool("default", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     [nc] = env.nodeclaims()
@@ -345,15 +353,15 @@ def test_limits_exceeded(limits: Any, usage: dict[str, int], expected: str | Non
 
 def test_fake_catalogue_is_what_the_env_serves() -> None:
     # Guards the other tests' arithmetic: the largest fake type has 5 vCPU.
-    env = Env()
+    env = make_env()
     assert max(it.capacity["cpu"] for it in env.provider.its) == 5000
     assert len(fakecatalog.instance_types(5)) == 5
 
 
 def test_a_ready_but_unreadable_nodepool_is_skipped() -> None:
-    env = Env()
-    env.ready_nodepool("weird", weight="heavy")
-    env.ready_nodepool("good")
+    env = make_env()
+    env.apply(b.nodepool("weird", weight="heavy", ready=True))
+    env.apply(b.nodepool("good", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     assert env.manager.controller("provisioner").errors == 0
@@ -362,9 +370,9 @@ def test_a_ready_but_unreadable_nodepool_is_skipped() -> None:
 
 
 def test_a_ready_nodepool_with_unreadable_limits_is_skipped() -> None:
-    env = Env()
-    env.ready_nodepool("weird", weight=10, limits={"cpu": "lots"})
-    env.ready_nodepool("good")
+    env = make_env()
+    env.apply(b.nodepool("weird", weight=10, limits={"cpu": "lots"}, ready=True))
+    env.apply(b.nodepool("good", ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     assert env.manager.controller("provisioner").errors == 0
@@ -373,11 +381,8 @@ def test_a_ready_nodepool_with_unreadable_limits_is_skipped() -> None:
 
 
 def test_provider_calls_are_measured_under_the_provisioner_controller() -> None:
-    from karpenter_core.cloudprovider.metrics import decorate
-
-    env = Env()
-    env.ctx.cloud_provider = decorate(env.provider)  # type: ignore[arg-type]
-    env.ready_nodepool()
+    env = make_env()  # the provider wrapped with metrics, as the operator wraps it
+    env.apply(b.nodepool(ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     labels = {"controller": "provisioner", "method": "GetInstanceTypes", "provider": "fake"}
@@ -393,8 +398,8 @@ def test_provider_calls_are_measured_under_the_provisioner_controller() -> None:
 def test_preferences_that_can_block_consolidation_are_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     spread = [
         {
             "maxSkew": 1,
@@ -404,7 +409,7 @@ def test_preferences_that_can_block_consolidation_are_logged_once(
         }
     ]
     # Too big for any type: no NodeClaim, so the pod is scheduled again at 10 s and 20 s.
-    env.create(pod("w", cpu="1000", topologySpreadConstraints=spread))
+    env.create(pod("w", cpu="1000", topology_spread=spread))
     with caplog.at_level("INFO", logger="karpenter.provisioner"):
         env.run_for(25)
     passes = metrics.sample(
@@ -416,14 +421,14 @@ def test_preferences_that_can_block_consolidation_are_logged_once(
     assert "default/w" in warnings[0].getMessage()
 
 
-def _three_claims(env: Env) -> tuple[Any, list[Any]]:
+def _three_claims(env: Environment) -> tuple[Any, list[Any]]:
     """A provisioner and three planned NodeClaims (pods sharing a host port cannot share a node)."""
     from karpenter_core.controllers.provisioning import provisioner_of
 
-    env.ready_nodepool()
+    env.apply(b.nodepool(ready=True))
     port = [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}]
     for name in ("a", "b", "c"):
-        env.create(pod(name, containers=port))
+        env.create(pod(name, spec={"containers": port}))
     env.settle()
     prov = provisioner_of(env.ctx)
     results = prov.schedule()
@@ -434,7 +439,7 @@ def _three_claims(env: Env) -> tuple[Any, list[Any]]:
 def test_on_a_wall_clock_a_batchs_nodeclaims_are_created_concurrently() -> None:
     import threading
 
-    env = Env()
+    env = make_env()
     prov, claims = _three_claims(env)
     prov.parallel_creates = True
     create = env.kube.create
@@ -467,7 +472,7 @@ def test_on_a_wall_clock_a_batchs_nodeclaims_are_created_concurrently() -> None:
 def test_concurrent_creates_report_every_failure_and_keep_the_rest() -> None:
     from karpenter_core.controllers.provisioning import ProvisioningError
 
-    env = Env()
+    env = make_env()
     prov, claims = _three_claims(env)
     prov.parallel_creates = True
     claims[1].nodepool_name = "gone"
@@ -479,7 +484,7 @@ def test_concurrent_creates_report_every_failure_and_keep_the_rest() -> None:
 def test_creates_failing_only_because_the_api_server_is_down_are_one_api_error() -> None:
     from karpenter_core.kube.client import ApiError
 
-    env = Env()
+    env = make_env()
     prov, claims = _three_claims(env)
 
     def down(obj: Any, namespace: Any = None) -> Any:

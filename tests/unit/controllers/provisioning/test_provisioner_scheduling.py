@@ -7,11 +7,13 @@ import logging
 from pathlib import Path
 
 import pytest
-from provisioning_harness import Env, pod
+from provisioning_harness import make_env, pod
 
 from karpenter_core import metrics
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.runtime.options import Options
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"
@@ -23,21 +25,24 @@ podTopologySpread:
 """
 
 
-def no_compatible_messages(env: Env) -> list[str]:
+def no_compatible_messages(env: Environment) -> list[str]:
     return [e.message for e in env.events(events.NO_COMPATIBLE_INSTANCE_TYPES)]
 
 
 def test_a_pool_skipped_for_min_values_says_so_in_its_event() -> None:
-    env = Env()
-    env.ready_nodepool(
-        requirements=[
-            {
-                "key": INSTANCE_TYPE,
-                "operator": "In",
-                "values": ["fake-it-0", "fake-it-1", "nope"],
-                "minValues": 3,
-            }
-        ]
+    env = make_env()
+    env.apply(
+        b.nodepool(
+            requirements=[
+                {
+                    "key": INSTANCE_TYPE,
+                    "operator": "In",
+                    "values": ["fake-it-0", "fake-it-1", "nope"],
+                    "minValues": 3,
+                }
+            ],
+            ready=True,
+        )
     )
     env.create(pod("p"))
     env.run_for(1.5)
@@ -47,8 +52,12 @@ def test_a_pool_skipped_for_min_values_says_so_in_its_event() -> None:
 
 
 def test_a_pool_skipped_for_other_reasons_does_not_blame_min_values() -> None:
-    env = Env()
-    env.ready_nodepool(requirements=[{"key": INSTANCE_TYPE, "operator": "In", "values": ["nope"]}])
+    env = make_env()
+    env.apply(
+        b.nodepool(
+            requirements=[{"key": INSTANCE_TYPE, "operator": "In", "values": ["nope"]}], ready=True
+        )
+    )
     env.create(pod("p"))
     env.run_for(1.5)
     [message] = no_compatible_messages(env)
@@ -56,11 +65,11 @@ def test_a_pool_skipped_for_other_reasons_does_not_blame_min_values() -> None:
 
 
 def test_pending_pods_are_counted_by_effective_zone() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("anywhere"))
-    env.create(pod("pinned", nodeSelector={ZONE: "test-zone-2"}))
-    env.create(pod("pinned-too", nodeSelector={ZONE: "test-zone-2"}))
+    env.create(pod("pinned", node_selector={ZONE: "test-zone-2"}))
+    env.create(pod("pinned-too", node_selector={ZONE: "test-zone-2"}))
     env.run_for(1.5)
     by_zone = {
         labels["zone"]: value
@@ -73,8 +82,8 @@ def test_pending_pods_are_counted_by_effective_zone() -> None:
 
 
 def test_the_provisioners_solve_is_timed_under_its_name() -> None:
-    env = Env()
-    env.ready_nodepool()
+    env = make_env()
+    env.apply(b.nodepool(ready=True))
     env.create(pod("p"))
     env.run_for(1.5)
     assert (
@@ -85,14 +94,14 @@ def test_the_provisioners_solve_is_timed_under_its_name() -> None:
     )
 
 
-def provisioner(env: Env) -> object:
+def provisioner(env: Environment) -> object:
     return env.ctx.extras["provisioner"]
 
 
 def test_scheduler_config_file_gives_the_default_spreads(tmp_path: Path) -> None:
     path = tmp_path / "scheduler.yaml"
     path.write_text(SPREAD)
-    env = Env(options=Options(scheduler_config=str(path)))
+    env = make_env(options=Options(scheduler_config=str(path)))
     options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
     [constraint] = options.default_spread_constraints()
     assert constraint["topologyKey"] == ZONE
@@ -112,8 +121,8 @@ def test_a_bad_scheduler_config_is_logged_once_and_provisioning_goes_on(
     path = tmp_path / "scheduler.yaml"
     if content is not None:
         path.write_text(content)
-    env = Env(options=Options(scheduler_config=str(path)))
-    env.ready_nodepool()
+    env = make_env(options=Options(scheduler_config=str(path)))
+    env.apply(b.nodepool(ready=True))
     with caplog.at_level(logging.ERROR, logger="karpenter.provisioner"):
         env.create(pod("a"))
         env.run_for(1.5)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from provisioning_harness import Env, pod
+from provisioning_harness import make_env, pod
 
 from karpenter_core.controllers.provisioning import provisioner_of
 from karpenter_core.controllers.provisioning.triggers import (
@@ -27,7 +27,7 @@ def node(name: str, *, disrupted: bool) -> dict[str, object]:
 
 
 def test_provisionable_pod_opens_a_window_acks_and_requeues() -> None:
-    env = Env()
+    env = make_env()
     env.create(pod("p"))
     trigger = PodTrigger(env.ctx, provisioner_of(env.ctx))
     # Cluster state has not seen the pod yet (nothing ran): the API is asked.
@@ -38,7 +38,7 @@ def test_provisionable_pod_opens_a_window_acks_and_requeues() -> None:
 
 
 def test_a_pod_state_thinks_unschedulable_is_rechecked_against_the_api() -> None:
-    env = Env()
+    env = make_env()
     env.create(pod("p"))
     env.settle()  # state has the pending pod
     env.kube.patch(
@@ -56,7 +56,7 @@ def test_a_pod_state_thinks_unschedulable_is_rechecked_against_the_api() -> None
 
 
 def test_pod_without_the_unschedulable_verdict_is_left_alone() -> None:
-    env = Env()
+    env = make_env()
     env.create(pod("p", unschedulable=False))
     trigger = PodTrigger(env.ctx, provisioner_of(env.ctx))
     assert trigger.reconcile(ObjectKey("default", "p")) == Result()
@@ -64,14 +64,14 @@ def test_pod_without_the_unschedulable_verdict_is_left_alone() -> None:
 
 
 def test_deleted_pod_is_ignored() -> None:
-    env = Env()
+    env = make_env()
     trigger = PodTrigger(env.ctx, provisioner_of(env.ctx))
     assert trigger.reconcile(ObjectKey("default", "gone")) == Result()
 
 
 @pytest.mark.parametrize(("disrupted", "expected"), [(True, Result.after(10.0)), (False, Result())])
 def test_node_trigger_fires_only_for_disrupted_nodes(disrupted: bool, expected: Result) -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n", disrupted=disrupted))
     trigger = NodeTrigger(env.ctx, provisioner_of(env.ctx))
     assert trigger.reconcile(ObjectKey("", "n")) == expected
