@@ -442,11 +442,13 @@ def node(
     unschedulable: bool = False,
     finalizers: Sequence[str] | None = None,
     owner: Mapping[str, Any] | None = None,
+    phase: str | None = None,
 ) -> dict[str, Any]:
     """A Node (4 CPU, 16Gi, 110 pods unless ``capacity`` says otherwise; ``allocatable``
     defaults to the capacity). ``ready`` None leaves the Ready condition out, as on a
     Node its kubelet has not reported yet. Without a ``provider_id`` the Node is not a
-    cloud instance (cluster state keys it by name)."""
+    cloud instance (cluster state keys it by name). ``phase`` is the deprecated
+    ``status.phase`` some kubelets still report."""
     cap = dict(capacity or {"cpu": "4", "memory": "16Gi", "pods": "110"})
     conds = _dicts(conditions)
     if ready is not None:
@@ -464,6 +466,8 @@ def node(
     }
     if conds:
         status["conditions"] = conds
+    if phase is not None:
+        status["phase"] = phase
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -10,7 +10,7 @@ read the stored objects, never a test's stale copy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from karpenter_core.kube.client import KubeClient, NotFound, resource_of
@@ -32,6 +32,7 @@ __all__ = [
     "expect_provisioned",
     "expect_scheduled",
     "expect_terminating",
+    "metric_samples",
     "metric_value",
 ]
 
@@ -316,21 +317,27 @@ def expect_no_event(
 # ---------------------------------------------------------------------- metrics
 
 
-def metric_value(name: str, /, **labels: str) -> float | None:
-    """The one sample of ``name`` (as ``/metrics`` serves it: counters end in
-    ``_total``) whose labels include ``labels``; None when there is none. Raises
-    AssertionError when several match: name more labels."""
+def metric_samples(name: str, /, **labels: str) -> list[tuple[dict[str, str], float]]:
+    """Every sample of ``name`` whose labels include ``labels``, as ``/metrics`` serves it
+    now (the real exposition, parsed): ``[(labels, value), ...]``. Counters are named
+    with their ``_total`` suffix."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from karpenter_core import metrics
 
     text = metrics.exposition().decode()
-    found: Sequence[tuple[dict[str, str], float]] = [
+    return [
         (dict(s.labels), float(s.value))
         for family in text_string_to_metric_families(text)
         for s in family.samples
         if s.name == name and labels.items() <= s.labels.items()
     ]
+
+
+def metric_value(name: str, /, **labels: str) -> float | None:
+    """The one sample of ``name`` whose labels include ``labels``; None when there is none.
+    Raises AssertionError when several match: name more labels."""
+    found = metric_samples(name, **labels)
     if len(found) > 1:
         raise AssertionError(
             f"{len(found)} samples of {name} match {labels}: "

@@ -3,18 +3,19 @@ cluster utilisation."""
 
 from __future__ import annotations
 
-from metrics_controllers_harness import MANAGED_LABELS, Env, node, pod
+from metrics_controllers_harness import MANAGED_LABELS, make_env, node, pod
 
 from karpenter_core import metrics
+from karpenter_core.testing.expectations import metric_samples, metric_value
 
 
 def test_node_gauges_carry_the_well_known_labels_and_whole_units() -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n1", labels=MANAGED_LABELS))
     env.run_for(6)
     _, label_map = metrics.node_gauges()
     [(labels, value)] = [
-        s for s in env.scrape("karpenter_nodes_allocatable") if s[0]["resource_type"] == "cpu"
+        s for s in metric_samples("karpenter_nodes_allocatable") if s[0]["resource_type"] == "cpu"
     ]
     assert value == 3.8
     assert labels["node_name"] == "n1"
@@ -24,23 +25,25 @@ def test_node_gauges_carry_the_well_known_labels_and_whole_units() -> None:
     assert labels[label_map["karpenter.sh/capacity-type"]] == "spot"
     # Every well-known label is a label of the series, empty when the node lacks it.
     assert set(label_map.values()) <= set(labels)
-    memory = env.value("karpenter_nodes_allocatable", node_name="n1", resource_type="memory")
+    memory = metric_value("karpenter_nodes_allocatable", node_name="n1", resource_type="memory")
     assert memory == 16 * 2**30
-    overhead = env.value("karpenter_nodes_system_overhead", node_name="n1", resource_type="cpu")
+    overhead = metric_value("karpenter_nodes_system_overhead", node_name="n1", resource_type="cpu")
     assert overhead == 0.2
 
 
 def test_pod_and_daemon_requests_and_limits_are_summed_per_node() -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n1"))
-    env.create(pod("a", cpu="500m", node="n1", phase="Running", limits_cpu="1"))
+    env.create(pod("a", cpu="500m", node_name="n1", phase="Running", limits={"cpu": "1"}))
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "d",
           "controller": True}  # fmt: skip
-    env.create(pod("agent", cpu="250m", node="n1", phase="Running", owner=ds, limits_cpu="500m"))
+    env.create(
+        pod("agent", cpu="250m", node_name="n1", phase="Running", owner=ds, limits={"cpu": "500m"})
+    )
     env.run_for(6)
 
     def cpu(metric: str) -> float | None:
-        return env.value(metric, node_name="n1", resource_type="cpu")
+        return metric_value(metric, node_name="n1", resource_type="cpu")
 
     assert cpu("karpenter_nodes_total_pod_requests") == 0.75
     assert cpu("karpenter_nodes_total_pod_limits") == 1.5
@@ -49,29 +52,29 @@ def test_pod_and_daemon_requests_and_limits_are_summed_per_node() -> None:
 
 
 def test_lifetime_follows_the_virtual_clock() -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n1"))
     env.run_for(61)
     # Refreshed every 5 s; the node was created at t = 0.
-    assert env.value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 60.0
+    assert metric_value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 60.0
 
 
 def test_cluster_utilization_is_requests_over_allocatable() -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n1", cpu="4", allocatable_cpu="4"))
     env.create(node("n2", cpu="4", allocatable_cpu="4"))
-    env.create(pod("a", cpu="3", node="n1", phase="Running"))
-    env.create(pod("b", cpu="1", node="n2", phase="Running"))
+    env.create(pod("a", cpu="3", node_name="n1", phase="Running"))
+    env.create(pod("b", cpu="1", node_name="n2", phase="Running"))
     env.run_for(6)
-    assert env.value("karpenter_cluster_utilization_percent", resource_type="cpu") == 50.0
+    assert metric_value("karpenter_cluster_utilization_percent", resource_type="cpu") == 50.0
 
 
 def test_a_deleted_node_loses_its_series() -> None:
-    env = Env()
+    env = make_env()
     env.create(node("n1"))
     env.create(node("n2"))
     env.run_for(6)
     env.kube.delete("nodes", "n1")
     env.run_for(6)
-    names = {labels["node_name"] for labels, _ in env.scrape("karpenter_nodes_allocatable")}
+    names = {labels["node_name"] for labels, _ in metric_samples("karpenter_nodes_allocatable")}
     assert names == {"n2"}

@@ -5,59 +5,29 @@ Prometheus exposition on an in-memory API server and a virtual clock."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from karpenter_core import metrics
 from karpenter_core.controllers import status
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
-from karpenter_core.runtime.options import Options
-from karpenter_core.sim.apiserver import InMemoryApiServer
-
-START = datetime(2026, 1, 1, tzinfo=UTC)
+from karpenter_core.runtime.clock import format_time
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
+from karpenter_core.testing.expectations import metric_samples, metric_value
 
 
 def stamp(seconds: float) -> str:
-    return (START + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(b.START + timedelta(seconds=seconds))
 
 
-class Env:
-    def __init__(self) -> None:
-        self.clock = VirtualClock(START)
-        self.kube = InMemoryApiServer(self.clock)
-        self.recorder = EventRecorder(self.clock)
-        ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=None,  # type: ignore[arg-type]
-            recorder=self.recorder,
-            options=Options(),
-        )
-        self.manager = Manager(self.clock, self.kube)
-        status.register(self.manager, ctx)
+def make_env() -> Environment:
+    return Environment(controllers=["status"], kube_scheduler=False, kubelet=False)
 
-    def scrape(self, name: str) -> list[tuple[dict[str, str], float]]:
-        text = metrics.exposition().decode()
-        return [
-            (dict(s.labels), float(s.value))
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-            if s.name == name
-        ]
 
-    def value(self, name: str, /, **labels: str) -> float | None:
-        found = [v for lbls, v in self.scrape(name) if labels.items() <= lbls.items()]
-        assert len(found) <= 1, found
-        return found[0] if found else None
-
-    def set_conditions(self, resource: str, name: str, conds: list[dict[str, Any]]) -> None:
-        self.kube.patch(resource, name, {"status": {"conditions": conds}}, subresource="status")
+def set_conditions(env: Environment, resource: str, name: str, conds: list[dict[str, Any]]) -> None:
+    env.kube.patch(resource, name, {"status": {"conditions": conds}}, subresource="status")
 
 
 def cond(ctype: str, status_: str, reason: str, at: float) -> dict[str, Any]:
@@ -70,19 +40,6 @@ def cond(ctype: str, status_: str, reason: str, at: float) -> dict[str, Any]:
     }
 
 
-def nodepool(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {"template": {"spec": {"nodeClassRef": {"group": "g", "kind": "K", "name": "n"}}}},
-    }
-
-
-def node(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
-
-
 @pytest.fixture(autouse=True)
 def _clean() -> Iterator[None]:
     metrics.reset()
@@ -91,12 +48,12 @@ def _clean() -> Iterator[None]:
 
 
 def test_each_condition_is_counted_with_its_type_status_reason_group_and_kind() -> None:
-    env = Env()
-    env.kube.create(nodepool("pool"))
-    env.set_conditions("nodepools", "pool", [cond("Ready", "False", "NotReady", 0)])
+    env = make_env()
+    env.kube.create(b.nodepool("pool", node_class={"group": "g", "kind": "K", "name": "n"}))
+    set_conditions(env, "nodepools", "pool", [cond("Ready", "False", "NotReady", 0)])
     env.manager.run_for(1)
     assert (
-        env.value(
+        metric_value(
             "operator_status_condition_count",
             name="pool",
             namespace="",
@@ -111,28 +68,28 @@ def test_each_condition_is_counted_with_its_type_status_reason_group_and_kind() 
 
 
 def test_current_status_seconds_grow_from_the_last_transition() -> None:
-    env = Env()
-    env.kube.create(node("n1"))
-    env.set_conditions("nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
+    env = make_env()
+    env.kube.create(b.node("n1", ready=None))
+    set_conditions(env, "nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
     env.manager.run_for(35)
-    held = env.value(
+    held = metric_value(
         "operator_status_condition_current_status_seconds", name="n1", kind="Node", type="Ready"
     )
     assert held is not None and 25.0 <= held <= 35.0  # refreshed every 10 s
 
 
 def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None:
-    env = Env()
-    env.kube.create(nodepool("pool"))
-    env.set_conditions("nodepools", "pool", [cond("Ready", "False", "NotReady", 0)])
+    env = make_env()
+    env.kube.create(b.nodepool("pool", node_class={"group": "g", "kind": "K", "name": "n"}))
+    set_conditions(env, "nodepools", "pool", [cond("Ready", "False", "NotReady", 0)])
     env.manager.run_for(1)
     env.manager.run_for(59)
-    env.set_conditions("nodepools", "pool", [cond("Ready", "True", "Ready", 60)])
+    set_conditions(env, "nodepools", "pool", [cond("Ready", "True", "Ready", 60)])
     env.manager.run_for(1)
-    counts = env.scrape("operator_status_condition_count")
+    counts = metric_samples("operator_status_condition_count")
     assert [(lbl["status"], v) for lbl, v in counts if lbl["name"] == "pool"] == [("True", 1.0)]
     assert (
-        env.value(
+        metric_value(
             "operator_status_condition_transitions_total",
             type="Ready",
             status="True",
@@ -142,7 +99,7 @@ def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None
         == 1.0
     )
     assert (
-        env.value(
+        metric_value(
             "operator_status_condition_transitions_total",
             type="Ready",
             status="False",
@@ -153,7 +110,7 @@ def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None
     )  # its first sighting
     # It held False for 60 s before the change.
     assert (
-        env.value(
+        metric_value(
             "operator_status_condition_transition_seconds_sum",
             type="Ready",
             status="False",
@@ -164,20 +121,20 @@ def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None
 
 
 def test_a_condition_seen_for_the_first_time_counts_once_without_an_event() -> None:
-    env = Env()
-    env.kube.create(node("n1"))
-    env.set_conditions("nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
+    env = make_env()
+    env.kube.create(b.node("n1", ready=None))
+    set_conditions(env, "nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
     env.manager.run_for(30)  # refreshed three times: still one transition
-    assert [v for _, v in env.scrape("operator_status_condition_transitions_total")] == [1.0]
+    assert [v for _, v in metric_samples("operator_status_condition_transitions_total")] == [1.0]
     assert not [e for e in env.recorder.events if e.reason == "Ready"]
 
 
 def test_a_transition_is_announced_with_an_event() -> None:
-    env = Env()
-    env.kube.create(node("n1"))
-    env.set_conditions("nodes", "n1", [cond("Ready", "Unknown", "NodeStatusUnknown", 0)])
+    env = make_env()
+    env.kube.create(b.node("n1", ready=None))
+    set_conditions(env, "nodes", "n1", [cond("Ready", "Unknown", "NodeStatusUnknown", 0)])
     env.manager.run_for(1)
-    env.set_conditions("nodes", "n1", [cond("Ready", "True", "KubeletReady", 1)])
+    set_conditions(env, "nodes", "n1", [cond("Ready", "True", "KubeletReady", 1)])
     env.manager.run_for(1)
     [event] = [e for e in env.recorder.events if e.reason == "Ready"]
     assert event.type == "Normal" and event.name == "n1"
@@ -187,7 +144,7 @@ def test_a_transition_is_announced_with_an_event() -> None:
 
 
 def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone() -> None:
-    env = Env()
+    env = make_env()
     env.kube.create(
         {
             "apiVersion": "karpenter.sh/v1",
@@ -196,11 +153,11 @@ def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone()
             "spec": {"nodeClassRef": {"group": "g", "kind": "K", "name": "n"}},
         }
     )
-    env.set_conditions("nodeclaims", "nc", [cond("Launched", "True", "Launched", 0)])
+    set_conditions(env, "nodeclaims", "nc", [cond("Launched", "True", "Launched", 0)])
     env.manager.run_for(1)
     env.kube.delete("nodeclaims", "nc")
     env.manager.run_for(25)
-    current = env.value("operator_termination_current_time_seconds", name="nc", kind="NodeClaim")
+    current = metric_value("operator_termination_current_time_seconds", name="nc", kind="NodeClaim")
     assert current is not None and 15.0 <= current <= 25.0
     env.kube.patch("nodeclaims", "nc", {"metadata": {"finalizers": None}})
     env.manager.run_for(1)
@@ -208,20 +165,20 @@ def test_a_deleting_object_reports_its_termination_time_and_duration_when_gone()
     assert [(e.name, e.message) for e in finalized] == [
         ("nc", "Finalized karpenter.sh/termination")
     ]
-    assert env.value("operator_termination_current_time_seconds", name="nc") is None
-    assert env.value("operator_status_condition_count", name="nc") is None
+    assert metric_value("operator_termination_current_time_seconds", name="nc") is None
+    assert metric_value("operator_status_condition_count", name="nc") is None
     assert (
-        env.value(
+        metric_value(
             "operator_termination_duration_seconds_count", group="karpenter.sh", kind="NodeClaim"
         )
         == 1.0
     )
-    duration = env.value("operator_termination_duration_seconds_sum", kind="NodeClaim")
+    duration = metric_value("operator_termination_duration_seconds_sum", kind="NodeClaim")
     assert duration is not None and 25.0 <= duration <= 26.0
 
 
 def test_register_adds_one_controller_per_kind() -> None:
-    env = Env()
+    env = make_env()
     assert set(status.NAMES) == {
         "operatorpkg.nodeclaim.status",
         "operatorpkg.nodepool.status",
