@@ -67,7 +67,9 @@ class Environment:
     options switch on; ``()`` runs none, for tests that call reconcilers by hand.
     ``kube_scheduler``/``kubelet``: simulate those (``kubelet`` may be
     :class:`~karpenter_core.sim.kubelet.KubeletOptions`). ``kube``: wraps the API server
-    for the controllers (a client that fails on cue).
+    for the controllers (a client that fails on cue). ``server`` and ``clock``: run on an
+    existing API server and its clock, as an operator restarted against the same cluster
+    (``start`` is then ignored).
     Metrics are reset unless ``reset_metrics`` is False: they are process-global.
 
     Attributes: ``clock``, ``server`` (the API server), ``kube`` (what controllers call),
@@ -87,13 +89,19 @@ class Environment:
         kubelet: bool | KubeletOptions = True,
         start: datetime = START,
         seed: int | None = None,
+        server: InMemoryApiServer | None = None,
+        clock: VirtualClock | None = None,
         kube: Callable[[InMemoryApiServer], KubeClient] | None = None,
         reset_metrics: bool = True,
     ) -> None:
+        if (server is None) != (clock is None):
+            raise TypeError("server and clock go together: the clock the server stamps with")
         if reset_metrics:
             metrics.reset()
-        self.clock = VirtualClock(start)
-        self.server = InMemoryApiServer(self.clock, seed=seed or 0)
+        self.clock = clock if clock is not None else VirtualClock(start)
+        self.server = (
+            server if server is not None else InMemoryApiServer(self.clock, seed=seed or 0)
+        )
         self.kube: KubeClient = kube(self.server) if kube is not None else self.server
         self.recorder = EventRecorder(self.clock)
         self.options = options if isinstance(options, Options) else Options.from_env(options or {})

@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
 from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state import informers, nodeclaimgc
 from karpenter_core.state.cluster import Cluster
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 NP = "karpenter.sh/nodepool"
 GI = 1024**3 * 1000
 
 
-class Env:
-    """An API server, a virtual clock, a manager running the state informers."""
+class Env(Environment):
+    """The state informers and NodeClaim GC on the kit's Environment (no provider
+    launches, no simulated kube-scheduler or kubelet); ``create`` settles, so cluster state
+    has seen the object, and writes no status (``create_status`` does, as controllers do)."""
 
     def __init__(self, server: InMemoryApiServer | None = None, clock: VirtualClock | None = None):
-        self.clock = clock or VirtualClock()
-        self.server = server or InMemoryApiServer(self.clock)
-        self.ctx = ControllerContext(
-            kube=self.server,
-            clock=self.clock,
-            cloud_provider=None,  # type: ignore[arg-type]
-            recorder=EventRecorder(self.clock),
+        super().__init__(
+            controllers=["state", "state.nodeclaimgc"],
+            kube_scheduler=False,
+            kubelet=False,
+            server=server,
+            clock=clock,
         )
-        self.manager = Manager(self.clock, self.server)
-        informers.register(self.manager, self.ctx)
-        nodeclaimgc.register(self.manager, self.ctx)
         self.manager.start()
-        self.cluster: Cluster = self.ctx.cluster
 
-    def settle(self) -> None:
-        self.manager.settle()
-
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         out = self.server.create(obj)
         self.settle()
         return out
@@ -58,19 +51,8 @@ def node(
     cpu: str = "4",
     memory: str = "8Gi",
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if pid is not None:
-        spec["providerID"] = pid
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": spec,
-        "status": {
-            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
-        },
-    }
+    capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+    return b.node(name, provider_id=pid, labels=labels, capacity=capacity, ready=None)
 
 
 MANAGED = {
@@ -84,22 +66,8 @@ MANAGED = {
 def nodeclaim(
     name: str = "nc1", pid: str = "kwok://n1", *, pool: str = "default"
 ) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {NP: pool}},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"},
-            "requirements": [],
-        },
-    }
-    if pid:
-        obj["status"] = {
-            "providerID": pid,
-            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-        }
-    return obj
+    capacity = {"cpu": "4", "memory": "8Gi", "pods": "110"} if pid else None
+    return b.nodeclaim(name, nodepool=pool, provider_id=pid or None, capacity=capacity)
 
 
 def pod(
@@ -111,23 +79,19 @@ def pod(
     owner: dict[str, Any] | None = None,
     anti_affinity: bool = False,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]
-    }
-    if node_name:
-        spec["nodeName"] = node_name
+    affinity = None
     if anti_affinity:
-        spec["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
-                ]
-            }
-        }
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": {"app": "a"}}
-    if owner:
-        meta["ownerReferences"] = [owner]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return b.pod(
+        name,
+        namespace=ns,
+        labels={"app": "a"},
+        cpu=cpu,
+        node_name=node_name,
+        owner=owner,
+        affinity=affinity,
+    )
 
 
 def create_status(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
@@ -548,14 +512,7 @@ def test_listeners_hear_changes(env: Env) -> None:
 
 
 def test_nodepool_generation_change_marks_unconsolidated(env: Env) -> None:
-    np = env.create(
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": "default"},
-            "spec": {"template": {"spec": {"requirements": []}}},
-        }
-    )
+    np = env.create(b.nodepool())  # of the provider's NodeClass: state tracks only those
     stamp = env.cluster.consolidation_state()
     env.clock.advance(10)
     np["spec"]["weight"] = 5

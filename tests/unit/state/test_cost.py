@@ -35,6 +35,7 @@ from karpenter_core.state.cost import (
     cluster_cost_of,
     existing_cluster_cost,
 )
+from karpenter_core.testing import builders as b
 
 SPOT = 1.50
 ON_DEMAND = 3.00
@@ -62,26 +63,6 @@ def catalog(spot: float = SPOT, on_demand: float = ON_DEMAND) -> list[InstanceTy
     ]
 
 
-def nodepool_obj(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [],
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                }
-            }
-        },
-    }
-
-
 def nodeclaim(
     name: str,
     pool: str = "pool-a",
@@ -105,12 +86,15 @@ def nodeclaim(
 
 
 class Env:
+    """A ClusterCost alone over an API server holding the NodePools: the unit under test
+    has no controllers, so this is not the kit's Environment."""
+
     def __init__(self, pools: tuple[str, ...] = ("pool-a", "pool-b")) -> None:
         self.clock = VirtualClock()
         self.kube = InMemoryApiServer(self.clock)
         self.provider = FakeCloudProvider(catalog())
         for p in pools:
-            self.kube.create(nodepool_obj(p))
+            self.kube.create(b.nodepool(p))
         self.cost = ClusterCost(self.kube, self.provider)
 
     def add(self, *ncs: dict[str, Any]) -> None:
@@ -255,7 +239,7 @@ def test_a_nodepool_missing_from_the_api_is_an_error_and_a_retry_succeeds() -> N
     assert errors("ghost") == 1.0
     assert not env.cost.is_tracked("a")
     assert env.cost.cluster_cost() == 0.0
-    env.kube.create(nodepool_obj("ghost"))
+    env.kube.create(b.nodepool("ghost"))
     env.add(nodeclaim("a", pool="ghost"))
     assert env.cost.nodepool_cost("ghost") == pytest.approx(SPOT)
     assert errors("ghost") == 1.0
@@ -273,7 +257,7 @@ def test_a_provider_failure_is_an_error_naming_the_pool(env: Env) -> None:
 
 def test_an_invalid_nodepool_is_an_error_not_a_traceback() -> None:
     env = Env(pools=())
-    bad = nodepool_obj("bad")
+    bad = b.nodepool("bad")
     bad["spec"]["template"]["spec"]["requirements"] = "not-a-list"
     env.kube.create(bad)
     error = env.cost.update_nodeclaim(nodeclaim("a", pool="bad"))

@@ -209,15 +209,9 @@ def test_daemonset_template_change_is_seen_on_the_next_poll(env: Env) -> None:
 
 @pytest.fixture
 def kwok_env() -> Env:
-    env = Env.__new__(Env)
-    env.clock = VirtualClock()
-    env.server = InMemoryApiServer(env.clock)
-    env.ctx = ctx_for(env.server, env.clock, KwokOnly())
-    env.manager = Manager(env.clock, env.server)
-    informers.register(env.manager, env.ctx)
-    env.manager.start()
-    env.cluster = env.ctx.cluster
-    return env
+    """The state informers with a provider that manages KWOK NodeClasses only (the kit's
+    fake): pools of other NodeClasses are not this operator's."""
+    return Env()
 
 
 def test_nodepool_status_change_does_not_mark_unconsolidated(kwok_env: Env) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import (
@@ -18,19 +17,15 @@ from karpenter_core.apis.labels import (
     LABEL_TOPOLOGY_ZONE,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.controllers import metrics as metrics_controllers
 from karpenter_core.provisioning.scheduler import fakecatalog
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state import informers, pricing
+from karpenter_core.state import pricing
 from karpenter_core.state.cost import ClusterCost, cluster_cost_of, existing_cluster_cost
+from karpenter_core.testing import Environment, FakeCloudProvider
+from karpenter_core.testing import builders as b
+from karpenter_core.testing.expectations import metric_samples
 
 ZONE = "test-zone-1"
 COST = "karpenter_nodepools_cost_total"
@@ -57,75 +52,38 @@ def catalog(spot: float = 1.5, on_demand: float = 3.0) -> list[InstanceType]:
 
 
 def nodepool(name: str, group: str = "karpenter.kwok.sh") -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [],
-                    "nodeClassRef": {"group": group, "kind": "KWOKNodeClass", "name": "d"},
-                }
-            }
-        },
-    }
+    return b.nodepool(name, node_class={"group": group, "kind": "KWOKNodeClass", "name": "d"})
 
 
 def nodeclaim(name: str, pool: str = "default", capacity_type: str = "spot") -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": name,
-            "labels": {
-                NODEPOOL_LABEL_KEY: pool,
-                CAPACITY_TYPE_LABEL_KEY: capacity_type,
-                LABEL_INSTANCE_TYPE: "test-instance",
-                LABEL_TOPOLOGY_ZONE: ZONE,
-            },
-        },
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"},
-            "requirements": [],
-        },
-    }
+    labels = {CAPACITY_TYPE_LABEL_KEY: capacity_type, LABEL_INSTANCE_TYPE: "test-instance"}
+    return b.nodeclaim(name, nodepool=pool, labels={**labels, LABEL_TOPOLOGY_ZONE: ZONE})
 
 
-class Env:
-    """The state package (and, unless observability is off, the metrics controllers)."""
+class Env(Environment):
+    """The state package and the metrics controllers on the kit's Environment, over a
+    one-type catalogue; ``cost`` is the state package's cost tracker."""
 
-    def __init__(self, options: Options | None = None) -> None:
-        self.clock = VirtualClock()
-        self.kube = InMemoryApiServer(self.clock)
-        self.provider = FakeCloudProvider(catalog())
-        self.ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=self.provider,
-            recorder=EventRecorder(self.clock),
-            options=options or Options(),
+    def __init__(
+        self,
+        options: Options | None = None,
+        controllers: tuple[str, ...] | None = ("state", "metrics"),
+    ) -> None:
+        super().__init__(
+            FakeCloudProvider(catalog()),
+            options=options,
+            controllers=controllers,
+            kube_scheduler=False,
+            kubelet=False,
         )
-        self.ctx.extras["state.resync_seconds"] = None
-        self.manager = Manager(self.clock, self.kube)
-        informers.register(self.manager, self.ctx)
-        metrics_controllers.register(self.manager, self.ctx)
         found = existing_cluster_cost(self.ctx)
         assert found is not None
         self.cost: ClusterCost = found
 
-    def run_for(self, seconds: float) -> None:
-        self.manager.run_for(seconds)
 
-    def scrape(self, name: str) -> dict[str, float]:
-        """``name``'s samples in what ``/metrics`` serves now, by nodepool label."""
-        text = metrics.exposition().decode()
-        return {
-            s.labels["nodepool"]: float(s.value)
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-            if s.name == name
-        }
+def by_pool(name: str) -> dict[str, float]:
+    """``name``'s samples in what ``/metrics`` serves now, by nodepool label."""
+    return {labels["nodepool"]: value for labels, value in metric_samples(name)}
 
 
 # -- the singleton ---------------------------------------------------------------------------------
@@ -230,7 +188,7 @@ def test_a_nodeclaim_of_a_missing_nodepool_is_an_error_retried_until_it_exists()
     env = Env()
     env.kube.create(nodeclaim("a", pool="late"))
     env.run_for(5)
-    assert env.scrape(ERRORS).get("late", 0.0) >= 1.0
+    assert by_pool(ERRORS).get("late", 0.0) >= 1.0
     assert not env.cost.is_tracked("a")
     env.kube.create(nodepool("late"))
     env.run_for(1200)  # the back-off retry, at most its cap later
@@ -257,15 +215,15 @@ def test_the_cost_gauge_follows_nodeclaims_per_nodepool() -> None:
     env.kube.create(nodepool("default"))
     env.kube.create(nodepool("other"))
     env.run_for(11)
-    assert env.scrape(COST) == {"default": 0.0, "other": 0.0}
+    assert by_pool(COST) == {"default": 0.0, "other": 0.0}
     env.kube.create(nodeclaim("a"))
     env.kube.create(nodeclaim("b", capacity_type="on-demand"))
     env.kube.create(nodeclaim("c", pool="other"))
     env.run_for(11)
-    assert env.scrape(COST) == pytest.approx({"default": 4.5, "other": 1.5})
+    assert by_pool(COST) == pytest.approx({"default": 4.5, "other": 1.5})
     env.kube.delete("nodeclaims", "b")
     env.run_for(11)
-    assert env.scrape(COST) == pytest.approx({"default": 1.5, "other": 1.5})
+    assert by_pool(COST) == pytest.approx({"default": 1.5, "other": 1.5})
 
 
 def test_the_cost_gauge_of_a_deleted_nodepool_goes() -> None:
@@ -276,7 +234,7 @@ def test_the_cost_gauge_of_a_deleted_nodepool_goes() -> None:
     env.run_for(11)
     env.kube.delete("nodepools", "other")
     env.run_for(11)
-    assert env.scrape(COST) == {"default": 0.0}
+    assert by_pool(COST) == {"default": 0.0}
 
 
 def test_the_cost_gauge_follows_repricing() -> None:
@@ -284,16 +242,17 @@ def test_the_cost_gauge_follows_repricing() -> None:
     env.kube.create(nodepool("default"))
     env.kube.create(nodeclaim("a"))
     env.run_for(11)
-    assert env.scrape(COST) == pytest.approx({"default": 1.5})
+    assert by_pool(COST) == pytest.approx({"default": 1.5})
     env.provider.its = catalog(spot=0.25)
     env.run_for(pricing.REFRESH_SECONDS)
-    assert env.scrape(COST) == pytest.approx({"default": 0.25})
+    assert by_pool(COST) == pytest.approx({"default": 0.25})
 
 
 def test_without_cluster_state_observability_there_is_no_gauge_but_still_a_tracker() -> None:
-    env = Env(Options(disable_cluster_state_observability=True))
+    # the whole registry: it is what leaves the metrics controllers out
+    env = Env(Options(disable_cluster_state_observability=True), controllers=None)
     env.kube.create(nodepool("default"))
     env.kube.create(nodeclaim("a"))
     env.run_for(11)
-    assert env.scrape(COST) == {}
+    assert by_pool(COST) == {}
     assert env.cost.nodepool_cost("default") == pytest.approx(1.5)

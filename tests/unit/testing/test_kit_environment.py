@@ -139,3 +139,22 @@ def test_a_provider_factory_gets_the_environment_to_build_on() -> None:
     env = Environment(lambda env: FakeCloudProvider(kube=env.kube), kubelet=False)
     assert isinstance(env.provider, FakeCloudProvider)
     assert env.provider.kube is env.kube
+
+
+def test_a_restarted_operator_runs_on_the_same_server_and_clock() -> None:
+    first = Environment(controllers=["state"], kube_scheduler=False, kubelet=False)
+    first.apply(b.node("n1", provider_id="fake://n1"))
+    first.run_for(5)
+    first.close()
+    again = Environment(
+        controllers=["state"],
+        kube_scheduler=False,
+        kubelet=False,
+        server=first.server,
+        clock=first.clock,
+    )
+    assert again.now() == first.now()
+    again.settle()
+    assert [sn.name() for sn in again.cluster.state_nodes()] == ["n1"]
+    with pytest.raises(TypeError, match="server and clock go together"):
+        Environment(server=first.server)
