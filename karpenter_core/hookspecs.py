@@ -7,12 +7,18 @@ frozen values the core can validate, list and pick from without calling into the
 again. That keeps a plugin's import cheap and side-effect free: nothing talks to a cloud
 until the core calls a ``factory``.
 
-Four hook families:
+The hooks:
 
 - :func:`karpenter_cloud_providers` -> :class:`CloudProviderSpec`
 - :func:`karpenter_instance_type_overlays` -> :class:`InstanceTypeOverlaySpec`
 - :func:`karpenter_disruption_methods` -> :class:`DisruptionMethodSpec`
 - :func:`karpenter_dra_drivers` -> :class:`DRADriverSpec`
+- :func:`karpenter_controllers` -> :class:`ControllerSpec`
+- :func:`karpenter_node_lifecycle_hooks` -> :class:`NodeLifecycleHookSpec`
+
+The core's own features register through the same hooks (:mod:`karpenter_core.builtins`:
+emptiness, drift and consolidation, the NodeOverlay overlay), so a plugin can do
+everything a built-in does, and replace a built-in by registering its name.
 
 ``docs/plugin-hooks.md`` documents every hook with its exact signature; a unit test
 keeps the two in step.
@@ -28,13 +34,23 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 from attrs import field, frozen
 
+from karpenter_core.runtime.reconciler import Watch
+
 if TYPE_CHECKING:
-    from karpenter_core.apis.v1 import NodePool
-    from karpenter_core.cloudprovider.protocol import CloudProvider, NodeClassKind
+    from karpenter_core.apis.v1 import NodeClaim, NodePool
+    from karpenter_core.cloudprovider.protocol import (
+        CloudProvider,
+        NodeClassKind,
+        NodeLifecycleHookResult,
+    )
     from karpenter_core.cloudprovider.types import InstanceType
+    from karpenter_core.controllers.disruption.types import DisruptionContext, Method
     from karpenter_core.kube.client import KubeClient
     from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.context import ControllerContext
     from karpenter_core.runtime.events import EventRecorder
+    from karpenter_core.runtime.reconciler import Reconciler, SingletonReconciler
+    from karpenter_core.runtime.workqueue import RateLimiter
 
 PROJECT_NAME = "karpenter"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -173,7 +189,23 @@ class CloudProviderSpec:
 InstanceTypeOverlayFn = Callable[["NodePool", Sequence["InstanceType"]], Sequence["InstanceType"]]
 """``apply(nodepool, instance_types) -> instance_types``: receives a NodePool and the
 provider's InstanceTypes for it, returns the adjusted list. It must not mutate its inputs
-(InstanceTypes are shared between NodePools); build new values with ``attrs.evolve``."""
+(InstanceTypes are shared between NodePools); build new values with ``attrs.evolve``. It
+may raise :class:`~karpenter_core.cloudprovider.errors.UnevaluatedNodePoolError` to say
+the NodePool cannot be offered anything yet (the NodeOverlay overlay does, until its
+controller has evaluated the pool); any other exception skips the overlay with a warning."""
+
+OverlayBinder = Callable[["ControllerContext"], "InstanceTypeOverlayFn | None"]
+"""``bind(context) -> apply | None``: for an overlay that needs the running operator (a
+store its own controller fills, the options): called once per operator with the
+:class:`~karpenter_core.runtime.context.ControllerContext`; None means "not active here"
+(a feature gate off)."""
+
+
+def _one_of_apply_or_bind(instance: InstanceTypeOverlaySpec, attribute: Any, value: Any) -> None:
+    if (instance.apply is None) == (instance.bind is None):
+        raise ValueError(
+            f"InstanceTypeOverlaySpec {instance.name!r}: give exactly one of apply and bind"
+        )
 
 
 @frozen
@@ -182,12 +214,21 @@ class InstanceTypeOverlaySpec:
 
     Overlays run in ascending ``weight`` order (ties broken by ``name``) so that the
     heaviest overlay runs last and has the final word, as with NodeOverlay weights. The
-    NodeOverlay CRD support is itself a built-in overlay registered through this hook.
+    NodeOverlay CRD support is itself a built-in overlay registered through this hook, at
+    :data:`WEIGHT_NODEOVERLAY`, so the cluster's NodeOverlay objects have the last word.
+
+    A stateless overlay gives ``apply``; one that needs the running operator gives
+    ``bind`` instead (see :data:`OverlayBinder`).
     """
 
     name: str = field(validator=_non_empty)
     weight: int
-    apply: InstanceTypeOverlayFn
+    apply: InstanceTypeOverlayFn | None = None
+    bind: OverlayBinder | None = field(default=None, validator=_one_of_apply_or_bind)
+
+
+WEIGHT_NODEOVERLAY = 1_000_000
+"""The built-in NodeOverlay overlay's weight: after every plugin overlay of lower weight."""
 
 
 # Positions of the built-in disruption methods (upstream order). A plugin method picks an
@@ -199,21 +240,29 @@ ORDER_MULTI_NODE_CONSOLIDATION = 400
 ORDER_SINGLE_NODE_CONSOLIDATION = 500
 
 
+DisruptionMethodFactory = Callable[["DisruptionContext"], "Method"]
+"""``factory(context) -> method``: builds a
+:class:`~karpenter_core.controllers.disruption.types.Method` from the
+:class:`~karpenter_core.controllers.disruption.types.DisruptionContext` (cluster state,
+cloud provider, provisioner, queue, clock)."""
+
+
 @frozen
 class DisruptionMethodSpec:
     """A disruption method (emptiness, drift, consolidation, or a plugin's own).
 
     The disruption controller tries methods in ascending ``order`` (ties broken by
     ``name``); the first one that starts a command ends the pass. ``factory(context)``
-    is called once per controller with the disruption context (cluster state, cloud
-    provider, provisioner, clock) and returns an object with the method interface:
-    ``should_disrupt(candidate)``, ``compute_commands(budgets, *candidates)``,
-    ``reason``, ``disruption_class``, ``consolidation_type``.
+    is called once per controller and returns an object with the
+    :class:`~karpenter_core.controllers.disruption.types.Method` interface:
+    ``should_disrupt(candidate)``, ``compute_commands(budgets, candidates)`` (one sequence
+    of candidates), ``reason``, ``disruption_class``, ``consolidation_type``. A plugin
+    method with a built-in's name replaces the built-in.
     """
 
     name: str = field(validator=_non_empty)
     order: int
-    factory: Callable[[Any], Any]
+    factory: DisruptionMethodFactory
 
 
 DescribeDevicesFn = Callable[["InstanceType", "NodePool"], Sequence[Mapping[str, Any]]]
@@ -229,6 +278,83 @@ class DRADriverSpec:
 
     name: str = field(validator=_non_empty)
     describe_devices: DescribeDevicesFn
+
+
+ControllerFactory = Callable[["ControllerContext"], "Reconciler | SingletonReconciler | None"]
+"""``factory(context) -> reconciler | None``: builds the controller from the operator's
+:class:`~karpenter_core.runtime.context.ControllerContext`; None means "not needed here"
+(a setting left unset, say), and the controller is reported as not running."""
+
+
+def _watches(value: Iterable[Watch]) -> tuple[Watch, ...]:
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, Watch):
+            raise TypeError(
+                f"watches: expected karpenter_core.runtime.reconciler.Watch values, got "
+                f"{type(item).__name__}"
+            )
+    return items
+
+
+def _positive(instance: object, attribute: Any, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be at least 1")
+
+
+@frozen
+class ControllerSpec:
+    """A controller a plugin runs in the operator (and in simulations), beside the core's.
+
+    - ``factory(context)`` builds the reconciler (``reconcile(key)``, or ``reconcile()``
+      for a ``singleton``) from the typed controller context: the cluster client, clock,
+      recorder, options, cluster state, the cloud provider as the controllers see it
+      (``cloud_provider``) and as its factory built it (``base_cloud_provider``).
+    - ``watches``: the resources whose changes enqueue keys (a keyed controller only).
+    - ``singleton``: reconciled once at start, then as its results ask
+      (``Result.after(seconds)``).
+    - ``workers``: concurrent reconciles (keyed controllers).
+    - ``cloud_provider``: run only when this provider is the one selected (a provider's
+      NodeClass status controller, say); None runs it with any provider.
+    - ``rate_limiter``: a factory of the work queue's rate limiter (default: the core's
+      exponential back-off).
+
+    Controllers register after the core's, in plugin order; a factory that raises is
+    reported (``karpenter serve`` then refuses to start, ``karpenter simulate`` says so).
+    """
+
+    name: str = field(validator=_non_empty)
+    factory: ControllerFactory
+    watches: tuple[Watch, ...] = field(default=(), converter=_watches)
+    singleton: bool = False
+    workers: int = field(default=1, validator=_positive)
+    cloud_provider: str | None = None
+    rate_limiter: Callable[[], RateLimiter] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.singleton and self.watches:
+            raise ValueError(f"ControllerSpec {self.name!r}: a singleton has no watches")
+
+
+RegisteredHookFn = Callable[["NodeClaim"], "NodeLifecycleHookResult"]
+"""``registered(nodeclaim) -> NodeLifecycleHookResult``: whether registration may finish."""
+
+
+@frozen
+class NodeLifecycleHookSpec:
+    """Gates a NodeClaim's registration, as upstream's ``NodeLifecycleHook``.
+
+    Once a launched NodeClaim's Node has joined and been synced, registration completes
+    (the ``karpenter.sh/unregistered`` taint comes off, ``Registered=True``) only when
+    every hook's ``registered(nodeclaim)`` returns a done
+    :class:`~karpenter_core.cloudprovider.protocol.NodeLifecycleHookResult`; a hook asking
+    to requeue holds the Node unregistered and is asked again. ``cloud_provider``: apply
+    only when this provider is selected (None: always).
+    """
+
+    name: str = field(validator=_non_empty)
+    registered: RegisteredHookFn
+    cloud_provider: str | None = None
 
 
 # --- Hooks ----------------------------------------------------------------------------------
@@ -253,7 +379,8 @@ def karpenter_instance_type_overlays() -> list[InstanceTypeOverlaySpec]:
 
 @hookspec
 def karpenter_disruption_methods() -> list[DisruptionMethodSpec]:
-    """Return disruption methods; the controller runs all methods in ascending order."""
+    """Return disruption methods; the controller runs all methods in ascending order. A
+    method named like a built-in (``emptiness``, ``drift``...) replaces it."""
     raise NotImplementedError  # pragma: no cover - a specification, never called
 
 
@@ -263,11 +390,26 @@ def karpenter_dra_drivers() -> list[DRADriverSpec]:
     raise NotImplementedError  # pragma: no cover - a specification, never called
 
 
+@hookspec
+def karpenter_controllers() -> list[ControllerSpec]:
+    """Return controllers to run beside the core's (a NodeClass status controller, an
+    interruption queue poller...)."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
+@hookspec
+def karpenter_node_lifecycle_hooks() -> list[NodeLifecycleHookSpec]:
+    """Return hooks that gate NodeClaim registration."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
 HOOK_SPEC_TYPES: Mapping[str, type] = {
     "karpenter_cloud_providers": CloudProviderSpec,
     "karpenter_instance_type_overlays": InstanceTypeOverlaySpec,
     "karpenter_disruption_methods": DisruptionMethodSpec,
     "karpenter_dra_drivers": DRADriverSpec,
+    "karpenter_controllers": ControllerSpec,
+    "karpenter_node_lifecycle_hooks": NodeLifecycleHookSpec,
 }
 """Every hook and the registration object each of its results must be."""
 
@@ -279,17 +421,26 @@ __all__ = [
     "ORDER_SINGLE_NODE_CONSOLIDATION",
     "ORDER_STATIC_DRIFT",
     "PROJECT_NAME",
+    "WEIGHT_NODEOVERLAY",
     "CloudProviderSpec",
+    "ControllerFactory",
+    "ControllerSpec",
     "DRADriverSpec",
     "DescribeDevicesFn",
+    "DisruptionMethodFactory",
     "DisruptionMethodSpec",
     "InstanceTypeOverlayFn",
     "InstanceTypeOverlaySpec",
+    "NodeLifecycleHookSpec",
+    "OverlayBinder",
     "ProviderContext",
     "ProviderSetting",
+    "RegisteredHookFn",
     "hookspec",
     "karpenter_cloud_providers",
+    "karpenter_controllers",
     "karpenter_disruption_methods",
     "karpenter_dra_drivers",
     "karpenter_instance_type_overlays",
+    "karpenter_node_lifecycle_hooks",
 ]

@@ -35,9 +35,11 @@ from karpenter_core.hookspecs import (
     HOOK_SPEC_TYPES,
     PROJECT_NAME,
     CloudProviderSpec,
+    ControllerSpec,
     DisruptionMethodSpec,
     DRADriverSpec,
     InstanceTypeOverlaySpec,
+    NodeLifecycleHookSpec,
     ProviderContext,
 )
 
@@ -305,13 +307,25 @@ def collect(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
 
 
 def _unique_by_name(
-    pairs: list[tuple[str, _SpecT]], what: str, name_of: Callable[[_SpecT], str]
+    pairs: list[tuple[str, _SpecT]],
+    what: str,
+    name_of: Callable[[_SpecT], str],
+    *,
+    builtins_replaceable: bool = False,
 ) -> dict[str, tuple[str, _SpecT]]:
+    """Name -> (plugin, spec). Two plugins registering one name is a :class:`PluginError`,
+    except that with ``builtins_replaceable`` an installed plugin may register a name the
+    built-ins registered, replacing the built-in (once: two replacements still clash)."""
     out: dict[str, tuple[str, _SpecT]] = {}
+    replaced: set[str] = set()
     for plugin_name, spec in pairs:
         name = name_of(spec)
         if name in out:
             first = out[name][0]
+            if builtins_replaceable and first == BUILTIN_PLUGIN_NAME and name not in replaced:
+                replaced.add(name)
+                out[name] = (plugin_name, spec)
+                continue
             raise PluginError(
                 f"{what} {name!r} is registered twice: by plugin {first!r} and by plugin "
                 f"{plugin_name!r}; uninstall one or limit {PLUGINS_ENV_VAR}"
@@ -350,17 +364,25 @@ def cloud_providers(pm: pluggy.PluginManager) -> dict[str, CloudProviderSpec]:
 
 
 def instance_type_overlays(pm: pluggy.PluginManager) -> list[InstanceTypeOverlaySpec]:
-    """Every overlay, in the order to apply them: ascending weight, then name."""
+    """Every overlay, in the order to apply them: ascending weight, then name. An
+    installed plugin's overlay named like a built-in one replaces it."""
     found = _unique_by_name(
-        collect(pm, "karpenter_instance_type_overlays"), "instance type overlay", lambda s: s.name
+        collect(pm, "karpenter_instance_type_overlays"),
+        "instance type overlay",
+        lambda s: s.name,
+        builtins_replaceable=True,
     )
     return sorted((spec for _, spec in found.values()), key=lambda s: (s.weight, s.name))
 
 
 def disruption_methods(pm: pluggy.PluginManager) -> list[DisruptionMethodSpec]:
-    """Every disruption method, in the order the controller tries them."""
+    """Every disruption method, in the order the controller tries them. An installed
+    plugin's method named like a built-in one (``drift``...) replaces it."""
     found = _unique_by_name(
-        collect(pm, "karpenter_disruption_methods"), "disruption method", lambda s: s.name
+        collect(pm, "karpenter_disruption_methods"),
+        "disruption method",
+        lambda s: s.name,
+        builtins_replaceable=True,
     )
     return sorted((spec for _, spec in found.values()), key=lambda s: (s.order, s.name))
 
@@ -369,6 +391,66 @@ def dra_drivers(pm: pluggy.PluginManager) -> dict[str, DRADriverSpec]:
     """Every DRA driver by driver name."""
     found = _unique_by_name(collect(pm, "karpenter_dra_drivers"), "DRA driver", lambda s: s.name)
     return {name: spec for name, (_, spec) in found.items()}
+
+
+def controllers(pm: pluggy.PluginManager) -> list[ControllerSpec]:
+    """Every plugin controller, in plugin registration order. Controller names share one
+    namespace with the core's; a clash is reported when they are registered."""
+    found = _unique_by_name(collect(pm, "karpenter_controllers"), "controller", lambda s: s.name)
+    return [spec for _, spec in found.values()]
+
+
+def node_lifecycle_hooks(pm: pluggy.PluginManager) -> list[NodeLifecycleHookSpec]:
+    """Every node lifecycle hook, in plugin registration order."""
+    found = _unique_by_name(
+        collect(pm, "karpenter_node_lifecycle_hooks"), "node lifecycle hook", lambda s: s.name
+    )
+    return [spec for _, spec in found.values()]
+
+
+@frozen
+class PluginContributions:
+    """What the plugins (the built-ins first) add to the controllers, collected once.
+
+    ``karpenter serve`` and ``karpenter simulate`` collect them from the plugin manager
+    (:func:`plugin_contributions`) into the controller context, so a plugin behaves the
+    same in both; a context built without a plugin manager (a test, an embedding program)
+    gets the built-ins only (:func:`builtin_contributions`)."""
+
+    instance_type_overlays: tuple[InstanceTypeOverlaySpec, ...] = ()
+    disruption_methods: tuple[DisruptionMethodSpec, ...] = ()
+    controllers: tuple[ControllerSpec, ...] = ()
+    node_lifecycle_hooks: tuple[NodeLifecycleHookSpec, ...] = ()
+    dra_drivers: tuple[DRADriverSpec, ...] = ()
+
+
+def plugin_contributions(pm: pluggy.PluginManager) -> PluginContributions:
+    """Everything ``pm``'s plugins contribute to the controllers; a misbehaving plugin is
+    a :class:`PluginError` naming it."""
+    return PluginContributions(
+        instance_type_overlays=tuple(instance_type_overlays(pm)),
+        disruption_methods=tuple(disruption_methods(pm)),
+        controllers=tuple(controllers(pm)),
+        node_lifecycle_hooks=tuple(node_lifecycle_hooks(pm)),
+        dra_drivers=tuple(dra_drivers(pm).values()),
+    )
+
+
+_BUILTINS: PluginContributions | None = None
+
+
+def builtin_contributions() -> PluginContributions:
+    """What the built-in plugin alone contributes (collected once per process)."""
+    global _BUILTINS
+    if _BUILTINS is None:
+        from karpenter_core import builtins
+
+        pm = KarpenterPluginManager()
+        broken = pm.register_plugin(builtins, BUILTIN_PLUGIN_NAME, CORE_DISTRIBUTION)
+        if broken is not None:
+            raise PluginError(str(broken))
+        _BUILTINS = plugin_contributions(pm)
+    return _BUILTINS
 
 
 def resolve_settings(spec: CloudProviderSpec, settings: Mapping[str, str]) -> dict[str, str]:
@@ -578,16 +660,19 @@ __all__ = [
     "PLUGINS_ENV_VAR",
     "HookResult",
     "KarpenterPluginManager",
+    "PluginContributions",
     "PluginError",
     "PluginInfo",
     "PluginLoadError",
     "ProviderCRD",
     "allowed_plugin_names",
+    "builtin_contributions",
     "call_each",
     "cloud_provider_crds",
     "cloud_providers",
     "cloud_providers_by_plugin",
     "collect",
+    "controllers",
     "crd_problem",
     "disruption_methods",
     "dra_drivers",
@@ -596,6 +681,8 @@ __all__ = [
     "hookimpl",
     "instance_type_overlays",
     "node_classes_without_crd",
+    "node_lifecycle_hooks",
+    "plugin_contributions",
     "register_provider_labels",
     "resolve_settings",
     "serves",

@@ -18,7 +18,13 @@ from karpenter_core.cloudprovider.types import InstanceType
 
 __all__ = ["KWOK_NODE_CLASS", "FakeCloudProvider"]
 
-KWOK_NODE_CLASS = NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", version="v1alpha1")
+KWOK_NODE_CLASS = NodeClassKind(
+    group="karpenter.kwok.sh",
+    kind="KWOKNodeClass",
+    version="v1alpha1",
+    implicit=True,  # as the KWOK provider declares it (see NodeClassKind)
+    default_status={"conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]},
+)
 """The NodeClass kind the fake claims, so the test NodePools of the KWOK examples are its."""
 
 

@@ -1,32 +1,33 @@
 """A CloudProvider wrapper that hands out instance types with overlays applied.
 
 Upstream's ``overlay.Decorate`` overrides only ``GetInstanceTypes``: it asks the wrapped
-provider, then applies what the NodeOverlay controller recorded in its instance-type store
-(:class:`karpenter_core.controllers.nodeoverlay.store.InstanceTypeStore`). A NodePool the
-controller has not evaluated yet raises
+provider, then applies what the NodeOverlay controller recorded in its instance-type store.
+Here every overlay is an :class:`~karpenter_core.hookspecs.InstanceTypeOverlaySpec`
+registered through the ``karpenter_instance_type_overlays`` hook -- the NodeOverlay support
+too (:mod:`karpenter_core.builtins`, at
+:data:`~karpenter_core.hookspecs.WEIGHT_NODEOVERLAY`) -- bound once to the running operator
+(:func:`bind_overlays`) and applied in ascending weight, so the heaviest has the final word:
+with only the built-in one installed, the behaviour is exactly upstream's. A NodePool the
+NodeOverlay controller has not evaluated yet raises
 :class:`~karpenter_core.cloudprovider.errors.UnevaluatedNodePoolError`, which provisioning
 and disruption read as "skip this pool for this pass" rather than schedule against prices
 that are about to change.
 
-Plugin overlays (``karpenter_instance_type_overlays``) compose *beneath* NodeOverlays:
-they run first, in ascending weight, as part of what the provider offers; the NodeOverlay
-controller evaluates its objects against that same adjusted view, and NodeOverlays -- the
-cluster's own objects -- have the final word. With no plugin overlays installed the
-behaviour is exactly upstream's.
-
 The price maths (:func:`adjusted_price`, upstream ``cloudprovider.AdjustedPrice``) lives
 with :class:`~karpenter_core.cloudprovider.types.Offering` and is re-exported here.
 
-Wrapping order follows upstream's main: ``metrics(overlay(provider))``. Only the
-NodeOverlay controller reads the provider without the NodeOverlay step.
+Wrapping order follows upstream's main: ``metrics(overlay(provider))``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from attrs import frozen
+
+from karpenter_core.cloudprovider.errors import UnevaluatedNodePoolError
 from karpenter_core.cloudprovider.types import adjusted_price
 
 if TYPE_CHECKING:
@@ -38,44 +39,81 @@ if TYPE_CHECKING:
         RepairPolicy,
     )
     from karpenter_core.cloudprovider.types import InstanceType
-    from karpenter_core.hookspecs import InstanceTypeOverlaySpec
+    from karpenter_core.hookspecs import InstanceTypeOverlayFn, InstanceTypeOverlaySpec
+    from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
-    "InstanceTypeSource",
+    "BELOW_NODEOVERLAYS_KEY",
+    "BoundOverlay",
     "OverlayDecorator",
     "adjusted_price",
-    "apply_plugin_overlays",
+    "apply_overlays",
+    "bind_overlays",
     "decorate",
+    "install_overlays",
 ]
 
 log = logging.getLogger("karpenter.cloudprovider")
 
 
-class InstanceTypeSource(Protocol):
-    """What the decorator needs from the NodeOverlay store: ``apply_all``."""
+@frozen
+class BoundOverlay:
+    """An overlay ready to apply: its spec's ``apply``, or what its ``bind`` returned."""
 
-    def apply_all(
-        self, nodepool_name: str, instance_types: Sequence[InstanceType]
-    ) -> list[InstanceType]: ...
+    name: str
+    weight: int
+    apply: InstanceTypeOverlayFn
+
+    @property
+    def order(self) -> tuple[int, str]:
+        return (self.weight, self.name)
 
 
-def apply_plugin_overlays(
-    overlays: Sequence[InstanceTypeOverlaySpec],
+def bind_overlays(
+    specs: Sequence[InstanceTypeOverlaySpec], ctx: ControllerContext | None
+) -> list[BoundOverlay]:
+    """The overlays active for ``ctx``, in application order. A ``bind`` that returns
+    None (not active here) is left out; one that raises is left out with a warning
+    naming it; without a context (no running operator) binding overlays are left out."""
+    out: list[BoundOverlay] = []
+    for spec in specs:
+        fn = spec.apply
+        if fn is None and spec.bind is not None and ctx is not None:
+            try:
+                fn = spec.bind(ctx)
+            except Exception as e:
+                log.warning(
+                    "instance type overlay %s could not be bound, skipped: %s: %s",
+                    spec.name,
+                    type(e).__name__,
+                    e,
+                )
+                continue
+        if fn is not None:
+            out.append(BoundOverlay(spec.name, spec.weight, fn))
+    return sorted(out, key=lambda o: o.order)
+
+
+def apply_overlays(
+    overlays: Sequence[BoundOverlay],
     nodepool: NodePool,
     instance_types: Sequence[InstanceType],
 ) -> list[InstanceType]:
-    """Run plugin overlays in ascending weight (ties by name): the heaviest has the last
-    word. A plugin overlay that fails or returns something other than a list of instance
-    types is skipped with a warning naming it: one broken plugin must not stop
+    """Run ``overlays`` in ascending weight (ties by name): the heaviest has the last
+    word. :class:`UnevaluatedNodePoolError` goes to the caller (the pool is skipped this
+    pass); an overlay that fails otherwise or returns something other than a list of
+    instance types is skipped with a warning naming it: one broken plugin must not stop
     provisioning."""
     out = list(instance_types)
-    for spec in sorted(overlays, key=lambda s: (s.weight, s.name)):
+    for overlay in sorted(overlays, key=lambda o: o.order):
         try:
-            result = list(spec.apply(nodepool, tuple(out)))
+            result = list(overlay.apply(nodepool, tuple(out)))
+        except UnevaluatedNodePoolError:
+            raise
         except Exception as e:
             log.warning(
                 "instance type overlay %s failed for nodepool %s, skipped: %s: %s",
-                spec.name,
+                overlay.name,
                 nodepool.name,
                 type(e).__name__,
                 e,
@@ -85,7 +123,7 @@ def apply_plugin_overlays(
             log.warning(
                 "instance type overlay %s returned something other than instance types for "
                 "nodepool %s, skipped",
-                spec.name,
+                overlay.name,
                 nodepool.name,
             )
             continue
@@ -94,23 +132,14 @@ def apply_plugin_overlays(
 
 
 class OverlayDecorator:
-    """Delegates to ``inner``; ``get_instance_types`` adds plugin overlays and then, when
-    a ``store`` is given, the NodeOverlays recorded for the NodePool.
+    """Delegates to ``inner``; ``get_instance_types`` applies ``overlays`` per NodePool.
 
-    ``store=None`` gives the view the NodeOverlay controller evaluates against (plugin
-    overlays only). Attributes the protocol does not name pass straight through.
+    Attributes the protocol does not name pass straight through.
     """
 
-    def __init__(
-        self,
-        inner: CloudProvider,
-        store: InstanceTypeSource | None,
-        *,
-        plugin_overlays: Sequence[InstanceTypeOverlaySpec] = (),
-    ) -> None:
+    def __init__(self, inner: CloudProvider, overlays: Sequence[BoundOverlay] = ()) -> None:
         self._inner = inner
-        self._store = store
-        self._plugin_overlays = tuple(plugin_overlays)
+        self._overlays = tuple(sorted(overlays, key=lambda o: o.order))
 
     @property
     def inner(self) -> CloudProvider:
@@ -118,8 +147,9 @@ class OverlayDecorator:
         return self._inner
 
     @property
-    def store(self) -> InstanceTypeSource | None:
-        return self._store
+    def overlays(self) -> tuple[BoundOverlay, ...]:
+        """The overlays applied, in order."""
+        return self._overlays
 
     @property
     def name(self) -> str:
@@ -127,15 +157,11 @@ class OverlayDecorator:
 
     def get_instance_types(self, nodepool: NodePool | None) -> Sequence[InstanceType]:
         its = self._inner.get_instance_types(nodepool)
-        if nodepool is None:
+        if nodepool is None or not self._overlays:
             # Overlays are per NodePool; a pool-less listing (``karpenter instance-types``)
             # shows what the provider offers.
             return its
-        if self._plugin_overlays:
-            its = apply_plugin_overlays(self._plugin_overlays, nodepool, its)
-        if self._store is None:
-            return its
-        return self._store.apply_all(nodepool.name, its)
+        return apply_overlays(self._overlays, nodepool, its)
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         return self._inner.create(nodeclaim)
@@ -160,7 +186,7 @@ class OverlayDecorator:
 
     def __getattr__(self, attr: str) -> Any:
         # Only reached for attributes not defined here: provider-specific extras.
-        if attr.startswith("__") or attr in ("_inner", "_store", "_plugin_overlays"):
+        if attr.startswith("__") or attr in ("_inner", "_overlays"):
             raise AttributeError(attr)
         return getattr(self._inner, attr)
 
@@ -168,25 +194,48 @@ class OverlayDecorator:
         return f"OverlayDecorator({self._inner!r})"
 
 
-def decorate(
-    provider: CloudProvider,
-    store: InstanceTypeSource | None,
-    *,
-    plugin_overlays: Sequence[InstanceTypeOverlaySpec] = (),
-) -> CloudProvider:
-    """``provider`` with overlays applied to its instance types, keeping upstream's order
-    ``metrics(overlay(provider))``: a metrics-wrapped provider is unwrapped, decorated and
-    wrapped again, so the ``GetInstanceTypes`` duration still covers the whole call.
+def decorate(provider: CloudProvider, overlays: Sequence[BoundOverlay]) -> CloudProvider:
+    """``provider`` with ``overlays`` applied to its instance types, keeping upstream's
+    order ``metrics(overlay(provider))``: a metrics-wrapped provider is unwrapped,
+    decorated and wrapped again, so the ``GetInstanceTypes`` duration still covers the
+    whole call. With no overlays the provider is returned unchanged.
 
     An already overlay-decorated provider is returned as is (decorating twice would apply
-    plugin overlays twice)."""
+    overlays twice)."""
     from karpenter_core.cloudprovider import metrics
 
+    if not overlays:
+        return provider
     if isinstance(provider, metrics.MetricsDecorator):
         inner = provider.inner
         if isinstance(inner, OverlayDecorator):
             return provider
-        return metrics.decorate(OverlayDecorator(inner, store, plugin_overlays=plugin_overlays))
+        return metrics.decorate(OverlayDecorator(inner, overlays))
     if isinstance(provider, OverlayDecorator):
         return provider
-    return OverlayDecorator(provider, store, plugin_overlays=plugin_overlays)
+    return OverlayDecorator(provider, overlays)
+
+
+BELOW_NODEOVERLAYS_KEY = "nodeoverlay.undecorated_provider"
+"""Where :func:`install_overlays` leaves the provider as seen *below* the NodeOverlay
+overlay (what the NodeOverlay controller evaluates NodeOverlays against)."""
+
+
+def install_overlays(ctx: ControllerContext) -> CloudProvider:
+    """Put the overlay step on ``ctx.cloud_provider`` before any controller captures it
+    (once per context): every registered overlay bound to ``ctx`` (plugin overlays and the
+    built-in NodeOverlay one when its gate is on), so provisioning, disruption and drift
+    all read the same instance types. Returns the provider as seen below the NodeOverlay
+    overlay, the view its controller evaluates NodeOverlay objects against."""
+    from karpenter_core.hookspecs import WEIGHT_NODEOVERLAY
+
+    below = ctx.extras.get(BELOW_NODEOVERLAYS_KEY)
+    if below is not None:
+        return below  # type: ignore[no-any-return]
+    bound = bind_overlays(ctx.plugins.instance_type_overlays, ctx)
+    base = ctx.cloud_provider
+    nodeoverlay_at = (WEIGHT_NODEOVERLAY, "nodeoverlay")
+    below = decorate(base, [o for o in bound if o.order < nodeoverlay_at])
+    ctx.cloud_provider = decorate(base, bound)
+    ctx.extras[BELOW_NODEOVERLAYS_KEY] = below
+    return below

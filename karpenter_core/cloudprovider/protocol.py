@@ -12,11 +12,11 @@ deletion on NotFound, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from attrs import frozen
+from attrs import field, frozen
 
 if TYPE_CHECKING:
     from karpenter_core.apis.v1 import NodeClaim, NodePool
@@ -25,10 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CloudProvider",
     "DriftReason",
+    "InjectsOfferingOutages",
     "NodeClassKind",
     "NodeLifecycleHook",
     "NodeLifecycleHookResult",
+    "OfferingOutage",
     "RepairPolicy",
+    "SimulatesNodes",
 ]
 
 DriftReason = str
@@ -54,11 +57,26 @@ class NodeClassKind:
 
     The core uses it to decide which NodeClaims are its own (by group and kind), what to
     watch, and to build the ``<group>/<lowercase kind>`` NodeClass label key.
+
+    Two optional behaviours a provider declares for its kind:
+
+    - ``implicit``: the kind need not exist. While the cluster has *no* object of this
+      kind, a NodePool naming one behaves as if a default, Ready NodeClass of that name
+      existed (KWOK's rule, so a simulation needs no KWOKNodeClass); once any exists, the
+      named one must exist (a missing one is ``NodeClassNotFound``).
+    - ``default_status``: the ``status`` the kind's CRD defaults a missing one to (KWOK's
+      CRD defaults it to Ready=True). A real API server applies CRD defaults to every
+      stored object; the in-memory one knows no CRD schemas, so a NodeClass read without
+      a status is given this one, as a cluster would have returned it.
+
+    Neither takes part in equality or hashing: a kind is its group, kind and version.
     """
 
     group: str
     kind: str
     version: str = ""
+    implicit: bool = field(default=False, eq=False)
+    default_status: Mapping[str, Any] | None = field(default=None, eq=False)
 
     @property
     def api_version(self) -> str:
@@ -154,3 +172,41 @@ class NodeLifecycleHook(Protocol):
     def registered(self, nodeclaim: NodeClaim) -> NodeLifecycleHookResult:
         """Whether this hook's preconditions hold for the registered NodeClaim."""
         ...
+
+
+# --------------------------------------------------------------------------- optional
+# Capabilities a provider may have beyond the CloudProvider protocol. The core checks for
+# them with ``isinstance`` (they are runtime-checkable) and never imports a plugin by name.
+
+
+@frozen
+class OfferingOutage:
+    """Offerings that are out of capacity for a while (``karpenter simulate``'s
+    ``OfferingOutage`` event): those matching every given field (None matches any), from
+    ``start`` until ``end`` (None: for good), in seconds since the provider was built
+    (a simulation's start)."""
+
+    instance_type: str | None = None
+    zone: str | None = None
+    capacity_type: str | None = None
+    start: float = 0.0
+    end: float | None = None
+
+
+@runtime_checkable
+class InjectsOfferingOutages(Protocol):
+    """A provider that can make offerings unavailable on demand (KWOK's failure
+    injection), so simulations can play capacity outages; launches of a matching
+    offering then fail with an insufficient-capacity error."""
+
+    def add_offering_outage(self, outage: OfferingOutage) -> None: ...
+
+
+@runtime_checkable
+class SimulatesNodes(Protocol):
+    """A provider whose nodes have no kubelet of their own (KWOK): in a simulation the
+    simulated kubelet manages the Nodes carrying ``simulated_node_annotation``
+    (key, value), as the KWOK controller does in a cluster."""
+
+    @property
+    def simulated_node_annotation(self) -> tuple[str, str]: ...

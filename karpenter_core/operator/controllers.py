@@ -7,25 +7,38 @@ packages, some always on, some behind a feature gate or an option, registered on
 ``karpenter simulate`` both call :func:`register_all`, so the simulator runs exactly the
 controllers the operator would.
 
-Each package exposes ``register(manager, ctx)``. Packages are imported lazily: a package
-that is not installed (or is switched off) is *skipped* with a reason rather than failing
-the whole operator, and :class:`Registration` says what ran and what did not, so a
-simulation report can state which behaviour was missing instead of silently showing less.
-``serve`` passes ``strict=True`` to turn any missing always-on package into an error.
+Each package exposes ``register(manager, ctx)``, imported here like any other function.
+After the core's packages come the plugins' controllers (``karpenter_controllers``
+registrations in ``ctx.plugins.controllers``). :class:`Registration` says what ran and
+what did not and why, so a simulation report can state which behaviour was missing
+instead of silently showing less; ``serve`` passes ``strict=True`` so a part that should
+run but cannot be built stops it with one line.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.cloudprovider.overlay import install_overlays
+from karpenter_core.controllers import (
+    capacitybuffer,
+    disruption,
+    metrics,
+    nodeclaim,
+    nodeoverlay,
+    nodepool,
+    provisioning,
+    static,
+    status,
+)
+from karpenter_core.controllers.node import health, termination
+from karpenter_core.hookspecs import ControllerSpec
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
+from karpenter_core.state import informers, nodeclaimgc
 
 __all__ = [
     "CONTROLLER_PACKAGES",
@@ -79,12 +92,16 @@ def _dra(ctx: ControllerContext) -> str | None:
     return None
 
 
+Register = Callable[[Manager, ControllerContext], None]
+
+
 @frozen
 class ControllerPackage:
-    """One package of controllers: its module (with ``register``) and when it runs."""
+    """One package of controllers: its ``register`` function and when it runs
+    (``register=None``: not built yet; reported as missing whenever it should run)."""
 
     name: str
-    module: str
+    register: Register | None
     controllers: tuple[str, ...]
     """Upstream's controller names this package provides (for documentation and notes)."""
     gate: Gate | None = None
@@ -95,17 +112,17 @@ class ControllerPackage:
 CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
     ControllerPackage(
         "provisioning",
-        "karpenter_core.controllers.provisioning",
+        provisioning.register,
         ("provisioner", "provisioner.trigger.pod", "provisioner.trigger.node"),
     ),
     ControllerPackage(
         "disruption",
-        "karpenter_core.controllers.disruption",
+        disruption.register,
         ("disruption", "disruption.queue"),
     ),
     ControllerPackage(
         "nodepool",
-        "karpenter_core.controllers.nodepool",
+        nodepool.register,
         (
             "nodepool.hash",
             "nodepool.readiness",
@@ -116,7 +133,7 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
     ),
     ControllerPackage(
         "state",
-        "karpenter_core.state.informers",
+        informers.register,
         (
             "state.daemonset",
             "state.node",
@@ -126,17 +143,15 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
             "state.pricing",
         ),
     ),
-    ControllerPackage(
-        "state.nodeclaimgc", "karpenter_core.state.nodeclaimgc", ("state.nodeclaimgc",)
-    ),
+    ControllerPackage("state.nodeclaimgc", nodeclaimgc.register, ("state.nodeclaimgc",)),
     ControllerPackage(
         "node.termination",
-        "karpenter_core.controllers.node.termination",
+        termination.register,
         ("node.termination", "eviction-queue"),
     ),
     ControllerPackage(
         "nodeclaim",
-        "karpenter_core.controllers.nodeclaim",
+        nodeclaim.register,
         (
             "nodeclaim.lifecycle",
             "nodeclaim.garbagecollection",
@@ -150,49 +165,49 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
     ),
     ControllerPackage(
         "metrics",
-        "karpenter_core.controllers.metrics",
+        metrics.register,
         ("metrics.pod", "metrics.node", "metrics.nodepool"),
         gate=_observability,
         optional=True,
     ),
     ControllerPackage(
         "status",
-        "karpenter_core.controllers.status",
+        status.register,
         ("operatorpkg.nodeclaim.status", "operatorpkg.nodepool.status", "operatorpkg.node.status"),
         gate=_observability,
         optional=True,
     ),
     ControllerPackage(
         "dynamicresources",
-        "karpenter_core.controllers.dynamicresources",
+        None,  # dynamic resource allocation is not built yet
         ("dynamicresources.deviceallocation",),
         gate=_dra,
         optional=True,
     ),
     ControllerPackage(
         "node.health",
-        "karpenter_core.controllers.node.health",
+        health.register,
         ("node.health",),
         gate=_node_repair,
         optional=True,
     ),
     ControllerPackage(
         "static",
-        "karpenter_core.controllers.static",
+        static.register,
         ("static.provisioning", "static.deprovisioning"),
         gate=_feature_gate("StaticCapacity"),
         optional=True,
     ),
     ControllerPackage(
         "nodeoverlay",
-        "karpenter_core.controllers.nodeoverlay",
+        nodeoverlay.register,
         ("nodeoverlay.controller",),
         gate=_feature_gate("NodeOverlay"),
         optional=True,
     ),
     ControllerPackage(
         "capacitybuffer",
-        "karpenter_core.controllers.capacitybuffer",
+        capacitybuffer.register,
         ("capacitybuffer",),
         gate=_feature_gate("CapacityBuffer"),
         optional=True,
@@ -222,56 +237,6 @@ class Registration:
         return [f"controllers {pkg} not running: {why}" for pkg, why in self.missing]
 
 
-def _module_exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-PLUGIN_OVERLAYS_KEY = "instance_type_overlays"
-"""``ctx.extras`` key of the installed plugins' instance-type overlays (the operator's
-main and the simulation engine put them there)."""
-
-PLUGIN_DISRUPTION_METHODS_KEY = "disruption.methods"
-"""``ctx.extras`` key of the installed plugins' disruption methods (a plugin method with a
-built-in's name replaces it)."""
-
-
-def plugin_extras(pm: Any) -> dict[str, Any]:
-    """What the installed plugins add to the controllers, as ``ctx.extras`` entries:
-    instance-type overlays and disruption methods. ``karpenter serve`` and ``karpenter
-    simulate`` both call this, so a plugin behaves the same in both."""
-    from karpenter_core.plugins import disruption_methods, instance_type_overlays
-
-    return {
-        PLUGIN_OVERLAYS_KEY: list(instance_type_overlays(pm)),
-        PLUGIN_DISRUPTION_METHODS_KEY: list(disruption_methods(pm)),
-    }
-
-
-def install_overlays(ctx: ControllerContext) -> None:
-    """Put the overlay step on ``ctx.cloud_provider`` before any controller captures it.
-
-    With the NodeOverlay gate on, the NodeOverlay package installs its store (plugin
-    overlays beneath NodeOverlays); with it off, plugin overlays
-    (``ctx.extras["instance_type_overlays"]``) still apply. Either way every controller --
-    provisioning, disruption, drift -- reads the same instance types.
-    """
-    plugin_overlays = tuple(ctx.extras.get(PLUGIN_OVERLAYS_KEY) or ())
-    if ctx.options.gate("NodeOverlay"):
-        try:
-            from karpenter_core.controllers.nodeoverlay import install
-        except ImportError as e:  # reported when the package itself is registered
-            log.debug("nodeoverlay not installed before registration: %s", e)
-            return
-        install(ctx)
-    elif plugin_overlays:
-        from karpenter_core.cloudprovider.overlay import decorate
-
-        ctx.cloud_provider = decorate(ctx.cloud_provider, None, plugin_overlays=plugin_overlays)
-
-
 def register_all(
     manager: Manager,
     ctx: ControllerContext,
@@ -279,75 +244,83 @@ def register_all(
     packages: Sequence[ControllerPackage] = CONTROLLER_PACKAGES,
     strict: bool = False,
 ) -> Registration:
-    """Register every controller package that should run for ``ctx`` on ``manager``.
+    """Register every controller package that should run for ``ctx`` on ``manager``, then
+    the plugins' controllers.
 
-    Gated packages whose gate is off are skipped. A package that should run but is not
-    installed, fails to import, has no ``register`` or fails while registering is reported
-    in :attr:`Registration.missing` (and logged); with ``strict`` that raises
+    The overlay step goes on ``ctx.cloud_provider`` first, so every controller captures
+    the provider with overlays applied. Gated packages whose gate is off are skipped. A
+    package that should run but is not built or fails while registering is reported in
+    :attr:`Registration.missing` (and logged); with ``strict`` that raises
     :class:`RegistrationError` instead.
     """
     registered: list[tuple[str, tuple[str, ...]]] = []
     skipped: list[tuple[str, str]] = []
     missing: list[tuple[str, str]] = []
-    # looked up before the overlay step wraps the provider (the metrics decorator forwards)
-    provider_hook = getattr(ctx.cloud_provider, "register_controllers", None)
+
+    def problem(name: str, why: str) -> None:
+        log.warning("controllers %s not running: %s", name, why)
+        missing.append((name, why))
+        if strict:
+            raise RegistrationError(f"controllers {name}: {why}")
+
     install_overlays(ctx)
     for pkg in packages:
         why = pkg.gate(ctx) if pkg.gate is not None else None
         if why is not None:
             skipped.append((pkg.name, why))
             continue
-        problem: str | None = None
-        before = {c.name for c in manager.controllers}
-        if not _module_exists(pkg.module):
-            problem = f"{pkg.module} is not available"
-        else:
-            try:
-                module = importlib.import_module(pkg.module)
-                register = getattr(module, "register", None)
-                if not callable(register):
-                    problem = f"{pkg.module} has no register(manager, ctx)"
-                else:
-                    register(manager, ctx)
-            except Exception as e:
-                problem = f"{pkg.module}: registering failed: {type(e).__name__}: {e}"
-        added = tuple(c.name for c in manager.controllers if c.name not in before)
-        if problem is not None:
-            log.warning("controllers %s not running: %s", pkg.name, problem)
-            missing.append((pkg.name, problem))
-            if strict:
-                raise RegistrationError(f"controllers {pkg.name}: {problem}")
+        if pkg.register is None:
+            problem(pkg.name, "not implemented in this version")
             continue
-        registered.append((pkg.name, added))
-    if callable(provider_hook):
-        _register_provider_controllers(manager, ctx, provider_hook, registered, missing, strict)
+        before = {c.name for c in manager.controllers}
+        try:
+            pkg.register(manager, ctx)
+        except Exception as e:
+            problem(pkg.name, f"registering failed: {type(e).__name__}: {e}")
+            continue
+        registered.append(
+            (pkg.name, tuple(c.name for c in manager.controllers if c.name not in before))
+        )
+    for spec in ctx.plugins.controllers:
+        why, outcome = _register_plugin_controller(manager, ctx, spec)
+        if outcome == "registered":
+            registered.append((spec.name, (spec.name,)))
+        elif outcome == "skipped":
+            skipped.append((spec.name, why))
+        else:
+            problem(spec.name, why)
     return Registration(tuple(registered), tuple(skipped), tuple(missing))
 
 
-def _register_provider_controllers(
-    manager: Manager,
-    ctx: ControllerContext,
-    hook: Callable[[Manager, ControllerContext], None],
-    registered: list[tuple[str, tuple[str, ...]]],
-    missing: list[tuple[str, str]],
-    strict: bool,
-) -> None:
-    """Let the cloud provider add its own controllers (NodeClass status, interruption
-    handling, ...) through its optional ``register_controllers(manager, ctx)`` method.
+def _provider_name(ctx: ControllerContext) -> str:
+    provider = ctx.base_cloud_provider or ctx.cloud_provider
+    return str(getattr(provider, "name", "") or "")
 
-    Called after the core's packages, so a provider's controllers see the same context
-    (and the overlay-decorated provider in ``ctx.cloud_provider``); a failure is reported
-    like a core package's, never fatal unless ``strict``.
-    """
-    name = f"cloudprovider.{getattr(ctx.cloud_provider, 'name', 'unknown')}"
-    before = {c.name for c in manager.controllers}
+
+def _register_plugin_controller(
+    manager: Manager, ctx: ControllerContext, spec: ControllerSpec
+) -> tuple[str, str]:
+    """Add one plugin controller; returns (why, "registered" | "skipped" | "missing")."""
+    if spec.cloud_provider is not None and spec.cloud_provider != _provider_name(ctx):
+        return f"only with cloud provider {spec.cloud_provider}", "skipped"
     try:
-        hook(manager, ctx)
+        reconciler = spec.factory(ctx)
     except Exception as e:
-        problem = f"registering failed: {type(e).__name__}: {e}"
-        log.warning("controllers %s not running: %s", name, problem)
-        missing.append((name, problem))
-        if strict:
-            raise RegistrationError(f"controllers {name}: {problem}") from e
-        return
-    registered.append((name, tuple(c.name for c in manager.controllers if c.name not in before)))
+        return f"building it failed: {type(e).__name__}: {e}", "missing"
+    if reconciler is None:
+        return "not needed with these settings", "skipped"
+    try:
+        limiter = spec.rate_limiter() if spec.rate_limiter is not None else None
+        if spec.singleton:
+            manager.add_singleton(spec.name, reconciler, rate_limiter=limiter)  # type: ignore[arg-type]
+        else:
+            manager.add_controller(
+                spec.name,
+                reconciler,  # type: ignore[arg-type]
+                watches=spec.watches,
+                workers=spec.workers,
+                rate_limiter=limiter,
+            )
+    except Exception as e:
+        return f"registering failed: {type(e).__name__}: {e}", "missing"
+    return "", "registered"

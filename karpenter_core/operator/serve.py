@@ -477,7 +477,7 @@ class Operator:
 
     def _start_controllers(self) -> None:
         from karpenter_core.cloudprovider.metrics import decorate
-        from karpenter_core.operator.controllers import register_all
+        from karpenter_core.operator.controllers import RegistrationError, register_all
         from karpenter_core.runtime.manager import Manager
         from karpenter_core.state.cluster import Cluster
 
@@ -496,14 +496,21 @@ class Operator:
             recorder=self.recorder,
             options=self.options,
             cluster=Cluster(self.reader, self.clock, self.provider),
+            base_cloud_provider=self.provider,
         )
-        # watches come from the shared informers, whose caches the reader serves
         if self.plugin_manager is not None:
-            from karpenter_core.operator.controllers import plugin_extras
+            from karpenter_core.plugins import PluginError, plugin_contributions
 
-            ctx.extras.update(plugin_extras(self.plugin_manager))
+            try:
+                ctx.plugins = plugin_contributions(self.plugin_manager)
+            except PluginError as e:
+                raise ServeError(f"plugins: {e}") from None
+        # watches come from the shared informers, whose caches the reader serves
         self.manager = Manager(self.clock, self.reader, informers=self.informers, guard=guard)
-        self.registration = register_all(self.manager, ctx)  # logs packages not running
+        try:
+            self.registration = register_all(self.manager, ctx, strict=True)
+        except RegistrationError as e:
+            raise ServeError(str(e)) from None
         self.manager.start()
         self.controllers_started.set()
         log.info(

@@ -25,8 +25,6 @@ node to hit) becomes a note in the report, never a crash.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import json
 import logging
 import random
@@ -38,6 +36,11 @@ from typing import Any
 import attrs
 
 from karpenter_core.apis.limits import MAX_SHOWN_CHARS, one_line
+from karpenter_core.cloudprovider.protocol import (
+    InjectsOfferingOutages,
+    OfferingOutage,
+    SimulatesNodes,
+)
 from karpenter_core.kube.client import (
     AlreadyExists,
     ApiError,
@@ -46,13 +49,15 @@ from karpenter_core.kube.client import (
     UnknownResourceError,
     resource_for,
 )
-from karpenter_core.operator.controllers import Registration, plugin_extras, register_all
+from karpenter_core.operator.controllers import Registration, register_all
+from karpenter_core.plugins import PluginContributions
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.options import Options, OptionsError
 from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.sim import kubelet, kubescheduler
 from karpenter_core.sim import workloads as workload_controllers
 from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
 from karpenter_core.sim.report import (
@@ -88,8 +93,6 @@ NODE_MONITOR_GRACE = 40.0
 NOT_READY_EVICTION = 300.0
 """DefaultTolerationSeconds: pods tolerate an unreachable node for 5 minutes, then go."""
 
-KWOK_MANAGED_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
-"""The annotation KWOK puts on its nodes, and the simulated kubelet's selector."""
 
 _UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 
@@ -158,13 +161,6 @@ def _counter_totals(before: Mapping[Any, float]) -> dict[str, float]:
         if name in REPORTED_COUNTERS:
             totals[name] = totals.get(name, 0.0) + change
     return dict(sorted(totals.items()))
-
-
-def _optional_register(module: str) -> Callable[[Manager, ControllerContext], Any] | None:
-    if importlib.util.find_spec(module) is None:
-        return None
-    register = getattr(importlib.import_module(module), "register", None)
-    return register if callable(register) else None
 
 
 class Simulation:
@@ -241,16 +237,20 @@ class Simulation:
                 f"{self.scenario.source}: cloudProvider {self.scenario.cloud_provider!r}: {e}"
             ) from None
 
-    def _plugin_extras(self) -> dict[str, Any]:
-        """The installed plugins' overlays and disruption methods, as ``karpenter serve``
-        applies them."""
-        from karpenter_core.plugins import get_plugin_manager
+    def _plugin_contributions(self) -> PluginContributions:
+        """What the installed plugins add (overlays, disruption methods, controllers...),
+        as ``karpenter serve`` applies them."""
+        from karpenter_core.plugins import (
+            builtin_contributions,
+            get_plugin_manager,
+            plugin_contributions,
+        )
 
         try:
-            return plugin_extras(get_plugin_manager())
-        except Exception as e:  # a broken plugin: say so, simulate without it
+            return plugin_contributions(get_plugin_manager())
+        except Exception as e:  # a broken plugin: say so, simulate with the built-ins
             self.observer.note(f"plugin extensions unavailable ({type(e).__name__}: {e})")
-            return {}
+            return builtin_contributions()
 
     def _cluster_ctx(self) -> ControllerContext:
         return ControllerContext(
@@ -264,22 +264,12 @@ class Simulation:
     def _setup_cluster(self) -> None:
         """The simulated Kubernetes side: scheduler, kubelet, workloads, observer."""
         ctx = self._cluster_ctx()
-        for module, what in (
-            ("karpenter_core.sim.kubescheduler", "kube-scheduler"),
-            ("karpenter_core.sim.kubelet", "kubelet"),
-        ):
+        for what in ("kube-scheduler", "kubelet"):
             try:
-                register = _optional_register(module)
-                if register is None:
-                    self.observer.note(
-                        f"no simulated {what} ({module} is not available): pods are never "
-                        + ("bound" if what == "kube-scheduler" else "started, nodes never Ready")
-                    )
-                    continue
                 if what == "kubelet":
-                    self._kubelet = register(self.cluster, ctx, *self._kubelet_options(module))
+                    self._kubelet = kubelet.register(self.cluster, ctx, *self._kubelet_options())
                 else:
-                    register(self.cluster, ctx)
+                    kubescheduler.register(self.cluster, ctx)
             except Exception as e:
                 self.observer.note(f"simulated {what} failed to start: {type(e).__name__}: {e}")
         self.workloads = workload_controllers.register(self.cluster, self.server, self.clock)
@@ -293,13 +283,12 @@ class Simulation:
             ],
         )
 
-    def _kubelet_options(self, module: str) -> tuple[Any, ...]:
-        """With KWOK, the kubelet manages the nodes carrying KWOK's annotation, as the KWOK
-        controller does."""
-        options = getattr(importlib.import_module(module), "KubeletOptions", None)
-        if options is None or self.scenario.cloud_provider != "kwok":
+    def _kubelet_options(self) -> tuple[kubelet.KubeletOptions, ...]:
+        """A provider whose nodes have no kubelet of their own (KWOK) marks them with an
+        annotation; the simulated kubelet manages those, as the KWOK controller does."""
+        if not isinstance(self.provider, SimulatesNodes):
             return ()
-        return (options(manage_annotation=KWOK_MANAGED_ANNOTATION),)
+        return (kubelet.KubeletOptions(manage_annotation=self.provider.simulated_node_annotation),)
 
     def _create(self, obj: Mapping[str, Any], where: str) -> dict[str, Any]:
         try:
@@ -416,8 +405,9 @@ class Simulation:
             recorder=self.recorder,
             options=self.options,
             cluster=cluster,
+            plugins=self._plugin_contributions(),
+            base_cloud_provider=self.provider,
         )
-        self.ctx.extras.update(self._plugin_extras())
         self.registration = register_all(self.karpenter, self.ctx)
         # NodeClaims are observed from Karpenter's own Manager, which delivers events
         # before each of its reconciles: a deletion is seen right after the reconcile that
@@ -847,36 +837,27 @@ class Simulation:
             self.server.delete("nodes", name)
 
     def _install_outages(self) -> None:
-        """Offering outages are KWOK insufficient-capacity rules with a time window."""
+        """Offering outages go to a provider that can inject them
+        (:class:`~karpenter_core.cloudprovider.protocol.InjectsOfferingOutages`: KWOK)."""
         outages = [e for e in self.scenario.events if e.type == OFFERING_OUTAGE]
         if not outages:
             return
-        set_faults = getattr(self.provider, "set_faults", None)
-        faults = getattr(self.provider, "faults", None)
-        if not callable(set_faults) or faults is None:
+        if not isinstance(self.provider, InjectsOfferingOutages):
             self.observer.note(
                 f"cloud provider {self.scenario.cloud_provider!r} cannot inject offering outages; "
                 "OfferingOutage events have no effect"
             )
             return
-        try:
-            fault_rule: Any = importlib.import_module("karpenter_kwok.faults").FaultRule
-        except ImportError:
-            self.observer.note("OfferingOutage needs the KWOK provider's failure injection")
-            return
-        rules = tuple(
-            fault_rule(
-                instance_types=(e.instance_type,) if e.instance_type else (),
-                zones=(e.zone,) if e.zone else (),
-                capacity_types=(e.capacity_type,) if e.capacity_type else (),
-                start=e.at,
-                end=None if e.duration is None else e.at + e.duration,
+        for e in outages:
+            self.provider.add_offering_outage(
+                OfferingOutage(
+                    instance_type=e.instance_type or None,
+                    zone=e.zone or None,
+                    capacity_type=e.capacity_type or None,
+                    start=e.at,
+                    end=None if e.duration is None else e.at + e.duration,
+                )
             )
-            for e in outages
-        )
-        set_faults(
-            attrs.evolve(faults, insufficient_capacity=tuple(faults.insufficient_capacity) + rules)
-        )
 
     def _outage_end(self, e: ScenarioEvent) -> None:
         self.observer.decide(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -49,61 +46,52 @@ def ctx(options: Options | None = None, provider: Any = None) -> ControllerConte
     )
 
 
-@pytest.fixture
-def fake_package() -> Iterator[str]:
-    name = "karpenter_test_fake_controllers"
-    module = types.ModuleType(name)
-
-    def register(manager: Manager, c: ControllerContext) -> None:
-        manager.add_singleton("fake.one", _Noop())
-        manager.add_singleton("fake.two", _Noop())
-
-    module.register = register  # type: ignore[attr-defined]
-    sys.modules[name] = module
-    module.__spec__ = types.SimpleNamespace(name=name)  # type: ignore[assignment]
-    yield name
-    del sys.modules[name]
+def _register_two(manager: Manager, c: ControllerContext) -> None:
+    manager.add_singleton("fake.one", _Noop())
+    manager.add_singleton("fake.two", _Noop())
 
 
-def test_a_package_registers_its_controllers(fake_package: str) -> None:
+def test_a_package_registers_its_controllers() -> None:
     c = ctx()
     manager = Manager(c.clock, c.kube)
-    reg = register_all(manager, c, packages=[ControllerPackage("fake", fake_package, ())])
+    reg = register_all(manager, c, packages=[ControllerPackage("fake", _register_two, ())])
     assert reg.registered == (("fake", ("fake.one", "fake.two")),)
     assert reg.controllers == ("fake.one", "fake.two")
     assert reg.missing == () and reg.notes() == []
 
 
-def test_a_missing_package_is_a_note_not_a_crash() -> None:
+def test_a_package_not_built_yet_is_a_note_not_a_crash() -> None:
     c = ctx()
     manager = Manager(c.clock, c.kube)
-    reg = register_all(
-        manager, c, packages=[ControllerPackage("ghost", "karpenter_no_such_pkg", ())]
-    )
+    reg = register_all(manager, c, packages=[ControllerPackage("ghost", None, ())])
     assert reg.registered == ()
-    assert reg.notes() == ["controllers ghost not running: karpenter_no_such_pkg is not available"]
+    assert reg.notes() == ["controllers ghost not running: not implemented in this version"]
 
 
-def test_strict_mode_refuses_a_missing_package() -> None:
+def test_strict_mode_refuses_a_package_that_should_run_but_is_not_built() -> None:
     c = ctx()
     with pytest.raises(RegistrationError, match="ghost"):
         register_all(
             Manager(c.clock, c.kube),
             c,
-            packages=[ControllerPackage("ghost", "karpenter_no_such_pkg", ())],
+            packages=[ControllerPackage("ghost", None, ())],
             strict=True,
         )
 
 
-def test_a_register_that_raises_is_reported_with_the_error(fake_package: str) -> None:
+def test_dynamic_resource_allocation_is_reported_missing_when_asked_for() -> None:
+    c = ctx(Options(ignore_dra_requests=False))
+    dra = [p for p in CONTROLLER_PACKAGES if p.name == "dynamicresources"]
+    reg = register_all(Manager(c.clock, c.kube), c, packages=dra)
+    assert reg.missing == (("dynamicresources", "not implemented in this version"),)
+
+
+def test_a_register_that_raises_is_reported_with_the_error() -> None:
     def boom(manager: Manager, c: ControllerContext) -> None:
         raise ValueError("bad wiring")
 
-    sys.modules[fake_package].register = boom  # type: ignore[attr-defined]
     c = ctx()
-    reg = register_all(
-        Manager(c.clock, c.kube), c, packages=[ControllerPackage("f", fake_package, ())]
-    )
+    reg = register_all(Manager(c.clock, c.kube), c, packages=[ControllerPackage("f", boom, ())])
     assert "ValueError: bad wiring" in reg.notes()[0]
 
 
@@ -188,8 +176,7 @@ class _PluginMethod:
 def test_a_plugins_disruption_method_and_overlay_reach_the_controllers() -> None:
     from karpenter_core.cloudprovider.overlay import OverlayDecorator
     from karpenter_core.hookspecs import DisruptionMethodSpec, InstanceTypeOverlaySpec
-    from karpenter_core.operator.controllers import plugin_extras
-    from karpenter_core.plugins import KarpenterPluginManager, hookimpl
+    from karpenter_core.plugins import get_plugin_manager, hookimpl, plugin_contributions
 
     class Plugin:
         @hookimpl
@@ -200,56 +187,95 @@ def test_a_plugins_disruption_method_and_overlay_reach_the_controllers() -> None
         def karpenter_instance_type_overlays(self) -> list[InstanceTypeOverlaySpec]:
             return [InstanceTypeOverlaySpec("same", 0, lambda np, its: list(its))]
 
-    pm = KarpenterPluginManager()
+    pm = get_plugin_manager({"KARPENTER_PLUGINS": ""})  # the built-ins only
     assert pm.register_plugin(Plugin(), "test-plugin") is None
     c = ctx()
-    c.extras.update(plugin_extras(pm))
+    c.plugins = plugin_contributions(pm)
     manager = Manager(c.clock, c.kube)
     pkgs = [p for p in CONTROLLER_PACKAGES if p.name == "disruption"]
     reg = register_all(manager, c, packages=pkgs, strict=True)
     assert reg.registered and reg.registered[0][0] == "disruption"
     methods = [type(m).__name__ for m in c.extras["disruption"].methods]
-    # between static drift and drift, as its order says
-    assert methods.index("_PluginMethod") == methods.index("StaticDrift") + 1
-    assert methods.index("_PluginMethod") == methods.index("Drift") - 1
+    # between static drift and drift, as its order says, among all the built-ins
+    assert methods == [
+        "Emptiness",
+        "StaticDrift",
+        "_PluginMethod",
+        "Drift",
+        "MultiNodeConsolidation",
+        "SingleNodeConsolidation",
+    ]
     assert isinstance(c.cloud_provider, OverlayDecorator)
+    assert [o.name for o in c.cloud_provider.overlays] == ["same"]  # NodeOverlay gate off
 
 
-class _ProviderWithControllers(_Provider):
-    """A cloud provider that adds its own controllers, as a NodeClass-owning provider does."""
+def _controllers(*specs: Any) -> Any:
+    from karpenter_core.plugins import PluginContributions
 
+    return PluginContributions(controllers=tuple(specs))
+
+
+class _NamedProvider(_Provider):
     name = "fakecloud"
 
-    def __init__(self, fail: bool = False) -> None:
-        super().__init__()
-        self.fail = fail
-        self.seen: list[ControllerContext] = []
 
-    def register_controllers(self, manager: Manager, c: ControllerContext) -> None:
-        self.seen.append(c)
-        if self.fail:
-            raise RuntimeError("no credentials")
-        manager.add_singleton("fakecloud.nodeclass.status", _Noop())
-
-
-def test_a_provider_registers_its_own_controllers_after_the_core() -> None:
+def test_a_plugins_controllers_register_after_the_core_with_the_context() -> None:
     from karpenter_core.cloudprovider.metrics import decorate
+    from karpenter_core.hookspecs import ControllerSpec
+    from karpenter_core.runtime.reconciler import Watch
 
-    provider = _ProviderWithControllers()
+    seen: list[ControllerContext] = []
+
+    def build(c: ControllerContext) -> Any:
+        seen.append(c)
+        return _Noop()
+
+    provider = _NamedProvider()
     c = ctx(provider=decorate(provider))  # reached through the metrics decorator, as in serve
+    c.base_cloud_provider = provider
+    c.plugins = _controllers(
+        ControllerSpec(
+            "fakecloud.nodeclass.status", build, singleton=True, cloud_provider="fakecloud"
+        ),
+        ControllerSpec("anycloud.watcher", lambda c: _Noop(), watches=[Watch("nodes")]),
+        ControllerSpec("othercloud.thing", build, singleton=True, cloud_provider="othercloud"),
+    )
     manager = Manager(c.clock, c.kube)
-    reg = register_all(manager, c, packages=[])
-    assert reg.registered == (("cloudprovider.fakecloud", ("fakecloud.nodeclass.status",)),)
-    assert provider.seen == [c]
-    assert [ctl.name for ctl in manager.controllers] == ["fakecloud.nodeclass.status"]
+    reg = register_all(manager, c, packages=[ControllerPackage("fake", _register_two, ())])
+    assert [ctl.name for ctl in manager.controllers] == [
+        "fake.one",
+        "fake.two",
+        "fakecloud.nodeclass.status",
+        "anycloud.watcher",
+    ]
+    assert seen == [c]
+    assert reg.skipped == (("othercloud.thing", "only with cloud provider othercloud"),)
 
 
-def test_a_provider_whose_controllers_fail_is_reported_and_strict_raises() -> None:
-    c = ctx(provider=_ProviderWithControllers(fail=True))
+def test_a_plugin_controller_that_fails_to_build_is_reported_and_strict_raises() -> None:
+    from karpenter_core.hookspecs import ControllerSpec
+
+    def broken(c: ControllerContext) -> Any:
+        raise RuntimeError("no credentials")
+
+    c = ctx(provider=_NamedProvider())
+    c.plugins = _controllers(ControllerSpec("fakecloud.status", broken, singleton=True))
     reg = register_all(Manager(c.clock, c.kube), c, packages=[])
     assert reg.missing == (
-        ("cloudprovider.fakecloud", "registering failed: RuntimeError: no credentials"),
+        ("fakecloud.status", "building it failed: RuntimeError: no credentials"),
     )
-    c = ctx(provider=_ProviderWithControllers(fail=True))
-    with pytest.raises(RegistrationError, match=r"cloudprovider\.fakecloud"):
+    c = ctx(provider=_NamedProvider())
+    c.plugins = _controllers(ControllerSpec("fakecloud.status", broken, singleton=True))
+    with pytest.raises(RegistrationError, match=r"fakecloud\.status"):
         register_all(Manager(c.clock, c.kube), c, packages=[], strict=True)
+
+
+def test_a_plugin_controller_named_like_a_core_one_is_reported() -> None:
+    from karpenter_core.hookspecs import ControllerSpec
+
+    c = ctx(provider=_NamedProvider())
+    c.plugins = _controllers(ControllerSpec("fake.one", lambda c: _Noop(), singleton=True))
+    reg = register_all(
+        Manager(c.clock, c.kube), c, packages=[ControllerPackage("fake", _register_two, ())]
+    )
+    assert reg.missing and "already registered" in reg.missing[0][1]

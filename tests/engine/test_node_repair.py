@@ -17,7 +17,7 @@ from typing import Any
 from engine_helpers import make_scenario, web
 
 from karpenter_core.runtime.clock import format_time
-from karpenter_core.sim.engine import KWOK_MANAGED_ANNOTATION, Simulation
+from karpenter_core.sim.engine import Simulation
 
 REPAIR = {"FEATURE_GATES": "NodeRepair=true"}
 TOLERATION = 10 * 60  # KWOK's repair policies
@@ -59,7 +59,7 @@ def set_ready(sim: Simulation, node_name: str, status: str) -> None:
     """Turn the node's Ready condition to ``status``; while it is not True the simulated
     kubelet leaves the node alone (as a dead kubelet would), afterwards it manages it
     again."""
-    key, value = KWOK_MANAGED_ANNOTATION
+    key, value = sim.provider.simulated_node_annotation
     annotations: dict[str, Any] = {key: None if status != "True" else value}
     sim.server.patch("nodes", node_name, {"metadata": {"annotations": annotations}})
     node = sim.server.get("nodes", node_name)

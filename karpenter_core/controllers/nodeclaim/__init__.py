@@ -12,9 +12,9 @@
 * ``nodeclaim.hydration`` / ``node.hydration`` — the NodeClass label on NodeClaims and
   their Nodes.
 
-Registration hooks (``NodeLifecycleHook``) are taken from
-``ctx.extras["registration_hooks"]``; the NodePool registration-health record is shared
-through ``ctx.extras["nodepool_health"]``.
+Registration hooks are the plugins' ``karpenter_node_lifecycle_hooks`` registrations
+(``ctx.plugins.node_lifecycle_hooks``) that apply to the selected cloud provider; the
+NodePool registration-health record is shared through ``ctx.extras["nodepool_health"]``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from karpenter_core.controllers.nodeclaim import (
     podevents,
 )
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import shared as shared_nodepool_health
-from karpenter_core.controllers.nodeclaim.registration import EXTRAS_REGISTRATION_HOOKS
 from karpenter_core.controllers.nodeclaim.utils import NodeIndex, is_managed, provider_id
 from karpenter_core.kube.client import ApiError, UnknownResourceError, resource_for
 from karpenter_core.runtime.context import ControllerContext
@@ -76,7 +75,12 @@ def _slice_mapper(ctx: ControllerContext, index: NodeIndex) -> Any:
 def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the NodeClaim controllers to ``manager``."""
     health = shared_nodepool_health(ctx.extras)
-    hooks = tuple(ctx.extras.get(EXTRAS_REGISTRATION_HOOKS) or ())
+    provider = str(getattr(ctx.base_cloud_provider, "name", "") or "")
+    hooks = tuple(
+        h
+        for h in ctx.plugins.node_lifecycle_hooks
+        if h.cloud_provider is None or h.cloud_provider == provider
+    )
 
     def managed(event_type: str, obj: dict[str, Any]) -> bool:
         return is_managed(obj, ctx.cloud_provider)

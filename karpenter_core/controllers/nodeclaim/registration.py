@@ -48,7 +48,6 @@ from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
 __all__ = [
-    "EXTRAS_REGISTRATION_HOOKS",
     "Registration",
     "merge_taints",
     "sync_node",
@@ -56,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger("karpenter.nodeclaim.lifecycle")
 
-EXTRAS_REGISTRATION_HOOKS = "registration_hooks"
 EVENT_UNREGISTERED_TAINT_MISSING = "UnregisteredTaintMissing"
 NODES = "nodes"
 NODEPOOLS = "nodepools"

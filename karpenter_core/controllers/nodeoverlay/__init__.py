@@ -1,25 +1,21 @@
 """NodeOverlay support (feature gate ``NodeOverlay``, default off): the
 ``nodeoverlay.controller`` and the instance-type store it fills.
 
-``register(manager, ctx)`` is called by the operator's registry only when the gate is on.
-It installs the overlay step on ``ctx.cloud_provider`` (:func:`install`), so every
-controller that reads instance types through the context -- provisioning, disruption,
-drift -- sees overlaid prices and capacity, and a NodePool the controller has not evaluated
-yet raises ``UnevaluatedNodePoolError`` (those callers skip the pool for the pass). The
-controller itself reads the provider without the NodeOverlay step.
+The store is applied by the built-in ``nodeoverlay`` instance-type overlay
+(:mod:`karpenter_core.builtins`), bound to the context like any plugin overlay by
+:func:`~karpenter_core.cloudprovider.overlay.install_overlays`, so every controller that
+reads instance types through the context -- provisioning, disruption, drift -- sees
+overlaid prices and capacity, and a NodePool the controller has not evaluated yet raises
+``UnevaluatedNodePoolError`` (those callers skip the pool for the pass). The controller
+itself reads the provider as seen below the NodeOverlay overlay (plugin overlays
+included).
 
-Shared through ``ctx.extras``: the store under ``"nodeoverlay.store"``, the provider the
-controller reads under ``"nodeoverlay.undecorated_provider"``. Plugin overlays
-(``karpenter_instance_type_overlays``) are taken from ``ctx.extras["instance_type_overlays"]``
-when the operator put them there; they apply beneath NodeOverlays (see
-:mod:`karpenter_core.cloudprovider.overlay`).
+``register(manager, ctx)`` is called by the operator's registry only when the gate is on.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from karpenter_core.cloudprovider.overlay import OverlayDecorator, decorate
+from karpenter_core.cloudprovider.overlay import install_overlays
 from karpenter_core.controllers.nodeoverlay.controller import (
     NAME,
     NODEOVERLAYS,
@@ -35,41 +31,23 @@ from karpenter_core.runtime.reconciler import Watch
 
 __all__ = [
     "NAME",
-    "PLUGIN_OVERLAYS_KEY",
     "STORE_KEY",
-    "UNDECORATED_PROVIDER_KEY",
     "InstanceTypeStore",
     "NodeOverlayController",
-    "install",
     "register",
+    "store_of",
 ]
 
 STORE_KEY = "nodeoverlay.store"
-UNDECORATED_PROVIDER_KEY = "nodeoverlay.undecorated_provider"
-PLUGIN_OVERLAYS_KEY = "instance_type_overlays"
 
 
-def install(ctx: ControllerContext) -> tuple[InstanceTypeStore, Any]:
-    """Decorate ``ctx.cloud_provider`` with the NodeOverlay step, once per context.
-
-    Returns the store and the provider the controller should read (the original one, plus
-    plugin overlays when there are any). Calling it again returns the same pair, so an
-    operator may install before ``register_all`` to have controllers that capture the
-    provider at registration see the decorated one.
-    """
+def store_of(ctx: ControllerContext) -> InstanceTypeStore:
+    """The process's NodeOverlay store, created on first use."""
     store = ctx.extras.get(STORE_KEY)
-    if isinstance(store, InstanceTypeStore):
-        return store, ctx.extras[UNDECORATED_PROVIDER_KEY]
-    store = InstanceTypeStore()
-    plugin_overlays = tuple(ctx.extras.get(PLUGIN_OVERLAYS_KEY) or ())
-    original = ctx.cloud_provider
-    undecorated: Any = original
-    if plugin_overlays:
-        undecorated = OverlayDecorator(original, None, plugin_overlays=plugin_overlays)
-    ctx.cloud_provider = decorate(original, store, plugin_overlays=plugin_overlays)
-    ctx.extras[STORE_KEY] = store
-    ctx.extras[UNDECORATED_PROVIDER_KEY] = undecorated
-    return store, undecorated
+    if not isinstance(store, InstanceTypeStore):
+        store = InstanceTypeStore()
+        ctx.extras[STORE_KEY] = store
+    return store
 
 
 def _nodeclass_watches(ctx: ControllerContext) -> list[Watch]:
@@ -88,11 +66,12 @@ def _nodeclass_watches(ctx: ControllerContext) -> list[Watch]:
 
 
 def register(manager: Manager, ctx: ControllerContext) -> None:
-    """Install the overlay step and add ``nodeoverlay.controller`` (one worker)."""
-    store, undecorated = install(ctx)
+    """Add ``nodeoverlay.controller`` (one worker), installing the overlay step first if
+    the registry has not."""
+    below = install_overlays(ctx)
     manager.add_controller(
         NAME,
-        NodeOverlayController(ctx, undecorated, store),
+        NodeOverlayController(ctx, below, store_of(ctx)),
         watches=[
             Watch(NODEOVERLAYS, mapper=to_reconcile_key, predicate=GenerationChanged()),
             Watch(NODEPOOLS, mapper=to_reconcile_key, predicate=GenerationChanged()),

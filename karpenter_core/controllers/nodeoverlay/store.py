@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, frozen
 
@@ -40,6 +40,9 @@ from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
 from karpenter_core.cloudprovider.errors import UnevaluatedNodePoolError
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+if TYPE_CHECKING:
+    from karpenter_core.apis.v1 import NodePool
 
 __all__ = [
     "CapacityUpdate",
@@ -342,6 +345,13 @@ class InstanceTypeStore:
 
     def is_evaluated(self, nodepool_name: str) -> bool:
         return nodepool_name in self._snapshot.evaluated
+
+    def overlay(
+        self, nodepool: NodePool, instance_types: Sequence[InstanceType]
+    ) -> list[InstanceType]:
+        """The store as an instance-type overlay (the built-in NodeOverlay overlay's
+        ``apply``): :meth:`apply_all` for the NodePool."""
+        return self.apply_all(nodepool.name, instance_types)
 
     def apply_all(
         self, nodepool_name: str, instance_types: Sequence[InstanceType]

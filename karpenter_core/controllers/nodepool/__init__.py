@@ -16,17 +16,13 @@ from karpenter_core.controllers.nodepool import (
     validation,
 )
 from karpenter_core.controllers.nodepool import hash as hashing
-from karpenter_core.controllers.nodepool.common import (
-    IMPLICIT_NODECLASS_KINDS,
-    managed_predicate,
-    nodeclass_watches,
-)
+from karpenter_core.controllers.nodepool.common import managed_predicate, nodeclass_watches
 from karpenter_core.controllers.provisioning.triggers import linear_scale_reconciles
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 
-__all__ = ["IMPLICIT_NODECLASS_KINDS", "register"]
+__all__ = ["register"]
 
 
 def _created(event_type: str, obj: dict[str, Any]) -> bool:

@@ -32,8 +32,6 @@ from karpenter_core.runtime.reconciler import ObjectKey, Watch
 from karpenter_core.state.informers import is_managed_nodepool
 
 __all__ = [
-    "CRD_STATUS_DEFAULTS",
-    "IMPLICIT_NODECLASS_KINDS",
     "PatchOutcome",
     "get_nodeclass",
     "is_managed",
@@ -48,33 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("karpenter.nodepool")
-
-IMPLICIT_NODECLASS_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("karpenter.kwok.sh", "KWOKNodeClass")}
-)
-"""NodeClass kinds that need not exist: while the cluster has *no* object of such a kind,
-a NodePool naming one behaves as if a default, Ready NodeClass of that name existed. The
-KWOK provider launches under the same rule, so a simulation needs no KWOKNodeClass; once
-any exists, the named one must exist (and a missing one is ``NodeClassNotFound``)."""
-
-
-CRD_STATUS_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
-    ("karpenter.kwok.sh", "KWOKNodeClass"): {
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "Ready",
-                "lastTransitionTime": "2024-01-01T01:01:01Z",
-                "message": "",
-            }
-        ]
-    }
-}
-"""``status`` defaults some NodeClass CRDs declare (upstream's KWOKNodeClass CRD defaults a
-missing status to Ready=True). A real API server applies them to every stored object; the
-in-memory server does not know these CRDs' schemas, so a NodeClass read without any
-``status`` is given its CRD default here, as a cluster would have returned it."""
 
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -180,7 +151,8 @@ def get_nodeclass(
     np: Mapping[str, Any], ctx: ControllerContext
 ) -> dict[str, Any] | _Unsupported | None:
     """The NodeClass object the pool names; None when it does not exist; ``UNSUPPORTED``
-    when the provider does not manage that kind. See :data:`IMPLICIT_NODECLASS_KINDS`."""
+    when the provider does not manage that kind. A kind the provider declares ``implicit``
+    or with a ``default_status`` behaves as :class:`NodeClassKind` says."""
     kind = nodeclass_kind(np, ctx)
     if kind is None:
         return UNSUPPORTED
@@ -193,12 +165,10 @@ def get_nodeclass(
     except NotFound:
         found = None
     if found is not None:
-        default = CRD_STATUS_DEFAULTS.get((kind.group, kind.kind))
-        if default is not None and not isinstance(found.get("status"), Mapping):
-            found["status"] = copy.deepcopy(default)
+        if kind.default_status is not None and not isinstance(found.get("status"), Mapping):
+            found["status"] = copy.deepcopy(dict(kind.default_status))
         return found
-    implicit = (kind.group, kind.kind) in IMPLICIT_NODECLASS_KINDS
-    if implicit and name and len(ctx.kube.list(rt).items) == 0:
+    if kind.implicit and name and len(ctx.kube.list(rt).items) == 0:
         return _implicit_nodeclass(name, kind)
     return None
 
@@ -226,7 +196,7 @@ def nodeclass_watches(ctx: ControllerContext) -> list[Watch]:
 
 def _pools_naming(kube: KubeClient, kind: NodeClassKind, name: str) -> list[ObjectKey]:
     keys = []
-    implicit = (kind.group, kind.kind) in IMPLICIT_NODECLASS_KINDS
+    implicit = kind.implicit
     for np in kube.list("nodepools").items:
         ref = node_class_ref(np)
         same_kind = ref.get("group") == kind.group and ref.get("kind") == kind.kind

@@ -1,8 +1,8 @@
 """``nodepool.readiness``: ``NodeClassReady`` mirrors the NodeClass the pool names.
 
 * NodeClass kind not managed by the provider: the pool is not this operator's, ignored.
-* not found: False ``NodeClassNotFound`` (but see ``IMPLICIT_NODECLASS_KINDS``: with no
-  KWOKNodeClass at all, a KWOK pool's NodeClass counts as a default, Ready one);
+* not found: False ``NodeClassNotFound`` (but a kind its provider declares ``implicit``,
+  as KWOK does, counts as a default, Ready one while no object of the kind exists);
 * being deleted: False ``NodeClassTerminating``;
 * its ``Ready`` condition Unknown or missing: False ``NodeClassReadinessUnknown``;
   False: False with the NodeClass's reason and message; True: True.

@@ -78,9 +78,9 @@ __all__ = [
     "DEFAULT_REQUEUE",
     "SUBNET_REQUEUE",
     "TERMINATION_EVENT_INTERVAL",
+    "WATCHES",
     "NodeClassStatusReconciler",
     "instance_profile_path",
-    "register",
 ]
 
 log = logging.getLogger("karpenter.aws.nodeclass")
@@ -875,25 +875,9 @@ def _deleted(event_type: str, obj: dict[str, Any]) -> bool:
     return event_type == "DELETED"
 
 
-def register(
-    manager: Any,
-    ctx: Any,
-    clients: AWSClients,
-    settings: AWSSettings,
-    **options: Any,
-) -> NodeClassStatusReconciler:
-    """Add the ``nodeclass.status`` controller to ``manager``: it watches EC2NodeClasses,
-    and NodeClaim deletions (a class waiting to be deleted re-checks at once). ``options``
-    go to :class:`NodeClassStatusReconciler` (``kubernetes_version``, ``ssm_prefix``)."""
-    reconciler = NodeClassStatusReconciler(
-        ctx.kube, ctx.clock, ctx.recorder, clients, settings, **options
-    )
-    manager.add_controller(
-        CONTROLLER_NAME,
-        reconciler,
-        watches=[
-            Watch(NODECLASS_RESOURCE),
-            Watch(_NODECLAIMS, mapper=_nodeclass_of_deleted_claim, predicate=_deleted),
-        ],
-    )
-    return reconciler
+WATCHES = (
+    Watch(NODECLASS_RESOURCE),
+    Watch(_NODECLAIMS, mapper=_nodeclass_of_deleted_claim, predicate=_deleted),
+)
+"""``nodeclass.status``'s watches: EC2NodeClasses, and NodeClaim deletions (a class
+waiting to be deleted re-checks at once)."""

@@ -15,7 +15,12 @@ import boto3  # type: ignore[import-untyped]
 from karpenter_aws.labels import EC2_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_aws.provider import NAME, AWSCloudProvider
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
+from karpenter_core.hookspecs import (
+    CloudProviderSpec,
+    ControllerSpec,
+    ProviderContext,
+    ProviderSetting,
+)
 from karpenter_core.plugins import hookimpl
 
 CRD_FILE = "karpenter.k8s.aws_ec2nodeclasses.yaml"
@@ -123,3 +128,11 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             "spot and on-demand, drift, interruption via SQS",
         )
     ]
+
+
+@hookimpl
+def karpenter_controllers() -> list[ControllerSpec]:
+    """nodeclass.status, interruption, the catalogue refresh and tagging (with ``aws``)."""
+    from karpenter_aws.controllers import CONTROLLERS
+
+    return list(CONTROLLERS)

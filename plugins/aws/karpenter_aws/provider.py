@@ -14,9 +14,10 @@ It wires the pieces together the way upstream's ``pkg/cloudprovider`` does:
   class is missing). Without a cluster (``karpenter instance-types``) a default view: every
   zone of the region, AL2023.
 - ``is_drifted``: :mod:`karpenter_aws.drift`.
-- ``register_controllers``: the EC2NodeClass status controller, interruption handling,
-  a catalogue/price refresh every 12 hours and ``nodeclaim.tagging`` (an instance whose
-  Node registered gets the ``Name`` tag).
+- its controllers (the EC2NodeClass status controller, interruption handling, a
+  catalogue/price refresh every 12 hours and ``nodeclaim.tagging``, which gives an
+  instance whose Node registered the ``Name`` tag) are registered through the plugin's
+  ``karpenter_controllers`` hook (:mod:`karpenter_aws.controllers`).
 
 The cluster endpoint, CA bundle and service CIDR the user data needs come from the
 settings, else from ``eks:DescribeCluster`` (once, retried until it succeeds); the cluster
@@ -583,25 +584,6 @@ class AWSCloudProvider:
 
     # ------------------------------------------------------------------ controllers
 
-    def register_controllers(self, manager: Any, ctx: Any) -> None:
-        """The EC2NodeClass status controller, interruption handling (when the plugin has
-        it) and the catalogue/price refresh."""
-        from karpenter_aws import nodeclass_status
-
-        nodeclass_status.register(manager, ctx, self.clients, self.settings)
-        try:
-            from karpenter_aws import interruption
-        except ImportError:
-            interruption = None  # type: ignore[assignment]
-        if interruption is not None and callable(getattr(interruption, "register", None)):
-            interruption.register(manager, ctx, self.clients, self.settings, self.unavailable)
-        manager.add_singleton("aws.catalogue.refresh", _Refresh(self.pricing, self.instance_types))
-        manager.add_controller(
-            TAGGING_CONTROLLER,
-            _Tagging(ctx.kube, self.instances, self.settings.cluster_name),
-            watches=[Watch(_NODECLAIMS, predicate=_taggable_event)],
-        )
-
     def _require_kube(self, operation: str) -> KubeClient:
         if self.kube is None:
             raise ClusterRequiredError(
@@ -671,6 +653,21 @@ class _Tagging:
         with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to mark
             self._kube.patch(_NODECLAIMS, key.name, {"metadata": {"annotations": annotations}})
         return Result()
+
+
+def refresh_controller(provider: AWSCloudProvider) -> _Refresh:
+    """The ``aws.catalogue.refresh`` singleton of ``provider``."""
+    return _Refresh(provider.pricing, provider.instance_types)
+
+
+def tagging_controller(kube: KubeClient, provider: AWSCloudProvider) -> _Tagging:
+    """The ``nodeclaim.tagging`` controller of ``provider``."""
+    return _Tagging(kube, provider.instances, provider.settings.cluster_name)
+
+
+def tagging_watches() -> tuple[Watch, ...]:
+    """NodeClaims that may need tags (``nodeclaim.tagging``'s watch)."""
+    return (Watch(_NODECLAIMS, predicate=_taggable_event),)
 
 
 class _Refresh:

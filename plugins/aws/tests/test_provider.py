@@ -426,15 +426,50 @@ def test_without_a_cluster_instance_types_are_listed_for_every_zone(
         provider.create(nodeclaim())
 
 
-def test_register_controllers_adds_status_interruption_and_refresh(env: Env) -> None:
+def test_the_plugin_registers_status_interruption_refresh_and_tagging(env: Env) -> None:
+    from karpenter_aws import plugin
+
+    from karpenter_core.operator.controllers import register_all
+    from karpenter_core.plugins import PluginContributions
+
     manager = Manager(env.clock, env.server)
     ctx = ControllerContext(
-        kube=env.server, clock=env.clock, cloud_provider=env.provider, recorder=env.recorder
+        kube=env.server,
+        clock=env.clock,
+        cloud_provider=env.provider,
+        recorder=env.recorder,
+        plugins=PluginContributions(controllers=tuple(plugin.karpenter_controllers())),
     )
-    env.provider.register_controllers(manager, ctx)
+    reg = register_all(manager, ctx, packages=[])
     names = {c.name for c in manager.controllers}
-    assert {"nodeclass.status", "aws.catalogue.refresh", "nodeclaim.tagging"} <= names
-    assert any("interruption" in n for n in names)
+    assert names == {
+        "nodeclass.status",
+        "interruption.instancestatus",
+        "aws.catalogue.refresh",
+        "nodeclaim.tagging",
+    }
+    # no interruption-queue setting: the queue poller is not needed, and says so
+    assert ("interruption", "not needed with these settings") in reg.skipped
+
+
+def test_the_plugin_controllers_stay_out_with_another_cloud_provider(env: Env) -> None:
+    from karpenter_aws import plugin
+
+    from karpenter_core.cloudprovider.fake import FakeCloudProvider
+    from karpenter_core.operator.controllers import register_all
+    from karpenter_core.plugins import PluginContributions
+
+    manager = Manager(env.clock, env.server)
+    ctx = ControllerContext(
+        kube=env.server,
+        clock=env.clock,
+        cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
+        recorder=env.recorder,
+        plugins=PluginContributions(controllers=tuple(plugin.karpenter_controllers())),
+    )
+    reg = register_all(manager, ctx, packages=[])
+    assert manager.controllers == []
+    assert {why for _, why in reg.skipped} == {"only with cloud provider aws"}
 
 
 def test_the_launch_template_carries_the_nodeclass_and_nodeclaim(env: Env) -> None:

@@ -10,7 +10,28 @@ from __future__ import annotations
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 
 GROUP = "karpenter.kwok.sh"
-KWOK_NODE_CLASS = NodeClassKind(group=GROUP, kind="KWOKNodeClass", version="v1alpha1")
+
+READY_STATUS = {
+    "conditions": [
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Ready",
+            "lastTransitionTime": "2024-01-01T01:01:01Z",
+            "message": "",
+        }
+    ]
+}
+"""The status upstream's KWOKNodeClass CRD defaults a missing one to."""
+
+KWOK_NODE_CLASS = NodeClassKind(
+    group=GROUP,
+    kind="KWOKNodeClass",
+    version="v1alpha1",
+    # no KWOKNodeClass needed until one exists (a simulation names "default" freely)
+    implicit=True,
+    default_status=READY_STATUS,
+)
 
 INSTANCE_SIZE_LABEL_KEY = f"{GROUP}/instance-size"
 INSTANCE_FAMILY_LABEL_KEY = f"{GROUP}/instance-family"

@@ -63,7 +63,12 @@ from karpenter_core.cloudprovider.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
-from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
+from karpenter_core.cloudprovider.protocol import (
+    DriftReason,
+    NodeClassKind,
+    OfferingOutage,
+    RepairPolicy,
+)
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
 from karpenter_core.runtime.clock import VirtualClock
@@ -251,6 +256,28 @@ class KwokCloudProvider:
         with self._lock:
             self._faults = faults
             self._attempts.clear()
+
+    def add_offering_outage(self, outage: OfferingOutage) -> None:
+        """:class:`~karpenter_core.cloudprovider.protocol.InjectsOfferingOutages`: one more
+        insufficient-capacity rule, for the outage's offerings and window."""
+        rule = FaultRule(
+            instance_types=(outage.instance_type,) if outage.instance_type else (),
+            zones=(outage.zone,) if outage.zone else (),
+            capacity_types=(outage.capacity_type,) if outage.capacity_type else (),
+            start=outage.start,
+            end=outage.end,
+        )
+        with self._lock:
+            self._faults = attrs.evolve(
+                self._faults, insufficient_capacity=(*self._faults.insufficient_capacity, rule)
+            )
+
+    @property
+    def simulated_node_annotation(self) -> tuple[str, str]:
+        """:class:`~karpenter_core.cloudprovider.protocol.SimulatesNodes`: the annotation
+        every KWOK Node carries, by which the KWOK controller (and a simulation's kubelet)
+        knows the nodes it plays."""
+        return (KWOK_LABEL_KEY, KWOK_LABEL_VALUE)
 
     def get_instance_types(self, nodepool: object | None = None) -> list[InstanceType]:
         """Every instance type, whatever the NodePool (KWOK has no per-NodeClass

@@ -18,6 +18,7 @@ from plugin_sources import (
 
 from karpenter_core import builtins
 from karpenter_core.apis import labels
+from karpenter_core.builtins import DISRUPTION_METHOD_NAMES
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
 from karpenter_core.plugins import (
@@ -67,15 +68,24 @@ def test_cloud_provider_hook_is_called(fake_plugins: FakePlugins) -> None:
 def test_overlay_hook_is_called_and_sorted_by_weight(fake_plugins: FakePlugins) -> None:
     fake_plugins("fam", ALL_FAMILIES_PLUGIN.replace("{prefix}", "fam"))
     overlays = instance_type_overlays(get_plugin_manager(NO_FILTER))
-    assert [o.name for o in overlays] == ["fam-light", "fam-heavy"]
+    # the built-in NodeOverlay overlay comes last: the cluster's objects have the last word
+    assert [o.name for o in overlays] == ["fam-light", "fam-heavy", "nodeoverlay"]
+    assert overlays[0].apply is not None
     assert overlays[0].apply(None, ["m5.large"]) == ["m5.large", "fam-overlaid"]
 
 
 def test_disruption_method_hook_is_called_and_sorted_by_order(fake_plugins: FakePlugins) -> None:
     fake_plugins("fam", ALL_FAMILIES_PLUGIN.replace("{prefix}", "fam"))
     methods = disruption_methods(get_plugin_manager(NO_FILTER))
-    assert [m.name for m in methods] == ["fam-early", "fam-late"]
-    assert methods[0].factory("ctx") == ("early", "ctx")
+    plugin_methods = [m for m in methods if m.name.startswith("fam-")]
+    assert [m.name for m in plugin_methods] == ["fam-early", "fam-late"]
+    assert plugin_methods[0].factory("ctx") == ("early", "ctx")  # type: ignore[arg-type]
+    # among the built-ins, by order
+    orders = [m.order for m in methods]
+    assert orders == sorted(orders)
+    assert {m.name for m in methods} - {m.name for m in plugin_methods} == set(
+        DISRUPTION_METHOD_NAMES
+    )
 
 
 def test_dra_driver_hook_is_called(fake_plugins: FakePlugins) -> None:
@@ -333,3 +343,37 @@ def test_spec_rejects_empty_name() -> None:
 def test_spec_rejects_a_bare_string_as_label_set() -> None:
     with pytest.raises(TypeError, match="expected a collection of strings"):
         CloudProviderSpec(name="acme", factory=dict, well_known_labels="karpenter.acme.test/x")  # type: ignore[arg-type]
+
+
+REPLACING_DRIFT_PLUGIN = """
+from karpenter_core.hookspecs import ORDER_DRIFT, DisruptionMethodSpec
+from karpenter_core.plugins import hookimpl
+
+
+@hookimpl
+def karpenter_disruption_methods():
+    return [DisruptionMethodSpec(name="drift", order=ORDER_DRIFT, factory=lambda ctx: "{tag}")]
+"""
+
+
+def test_a_plugin_method_named_like_a_builtin_replaces_it(fake_plugins: FakePlugins) -> None:
+    fake_plugins("mine", REPLACING_DRIFT_PLUGIN.replace("{tag}", "mine"))
+    methods = {m.name: m for m in disruption_methods(get_plugin_manager(NO_FILTER))}
+    assert set(methods) == set(DISRUPTION_METHOD_NAMES)
+    assert methods["drift"].factory(None) == "mine"  # type: ignore[arg-type]
+
+
+def test_two_plugins_replacing_one_builtin_clash(fake_plugins: FakePlugins) -> None:
+    fake_plugins("one", REPLACING_DRIFT_PLUGIN.replace("{tag}", "one"))
+    fake_plugins("two", REPLACING_DRIFT_PLUGIN.replace("{tag}", "two"))
+    with pytest.raises(PluginError, match="'drift' is registered twice: by plugin 'one'"):
+        disruption_methods(get_plugin_manager(NO_FILTER))
+
+
+def test_builtin_names_are_only_replaceable_for_methods_and_overlays(
+    fake_plugins: FakePlugins,
+) -> None:
+    fake_plugins("fam", ALL_FAMILIES_PLUGIN.replace("{prefix}", "fam"))
+    fake_plugins("fam2", ALL_FAMILIES_PLUGIN.replace("{prefix}", "fam"))
+    with pytest.raises(PluginError, match=r"DRA driver 'fam\.example\.com' is registered twice"):
+        dra_drivers(get_plugin_manager(NO_FILTER))

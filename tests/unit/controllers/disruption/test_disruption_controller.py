@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from disruption_harness import World
 
-from karpenter_core.controllers.disruption import build_methods, builtin_method_specs
+from karpenter_core.controllers.disruption import build_methods
 from karpenter_core.controllers.disruption.controller import POLLING_PERIOD
 from karpenter_core.controllers.disruption.drift import Drift
 from karpenter_core.controllers.disruption.emptiness import Emptiness
@@ -19,6 +19,7 @@ from karpenter_core.controllers.disruption.types import (
     ValidationError,
 )
 from karpenter_core.hookspecs import DisruptionMethodSpec
+from karpenter_core.plugins import builtin_contributions
 
 
 class Rejecting:
@@ -168,16 +169,34 @@ def test_queued_nodes_keep_their_taint() -> None:
 
 
 def test_builtin_methods_run_in_upstream_order() -> None:
-    names = [s.name for s in builtin_method_specs()]
-    assert names[:3] == ["emptiness", "static-drift", "drift"]
-    orders = [s.order for s in builtin_method_specs()]
+    specs = builtin_contributions().disruption_methods
+    assert [s.name for s in specs] == [
+        "emptiness",
+        "static-drift",
+        "drift",
+        "multi-node-consolidation",
+        "single-node-consolidation",
+    ]
+    orders = [s.order for s in specs]
     assert orders == sorted(orders)
+
+
+def test_every_builtin_method_is_built_by_its_factory() -> None:
+    world = World()
+    methods = build_methods(world.dctx, builtin_contributions().disruption_methods)
+    assert [type(m).__name__ for m in methods] == [
+        "Emptiness",
+        "StaticDrift",
+        "Drift",
+        "MultiNodeConsolidation",
+        "SingleNodeConsolidation",
+    ]
 
 
 def test_extra_methods_take_their_place_by_order() -> None:
     world = World()
     extra = DisruptionMethodSpec("plugin", 250, Rejecting)
-    methods = build_methods(world.dctx, [extra])
+    methods = build_methods(world.dctx, [*builtin_contributions().disruption_methods, extra])
     kinds = [type(m).__name__ for m in methods]
     assert kinds.index("Rejecting") == kinds.index("StaticDrift") + 1
     assert kinds.index("Rejecting") == kinds.index("Drift") - 1

@@ -19,7 +19,9 @@ from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
 from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.controllers.nodeclaim import register
+from karpenter_core.hookspecs import NodeLifecycleHookSpec
 from karpenter_core.kube.client import KubeClient
+from karpenter_core.plugins import PluginContributions
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
@@ -163,6 +165,7 @@ class Env:
         *,
         options: Options | None = None,
         extras: dict[str, Any] | None = None,
+        hooks: Sequence[Any] = (),
         kube: KubeClient | None = None,
         server: InMemoryApiServer | None = None,
         clock: VirtualClock | None = None,
@@ -181,6 +184,12 @@ class Env:
             options=options or Options(),
             extras=extras if extras is not None else {},
         )
+        if hooks:  # registration hooks, as a plugin's karpenter_node_lifecycle_hooks
+            self.ctx.plugins = PluginContributions(
+                node_lifecycle_hooks=tuple(
+                    NodeLifecycleHookSpec(h.name, h.registered) for h in hooks
+                )
+            )
         self.manager = Manager(self.clock, self.kube)
         register(self.manager, self.ctx)
 

@@ -104,7 +104,7 @@ class Pending:
 
 
 def test_an_unregistered_nodeclaim_does_not_delete_its_node() -> None:
-    env = Env(extras={"registration_hooks": [Pending()]})
+    env = Env(hooks=[Pending()])
     env.create_nodeclaim("nc")
     env.settle()
     env.create_node_for("nc")

@@ -180,7 +180,7 @@ LATER = NodeLifecycleHookResult(requeue_after=timedelta(seconds=30))
 
 
 def hooked(*hooks: Hook) -> Env:
-    env = Env(extras={"registration_hooks": list(hooks)})
+    env = Env(hooks=hooks)
     env.create_nodeclaim("nc")
     env.settle()
     env.create_node_for("nc")
@@ -217,7 +217,7 @@ def test_a_hook_that_becomes_ready_completes_registration_at_its_requeue() -> No
             self.calls += 1
             return DONE if env.clock.monotonic() >= ready_at[0] else LATER
 
-    env = Env(extras={"registration_hooks": [Gate("gate", [])]})
+    env = Env(hooks=[Gate("gate", [])])
     env.create_nodeclaim("nc")
     env.settle()
     env.create_node_for("nc")

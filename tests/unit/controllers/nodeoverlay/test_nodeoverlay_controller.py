@@ -5,8 +5,6 @@ watches, the decorator installed on the context, and provisioning waiting for ev
 from __future__ import annotations
 
 import logging
-import sys
-import types
 from typing import Any
 
 import pytest
@@ -28,7 +26,7 @@ from nodeoverlay_harness import (
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider import metrics as cp_metrics
 from karpenter_core.cloudprovider.errors import UnevaluatedNodePoolError
-from karpenter_core.cloudprovider.overlay import OverlayDecorator
+from karpenter_core.cloudprovider.overlay import OverlayDecorator, install_overlays
 from karpenter_core.cloudprovider.types import adjusted_price
 from karpenter_core.controllers import nodeoverlay
 from karpenter_core.controllers.nodeoverlay.controller import (
@@ -42,11 +40,25 @@ from karpenter_core.operator.controllers import (
     ControllerPackage,
     register_all,
 )
+from karpenter_core.plugins import PluginContributions, builtin_contributions
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.state.informers import cluster_of
 
 FUSE = "smarter-devices/fuse"
+
+
+def install(ctx: Any) -> tuple[nodeoverlay.InstanceTypeStore, Any]:
+    """The overlay step on the context: the store, and the provider below NodeOverlays."""
+    below = install_overlays(ctx)
+    return nodeoverlay.store_of(ctx), below
+
+
+def with_overlays(env: Env, *specs: InstanceTypeOverlaySpec) -> None:
+    """The built-in overlays plus ``specs``, as a plugin manager would collect them."""
+    env.ctx.plugins = PluginContributions(
+        instance_type_overlays=(*builtin_contributions().instance_type_overlays, *specs)
+    )
 
 
 def served(env: Env, name: str = "default") -> dict[str, Any]:
@@ -213,7 +225,7 @@ def test_a_status_write_conflict_reevaluates_before_storing(
     from karpenter_core.kube.client import Conflict
 
     env = Env(with_nodeoverlay=False)
-    store, undecorated = nodeoverlay.install(env.ctx)
+    store, undecorated = install(env.ctx)
     env.create(ready(nodepool_manifest()))
     env.create(overlay_manifest("x", price="1"))
 
@@ -267,17 +279,17 @@ def test_a_deleted_overlay_stops_applying() -> None:
 def test_register_decorates_the_context_provider_as_metrics_over_overlay() -> None:
     env = Env(with_nodeoverlay=False)
     env.ctx.cloud_provider = cp_metrics.decorate(env.provider)  # type: ignore[arg-type]
-    store, undecorated = nodeoverlay.install(env.ctx)
+    store, undecorated = install(env.ctx)
     decorated = env.ctx.cloud_provider
     assert isinstance(decorated, cp_metrics.MetricsDecorator)
     assert isinstance(decorated.inner, OverlayDecorator)
     assert decorated.inner.inner is env.provider
-    assert decorated.inner.store is store
+    assert [o.name for o in decorated.inner.overlays] == ["nodeoverlay"]
     # the controller reads the provider as it was, without the NodeOverlay step
     assert isinstance(undecorated, cp_metrics.MetricsDecorator)
     assert undecorated.inner is env.provider
     # installing again changes nothing
-    assert nodeoverlay.install(env.ctx) == (store, undecorated)
+    assert install(env.ctx) == (store, undecorated)
     assert env.ctx.cloud_provider is decorated
 
 
@@ -315,7 +327,7 @@ def test_plugin_overlays_apply_beneath_nodeoverlays() -> None:
         ]
 
     env = Env(with_nodeoverlay=False)
-    env.ctx.extras[nodeoverlay.PLUGIN_OVERLAYS_KEY] = [InstanceTypeOverlaySpec("double", 0, double)]
+    with_overlays(env, InstanceTypeOverlaySpec("double", 0, double))
     nodeoverlay.register(env.manager, env.ctx)
     env.create(ready(nodepool_manifest()))
     env.create(overlay_manifest("plus-one", price_adjustment="+1"))
@@ -333,9 +345,7 @@ def _double(np: Any, its: Any) -> list[Any]:
 def test_with_the_gate_off_register_all_still_applies_plugin_overlays() -> None:
     env = Env(with_nodeoverlay=False)
     env.ctx.options = Options()
-    env.ctx.extras[nodeoverlay.PLUGIN_OVERLAYS_KEY] = [
-        InstanceTypeOverlaySpec("double", 0, _double)
-    ]
+    with_overlays(env, InstanceTypeOverlaySpec("double", 0, _double))
     register_all(Manager(env.clock, env.kube), env.ctx, packages=[])
     env.create(ready(nodepool_manifest()))
     for name, it in served(env).items():
@@ -346,15 +356,8 @@ def test_with_the_gate_off_register_all_still_applies_plugin_overlays() -> None:
 def test_register_all_installs_the_overlay_step_before_any_package_captures_the_provider() -> None:
     env = Env(with_nodeoverlay=False)
     seen: list[Any] = []
-    module = types.ModuleType("karpenter_test_captures_provider")
-    module.register = lambda manager, ctx: seen.append(ctx.cloud_provider)  # type: ignore[attr-defined]
-    module.__spec__ = types.SimpleNamespace(name=module.__name__)  # type: ignore[assignment]
-    sys.modules[module.__name__] = module
-    try:
-        pkgs = [ControllerPackage("captures", module.__name__, ())]
-        register_all(Manager(env.clock, env.kube), env.ctx, packages=pkgs)
-    finally:
-        del sys.modules[module.__name__]
+    pkgs = [ControllerPackage("captures", lambda manager, ctx: seen.append(ctx.cloud_provider), ())]
+    register_all(Manager(env.clock, env.kube), env.ctx, packages=pkgs)
     # a package registered before nodeoverlay's (disruption is) already sees the step
     assert isinstance(seen[0], OverlayDecorator) or isinstance(
         getattr(seen[0], "inner", None), OverlayDecorator
@@ -368,7 +371,7 @@ def test_a_failing_plugin_overlay_is_skipped_with_a_warning(
         raise KeyError("price table")
 
     env = Env(with_nodeoverlay=False)
-    env.ctx.extras[nodeoverlay.PLUGIN_OVERLAYS_KEY] = [InstanceTypeOverlaySpec("broken", 0, broken)]
+    with_overlays(env, InstanceTypeOverlaySpec("broken", 0, broken))
     nodeoverlay.register(env.manager, env.ctx)
     env.create(ready(nodepool_manifest()))
     with caplog.at_level(logging.WARNING, "karpenter.cloudprovider"):
@@ -383,7 +386,7 @@ def test_a_failing_plugin_overlay_is_skipped_with_a_warning(
 
 def test_the_provisioner_skips_a_nodepool_until_it_is_evaluated() -> None:
     env = Env(with_provisioning=True, with_nodeoverlay=False)
-    store, undecorated = nodeoverlay.install(env.ctx)  # the step is there, the controller not
+    store, undecorated = install(env.ctx)  # the step is there, the controller not
     env.create(ready(nodepool_manifest()))
     env.create(pod("p1", cpu="1"))
     env.run_for(60)

@@ -1,0 +1,95 @@
+"""The AWS provider's controllers, registered through the ``karpenter_controllers`` hook.
+
+Upstream's AWS provider adds these beside the core's: ``nodeclass.status`` (EC2NodeClass
+status and finalizer), the interruption singletons (the SQS queue poller when the
+``interruption-queue`` setting names a queue, and the instance-status poller), the
+catalogue and price refresh, and ``nodeclaim.tagging``. Each runs only with the ``aws``
+cloud provider selected; its factory reaches the provider's clients and caches through
+the controller context's ``base_cloud_provider``.
+"""
+
+from __future__ import annotations
+
+from karpenter_aws import interruption, nodeclass_status
+from karpenter_aws.provider import (
+    NAME,
+    TAGGING_CONTROLLER,
+    AWSCloudProvider,
+    refresh_controller,
+    tagging_controller,
+    tagging_watches,
+)
+from karpenter_core.hookspecs import ControllerSpec
+from karpenter_core.runtime.context import ControllerContext
+from karpenter_core.runtime.reconciler import Reconciler, SingletonReconciler
+from karpenter_core.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimiter
+
+__all__ = ["CATALOGUE_REFRESH", "CONTROLLERS", "aws_provider"]
+
+CATALOGUE_REFRESH = "aws.catalogue.refresh"
+
+
+def aws_provider(ctx: ControllerContext) -> AWSCloudProvider:
+    """The AWS provider behind ``ctx`` (its clients, settings and caches)."""
+    provider = ctx.base_cloud_provider
+    if not isinstance(provider, AWSCloudProvider):
+        raise TypeError(
+            f"the AWS controllers need the aws cloud provider, got {type(provider).__name__}"
+        )
+    return provider
+
+
+def _nodeclass_status(ctx: ControllerContext) -> Reconciler:
+    p = aws_provider(ctx)
+    return nodeclass_status.NodeClassStatusReconciler(
+        ctx.kube, ctx.clock, ctx.recorder, p.clients, p.settings
+    )
+
+
+def _instance_status(ctx: ControllerContext) -> SingletonReconciler:
+    return interruption.InstanceStatusController(ctx, aws_provider(ctx).clients.ec2)
+
+
+def _interruption_queue(ctx: ControllerContext) -> SingletonReconciler | None:
+    p = aws_provider(ctx)
+    if not p.settings.interruption_queue:
+        return None  # interruption handling is off without a queue
+    return interruption.InterruptionController(
+        ctx, p.clients.sqs, p.settings.interruption_queue, p.unavailable
+    )
+
+
+def _queue_rate_limiter() -> RateLimiter:
+    # a queue created after start-up is found within minutes, not the default's 16
+    return ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=interruption.RETRY_CAP)
+
+
+def _refresh(ctx: ControllerContext) -> SingletonReconciler:
+    return refresh_controller(aws_provider(ctx))
+
+
+def _tagging(ctx: ControllerContext) -> Reconciler:
+    return tagging_controller(ctx.kube, aws_provider(ctx))
+
+
+CONTROLLERS = (
+    ControllerSpec(
+        nodeclass_status.CONTROLLER_NAME,
+        _nodeclass_status,
+        watches=nodeclass_status.WATCHES,
+        cloud_provider=NAME,
+    ),
+    ControllerSpec(
+        interruption.INSTANCE_STATUS_NAME, _instance_status, singleton=True, cloud_provider=NAME
+    ),
+    ControllerSpec(
+        interruption.NAME,
+        _interruption_queue,
+        singleton=True,
+        cloud_provider=NAME,
+        rate_limiter=_queue_rate_limiter,
+    ),
+    ControllerSpec(CATALOGUE_REFRESH, _refresh, singleton=True, cloud_provider=NAME),
+    ControllerSpec(TAGGING_CONTROLLER, _tagging, watches=tagging_watches(), cloud_provider=NAME),
+)
+"""Every controller the AWS plugin registers, in upstream's order."""
