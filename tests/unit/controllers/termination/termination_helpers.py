@@ -1,80 +1,36 @@
-"""A small world for node-termination tests: in-memory API server, virtual clock, the
-termination controllers on a Manager, a fake cloud provider and a fake kubelet that
-finishes graceful pod deletions when their grace period is over."""
+"""A small world for node-termination tests: the kit's Environment running the
+node.termination package with the fake cloud provider, a fake kubelet that finishes
+graceful pod deletions when their grace period is over, and the suite's objects."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
-from karpenter_core.apis.v1 import NodeClaim
-from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
-from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.controllers.node.termination import EvictionQueue, register
+from karpenter_core.controllers.node.termination import EvictionQueue
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.clock import VirtualClock, format_time, parse_time
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder, RecordedEvent
-from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.testing import TEST_NODE_CLASS, Environment, FakeCloudProvider
+from karpenter_core.testing import builders as b
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
-NODE_CLASS = NodeClassKind("karpenter.test.sh", "TestNodeClass")
+NODE_CLASS = TEST_NODE_CLASS
 NODE_CLASS_LABEL = NODE_CLASS.label_key
 NODEPOOL = "default"
 RS_OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid"}
 
 
-class FakeCloudProvider:
-    """Instances by provider id. ``delete`` starts termination (the instance is gone at the
-    next call, which then reports NotFound), like upstream's fake."""
-
-    name = "fake"
-
-    def __init__(self) -> None:
-        self.instances: set[str] = set()
-        self.delete_calls: list[str] = []
-        self.get_calls: list[str] = []
-
-    def get(self, provider_id: str) -> NodeClaim:
-        self.get_calls.append(provider_id)
-        if provider_id not in self.instances:
-            raise NodeClaimNotFoundError(f"instance {provider_id} not found")
-        return NodeClaim.from_dict({"metadata": {"name": provider_id}})
-
-    def delete(self, nodeclaim: NodeClaim) -> None:
-        self.delete_calls.append(nodeclaim.provider_id)
-        if nodeclaim.provider_id not in self.instances:
-            raise NodeClaimNotFoundError("instance terminated")
-        self.instances.discard(nodeclaim.provider_id)
-
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
-        return [NODE_CLASS]
-
-    def create(self, nodeclaim: NodeClaim) -> NodeClaim:  # pragma: no cover - unused
-        raise NotImplementedError
-
-    def list(self) -> list[NodeClaim]:  # pragma: no cover - unused
-        return []
-
-    def get_instance_types(self, nodepool: Any) -> list[Any]:  # pragma: no cover - unused
-        return []
-
-    def is_drifted(self, nodeclaim: NodeClaim) -> str:  # pragma: no cover - unused
-        return ""
-
-    def repair_policies(self) -> list[Any]:  # pragma: no cover - unused
-        return []
-
-
 class FakeKubelet:
     """Finishes graceful pod deletions once their deletionTimestamp arrives, and marks new
-    pods Ready ``startup`` seconds after they were created (pods created Ready stay so)."""
+    pods Ready ``startup`` seconds after they were created (pods created Ready stay so).
+
+    Not the simulated kubelet of ``karpenter_core.sim``: that one also makes Nodes Ready,
+    removes taints and collects orphans, all of which these tests want to do by hand, and
+    this one can be switched off mid-test (``enabled``)."""
 
     def __init__(self, server: InMemoryApiServer, clock: VirtualClock, startup: float = 0) -> None:
         self.server = server
@@ -125,23 +81,22 @@ def set_running(server: InMemoryApiServer, pod: Mapping[str, Any], now: datetime
     return server.update_status(current)
 
 
-class Env:
-    """Everything a termination test needs, wired the way ``karpenter simulate`` wires it."""
+class Env(Environment):
+    """Everything a termination test needs on the kit's Environment; ``cloud`` is its fake
+    provider, which knows an instance for every node made with ``instance=True``."""
 
     def __init__(self, *, kubelet: bool = True, startup: float = 0, seed: int | None = None):
-        metrics.reset()
-        self.clock = VirtualClock(START)
-        self.server = InMemoryApiServer(self.clock)
-        self.recorder = EventRecorder(self.clock)
-        self.cloud = FakeCloudProvider()
-        self.ctx = ControllerContext(
-            kube=self.server, clock=self.clock, cloud_provider=self.cloud, recorder=self.recorder
+        super().__init__(
+            FakeCloudProvider(node_classes=[NODE_CLASS]),
+            controllers=["node.termination"],
+            kube_scheduler=False,
+            kubelet=False,
+            seed=seed,
         )
-        self.manager = Manager(self.clock, self.server, seed=seed)
-        register(self.manager, self.ctx)
-        self.kubelet = FakeKubelet(self.server, self.clock, startup)
-        self.kubelet.enabled = kubelet
-        self.manager.add_controller("test.kubelet", self.kubelet, watches=[Watch("pods")])
+        self.cloud: FakeCloudProvider = self.provider
+        self.fake_kubelet = FakeKubelet(self.server, self.clock, startup)
+        self.fake_kubelet.enabled = kubelet
+        self.manager.add_controller("test.kubelet", self.fake_kubelet, watches=[Watch("pods")])
 
     @property
     def queue(self) -> EvictionQueue:
@@ -159,6 +114,8 @@ class Env:
         labels: Mapping[str, str] | None = None,
         instance: bool = True,
     ) -> dict[str, Any]:
+        """A node of the default pool holding Karpenter's termination finalizer; with
+        ``instance`` the cloud knows its instance."""
         provider_id = f"test:///{name}"
         node_labels = {
             wk.NODEPOOL_LABEL_KEY: NODEPOOL,
@@ -168,25 +125,17 @@ class Env:
         if managed:
             node_labels[NODE_CLASS_LABEL] = "default"
         node_labels.update(labels or {})
-        self.server.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": node_labels,
-                    "finalizers": [wk.TERMINATION_FINALIZER],
-                },
-                "spec": {"providerID": provider_id},
-            }
-        )
-        current = self.server.get("nodes", name)
-        current["status"] = {
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]
-        }
         if instance:
-            self.cloud.instances.add(provider_id)
-        return self.server.update_status(current)
+            self.cloud.add_instance(provider_id)
+        return self.create(
+            b.node(
+                name,
+                labels=node_labels,
+                finalizers=[wk.TERMINATION_FINALIZER],
+                provider_id=provider_id,
+                ready=ready,
+            )
+        )
 
     def nodeclaim(
         self,
@@ -196,33 +145,20 @@ class Env:
         annotations: Mapping[str, str] | None = None,
         conditions: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
+        """The launched NodeClaim of ``node``, holding the termination finalizer."""
         node_name = node["metadata"]["name"]
-        nc = self.server.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": {
-                    "name": name or f"{node_name}-claim",
-                    "labels": {wk.NODEPOOL_LABEL_KEY: NODEPOOL},
-                    "annotations": dict(annotations or {}),
-                    "finalizers": [wk.TERMINATION_FINALIZER],
-                },
-                "spec": {
-                    "nodeClassRef": {
-                        "group": NODE_CLASS.group,
-                        "kind": NODE_CLASS.kind,
-                        "name": "default",
-                    },
-                    "requirements": [],
-                },
-            }
+        return self.create(
+            b.nodeclaim(
+                name or f"{node_name}-claim",
+                nodepool=NODEPOOL,
+                annotations=annotations,
+                finalizers=[wk.TERMINATION_FINALIZER],
+                node_class=NODE_CLASS,
+                provider_id=node["spec"]["providerID"],
+                node_name=node_name,
+                conditions=conditions,
+            )
         )
-        nc["status"] = {
-            "providerID": node["spec"]["providerID"],
-            "nodeName": node_name,
-            "conditions": [dict(c) for c in conditions],
-        }
-        return self.server.update_status(nc)
 
     def pod(
         self,
@@ -240,27 +176,21 @@ class Env:
         phase: str | None = None,
         namespace: str = "default",
     ) -> dict[str, Any]:
-        spec: dict[str, Any] = {"containers": [{"name": "app", "image": "app"}]}
-        if node:
-            spec["nodeName"] = node
-        if priority_class:
-            spec["priorityClassName"] = priority_class
-        if grace is not None:
-            spec["terminationGracePeriodSeconds"] = grace
-        if tolerations:
-            spec["tolerations"] = [dict(t) for t in tolerations]
-        if volumes:
-            spec["volumes"] = [dict(v) for v in volumes]
-        meta: dict[str, Any] = {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels or {}),
-            "annotations": dict(annotations or {}),
-        }
-        if owner is not None:
-            meta["ownerReferences"] = [dict(owner)]
-        pod = self.server.create(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        """A pod of a ReplicaSet (unless ``owner`` says otherwise) bound to ``node``:
+        Running and Ready unless ``running`` is False or a ``phase`` is given."""
+        pod = self.server.create(  # the server sets a new pod's status; it is written below
+            b.pod(
+                name,
+                namespace=namespace,
+                labels=labels,
+                annotations=annotations,
+                owner=owner,
+                node_name=node,
+                priority_class=priority_class,
+                termination_grace_period=grace,
+                tolerations=tolerations,
+                volumes=volumes,
+            )
         )
         if phase is not None:
             pod["status"] = {"phase": phase}
@@ -268,16 +198,6 @@ class Env:
         if running and node:
             return set_running(self.server, pod, self.clock.now())
         return pod
-
-    def pdb(self, name: str, labels: Mapping[str, str], **spec: Any) -> dict[str, Any]:
-        return self.server.create(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {"selector": {"matchLabels": dict(labels)}, **spec},
-            }
-        )
 
     # ---------------------------------------------------------------- reads
 
@@ -307,14 +227,5 @@ class Env:
                 return c
         return None
 
-    def events(self, reason: str) -> list[RecordedEvent]:
-        return [e for e in self.recorder.events if e.reason == reason]
-
     def delete_node(self, name: str = "node-a") -> None:
         self.server.delete("nodes", name)
-
-    def run(self, seconds: float) -> None:
-        self.manager.run_for(seconds)
-
-    def settle(self) -> None:
-        self.manager.settle()

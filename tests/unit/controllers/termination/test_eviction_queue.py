@@ -14,6 +14,7 @@ from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.node.termination.eviction import EvictionQueue, QueueKey, earlier
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.testing import builders as b
 
 LABELS = {"test": "label"}
 
@@ -62,7 +63,7 @@ def test_eviction_without_pdbs_emits_evicted_and_counts() -> None:
 def test_eviction_allowed_by_a_pdb_succeeds() -> None:
     env = Env()
     pod = env.pod("p", node="node-a", labels=LABELS)
-    env.pdb("pdb", LABELS, maxUnavailable=1)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=1))
     env.queue.add(None, [pod])
     _reconcile(env, pod)
     assert len(env.events("Evicted")) == 1
@@ -72,7 +73,7 @@ def test_a_blocking_pdb_requeues_with_failed_draining_on_the_node() -> None:
     env = Env()
     env.node()
     pod = env.pod("p", node="node-a", labels=LABELS)
-    env.pdb("pdb", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=0))
     env.queue.add(None, [pod])
     assert _reconcile(env, pod) == Result(requeue=True)
     assert env.queue.has(pod)
@@ -87,8 +88,8 @@ def test_two_pdbs_on_one_pod_requeue_with_their_own_message() -> None:
     env = Env()
     env.node()
     pod = env.pod("p", node="node-a", labels=LABELS)
-    env.pdb("pdb-1", LABELS, maxUnavailable=0)
-    env.pdb("pdb-2", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb-1", labels=LABELS, max_unavailable=0))
+    env.create(b.pdb("pdb-2", labels=LABELS, max_unavailable=0))
     env.queue.add(None, [pod])
     assert _reconcile(env, pod) == Result(requeue=True)
     assert metrics.sample("karpenter_pods_eviction_requests_total", {"code": "500"}) == 1
@@ -155,7 +156,7 @@ def test_force_delete_bypasses_a_blocking_pdb() -> None:
     env = Env()
     env.node()
     pod = env.pod("p", node="node-a", labels=LABELS, grace=120)
-    env.pdb("pdb", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=0))
     env.queue.add(env.clock.now() + timedelta(minutes=1), [pod])
     _reconcile(env, pod)
     live = env.get_pod("p")
@@ -169,7 +170,7 @@ def test_force_delete_bypasses_a_blocking_pdb() -> None:
 def test_a_tighter_deadline_upgrades_a_queued_eviction_to_force_delete() -> None:
     env = Env()
     pod = env.pod("p", node="node-a", labels=LABELS, grace=120)
-    env.pdb("pdb", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=0))
     env.queue.add(None, [pod])
     env.queue.add(env.clock.now() + timedelta(minutes=1), [pod])
     _reconcile(env, pod)
@@ -181,7 +182,7 @@ def test_a_tighter_deadline_upgrades_a_queued_eviction_to_force_delete() -> None
 def test_a_looser_deadline_never_replaces_an_earlier_one() -> None:
     env = Env()
     pod = env.pod("p", node="node-a", labels=LABELS, grace=120)
-    env.pdb("pdb", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=0))
     tight = env.clock.now() + timedelta(minutes=1)
     env.queue.add(tight, [pod])
     env.queue.add(env.clock.now() + timedelta(hours=1), [pod])
@@ -249,7 +250,7 @@ def test_pdb_refusals_back_off_exponentially_up_to_ten_seconds() -> None:
     env = Env()
     env.node()
     pod = env.pod("p", node="node-a", labels=LABELS)
-    env.pdb("pdb", LABELS, maxUnavailable=0)
+    env.create(b.pdb("pdb", labels=LABELS, max_unavailable=0))
     attempts: list[float] = []
     real_evict = env.server.evict
 
@@ -259,7 +260,7 @@ def test_pdb_refusals_back_off_exponentially_up_to_ten_seconds() -> None:
 
     env.server.evict = observed  # type: ignore[method-assign]
     env.queue.add(None, [pod])
-    env.run(120)
+    env.run_for(120)
     gaps = [round(b - a, 6) for a, b in itertools.pairwise(attempts)]
     assert gaps[:4] == [0.1, 0.2, 0.4, 0.8]
     assert max(gaps) == 10.0

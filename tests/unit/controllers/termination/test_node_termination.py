@@ -15,6 +15,7 @@ from karpenter_core.controllers.node.termination.terminator import (
     EXCLUDE_FROM_LOAD_BALANCERS_LABEL,
 )
 from karpenter_core.runtime.clock import format_time
+from karpenter_core.testing import builders as b
 
 DISRUPTED_TOLERATION_EQUAL = {
     "key": wk.DISRUPTED_TAINT_KEY,
@@ -40,11 +41,11 @@ def test_deleting_an_empty_node_removes_it_after_drain_and_instance_termination(
     node = env.node()
     env.nodeclaim(node)
     env.delete_node()
-    env.run(4)
+    env.run_for(4)
     assert env.get_node() is not None, "Drained must stay Unknown for 5 s first"
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is None
-    assert env.cloud.instances == set()
+    assert env.cloud.instances == {}
     assert env.cloud.delete_calls == ["test:///node-a", "test:///node-a"]
 
 
@@ -53,7 +54,7 @@ def test_the_nodeclaim_is_deleted_and_carries_the_termination_conditions() -> No
     node = env.node()
     env.nodeclaim(node)
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     nc = env.get_nodeclaim("node-a-claim")
     assert nc is not None and nc["metadata"].get("deletionTimestamp")
     for type_ in ("Drained", "VolumesDetached", "InstanceTerminating"):
@@ -88,7 +89,7 @@ def test_nodes_of_another_provider_are_left_alone() -> None:
     env = Env()
     env.node(managed=False, labels={"karpenter.test.sh/unmanagednodeclass": "default"})
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     node = env.get_node()
     assert node is not None
     assert not _has_disrupted_taint(node)
@@ -101,7 +102,7 @@ def test_nodes_without_the_finalizer_are_ignored() -> None:
     assert node is not None
     env.server.patch("nodes", "node-a", {"metadata": {"finalizers": ["example.com/keep"]}})
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     node = env.get_node()
     assert node is not None and not _has_disrupted_taint(node)
 
@@ -111,9 +112,9 @@ def test_a_draining_node_is_tainted_and_excluded_from_load_balancers() -> None:
     node = env.node()
     env.nodeclaim(node)
     env.pod("blocked", labels={"app": "a"})
-    env.pdb("block-all", {"app": "a"}, maxUnavailable=0)
+    env.create(b.pdb("block-all", labels={"app": "a"}, max_unavailable=0))
     env.delete_node()
-    env.run(10)
+    env.run_for(10)
     node = env.get_node()
     assert node is not None
     assert _has_disrupted_taint(node)
@@ -129,9 +130,9 @@ def test_a_taint_with_the_same_key_but_another_effect_is_replaced() -> None:
         {"spec": {"taints": [{"key": wk.DISRUPTED_TAINT_KEY, "effect": "NoExecute"}]}},
     )
     env.pod("blocked", labels={"app": "a"})
-    env.pdb("block-all", {"app": "a"}, maxUnavailable=0)
+    env.create(b.pdb("block-all", labels={"app": "a"}, max_unavailable=0))
     env.delete_node()
-    env.run(3)
+    env.run_for(3)
     node = env.get_node()
     assert node is not None
     assert node["spec"]["taints"] == [{"key": wk.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
@@ -150,7 +151,7 @@ def test_pods_tolerating_the_disrupted_taint_are_not_evicted(toleration: dict) -
     env.pod("evict-me")
     env.pod("stay", tolerations=[toleration])
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_node() is None
     stayer = env.get_pod("stay")
     assert stayer is not None and not stayer["metadata"].get("deletionTimestamp")
@@ -173,7 +174,7 @@ def test_pods_tolerating_only_unschedulable_are_evicted() -> None:
         ],
     )
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_pod("tolerant") is None
     assert env.get_node() is None
 
@@ -193,10 +194,10 @@ def test_mirror_pods_are_not_evicted_and_do_not_block() -> None:
         },
     )
     env.delete_node()
-    env.run(20)
+    env.run_for(20)
     mirror = env.get_pod("mirror")
     assert mirror is not None and not mirror["metadata"].get("deletionTimestamp")
-    env.run(40)
+    env.run_for(40)
     assert env.get_node() is None
     assert not env.queue.has(mirror)
     assert [e.name for e in env.events("Evicted")] == ["evict-me"]
@@ -208,7 +209,7 @@ def test_pods_without_an_owner_are_evicted() -> None:
     env.nodeclaim(node)
     env.pod("orphan", owner=None)
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_pod("orphan") is None
     assert env.get_node() is None
 
@@ -220,7 +221,7 @@ def test_terminal_pods_do_not_block_the_drain(phase: str) -> None:
     env.nodeclaim(node)
     env.pod("done", phase=phase)
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is None
     assert env.events("Evicted") == []
 
@@ -232,7 +233,7 @@ def test_the_node_stays_until_every_pod_is_gone() -> None:
     env.pod("p0")
     env.pod("p1")
     env.delete_node()
-    env.run(10)
+    env.run_for(10)
     for name in ("p0", "p1"):
         pod = env.get_pod(name)
         assert pod is not None and pod["metadata"].get("deletionTimestamp")
@@ -240,10 +241,10 @@ def test_the_node_stays_until_every_pod_is_gone() -> None:
     assert drained is not None
     assert (drained["status"], drained["reason"]) == ("Unknown", "Draining")
     env.server.delete("pods", "p1", "default", grace_period_seconds=0)
-    env.run(10)
+    env.run_for(10)
     assert env.get_node() is not None
     env.server.delete("pods", "p0", "default", grace_period_seconds=0)
-    env.run(10)
+    env.run_for(10)
     assert env.get_node() is None
     drained = env.condition("node-a-claim", "Drained")
     assert drained is not None and drained["status"] == "True"
@@ -254,9 +255,9 @@ def test_a_blocking_pdb_keeps_the_node_and_reports_failed_draining() -> None:
     node = env.node()
     env.nodeclaim(node)
     pod = env.pod("guarded", labels={"app": "a"})
-    env.pdb("guard", {"app": "a"}, minAvailable=1)
+    env.create(b.pdb("guard", labels={"app": "a"}, min_available=1))
     env.delete_node()
-    env.run(120)
+    env.run_for(120)
     assert env.get_node() is not None
     assert env.queue.has(pod)
     failed = env.events("FailedDraining")
@@ -264,7 +265,7 @@ def test_a_blocking_pdb_keeps_the_node_and_reports_failed_draining() -> None:
     assert metrics.sample("karpenter_pods_eviction_requests_total", {"code": "429"}) >= 1
     # Once the pod goes some other way, the node follows.
     env.server.delete("pods", "guarded", "default", grace_period_seconds=0)
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is None
 
 
@@ -335,9 +336,9 @@ def test_a_pod_stuck_terminating_for_over_a_minute_is_ignored() -> None:
     env.nodeclaim(node)
     env.pod("stuck", grace=30)
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_node() is not None, "30 s of grace + 60 s stuck allowance not yet over"
-    env.run(40)
+    env.run_for(40)
     assert env.get_node() is None
     assert env.get_pod("stuck") is not None
 
@@ -350,7 +351,7 @@ def test_a_new_pod_reusing_a_name_is_not_evicted_by_the_old_entry() -> None:
     new = env.pod("reused", node="node-b")
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     assert not env.queue.has(new)
-    env.run(30)
+    env.run_for(30)
     pod = env.get_pod("reused")
     assert pod is not None and not pod["metadata"].get("deletionTimestamp")
     assert env.events("Evicted") == []
@@ -362,7 +363,7 @@ def test_do_not_disrupt_pods_stall_the_drain_without_a_deadline() -> None:
     env.nodeclaim(node)
     env.pod("precious", annotations={wk.DO_NOT_DISRUPT_ANNOTATION_KEY: "true"})
     env.delete_node()
-    env.run(600)
+    env.run_for(600)
     assert env.get_node() is not None
     pod = env.get_pod("precious")
     assert pod is not None and not pod["metadata"].get("deletionTimestamp")
@@ -375,9 +376,9 @@ def test_a_do_not_disrupt_duration_lets_the_pod_go_once_elapsed() -> None:
     env.nodeclaim(node)
     env.pod("brief", annotations={wk.DO_NOT_DISRUPT_ANNOTATION_KEY: "2m"}, grace=5)
     env.delete_node()
-    env.run(100)
+    env.run_for(100)
     assert env.get_pod("brief") is not None
-    env.run(60)
+    env.run_for(60)
     assert env.get_pod("brief") is None
     assert env.get_node() is None
     assert env.events("DoNotDisruptUntil")
@@ -398,7 +399,7 @@ def test_a_do_not_disrupt_pod_whose_grace_fills_the_deadline_is_deleted_at_once(
     env, deadline = _deadline_env(300)
     env.pod("precious", annotations={wk.DO_NOT_DISRUPT_ANNOTATION_KEY: "true"}, grace=300)
     env.delete_node()
-    env.run(6)
+    env.run_for(6)
     pod = env.get_pod("precious")
     assert pod is not None and pod["metadata"].get("deletionTimestamp")
     disrupted = env.events("Disrupted")
@@ -411,13 +412,13 @@ def test_a_do_not_disrupt_pod_is_deleted_its_grace_period_before_the_deadline() 
     env, _ = _deadline_env(300)
     env.pod("precious", annotations={wk.DO_NOT_DISRUPT_ANNOTATION_KEY: "true"}, grace=60)
     env.delete_node()
-    env.run(90)
+    env.run_for(90)
     pod = env.get_pod("precious")
     assert pod is not None and not pod["metadata"].get("deletionTimestamp")
-    env.run(150)  # t = 240 s: exactly deadline - 60 s, not yet past
+    env.run_for(150)  # t = 240 s: exactly deadline - 60 s, not yet past
     pod = env.get_pod("precious")
     assert pod is not None and not pod["metadata"].get("deletionTimestamp")
-    env.run(25)  # t = 265 s
+    env.run_for(25)  # t = 265 s
     pod = env.get_pod("precious")
     assert pod is None or pod["metadata"].get("deletionTimestamp")
 
@@ -425,14 +426,14 @@ def test_a_do_not_disrupt_pod_is_deleted_its_grace_period_before_the_deadline() 
 def test_a_pdb_blocked_pod_is_force_deleted_when_the_deadline_demands_it() -> None:
     env, _ = _deadline_env(120)
     env.pod("guarded", labels={"app": "a"}, grace=30)
-    env.pdb("guard", {"app": "a"}, maxUnavailable=0)
+    env.create(b.pdb("guard", labels={"app": "a"}, max_unavailable=0))
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_pod("guarded") is not None
     assert env.events("Disrupted") == []
-    env.run(40)  # t = 100 s > 120 - 30
+    env.run_for(40)  # t = 100 s > 120 - 30
     assert env.events("Disrupted")
-    env.run(60)
+    env.run_for(60)
     assert env.get_pod("guarded") is None
     assert env.get_node() is None
 
@@ -440,10 +441,10 @@ def test_a_pdb_blocked_pod_is_force_deleted_when_the_deadline_demands_it() -> No
 def test_a_past_deadline_critical_pod_is_not_held_behind_an_earlier_tier() -> None:
     env, _ = _deadline_env(300)
     env.pod("slow", labels={"app": "a"}, grace=30)
-    env.pdb("guard", {"app": "a"}, maxUnavailable=0)
+    env.create(b.pdb("guard", labels={"app": "a"}, max_unavailable=0))
     env.pod("critical", priority_class="system-node-critical", grace=600)
     env.delete_node()
-    env.run(3)
+    env.run_for(3)
     critical = env.get_pod("critical")
     assert critical is None or critical["metadata"].get("deletionTimestamp")
     slow = env.get_pod("slow")
@@ -462,9 +463,9 @@ def test_force_deletion_shortens_grace_to_what_is_left_of_the_deadline() -> None
         return real_delete(resource, name, namespace, **kw)  # type: ignore[arg-type]
 
     env.server.delete = spy  # type: ignore[method-assign]
-    env.run(90)
+    env.run_for(90)
     env.delete_node()
-    env.run(2)
+    env.run_for(2)
     assert deletes and 195 <= deletes[0] <= 210
 
 
@@ -489,7 +490,7 @@ def test_a_ready_node_is_drained_even_when_the_instance_is_gone() -> None:
     env.nodeclaim(node)
     env.pod("p0")
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is not None
     assert env.cloud.get_calls == []
 
@@ -510,14 +511,14 @@ def test_instance_deletion_is_retried_every_five_seconds_until_not_found() -> No
 
     env.cloud.delete = stubborn  # type: ignore[method-assign]
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is not None
     cond = env.condition("node-a-claim", "InstanceTerminating")
     assert cond is not None and cond["status"] == "True"
     gaps = {round(b - a, 6) for a, b in itertools.pairwise(times)}
     assert gaps == {5.0}
     keep_alive = False
-    env.run(10)
+    env.run_for(10)
     assert env.get_node() is None
 
 
@@ -529,12 +530,12 @@ def test_drained_stays_unknown_for_the_minimum_drain_time() -> None:
     node = env.node()
     env.nodeclaim(node)
     env.delete_node()
-    env.run(3)
+    env.run_for(3)
     node = env.get_node()
     assert node is not None and _has_disrupted_taint(node)
     drained = env.condition("node-a-claim", "Drained")
     assert drained is not None and drained["status"] == "Unknown"
-    env.run(3)
+    env.run_for(3)
     drained = env.condition("node-a-claim", "Drained")
     assert drained is not None and drained["status"] == "True"
 
@@ -563,7 +564,7 @@ def test_termination_waits_for_volume_attachments_to_go() -> None:
     env.nodeclaim(node)
     _volume_attachment(env, "va-1", "pv-1")
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is not None
     cond = env.condition("node-a-claim", "VolumesDetached")
     assert cond is not None and (cond["status"], cond["reason"]) == (
@@ -573,7 +574,7 @@ def test_termination_waits_for_volume_attachments_to_go() -> None:
     waiting = env.events("AwaitingVolumeDetachment")
     assert waiting and "va-1" in waiting[0].message
     env.server.delete("volumeattachments", "va-1")
-    env.run(10)
+    env.run_for(10)
     assert env.get_node() is None
     cond = env.condition("node-a-claim", "VolumesDetached")
     assert cond is not None and cond["status"] == "True"
@@ -599,10 +600,10 @@ def test_volumes_of_pods_the_drain_leaves_behind_are_not_waited_for() -> None:
     _volume_attachment(env, "va-kept", "pv-kept")
     _volume_attachment(env, "va-drained", "pv-drained")
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is not None
     env.server.delete("volumeattachments", "va-drained")
-    env.run(10)
+    env.run_for(10)
     assert env.get_node() is None
 
 
@@ -610,9 +611,9 @@ def test_volume_wait_ends_when_the_termination_grace_period_elapses() -> None:
     env, _ = _deadline_env(60)
     _volume_attachment(env, "va-1", "pv-1")
     env.delete_node()
-    env.run(30)
+    env.run_for(30)
     assert env.get_node() is not None
-    env.run(60)
+    env.run_for(60)
     assert env.get_node() is None
     cond = env.condition("node-a-claim", "VolumesDetached")
     assert cond is not None and (cond["status"], cond["reason"]) == (
@@ -628,9 +629,9 @@ def test_termination_records_node_metrics_once() -> None:
     env = Env()
     node = env.node()
     env.nodeclaim(node)
-    env.run(100)
+    env.run_for(100)
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert env.get_node() is None
     labels = {"nodepool": NODEPOOL}
     assert metrics.sample("karpenter_nodes_drained_total", labels) == 1
@@ -650,7 +651,7 @@ def test_evictions_count_requests_and_drained_pods() -> None:
     env.pod("p0")
     env.pod("p1")
     env.delete_node()
-    env.run(60)
+    env.run_for(60)
     assert metrics.sample("karpenter_pods_eviction_requests_total", {"code": "200"}) == 2
     assert metrics.sample("karpenter_pods_drained_total", {"reason": "Forceful Termination"}) == 2
 
@@ -663,7 +664,7 @@ def test_a_malformed_termination_timestamp_holds_the_node_with_a_clear_error(
     env.nodeclaim(node, annotations={wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY: "soon"})
     env.delete_node()
     with caplog.at_level("ERROR", logger="karpenter.termination"):
-        env.run(30)
+        env.run_for(30)
     assert env.get_node() is not None
     assert env.manager.controller("node.termination").errors == 0
     messages = [r.getMessage() for r in caplog.records]
@@ -680,10 +681,10 @@ def test_many_nodes_deleted_at_once_are_each_drained_and_released(seed: int | No
         env.pod(f"{name}-app", node=name, grace=5)
     for name in names:
         env.delete_node(name)
-    env.run(120)
+    env.run_for(120)
     assert all(env.get_node(name) is None for name in names)
     assert all(env.get_pod(f"{name}-app") is None for name in names)
-    assert env.cloud.instances == set()
+    assert env.cloud.instances == {}
     terminated = metrics.sample(
         "karpenter_nodes_terminated_total", {"nodepool": NODEPOOL, "zone": "test-zone-a"}
     )

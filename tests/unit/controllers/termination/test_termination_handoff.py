@@ -12,6 +12,7 @@ from termination_helpers import Env
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers import nodeclaim as nodeclaim_controllers
 from karpenter_core.runtime.clock import format_time
+from karpenter_core.testing import builders as b
 
 READY = [
     {"type": t, "status": "True", "reason": t, "message": ""}
@@ -36,7 +37,7 @@ def _env() -> Env:
 def test_deleting_either_object_drains_then_removes_both(delete: str) -> None:
     env = _env()
     env.pod("app", grace=10)
-    env.run(5)
+    env.run_for(5)
     drained_while_node_existed: list[bool] = []
     real_delete = env.cloud.delete
 
@@ -49,11 +50,11 @@ def test_deleting_either_object_drains_then_removes_both(delete: str) -> None:
         env.server.delete("nodeclaims", "node-a-claim")
     else:
         env.delete_node()
-    env.run(120)
+    env.run_for(120)
     assert env.get_node() is None
     assert env.get_nodeclaim("node-a-claim") is None
     assert env.get_pod("app") is None
-    assert env.cloud.instances == set()
+    assert env.cloud.instances == {}
     assert drained_while_node_existed and all(drained_while_node_existed)
     assert [e.name for e in env.events("Evicted")] == ["app"]
 
@@ -62,17 +63,17 @@ def test_a_nodeclaim_termination_grace_period_forces_a_blocked_drain() -> None:
     env = _env()
     env.server.patch("nodeclaims", "node-a-claim", {"spec": {"terminationGracePeriod": "2m"}})
     env.pod("guarded", labels={"app": "a"}, grace=30)
-    env.pdb("guard", {"app": "a"}, maxUnavailable=0)
-    env.run(5)
+    env.create(b.pdb("guard", labels={"app": "a"}, max_unavailable=0))
+    env.run_for(5)
     start = env.clock.now()
     env.server.delete("nodeclaims", "node-a-claim")
-    env.run(60)
+    env.run_for(60)
     nc = env.get_nodeclaim("node-a-claim")
     assert nc is not None
     deadline = nc["metadata"]["annotations"][wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY]
     assert deadline == format_time(start + timedelta(minutes=2))
     assert env.get_pod("guarded") is not None
-    env.run(120)
+    env.run_for(120)
     assert env.events("Disrupted")
     assert env.get_node() is None
     assert env.get_nodeclaim("node-a-claim") is None

@@ -20,6 +20,7 @@ from termination_helpers import RS_OWNER, Env
 from karpenter_core import metrics
 from karpenter_core.kube.client import TooManyRequests
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.testing import builders as b
 
 APP = {"app": "web"}
 REPLICAS = 5
@@ -71,7 +72,7 @@ def test_a_pdb_covered_drain_never_exceeds_the_budget_and_loses_no_replica(
     for name in ORIGINAL_ON_DRAINING_NODE:
         env.pod(name, node="node-a", labels=APP, grace=30)
     env.pod("web-4", node="node-b", labels=APP, grace=30)
-    env.pdb("web", APP, minAvailable=MIN_AVAILABLE)
+    env.create(b.pdb("web", labels=APP, min_available=MIN_AVAILABLE))
 
     evictions: list[tuple[float, str, int]] = []
     refusals: list[str] = []
@@ -118,7 +119,7 @@ def test_a_pdb_covered_drain_never_exceeds_the_budget_and_loses_no_replica(
     assert all(b - a >= 20 for a, b in itertools.pairwise(times))
     # The node went only after its pods, and no replica was lost.
     assert node_gone_at >= max(gone_at.values())
-    env.run(60)
+    env.run_for(60)
     pods = env.server.list("pods", "default", label_selector="app=web").items
     assert sum(1 for p in pods if _healthy(p)) == REPLICAS
     assert all(p["spec"]["nodeName"] == "node-b" for p in pods)
@@ -134,7 +135,7 @@ def test_a_max_unavailable_budget_drains_one_pod_at_a_time_without_replacements(
     env.nodeclaim(node)
     for i in range(3):
         env.pod(f"p{i}", labels=APP, grace=15, owner=RS_OWNER)
-    env.pdb("web", APP, maxUnavailable=1)
+    env.create(b.pdb("web", labels=APP, max_unavailable=1))
     terminating_counts: list[int] = []
     real_evict = env.server.evict
 
@@ -145,6 +146,6 @@ def test_a_max_unavailable_budget_drains_one_pod_at_a_time_without_replacements(
 
     env.server.evict = observed_evict  # type: ignore[method-assign]
     env.delete_node()
-    env.run(600)
+    env.run_for(600)
     assert env.get_node() is None
     assert terminating_counts == [1, 1, 1]
