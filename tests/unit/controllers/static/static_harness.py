@@ -1,66 +1,34 @@
-"""A small world for the static-capacity controllers: in-memory API server, virtual clock,
-a cluster state fed by hand (objects are pushed into it as they are created), and the two
-reconcilers called directly."""
+"""A small world for the static-capacity controllers: the kit's Environment with no
+controllers running, a cluster state fed by hand (objects are pushed into it as they are
+created), and the two reconcilers called directly."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from karpenter_core import metrics
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.controllers.static import StaticDeprovisioner, StaticProvisioner
-from karpenter_core.kube.client import create_with_status
-from karpenter_core.runtime.clock import VirtualClock, format_time
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.runtime.clock import format_time
 from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state.cluster import Cluster
+from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
+START = b.START
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 _ids = itertools.count(1)
 
 
-def condition(type_: str, status: str = "True") -> dict[str, Any]:
-    return {
-        "type": type_,
-        "status": status,
-        "reason": type_,
-        "message": "",
-        "lastTransitionTime": format_time(START),
-    }
-
-
-class World:
+class World(Environment):
     def __init__(self, options: Options | None = None) -> None:
-        metrics.reset()
-        self.clock = VirtualClock(START)
-        self.kube = InMemoryApiServer(self.clock)
-        self.recorder = EventRecorder(self.clock)
-        self.provider = FakeCloudProvider()
-        self.ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=self.provider,  # type: ignore[arg-type]
-            recorder=self.recorder,
-            options=options or Options(),
-        )
-        self.cluster = Cluster(self.kube, self.clock, self.provider)  # type: ignore[arg-type]
-        self.ctx.cluster = self.cluster
+        super().__init__(options=options, controllers=(), kube_scheduler=False, kubelet=False)
         self.cluster.set_synced(True)
         self.provisioner = StaticProvisioner(self.ctx)
         self.deprovisioner = StaticDeprovisioner(self.ctx)
 
     # -- objects --
-
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Create, then write ``status`` through the status subresource when given."""
-        return create_with_status(self.kube, obj)
 
     def nodepool(
         self,
@@ -72,39 +40,20 @@ class World:
         labels: Mapping[str, str] | None = None,
         expire_after: str = "Never",
     ) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "template": {
-                "metadata": {"labels": dict(labels or {})},
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}
-                    ],
-                    "expireAfter": expire_after,
-                },
-            },
-        }
-        if replicas is not None:
-            spec["replicas"] = replicas
-        if limits is not None:
-            spec["limits"] = dict(limits)
-        status = [
-            condition(t, "True" if ready or t != "Ready" else "False")
-            for t in ("ValidationSucceeded", "NodeClassReady", "Ready")
-        ]
-        return self.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": spec,
-                "status": {"conditions": status},
-            }
+        pool = b.nodepool(
+            name,
+            requirements=[b.requirement("kubernetes.io/os", "In", "linux")],
+            labels=labels,
+            expire_after=expire_after,
+            replicas=replicas,
+            limits=limits,
         )
+        pool["status"] = {
+            "conditions": [
+                b.condition(t, ready or t != "Ready") for t in b.NODEPOOL_READY_CONDITIONS
+            ]
+        }
+        return self.create(pool)
 
     def set_replicas(self, replicas: int, name: str = "static") -> None:
         self.kube.patch("nodepools", name, {"spec": {"replicas": replicas}})
@@ -130,57 +79,23 @@ class World:
             "karpenter.sh/capacity-type": "on-demand",
             "kubernetes.io/hostname": name,
         }
-        status: dict[str, Any] = {}
+        claim = b.nodeclaim(name, labels=labels, expire_after=expire_after)
         if launched:
-            status = {
-                "providerID": pid,
-                "nodeName": name,
-                "capacity": cap,
-                "allocatable": cap,
-                "conditions": [condition("Launched"), condition("Registered")],
-            }
-        nc = self.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": {
-                    "name": name,
-                    "labels": labels,
-                    "creationTimestamp": format_time(created_at),
-                },
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [],
-                    "expireAfter": expire_after,
-                },
-                "status": status,
-            }
-        )
-        if launched:
-            self.cluster.update_nodeclaim(nc)
-            node = self.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {
-                        "name": name,
-                        "labels": {**labels, "karpenter.sh/registered": "true"},
-                    },
-                    "spec": {"providerID": pid},
-                    "status": {
-                        "capacity": cap,
-                        "allocatable": cap,
-                        "conditions": [{"type": "Ready", "status": "True"}],
-                    },
-                }
+            claim = b.nodeclaim(
+                name,
+                labels=labels,
+                expire_after=expire_after,
+                provider_id=pid,
+                node_name=name,
+                capacity=cap,
+                conditions=["Launched", "Registered"],
             )
+        claim["metadata"]["creationTimestamp"] = format_time(created_at)
+        self.cluster.update_nodeclaim(self.create(claim))
+        if launched:
+            node_labels = {**labels, "karpenter.sh/registered": "true"}
+            node = self.create(b.node(name, labels=node_labels, provider_id=pid, capacity=cap))
             self.cluster.update_node(node)
-        else:
-            self.cluster.update_nodeclaim(nc)
         return name
 
     def pod(
@@ -192,34 +107,16 @@ class World:
         annotations: Mapping[str, str] | None = None,
         priority: int | None = None,
     ) -> dict[str, Any]:
-        name = f"pod-{next(_ids)}"
-        spec: dict[str, Any] = {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-        }
-        if priority is not None:
-            spec["priority"] = priority
         created = self.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": "default",
-                    "annotations": dict(annotations or {}),
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "apps/v1",
-                            "kind": owner,
-                            "name": "x",
-                            "uid": f"u-{owner}",
-                            "controller": True,
-                        }
-                    ],
-                },
-                "spec": spec,
-                "status": {"phase": "Running", "startTime": format_time(START)},
-            }
+            b.pod(
+                f"pod-{next(_ids)}",
+                node_name=node,
+                cpu=cpu,
+                annotations=annotations,
+                owner=b.owner_reference(owner, "x", uid=f"u-{owner}"),
+                priority=priority,
+                start_time=START,
+            )
         )
         self.cluster.update_pod(created)
         return created
