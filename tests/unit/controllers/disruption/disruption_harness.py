@@ -1,5 +1,6 @@
-"""A small world for disruption tests: in-memory API server, virtual clock, cluster state
-fed directly (no informers), the fake catalogue, and a DisruptionContext over them.
+"""A small world for disruption tests: the kit's Environment with no controllers running,
+cluster state fed directly (no informers), the fake catalogue, and a DisruptionContext over
+them.
 
 Upstream's default fixture (spec disruption §17): NodePool ``WhenEmptyOrUnderutilized``,
 ``consolidateAfter: 0s``, budget ``100%``; nodes Initialized and Consolidatable; pods owned
@@ -11,10 +12,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from karpenter_core import metrics
 from karpenter_core.apis.labels import (
     CAPACITY_TYPE_LABEL_KEY,
     LABEL_HOSTNAME,
@@ -24,21 +24,16 @@ from karpenter_core.apis.labels import (
     NODE_REGISTERED_LABEL_KEY,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
-from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers.disruption.types import DisruptionContext
 from karpenter_core.controllers.provisioning import provisioner_of
-from karpenter_core.kube.client import NotFound, create_with_status
-from karpenter_core.runtime.clock import VirtualClock, format_time
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
+from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.options import Options
-from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state.cluster import Cluster
+from karpenter_core.testing import KWOK_NODE_CLASS, Environment, FakeCloudProvider
+from karpenter_core.testing import builders as b
 
-KWOK_CLASS = NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", version="v1alpha1")
-START = datetime(2026, 1, 1, tzinfo=UTC)
+KWOK_CLASS = KWOK_NODE_CLASS
+START = b.START
 _ids = itertools.count()
 
 
@@ -55,17 +50,17 @@ class StubQueue:
         return any(p in self.provider_ids for p in provider_ids)
 
 
-def _condition(type_: str, status: str = "True", at: datetime = START, reason: str = "") -> dict:
+def _capacity(it: InstanceType | None) -> dict[str, str]:
+    if it is None:
+        return {"cpu": "4", "memory": "8Gi", "pods": "40"}
     return {
-        "type": type_,
-        "status": status,
-        "reason": reason or type_,
-        "message": "",
-        "lastTransitionTime": format_time(at),
+        "cpu": f"{it.capacity['cpu']}m",
+        "memory": str(it.capacity["memory"] // 1000),
+        "pods": str(it.capacity["pods"] // 1000),
     }
 
 
-class World:
+class World(Environment):
     """Cluster objects created in the API server *and* pushed into cluster state."""
 
     def __init__(
@@ -75,20 +70,13 @@ class World:
         options: Options | None = None,
         queue: Any = None,
     ) -> None:
-        metrics.reset()
-        self.clock = VirtualClock(START)
-        self.kube = InMemoryApiServer(self.clock)
-        self.recorder = EventRecorder(self.clock)
-        self.provider = FakeProvider(instance_types)
-        self.ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=self.provider,  # type: ignore[arg-type]
-            recorder=self.recorder,
-            options=options or Options(),
+        super().__init__(
+            FakeProvider(instance_types),
+            options=options,
+            controllers=(),
+            kube_scheduler=False,
+            kubelet=False,
         )
-        self.cluster = Cluster(self.kube, self.clock, self.provider)  # type: ignore[arg-type]
-        self.ctx.cluster = self.cluster
         self.cluster.set_synced(True)
         self.provisioner = provisioner_of(self.ctx)
         self.queue = queue if queue is not None else StubQueue()
@@ -126,49 +114,26 @@ class World:
         labels.setdefault(CAPACITY_TYPE_LABEL_KEY, "on-demand")
         labels.setdefault(LABEL_HOSTNAME, nodeclaim_name)
         it = next((i for i in self.provider.its if i.name == it_name), self.provider.its[0])
-        cap = {
-            "cpu": f"{it.capacity['cpu']}m",
-            "memory": str(it.capacity["memory"] // 1000),
-            "pods": str(it.capacity["pods"] // 1000),
-        }
+        cap = _capacity(it)
         pid = f"fake://{nodeclaim_name}"
         nc["metadata"]["labels"] = labels
         nc = self.kube.update(nc)
-        conds = [
-            _condition(t, at=self.clock.now()) for t in ("Launched", "Registered", "Initialized")
-        ]
-        nc = self.kube.patch(
-            "nodeclaims",
+        now = self.clock.now()
+        status = b.nodeclaim(
             nodeclaim_name,
-            {
-                "status": {
-                    "providerID": pid,
-                    "nodeName": nodeclaim_name,
-                    "capacity": cap,
-                    "allocatable": cap,
-                    "conditions": conds,
-                }
-            },
-            subresource="status",
-        )
-        self.cluster.update_nodeclaim(nc)
+            provider_id=pid,
+            node_name=nodeclaim_name,
+            capacity=cap,
+            conditions=[b.condition(t, at=now) for t in ("Launched", "Registered", "Initialized")],
+        )["status"]
+        self.cluster.update_nodeclaim(self.set_status(nc, status))
         node_labels = {
             **labels,
             NODE_REGISTERED_LABEL_KEY: "true",
             NODE_INITIALIZED_LABEL_KEY: "true",
         }
         node = self.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": nodeclaim_name, "labels": node_labels},
-                "spec": {"providerID": pid},
-                "status": {
-                    "capacity": cap,
-                    "allocatable": cap,
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
+            b.node(nodeclaim_name, labels=node_labels, provider_id=pid, capacity=cap)
         )
         self.cluster.update_node(node)
 
@@ -216,10 +181,8 @@ class World:
         conds = [
             c for c in nc.get("status", {}).get("conditions", []) if c["type"] != "Initialized"
         ]
-        conds.append(_condition("Initialized", at=self.clock.now()))
-        self.kube.patch(
-            "nodeclaims", nodeclaim_name, {"status": {"conditions": conds}}, subresource="status"
-        )
+        conds.append(b.condition("Initialized", at=self.clock.now()))
+        self.set_status(nc, {"conditions": conds})
 
     def refresh(self, name: str) -> None:
         """Push the API's current Node and NodeClaim ``name`` into cluster state."""
@@ -227,10 +190,6 @@ class World:
         self.cluster.update_node(self.kube.get("nodes", name))
 
     # -- objects --
-
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Create, then write ``status`` through the status subresource when given."""
-        return create_with_status(self.kube, obj)
 
     def nodepool(
         self,
@@ -243,39 +202,18 @@ class World:
         requirements: Sequence[Mapping[str, Any]] = (),
         limits: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        template_spec: dict[str, Any] = {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "default",
-            },
-            "requirements": list(requirements),
-            "expireAfter": "Never",
-        }
-        spec: dict[str, Any] = {
-            "template": {"spec": template_spec},
-            "disruption": {
-                "consolidateAfter": consolidate_after,
-                "consolidationPolicy": policy,
-                "budgets": [dict(b) for b in budgets],
-            },
-        }
-        if replicas is not None:
-            spec["replicas"] = replicas
-        if limits is not None:
-            spec["limits"] = dict(limits)
         return self.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": spec,
-                "status": {
-                    "conditions": [
-                        _condition(t) for t in ("ValidationSucceeded", "NodeClassReady", "Ready")
-                    ]
-                },
-            }
+            b.nodepool(
+                name,
+                requirements=requirements,
+                expire_after="Never",
+                consolidation_policy=policy,
+                consolidate_after=consolidate_after,
+                budgets=budgets,
+                replicas=replicas,
+                limits=limits,
+                ready=True,
+            )
         )
 
     def node(
@@ -301,14 +239,7 @@ class World:
         node name (also the NodeClaim's name)."""
         name = name or f"node-{next(_ids)}"
         pid = f"fake://{name}"
-        it = next((i for i in self.provider.its if i.name == instance_type), None)
-        cap = {"cpu": "4", "memory": "8Gi", "pods": "40"}
-        if it is not None:
-            cap = {
-                "cpu": f"{it.capacity['cpu']}m",
-                "memory": str(it.capacity["memory"] // 1000),
-                "pods": str(it.capacity["pods"] // 1000),
-            }
+        cap = _capacity(next((i for i in self.provider.its if i.name == instance_type), None))
         lbls = {
             NODEPOOL_LABEL_KEY: nodepool,
             LABEL_INSTANCE_TYPE: instance_type,
@@ -321,67 +252,43 @@ class World:
         }
         if not nodepool:
             del lbls[NODEPOOL_LABEL_KEY]
-        conditions = [_condition("Launched"), _condition("Registered")]
+        conditions: list[str | dict[str, Any]] = ["Launched", "Registered"]
         if initialized:
-            conditions.append(_condition("Initialized"))
+            conditions.append("Initialized")
         if consolidatable:
-            conditions.append(_condition("Consolidatable"))
+            conditions.append("Consolidatable")
         if drifted:
-            conditions.append(_condition("Drifted", at=drifted_at, reason="NodePoolDrifted"))
-        nc_spec: dict[str, Any] = {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "default",
-            },
-            "requirements": [],
-            "expireAfter": "Never",
-        }
-        if termination_grace_period is not None:
-            nc_spec["terminationGracePeriod"] = termination_grace_period
-        meta: dict[str, Any] = {"name": name, "labels": dict(lbls)}
-        if nodeclaim_deleting:
-            meta["finalizers"] = ["karpenter.sh/termination"]
+            conditions.append(b.condition("Drifted", at=drifted_at, reason="NodePoolDrifted"))
         nc = self.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": meta,
-                "spec": nc_spec,
-                "status": {
-                    "providerID": pid,
-                    "nodeName": name if with_node else "",
-                    "capacity": cap,
-                    "allocatable": cap,
-                    "conditions": conditions,
-                },
-            }
+            b.nodeclaim(
+                name,
+                labels=lbls,
+                expire_after="Never",
+                termination_grace_period=termination_grace_period,
+                finalizers=["karpenter.sh/termination"] if nodeclaim_deleting else None,
+                provider_id=pid,
+                node_name=name if with_node else "",
+                capacity=cap,
+                conditions=conditions,
+            )
         )
         if nodeclaim_deleting:
             self.kube.delete("nodeclaims", name)
             nc = self.kube.get("nodeclaims", name)
         self.cluster.update_nodeclaim(nc)
         if with_node:
-            node_labels = dict(lbls)
-            node_labels[NODE_REGISTERED_LABEL_KEY] = "true"
+            node_labels = {**lbls, NODE_REGISTERED_LABEL_KEY: "true"}
             if initialized:
                 node_labels[NODE_INITIALIZED_LABEL_KEY] = "true"
             node = self.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {
-                        "name": name,
-                        "labels": node_labels,
-                        "annotations": dict(node_annotations or {}),
-                    },
-                    "spec": {"providerID": pid},
-                    "status": {
-                        "capacity": cap,
-                        "allocatable": cap,
-                        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-                    },
-                }
+                b.node(
+                    name,
+                    labels=node_labels,
+                    annotations=node_annotations,
+                    provider_id=pid,
+                    capacity=cap,
+                    ready=ready,
+                )
             )
             self.cluster.update_node(node)
         return name
@@ -404,47 +311,28 @@ class World:
         ready: bool = True,
     ) -> dict[str, Any]:
         name = name or f"pod-{next(_ids)}"
-        meta: dict[str, Any] = {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels or {"app": "web"}),
-            "annotations": dict(annotations or {}),
-        }
-        if owner:
-            api = "v1" if owner in ("Node",) else "apps/v1"
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": api,
-                    "kind": owner,
-                    "name": f"{owner.lower()}-x",
-                    "uid": f"u-{owner}",
-                    "controller": True,
-                }
-            ]
+        all_annotations = dict(annotations or {})
         if owner == "Node":
-            meta["annotations"]["kubernetes.io/config.mirror"] = "x"
-        if terminating:
-            meta["finalizers"] = ["test/hold"]
-        spec: dict[str, Any] = {
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-            "tolerations": [dict(t) for t in tolerations],
-        }
-        if priority is not None:
-            spec["priority"] = priority
-        status: dict[str, Any] = {}
-        if node:
-            spec["nodeName"] = node
-            status["phase"] = phase or "Running"
-            if start_time is not None:
-                status["startTime"] = format_time(start_time)
-            status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
-        else:
-            status["phase"] = phase or "Pending"
-            status["conditions"] = [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-            ]
+            all_annotations["kubernetes.io/config.mirror"] = "x"
         created = self.create(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+            b.pod(
+                name,
+                namespace=namespace,
+                labels=labels or {"app": "web"},
+                annotations=all_annotations,
+                owner=b.owner_reference(owner, f"{owner.lower()}-x", uid=f"u-{owner}")
+                if owner
+                else None,
+                finalizers=["test/hold"] if terminating else None,
+                cpu=cpu,
+                priority=priority,
+                tolerations=tolerations,
+                node_name=node,
+                phase=phase,
+                unschedulable=not node,
+                ready=ready if node else None,
+                start_time=start_time if node else None,
+            )
         )
         if terminating:
             self.kube.delete("pods", name, namespace)
@@ -462,25 +350,18 @@ class World:
         disruptions_allowed: int = 0,
         namespace: str = "default",
     ) -> dict[str, Any]:
-        spec: dict[str, Any] = {"selector": {"matchLabels": dict(labels or {"app": "web"})}}
-        if max_unavailable is not None:
-            spec["maxUnavailable"] = max_unavailable
-        if min_available is not None:
-            spec["minAvailable"] = min_available
         return self.create(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": spec,
-                "status": {"disruptionsAllowed": disruptions_allowed},
-            }
+            b.pdb(
+                name,
+                namespace=namespace,
+                labels=labels,
+                max_unavailable=max_unavailable,
+                min_available=min_available,
+                disruptions_allowed=disruptions_allowed,
+            )
         )
 
     # -- reading --
-
-    def events(self, reason: str) -> list[Any]:
-        return [e for e in self.recorder.events if e.reason == reason]
 
     def pid(self, name: str) -> str:
         return f"fake://{name}"
