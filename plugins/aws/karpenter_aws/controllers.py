@@ -19,10 +19,14 @@ from karpenter_aws.provider import (
     tagging_controller,
     tagging_watches,
 )
-from karpenter_core.hookspecs import ControllerSpec
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.reconciler import Reconciler, SingletonReconciler
-from karpenter_core.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimiter
+from karpenter_core.plugin_api import (
+    ControllerContext,
+    ControllerSpec,
+    ItemExponentialFailureRateLimiter,
+    RateLimiter,
+    Reconciler,
+    SingletonReconciler,
+)
 
 __all__ = ["CATALOGUE_REFRESH", "CONTROLLERS", "aws_provider"]
 

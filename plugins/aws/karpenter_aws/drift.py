@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from karpenter_core.apis import labels as wk
-from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.plugin_api import InstanceType, Requirements
+from karpenter_core.plugin_api import labels as wk
 
 __all__ = [
     "AMI_DRIFT",

@@ -54,17 +54,23 @@ from karpenter_aws.launchtemplate import (
     error_code,
 )
 from karpenter_aws.userdata import UserDataError
-from karpenter_core.apis import labels as wk
-from karpenter_core.apis import resources as res
-from karpenter_core.apis.base import ObjectMeta, format_time
-from karpenter_core.apis.v1 import NodeClaim, NodeClaimStatus
-from karpenter_core.cloudprovider.errors import (
+from karpenter_core.plugin_api import (
+    IN,
     CreateError,
+    InstanceType,
     InsufficientCapacityError,
+    NodeClaim,
     NodeClaimNotFoundError,
+    NodeClaimStatus,
+    ObjectMeta,
+    Requirement,
+    Requirements,
+    fits,
+    format_time,
+    truncate,
 )
-from karpenter_core.cloudprovider.types import InstanceType, fits, truncate
-from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+from karpenter_core.plugin_api import labels as wk
+from karpenter_core.plugin_api import resources as res
 
 __all__ = [
     "AMI",

@@ -48,12 +48,20 @@ from karpenter_aws.offerings import PriceSource, build_offerings, compatible_wit
 from karpenter_aws.pricing import describe_error
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.unavailable import UnavailableOfferings
-from karpenter_core.apis import labels as core_labels
-from karpenter_core.apis import resources as res
-from karpenter_core.apis.quantity import QuantityError, parse_quantity
-from karpenter_core.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offerings
-from karpenter_core.runtime.clock import Clock
-from karpenter_core.scheduling.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
+from karpenter_core.plugin_api import (
+    DOES_NOT_EXIST,
+    IN,
+    Clock,
+    InstanceType,
+    InstanceTypeOverhead,
+    Offerings,
+    QuantityError,
+    Requirement,
+    Requirements,
+    parse_quantity,
+)
+from karpenter_core.plugin_api import labels as core_labels
+from karpenter_core.plugin_api import resources as res
 
 __all__ = [
     "CATALOGUE_TTL",

@@ -6,7 +6,7 @@ them, so they must mean the same thing here.
 
 from __future__ import annotations
 
-from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.plugin_api import NodeClassKind
 
 GROUP = "karpenter.k8s.aws"
 EC2_NODE_CLASS = NodeClassKind(group=GROUP, kind="EC2NodeClass", version="v1")

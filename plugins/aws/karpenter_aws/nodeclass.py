@@ -22,10 +22,17 @@ from typing import Any
 from attrs import field, frozen
 
 from karpenter_aws.labels import EC2_NODE_CLASS, GROUP
-from karpenter_core.apis.durations import DurationError, parse_go_duration
-from karpenter_core.apis.quantity import QuantityError, parse_quantity
-from karpenter_core.kube.client import KubeClient, NotFound, ResourceType, register_resource
-from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.plugin_api import (
+    DurationError,
+    KubeClient,
+    NotFound,
+    QuantityError,
+    Requirements,
+    ResourceType,
+    parse_go_duration,
+    parse_quantity,
+    register_resource,
+)
 
 __all__ = [
     "AMI_FAMILIES",

@@ -67,11 +67,19 @@ from karpenter_aws.nodeclass import (
     NodeClassError,
 )
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet, condition_of
-from karpenter_core.kube.client import ApiError, Conflict, KubeClient, NotFound
-from karpenter_core.runtime.clock import Clock
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.plugin_api import (
+    ApiError,
+    Clock,
+    ConditionSet,
+    Conflict,
+    EventRecorder,
+    KubeClient,
+    NotFound,
+    ObjectKey,
+    Result,
+    Watch,
+    condition_of,
+)
 
 __all__ = [
     "CONTROLLER_NAME",

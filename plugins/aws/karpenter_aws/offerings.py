@@ -22,9 +22,16 @@ from typing import Protocol
 
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.unavailable import UnavailableOfferings
-from karpenter_core.apis import labels as core_labels
-from karpenter_core.cloudprovider.types import InstanceType, Offering, Offerings
-from karpenter_core.scheduling.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
+from karpenter_core.plugin_api import (
+    DOES_NOT_EXIST,
+    IN,
+    InstanceType,
+    Offering,
+    Offerings,
+    Requirement,
+    Requirements,
+)
+from karpenter_core.plugin_api import labels as core_labels
 
 __all__ = ["PriceSource", "build_offerings", "compatible_with_ami_family"]
 

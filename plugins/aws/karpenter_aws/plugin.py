@@ -15,13 +15,13 @@ import boto3  # type: ignore[import-untyped]
 from karpenter_aws.labels import EC2_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_aws.provider import NAME, AWSCloudProvider
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.hookspecs import (
+from karpenter_core.plugin_api import (
     CloudProviderSpec,
     ControllerSpec,
     ProviderContext,
     ProviderSetting,
+    hookimpl,
 )
-from karpenter_core.plugins import hookimpl
 
 CRD_FILE = "karpenter.k8s.aws_ec2nodeclasses.yaml"
 CATALOGUE_ONLY_CLUSTER = "-"

@@ -30,7 +30,7 @@ from typing import Any
 
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.runtime.clock import Clock
+from karpenter_core.plugin_api import Clock
 
 __all__ = [
     "SPOT_PRODUCT_DESCRIPTIONS",

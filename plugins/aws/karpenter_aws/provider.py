@@ -70,26 +70,30 @@ from karpenter_aws.nodeclass import (
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_aws.userdata import Taint, UserDataOptions
-from karpenter_core.apis import labels as wk
-from karpenter_core.apis import resources as res
-from karpenter_core.apis.v1 import NodeClaim, NodePool
-from karpenter_core.cloudprovider.errors import (
+from karpenter_core.plugin_api import (
+    ApiError,
     CreateError,
+    DriftReason,
+    InstanceType,
     InsufficientCapacityError,
+    NodeClaim,
     NodeClaimNotFoundError,
+    NodeClassKind,
     NodeClassNotReadyError,
+    NodePool,
+    NotFound,
+    ObjectKey,
+    RepairPolicy,
+    Requirements,
+    Result,
+    WallClock,
+    Watch,
 )
-from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
-from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.kube.client import ApiError, NotFound
-from karpenter_core.runtime.clock import WallClock
-from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
-from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.plugin_api import labels as wk
+from karpenter_core.plugin_api import resources as res
 
 if TYPE_CHECKING:
-    from karpenter_core.kube.client import KubeClient
-    from karpenter_core.runtime.clock import Clock
-    from karpenter_core.runtime.events import EventRecorder
+    from karpenter_core.plugin_api import Clock, EventRecorder, KubeClient
 
 __all__ = ["NAME", "REPAIR_POLICIES", "AWSCloudProvider", "CatalogueUnavailableError"]
 

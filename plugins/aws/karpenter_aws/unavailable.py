@@ -24,7 +24,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from karpenter_core.runtime.clock import Clock
+from karpenter_core.plugin_api import Clock
 
 __all__ = ["UNAVAILABLE_OFFERINGS_TTL", "UnavailableOfferings", "offering_key"]
 

@@ -7,7 +7,7 @@ may set some of its keys (upstream makes the same choice).
 
 from __future__ import annotations
 
-from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.plugin_api import NodeClassKind
 
 GROUP = "karpenter.azure.com"
 AKS_NODE_CLASS = NodeClassKind(group=GROUP, kind="AKSNodeClass", version="v1beta1")

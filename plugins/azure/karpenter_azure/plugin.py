@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from karpenter_azure.labels import AKS_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_azure.provider import NAME, AzureCloudProvider
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
-from karpenter_core.plugins import hookimpl
+from karpenter_core.plugin_api import CloudProviderSpec, ProviderContext, ProviderSetting, hookimpl
 
 SETTINGS = (
     ProviderSetting(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from karpenter_azure.labels import AKS_NODE_CLASS
 
 if TYPE_CHECKING:
-    from karpenter_core.cloudprovider.protocol import DriftReason, NodeClassKind, RepairPolicy
+    from karpenter_core.plugin_api import DriftReason, NodeClassKind, RepairPolicy
 
 NAME = "azure"
 

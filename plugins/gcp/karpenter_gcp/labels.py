@@ -8,7 +8,7 @@ the node overhead simulation.
 
 from __future__ import annotations
 
-from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.plugin_api import NodeClassKind
 
 GROUP = "karpenter.k8s.gcp"
 GCE_NODE_CLASS = NodeClassKind(group=GROUP, kind="GCENodeClass", version="v1alpha1")

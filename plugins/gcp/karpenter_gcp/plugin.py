@@ -7,8 +7,7 @@ instances yet (``can_launch=False``).
 
 from __future__ import annotations
 
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext, ProviderSetting
-from karpenter_core.plugins import hookimpl
+from karpenter_core.plugin_api import CloudProviderSpec, ProviderContext, ProviderSetting, hookimpl
 from karpenter_gcp.labels import GCE_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_gcp.provider import NAME, GCPCloudProvider
 

@@ -24,8 +24,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from karpenter_core.apis.durations import DurationError, parse_go_duration
-from karpenter_core.apis.manifests import ManifestError, parse_yaml
+from karpenter_core.plugin_api import DurationError, ManifestError, parse_go_duration, parse_yaml
 
 __all__ = [
     "FaultRule",

@@ -35,11 +35,21 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpenter_core.apis import labels as core_labels
-from karpenter_core.apis.manifests import ManifestError, parse_json, read_text
-from karpenter_core.apis.quantity import QuantityError, format_quantity, parse_quantity_format
-from karpenter_core.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offering
-from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+from karpenter_core.plugin_api import (
+    IN,
+    InstanceType,
+    InstanceTypeOverhead,
+    ManifestError,
+    Offering,
+    QuantityError,
+    Requirement,
+    Requirements,
+    format_quantity,
+    parse_json,
+    parse_quantity_format,
+    read_text,
+)
+from karpenter_core.plugin_api import labels as core_labels
 from karpenter_kwok.generate import generate_instance_type_options
 from karpenter_kwok.labels import (
     INSTANCE_CPU_LABEL_KEY,

@@ -7,7 +7,7 @@ them and instance types define them) and ``karpenter.kwok.sh`` is a restricted d
 
 from __future__ import annotations
 
-from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.plugin_api import NodeClassKind
 
 GROUP = "karpenter.kwok.sh"
 

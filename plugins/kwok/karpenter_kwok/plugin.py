@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from karpenter_core.hookspecs import CloudProviderSpec, ProviderSetting
-from karpenter_core.plugins import hookimpl
+from karpenter_core.plugin_api import CloudProviderSpec, ProviderSetting, hookimpl
 from karpenter_kwok.labels import KWOK_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_kwok.provider import (
     INSTANCE_TYPES_FILE_ENV,

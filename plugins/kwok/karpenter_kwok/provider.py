@@ -54,26 +54,32 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from karpenter_core.apis import labels as wk
-from karpenter_core.apis import resources as res
-from karpenter_core.apis.durations import DurationError, parse_go_duration
-from karpenter_core.apis.v1 import NodeClaim, NodeClaimStatus, ObjectMeta
-from karpenter_core.cloudprovider.errors import (
-    InsufficientCapacityError,
-    NodeClaimNotFoundError,
-    NodeClassNotReadyError,
-)
-from karpenter_core.cloudprovider.protocol import (
+from karpenter_core.plugin_api import (
+    IN,
+    AlreadyExists,
+    ApiError,
     DriftReason,
+    DurationError,
+    InstanceType,
+    InsufficientCapacityError,
+    LogThrottle,
+    NodeClaim,
+    NodeClaimNotFoundError,
+    NodeClaimStatus,
     NodeClassKind,
+    NodeClassNotReadyError,
+    NotFound,
+    ObjectMeta,
+    Offering,
     OfferingOutage,
     RepairPolicy,
+    Requirements,
+    VirtualClock,
+    held_back,
+    parse_go_duration,
 )
-from karpenter_core.cloudprovider.types import InstanceType, Offering
-from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.logthrottle import LogThrottle, held_back
-from karpenter_core.scheduling.requirements import IN, Requirements
+from karpenter_core.plugin_api import labels as wk
+from karpenter_core.plugin_api import resources as res
 from karpenter_kwok.faults import (
     FaultRule,
     FaultSettingError,
@@ -92,10 +98,13 @@ from karpenter_kwok.labels import (
 )
 
 if TYPE_CHECKING:
-    from karpenter_core.hookspecs import ProviderContext
-    from karpenter_core.kube.client import KubeClient
-    from karpenter_core.runtime.clock import Clock, TimerHandle
-    from karpenter_core.runtime.events import EventRecorder
+    from karpenter_core.plugin_api import (
+        Clock,
+        EventRecorder,
+        KubeClient,
+        ProviderContext,
+        TimerHandle,
+    )
 
 log = logging.getLogger("karpenter.kwok")
 

@@ -30,9 +30,7 @@ from karpenter_aws.interruption.handler import (
     InterruptionHandler,
     UnavailableOfferingsLike,
 )
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.reconciler import Result
+from karpenter_core.plugin_api import ControllerContext, Result, VirtualClock
 
 __all__ = [
     "MAX_MESSAGES",

@@ -20,13 +20,17 @@ from attrs import frozen
 
 from karpenter_aws.interruption import messages as m
 from karpenter_aws.labels import LABEL_CAPACITY_RESERVATION_ID
-from karpenter_core.apis import labels as wk
-from karpenter_core.controllers.node.health import termination_timestamp
-from karpenter_core.controllers.nodeclaim.garbagecollection import record_disruption
-from karpenter_core.kube.client import NotFound
-from karpenter_core.runtime.clock import format_time
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import NORMAL, WARNING, Event
+from karpenter_core.plugin_api import (
+    NORMAL,
+    WARNING,
+    ControllerContext,
+    Event,
+    NotFound,
+    format_time,
+    record_disruption,
+    termination_timestamp,
+)
+from karpenter_core.plugin_api import labels as wk
 
 __all__ = [
     "EVENTS",

@@ -27,8 +27,7 @@ from karpenter_aws.interruption import messages as m
 from karpenter_aws.interruption import metrics as im
 from karpenter_aws.interruption.controller import aws_error
 from karpenter_aws.interruption.handler import InstanceIndex, InterruptionHandler
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.reconciler import Result
+from karpenter_core.plugin_api import ControllerContext, Result
 
 __all__ = [
     "EVENT_CODES",

@@ -7,7 +7,7 @@ serves them next to the core's, and are tracked with the core's series so
 
 from __future__ import annotations
 
-from karpenter_core import metrics
+from karpenter_core.plugin_api import metrics
 
 __all__ = [
     "DELETED_MESSAGES",

@@ -1,0 +1,404 @@
+"""The public plugin API: everything a plugin may use, from one module.
+
+A plugin (a cloud provider, an overlay, a disruption method, a DRA driver, a controller)
+imports from here and nowhere else in ``karpenter_core``; a test scans the bundled
+plugins' code to hold them to it. Whatever is not re-exported here is the core's own
+business and may change without notice; whatever is, changes only with a deprecation.
+
+Names are loaded on first use (PEP 562), so importing this module from a plugin's entry
+point costs nothing until the plugin actually needs, say, the disruption types.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from karpenter_core import metrics
+    from karpenter_core.apis import labels, resources
+    from karpenter_core.apis.base import (
+        ObjectMeta,
+        format_time,
+    )
+    from karpenter_core.apis.durations import (
+        DurationError,
+        parse_go_duration,
+    )
+    from karpenter_core.apis.manifests import (
+        ManifestError,
+        parse_json,
+        parse_yaml,
+        read_text,
+    )
+    from karpenter_core.apis.quantity import (
+        QuantityError,
+        format_quantity,
+        parse_quantity,
+        parse_quantity_format,
+    )
+    from karpenter_core.apis.v1 import (
+        NodeClaim,
+        NodeClaimStatus,
+        NodePool,
+    )
+    from karpenter_core.cloudprovider.errors import (
+        CloudProviderError,
+        CreateError,
+        InsufficientCapacityError,
+        NodeClaimNotFoundError,
+        NodeClassNotReadyError,
+        UnevaluatedNodePoolError,
+    )
+    from karpenter_core.cloudprovider.protocol import (
+        CloudProvider,
+        DriftReason,
+        InjectsOfferingOutages,
+        NodeClassKind,
+        NodeLifecycleHookResult,
+        OfferingOutage,
+        RepairPolicy,
+        SimulatesNodes,
+    )
+    from karpenter_core.cloudprovider.types import (
+        InstanceType,
+        InstanceTypeOverhead,
+        Offering,
+        Offerings,
+        fits,
+        truncate,
+    )
+    from karpenter_core.controllers.disruption.types import (
+        BudgetMap,
+        Candidate,
+        Command,
+        DisruptionContext,
+        Method,
+        ValidatingMethod,
+        ValidationError,
+    )
+    from karpenter_core.controllers.node.health import (
+        termination_timestamp,
+    )
+    from karpenter_core.controllers.nodeclaim.conditions import (
+        ConditionSet,
+        condition_of,
+    )
+    from karpenter_core.controllers.nodeclaim.garbagecollection import (
+        record_disruption,
+    )
+    from karpenter_core.hookspecs import (
+        ORDER_DRIFT,
+        ORDER_EMPTINESS,
+        ORDER_MULTI_NODE_CONSOLIDATION,
+        ORDER_SINGLE_NODE_CONSOLIDATION,
+        ORDER_STATIC_DRIFT,
+        WEIGHT_NODEOVERLAY,
+        CloudProviderSpec,
+        ControllerSpec,
+        DisruptionMethodSpec,
+        DRADriverSpec,
+        InstanceTypeOverlaySpec,
+        NodeLifecycleHookSpec,
+        ProviderContext,
+        ProviderSetting,
+    )
+    from karpenter_core.kube.client import (
+        AlreadyExists,
+        ApiError,
+        Conflict,
+        KubeClient,
+        NotFound,
+        ResourceType,
+        register_resource,
+    )
+    from karpenter_core.metrics import (
+        counter,
+        gauge,
+        histogram,
+    )
+    from karpenter_core.plugins import (
+        hookimpl,
+    )
+    from karpenter_core.runtime.clock import (
+        Clock,
+        TimerHandle,
+        VirtualClock,
+        WallClock,
+    )
+    from karpenter_core.runtime.context import (
+        ControllerContext,
+    )
+    from karpenter_core.runtime.events import (
+        NORMAL,
+        WARNING,
+        Event,
+        EventRecorder,
+    )
+    from karpenter_core.runtime.logthrottle import (
+        LogThrottle,
+        held_back,
+    )
+    from karpenter_core.runtime.reconciler import (
+        ObjectKey,
+        Reconciler,
+        Result,
+        SingletonReconciler,
+        Watch,
+    )
+    from karpenter_core.runtime.workqueue import (
+        ItemExponentialFailureRateLimiter,
+        RateLimiter,
+    )
+    from karpenter_core.scheduling.requirements import (
+        DOES_NOT_EXIST,
+        EXISTS,
+        GT,
+        GTE,
+        IN,
+        LT,
+        LTE,
+        NOT_IN,
+        Requirement,
+        Requirements,
+    )
+
+_NAMES: dict[str, str] = {
+    # Registration: the hooks' registration objects and the hookimpl marker
+    "CloudProviderSpec": "karpenter_core.hookspecs",
+    "ControllerSpec": "karpenter_core.hookspecs",
+    "DisruptionMethodSpec": "karpenter_core.hookspecs",
+    "DRADriverSpec": "karpenter_core.hookspecs",
+    "InstanceTypeOverlaySpec": "karpenter_core.hookspecs",
+    "NodeLifecycleHookSpec": "karpenter_core.hookspecs",
+    "ProviderContext": "karpenter_core.hookspecs",
+    "ProviderSetting": "karpenter_core.hookspecs",
+    "ORDER_EMPTINESS": "karpenter_core.hookspecs",
+    "ORDER_STATIC_DRIFT": "karpenter_core.hookspecs",
+    "ORDER_DRIFT": "karpenter_core.hookspecs",
+    "ORDER_MULTI_NODE_CONSOLIDATION": "karpenter_core.hookspecs",
+    "ORDER_SINGLE_NODE_CONSOLIDATION": "karpenter_core.hookspecs",
+    "WEIGHT_NODEOVERLAY": "karpenter_core.hookspecs",
+    "hookimpl": "karpenter_core.plugins",
+    # The cloud provider contract
+    "CloudProvider": "karpenter_core.cloudprovider.protocol",
+    "DriftReason": "karpenter_core.cloudprovider.protocol",
+    "InjectsOfferingOutages": "karpenter_core.cloudprovider.protocol",
+    "NodeClassKind": "karpenter_core.cloudprovider.protocol",
+    "NodeLifecycleHookResult": "karpenter_core.cloudprovider.protocol",
+    "OfferingOutage": "karpenter_core.cloudprovider.protocol",
+    "RepairPolicy": "karpenter_core.cloudprovider.protocol",
+    "SimulatesNodes": "karpenter_core.cloudprovider.protocol",
+    "InstanceType": "karpenter_core.cloudprovider.types",
+    "InstanceTypeOverhead": "karpenter_core.cloudprovider.types",
+    "Offering": "karpenter_core.cloudprovider.types",
+    "Offerings": "karpenter_core.cloudprovider.types",
+    "fits": "karpenter_core.cloudprovider.types",
+    "truncate": "karpenter_core.cloudprovider.types",
+    "CloudProviderError": "karpenter_core.cloudprovider.errors",
+    "CreateError": "karpenter_core.cloudprovider.errors",
+    "InsufficientCapacityError": "karpenter_core.cloudprovider.errors",
+    "NodeClaimNotFoundError": "karpenter_core.cloudprovider.errors",
+    "NodeClassNotReadyError": "karpenter_core.cloudprovider.errors",
+    "UnevaluatedNodePoolError": "karpenter_core.cloudprovider.errors",
+    # The API model
+    "NodeClaim": "karpenter_core.apis.v1",
+    "NodeClaimStatus": "karpenter_core.apis.v1",
+    "NodePool": "karpenter_core.apis.v1",
+    "ObjectMeta": "karpenter_core.apis.base",
+    "format_time": "karpenter_core.apis.base",
+    "QuantityError": "karpenter_core.apis.quantity",
+    "format_quantity": "karpenter_core.apis.quantity",
+    "parse_quantity": "karpenter_core.apis.quantity",
+    "parse_quantity_format": "karpenter_core.apis.quantity",
+    "DurationError": "karpenter_core.apis.durations",
+    "parse_go_duration": "karpenter_core.apis.durations",
+    "ManifestError": "karpenter_core.apis.manifests",
+    "parse_json": "karpenter_core.apis.manifests",
+    "parse_yaml": "karpenter_core.apis.manifests",
+    "read_text": "karpenter_core.apis.manifests",
+    # Scheduling requirements
+    "DOES_NOT_EXIST": "karpenter_core.scheduling.requirements",
+    "EXISTS": "karpenter_core.scheduling.requirements",
+    "GT": "karpenter_core.scheduling.requirements",
+    "GTE": "karpenter_core.scheduling.requirements",
+    "IN": "karpenter_core.scheduling.requirements",
+    "LT": "karpenter_core.scheduling.requirements",
+    "LTE": "karpenter_core.scheduling.requirements",
+    "NOT_IN": "karpenter_core.scheduling.requirements",
+    "Requirement": "karpenter_core.scheduling.requirements",
+    "Requirements": "karpenter_core.scheduling.requirements",
+    # Disruption methods
+    "BudgetMap": "karpenter_core.controllers.disruption.types",
+    "Candidate": "karpenter_core.controllers.disruption.types",
+    "Command": "karpenter_core.controllers.disruption.types",
+    "DisruptionContext": "karpenter_core.controllers.disruption.types",
+    "Method": "karpenter_core.controllers.disruption.types",
+    "ValidatingMethod": "karpenter_core.controllers.disruption.types",
+    "ValidationError": "karpenter_core.controllers.disruption.types",
+    # NodeClaim conditions and lifecycle helpers
+    "ConditionSet": "karpenter_core.controllers.nodeclaim.conditions",
+    "condition_of": "karpenter_core.controllers.nodeclaim.conditions",
+    "record_disruption": "karpenter_core.controllers.nodeclaim.garbagecollection",
+    "termination_timestamp": "karpenter_core.controllers.node.health",
+    # The cluster client
+    "AlreadyExists": "karpenter_core.kube.client",
+    "ApiError": "karpenter_core.kube.client",
+    "Conflict": "karpenter_core.kube.client",
+    "KubeClient": "karpenter_core.kube.client",
+    "NotFound": "karpenter_core.kube.client",
+    "ResourceType": "karpenter_core.kube.client",
+    "register_resource": "karpenter_core.kube.client",
+    # Controllers: context, clocks, events, reconcilers, queues, logging
+    "ControllerContext": "karpenter_core.runtime.context",
+    "Clock": "karpenter_core.runtime.clock",
+    "TimerHandle": "karpenter_core.runtime.clock",
+    "VirtualClock": "karpenter_core.runtime.clock",
+    "WallClock": "karpenter_core.runtime.clock",
+    "Event": "karpenter_core.runtime.events",
+    "EventRecorder": "karpenter_core.runtime.events",
+    "NORMAL": "karpenter_core.runtime.events",
+    "WARNING": "karpenter_core.runtime.events",
+    "ObjectKey": "karpenter_core.runtime.reconciler",
+    "Reconciler": "karpenter_core.runtime.reconciler",
+    "Result": "karpenter_core.runtime.reconciler",
+    "SingletonReconciler": "karpenter_core.runtime.reconciler",
+    "Watch": "karpenter_core.runtime.reconciler",
+    "ItemExponentialFailureRateLimiter": "karpenter_core.runtime.workqueue",
+    "RateLimiter": "karpenter_core.runtime.workqueue",
+    "LogThrottle": "karpenter_core.runtime.logthrottle",
+    "held_back": "karpenter_core.runtime.logthrottle",
+    # Metrics on Karpenter's registry
+    "counter": "karpenter_core.metrics",
+    "gauge": "karpenter_core.metrics",
+    "histogram": "karpenter_core.metrics",
+}
+"""Each public name and the module it lives in."""
+
+_MODULES: dict[str, str] = {
+    "labels": "karpenter_core.apis.labels",  # well-known label, annotation and taint keys
+    "resources": "karpenter_core.apis.resources",  # resource lists
+    "metrics": "karpenter_core.metrics",  # the metrics module (reset/snapshot in tests)
+}
+"""Modules re-exported whole."""
+
+__all__ = [
+    "DOES_NOT_EXIST",
+    "EXISTS",
+    "GT",
+    "GTE",
+    "IN",
+    "LT",
+    "LTE",
+    "NORMAL",
+    "NOT_IN",
+    "ORDER_DRIFT",
+    "ORDER_EMPTINESS",
+    "ORDER_MULTI_NODE_CONSOLIDATION",
+    "ORDER_SINGLE_NODE_CONSOLIDATION",
+    "ORDER_STATIC_DRIFT",
+    "WARNING",
+    "WEIGHT_NODEOVERLAY",
+    "AlreadyExists",
+    "ApiError",
+    "BudgetMap",
+    "Candidate",
+    "Clock",
+    "CloudProvider",
+    "CloudProviderError",
+    "CloudProviderSpec",
+    "Command",
+    "ConditionSet",
+    "Conflict",
+    "ControllerContext",
+    "ControllerSpec",
+    "CreateError",
+    "DRADriverSpec",
+    "DisruptionContext",
+    "DisruptionMethodSpec",
+    "DriftReason",
+    "DurationError",
+    "Event",
+    "EventRecorder",
+    "InjectsOfferingOutages",
+    "InstanceType",
+    "InstanceTypeOverhead",
+    "InstanceTypeOverlaySpec",
+    "InsufficientCapacityError",
+    "ItemExponentialFailureRateLimiter",
+    "KubeClient",
+    "LogThrottle",
+    "ManifestError",
+    "Method",
+    "NodeClaim",
+    "NodeClaimNotFoundError",
+    "NodeClaimStatus",
+    "NodeClassKind",
+    "NodeClassNotReadyError",
+    "NodeLifecycleHookResult",
+    "NodeLifecycleHookSpec",
+    "NodePool",
+    "NotFound",
+    "ObjectKey",
+    "ObjectMeta",
+    "Offering",
+    "OfferingOutage",
+    "Offerings",
+    "ProviderContext",
+    "ProviderSetting",
+    "QuantityError",
+    "RateLimiter",
+    "Reconciler",
+    "RepairPolicy",
+    "Requirement",
+    "Requirements",
+    "ResourceType",
+    "Result",
+    "SimulatesNodes",
+    "SingletonReconciler",
+    "TimerHandle",
+    "UnevaluatedNodePoolError",
+    "ValidatingMethod",
+    "ValidationError",
+    "VirtualClock",
+    "WallClock",
+    "Watch",
+    "condition_of",
+    "counter",
+    "fits",
+    "format_quantity",
+    "format_time",
+    "gauge",
+    "held_back",
+    "histogram",
+    "hookimpl",
+    "labels",
+    "metrics",
+    "parse_go_duration",
+    "parse_json",
+    "parse_quantity",
+    "parse_quantity_format",
+    "parse_yaml",
+    "read_text",
+    "record_disruption",
+    "register_resource",
+    "resources",
+    "termination_timestamp",
+    "truncate",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is not None:
+        value = importlib.import_module(module)
+    elif name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
