@@ -121,11 +121,14 @@ def test_scale_down_removes_the_empty_and_underused_nodes(
     # the underused ones (or replaces both with one).
     wait_for(lambda: settled(cluster, "web", 2, nodes=1), "consolidation down to one node")
 
-    assert len(before - names(cluster.karpenter_nodes())) >= len(before) - 1
+    gone = before - names(cluster.karpenter_nodes())
+    assert len(gone) >= len(before) - 1
     no_leaks(cluster)
-    # Each node that went was disrupted by emptiness or consolidation, and counted.
-    assert disrupted(op, "empty") >= 1
-    assert disrupted(op, "underutilized") >= 1
+    # Each node that went was disrupted by emptiness or consolidation, and counted once.
+    # Which of the two takes the emptied node depends on timing, as upstream: a pod still
+    # terminating there when emptiness looks leaves it to multi-node consolidation.
+    assert disrupted(op, "empty") + disrupted(op, "underutilized") == len(gone)
+    assert disrupted(op, "underutilized") >= 1  # an underused node went too
     assert disrupted(op, "drifted") == 0
 
 
