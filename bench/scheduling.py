@@ -35,8 +35,8 @@ from karpenter_core.provisioning.scheduler import (
     SchedulerOptions,
     schedule,
 )
-from karpenter_core.provisioning.scheduler.fakecatalog import instance_types, register_labels
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import instance_types, register_labels
 
 DEFAULT_SIZES = (1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000)
 LABEL_VALUES = ("a", "b", "c", "d", "e", "f", "g")

@@ -22,8 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from karpenter_core.provisioning.scheduler import fakecatalog
-    from karpenter_core.testing import builders, expectations
+    from karpenter_core.testing import builders, expectations, fakecatalog
     from karpenter_core.testing.environment import Environment
     from karpenter_core.testing.fake import KWOK_NODE_CLASS, TEST_NODE_CLASS, FakeCloudProvider
 
@@ -48,10 +47,8 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     """Import on first use: pytest loads this package's plugin in every session of an
     environment where karpenter-core is installed, and that must not import the engine."""
-    if name in ("builders", "expectations"):
+    if name in ("builders", "expectations", "fakecatalog"):
         return importlib.import_module(f"karpenter_core.testing.{name}")
-    if name == "fakecatalog":  # moves here with the fake cloud provider
-        return importlib.import_module("karpenter_core.provisioning.scheduler.fakecatalog")
     if name in _WHERE:
         return getattr(importlib.import_module(f"karpenter_core.testing.{_WHERE[name]}"), name)
     raise AttributeError(f"module 'karpenter_core.testing' has no attribute {name!r}")

@@ -26,7 +26,6 @@ from karpenter_core.cloudprovider.errors import (
     InsufficientCapacityError,
     NodeClaimNotFoundError,
 )
-from karpenter_core.cloudprovider.fake import KWOK_NODE_CLASS as _kwok_node_class
 from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.scheduling.requirements import IN, Requirements
@@ -36,9 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = ["KWOK_NODE_CLASS", "TEST_NODE_CLASS", "FakeCloudProvider"]
 
-# Defined once, with the production package's copy this module replaces: the same object,
-# so what the core is told about the kind (implicit, its default status) holds for both.
-KWOK_NODE_CLASS = _kwok_node_class
+KWOK_NODE_CLASS = NodeClassKind(
+    group="karpenter.kwok.sh",
+    kind="KWOKNodeClass",
+    version="v1alpha1",
+    implicit=True,  # as the KWOK provider declares it (see NodeClassKind)
+    default_status={"conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]},
+)
 """The NodeClass kind the fake claims by default, so the KWOK examples' NodePools are its
 (and a pool naming it needs no NodeClass object: the core treats a missing KWOKNodeClass
 as a default, Ready one)."""
@@ -77,7 +80,7 @@ class FakeCloudProvider:
         provider_id_prefix: str = "fake://",
     ) -> None:
         if instance_types is None:
-            from karpenter_core.provisioning.scheduler import fakecatalog
+            from karpenter_core.testing import fakecatalog
 
             instance_types = fakecatalog.instance_types(5)
         self.its = list(instance_types)

@@ -455,9 +455,9 @@ def test_the_plugin_registers_status_interruption_refresh_and_tagging(env: Env) 
 def test_the_plugin_controllers_stay_out_with_another_cloud_provider(env: Env) -> None:
     from karpenter_aws import plugin
 
-    from karpenter_core.cloudprovider.fake import FakeCloudProvider
     from karpenter_core.operator.controllers import register_all
     from karpenter_core.plugins import PluginContributions
+    from karpenter_core.testing.fake import FakeCloudProvider
 
     manager = Manager(env.clock, env.server)
     ctx = ControllerContext(

@@ -16,7 +16,7 @@ from karpenter_core.provisioning.scheduler import (
     SchedulerOptions,
     schedule,
 )
-from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog, registered_labels
+from karpenter_core.testing.fakecatalog import default_catalog, registered_labels
 
 
 @pytest.fixture(autouse=True)

@@ -58,8 +58,8 @@ def test_bad_sizes_are_a_usage_error() -> None:
 def test_diverse_mix_uses_the_fewest_nodeclaims_possible() -> None:
     """Each hostname anti-affinity pod needs its own node; the solve uses no more."""
     from karpenter_core.provisioning.scheduler import schedule
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
     from karpenter_core.state.snapshot import ClusterSnapshot
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     pods = bench.PodFactory(42).diverse(500)
@@ -81,7 +81,7 @@ def _solve_count(bench: ModuleType, pods: list[Any], its: list[Any]) -> int:
 
 
 def test_ffd_gives_each_hostname_anti_affinity_pod_its_own_node() -> None:
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     assert (
@@ -93,14 +93,14 @@ def test_ffd_gives_each_hostname_anti_affinity_pod_its_own_node() -> None:
 
 
 def test_ffd_packs_small_pods_into_one_node() -> None:
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     assert bench.ffd_node_count(bench.PodFactory(1).generic(20), instance_types(400)) == 1
 
 
 def test_ffd_opens_a_node_when_the_largest_type_is_full() -> None:
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     factory = bench.PodFactory(1)
@@ -110,7 +110,7 @@ def test_ffd_opens_a_node_when_the_largest_type_is_full() -> None:
 
 
 def test_ffd_hostname_spread_allows_max_skew_selected_pods_per_node() -> None:
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     factory = bench.PodFactory(1)
@@ -128,7 +128,7 @@ def test_ffd_hostname_spread_allows_max_skew_selected_pods_per_node() -> None:
 
 @pytest.mark.parametrize(("kind", "count"), [("generic", 300), ("diverse", 300)])
 def test_scheduler_needs_no_more_nodeclaims_than_ffd(kind: str, count: int) -> None:
-    from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
+    from karpenter_core.testing.fakecatalog import instance_types
 
     bench = _bench()
     its = instance_types(400)

@@ -12,11 +12,11 @@ from scheduler_helpers import nodepool, pod, solve
 
 from karpenter_core import metrics
 from karpenter_core.provisioning.scheduler import schedule
-from karpenter_core.provisioning.scheduler.fakecatalog import instance_type
 from karpenter_core.provisioning.scheduler.solvemetrics import effective_zone
 from karpenter_core.runtime.scope import controller_scope
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import instance_type
 
 ZONE = "topology.kubernetes.io/zone"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"

@@ -10,14 +10,14 @@ from scheduler_helpers import instance_type_names, label_of, nodepool, pod, solv
 
 from karpenter_core.apis.objects import DaemonSet, Node
 from karpenter_core.provisioning.scheduler import SchedulerOptions
-from karpenter_core.provisioning.scheduler.fakecatalog import (
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import (
     RESOURCE_GPU_VENDOR_A,
     RESOURCE_GPU_VENDOR_B,
     instance_type,
     instance_types,
     offering,
 )
-from karpenter_core.state.snapshot import ClusterSnapshot
 
 ZONE = "topology.kubernetes.io/zone"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"

@@ -29,14 +29,14 @@ from karpenter_core.apis.objects import (
     StorageClass,
 )
 from karpenter_core.apis.v1 import NodePool
-from karpenter_core.provisioning.scheduler.fakecatalog import (
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import (
     RESOURCE_GPU_VENDOR_A,
     instance_type,
     instance_types,
     offering,
     price_from_resources,
 )
-from karpenter_core.state.snapshot import ClusterSnapshot
 
 NODEPOOL_KEY = "karpenter.sh/nodepool"
 LABEL_HOST = "kubernetes.io/hostname"

@@ -17,9 +17,9 @@ import pytest
 from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 
 from karpenter_core.provisioning.scheduler import SchedulerOptions, build_topology
-from karpenter_core.provisioning.scheduler.fakecatalog import instance_types
 from karpenter_core.provisioning.scheduler.scheduler import Scheduler
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import instance_types
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "scheduling.py"
 

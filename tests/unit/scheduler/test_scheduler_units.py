@@ -17,9 +17,9 @@ from karpenter_core.provisioning.scheduler.errors import (
     ReservedOfferingError,
     is_reserved_offering_error,
 )
-from karpenter_core.provisioning.scheduler.fakecatalog import instance_type, offering
 from karpenter_core.provisioning.scheduler.queue import Queue
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
+from karpenter_core.testing.fakecatalog import instance_type, offering
 
 # --- queue ---------------------------------------------------------------------------------
 
@@ -322,9 +322,9 @@ def test_timed_out_solve_keeps_placements_and_reports_the_rest(
 
 def test_consolidation_simulation_keeps_moved_pods_off_recently_changed_nodes() -> None:
     from karpenter_core.apis.objects import Node
-    from karpenter_core.provisioning.scheduler.fakecatalog import default_catalog
     from karpenter_core.provisioning.scheduler.scheduler import Scheduler
     from karpenter_core.state.snapshot import ClusterSnapshot
+    from karpenter_core.testing.fakecatalog import default_catalog
 
     node = Node.from_dict(
         {

@@ -528,7 +528,7 @@ def _schedule_on(env: Env, cpu: str) -> dict[str, Any]:
     from karpenter_core.apis.objects import Pod
     from karpenter_core.apis.v1 import NodePool
     from karpenter_core.provisioning.scheduler import schedule
-    from karpenter_core.provisioning.scheduler.fakecatalog import (
+    from karpenter_core.testing.fakecatalog import (
         default_catalog,
         registered_labels,
     )

@@ -20,9 +20,7 @@ from karpenter_core.apis.labels import (
     LABEL_TOPOLOGY_ZONE,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
@@ -36,6 +34,8 @@ from karpenter_core.state.cost import (
     existing_cluster_cost,
 )
 from karpenter_core.testing import builders as b
+from karpenter_core.testing import fakecatalog
+from karpenter_core.testing.fake import FakeCloudProvider
 
 SPOT = 1.50
 ON_DEMAND = 3.00

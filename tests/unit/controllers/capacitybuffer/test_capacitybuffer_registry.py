@@ -3,7 +3,6 @@ status-condition metrics controller unless cluster-state observability is off.""
 
 from __future__ import annotations
 
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.operator.controllers import CONTROLLER_PACKAGES, register_all
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
@@ -12,6 +11,7 @@ from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.testing.builders import START
+from karpenter_core.testing.fake import FakeCloudProvider
 
 
 def registered(env: dict[str, str]) -> tuple[str, ...]:

@@ -24,8 +24,8 @@ from karpenter_core.controllers.disruption.consolidation import (
     plan_replacement,
 )
 from karpenter_core.controllers.disruption.spottospot import disabled_message, too_few_message
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.scheduling.requirements import EXISTS, IN, Requirement, Requirements
+from karpenter_core.testing import fakecatalog
 
 off = fakecatalog.offering
 

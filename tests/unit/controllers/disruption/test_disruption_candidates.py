@@ -13,7 +13,7 @@ from karpenter_core.controllers.disruption.candidates import (
     sort_by_savings_ratio,
 )
 from karpenter_core.controllers.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL
-from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.testing import fakecatalog
 
 BOTH = (CLASS_GRACEFUL, CLASS_EVENTUAL)
 

@@ -9,7 +9,7 @@ from disruption_harness import START, World
 from karpenter_core.controllers.disruption.drift import Drift
 from karpenter_core.controllers.disruption.emptiness import Emptiness
 from karpenter_core.controllers.disruption.staticdrift import StaticDrift
-from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.testing import fakecatalog
 
 
 def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_ready() -> None:

@@ -23,8 +23,8 @@ from karpenter_core.controllers.disruption.types import (
     Command,
     ValidationError,
 )
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.options import Options
+from karpenter_core.testing import fakecatalog
 
 ALL = {"default": 100}
 

@@ -11,8 +11,8 @@ from karpenter_core.controllers.disruption.spottospot import (
     spot_to_spot_options,
     too_few_message,
 )
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.scheduling.requirements import EXISTS, IN, Requirement, Requirements
+from karpenter_core.testing import fakecatalog
 
 
 def spot_types(n: int, family_of: int = 1) -> list[InstanceType]:

@@ -12,13 +12,11 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis import labels
 from karpenter_core.apis.v1alpha1 import NodeOverlay
-from karpenter_core.cloudprovider.fake import FakeCloudProvider
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers import nodeoverlay
 from karpenter_core.controllers.nodeoverlay.store import NodePoolInstanceTypes, Overlay
 from karpenter_core.kube.client import create_with_status
-from karpenter_core.provisioning.scheduler import fakecatalog
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
@@ -26,6 +24,8 @@ from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state import informers
+from karpenter_core.testing import fakecatalog
+from karpenter_core.testing.fake import FakeCloudProvider
 
 KWOK_CLASS = NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", version="v1alpha1")
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from karpenter_core.cloudprovider import overlay
-from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.testing import fakecatalog
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from karpenter_core.controllers.nodeoverlay.store import (
     evaluate,
     order_overlays,
 )
-from karpenter_core.provisioning.scheduler import fakecatalog
+from karpenter_core.testing import fakecatalog
 
 FUSE = "smarter-devices/fuse"
 GPU = "example.com/gpu"

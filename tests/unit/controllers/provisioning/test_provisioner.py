@@ -13,8 +13,7 @@ from provisioning_harness import make_env, pod
 from karpenter_core import metrics
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.controllers.provisioning import limits_exceeded
-from karpenter_core.provisioning.scheduler import fakecatalog
-from karpenter_core.testing import Environment
+from karpenter_core.testing import Environment, fakecatalog
 from karpenter_core.testing import builders as b
 
 
