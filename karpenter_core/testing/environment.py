@@ -44,6 +44,7 @@ from karpenter_core.testing.builders import START
 from karpenter_core.testing.fake import FakeCloudProvider
 
 if TYPE_CHECKING:
+    from karpenter_core.plugins import PluginContributions
     from karpenter_core.sim.kubelet import Kubelet, KubeletOptions
     from karpenter_core.sim.kubescheduler import KubeScheduler
 
@@ -59,7 +60,10 @@ class Environment:
     ``cloud_provider``: any CloudProvider; the name of an installed provider plugin, built
     by its factory with ``provider_settings`` and this environment's client, clock and
     recorder (found through ``plugin_manager``, default the installed plugins); or a
-    function of the environment returning a provider. Default: a
+    function of the environment returning a provider. ``plugin_manager`` also brings its
+    plugins' contributions (overlays, disruption methods, controllers, node lifecycle
+    hooks), as ``serve`` does; ``plugins`` gives them directly (default: the built-ins'
+    alone). Default: a
     :class:`FakeCloudProvider` that registers the Nodes of what it launches. ``options``: :class:`Options`, or the
     environment variables ``serve`` reads (``{"FEATURE_GATES": "NodeOverlay=true"}``).
     ``controllers``: names of the registry's packages to run (``("state",
@@ -83,6 +87,7 @@ class Environment:
         *,
         provider_settings: Mapping[str, str] | None = None,
         plugin_manager: Any = None,
+        plugins: PluginContributions | None = None,
         options: Options | Mapping[str, str] | None = None,
         controllers: Iterable[str] | None = None,
         kube_scheduler: bool = True,
@@ -108,7 +113,11 @@ class Environment:
         self.provider: Any = self._provider(cloud_provider, provider_settings, plugin_manager)
         self.manager = Manager(self.clock, self.kube, seed=seed)
         packages = _packages(controllers)
-        self.ctx, self.registration = _compose(self, packages)
+        if plugins is None and plugin_manager is not None:
+            from karpenter_core.plugins import plugin_contributions
+
+            plugins = plugin_contributions(plugin_manager)
+        self.ctx, self.registration = _compose(self, packages, plugins)
         _check_registration(self.registration, controllers)
         self.kube_scheduler: KubeScheduler | None = None
         self.kubelet: Kubelet | None = None
@@ -288,7 +297,7 @@ class Environment:
 
 
 def _compose(
-    env: Environment, packages: tuple[ControllerPackage, ...]
+    env: Environment, packages: tuple[ControllerPackage, ...], plugins: PluginContributions | None
 ) -> tuple[ControllerContext, Registration]:
     """Build Karpenter's controllers for ``env`` the way the operator's main does.
 
@@ -305,7 +314,10 @@ def _compose(
         recorder=env.recorder,
         options=env.options,
         cluster=Cluster(env.kube, env.clock, env.provider),
+        base_cloud_provider=env.provider,
     )
+    if plugins is not None:
+        ctx.plugins = plugins
     registration = register_all(env.manager, ctx, packages=packages, strict=True)
     return ctx, registration
 

@@ -58,9 +58,10 @@ class FakeCloudProvider:
     (``RuntimeError(fail_message)``); ``calls`` counts catalogue reads.
 
     Instances: ``instances`` maps provider id to the launched NodeClaim (``add_instance``
-    makes one by hand). ``create_calls`` (NodeClaim names), ``delete_calls`` and
-    ``get_calls`` (provider ids) record every call. ``create_errors``, ``delete_errors``
-    and ``get_errors`` are raised, first to last, by the next calls; ``create_then_raise``
+    makes one by hand). ``create_errors``, ``delete_errors`` and ``get_errors`` are
+    raised, first to last, by the next calls; the calls that get past them are recorded in
+    ``create_calls`` (NodeClaim names), ``delete_calls`` and ``get_calls`` (provider ids),
+    as upstream's fake records them; ``create_then_raise``
     makes the next create launch *and* then raise (a call that timed out but went
     through); ``list_error`` is raised by every ``list`` while set; an instance survives
     ``delete_polls`` delete calls before it is gone (a machine shutting down);
@@ -135,11 +136,11 @@ class FakeCloudProvider:
         requirements intersect the type's and an available offering's, its requests fit
         the type's allocatable); InsufficientCapacityError when none does."""
         nc = _as_nodeclaim(nodeclaim)
-        self.create_calls.append(nc.name or "")
         if self.on_create is not None:
             self.on_create(nc)
         if self.create_errors:
             raise self.create_errors.pop(0)
+        self.create_calls.append(nc.name or "")
         instance_type, offering = self._choose(nc)
         self._seq += 1
         launched = NodeClaim.from_dict(self.launched(nc, instance_type, offering))
@@ -214,9 +215,9 @@ class FakeCloudProvider:
     def delete(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> None:
         """Terminate the instance; NodeClaimNotFoundError once it is gone (or never was)."""
         pid = _as_nodeclaim(nodeclaim).provider_id
-        self.delete_calls.append(pid)
         if self.delete_errors:
             raise self.delete_errors.pop(0)
+        self.delete_calls.append(pid)
         if pid not in self.instances:
             raise NodeClaimNotFoundError(f"instance {pid!r} not found")
         seen = self._polls.get(pid, 0)
@@ -226,9 +227,9 @@ class FakeCloudProvider:
         del self.instances[pid]
 
     def get(self, provider_id: str) -> NodeClaim:
-        self.get_calls.append(provider_id)
         if self.get_errors:
             raise self.get_errors.pop(0)
+        self.get_calls.append(provider_id)
         try:
             return self.instances[provider_id]
         except KeyError:

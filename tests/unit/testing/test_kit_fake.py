@@ -102,7 +102,7 @@ def test_scripted_errors_are_raised_in_order_by_the_next_calls() -> None:
     with pytest.raises(RuntimeError, match="second"):
         fake.create(_claim())
     assert fake.create(_claim()).provider_id
-    assert fake.create_calls == ["nc", "nc", "nc"]
+    assert fake.create_calls == ["nc"]  # the calls that got past the scripted errors
 
 
 def test_create_then_raise_launches_and_then_fails_once() -> None:

@@ -1,43 +1,47 @@
 """Test doubles and builders for the NodeClaim controller tests.
 
-``Env`` wires the controllers the way the operator does (``register(manager, ctx)``) on an
-``InMemoryApiServer`` and a ``VirtualClock``; ``FakeCloudProvider`` is a small provider
-whose failures a test scripts.
+``Env`` is the kit's Environment running the registry's ``nodeclaim`` package on the
+suite's provider: the kit's fake on one instance type, reporting what these tests check
+the lifecycle copies (an image id, a provider label and annotation).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim
-from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
-from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
-from karpenter_core.cloudprovider.types import InstanceType, Offering
-from karpenter_core.controllers.nodeclaim import register
+from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offering
 from karpenter_core.hookspecs import NodeLifecycleHookSpec
 from karpenter_core.kube.client import KubeClient
 from karpenter_core.plugins import PluginContributions
 from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.testing import TEST_NODE_CLASS, Environment
+from karpenter_core.testing import builders as b
+from karpenter_core.testing import fake as testing_fake
 
-NODE_CLASS = NodeClassKind("karpenter.test.sh", "TestNodeClass", "v1")
+NODE_CLASS = TEST_NODE_CLASS
 OTHER_NODE_CLASS = NodeClassKind("other.test.sh", "OtherNodeClass", "v1")
+GI = 1 << 30
 
 
 def fake_instance_type(
-    name: str = "fake-large", zone: str = "zone-a", capacity_type: str = "on-demand"
+    name: str = "fake-large",
+    zone: str = "zone-a",
+    capacity_type: str = "on-demand",
+    extended: dict[str, int] | None = None,
 ) -> InstanceType:
-    """The instance type the fake launches: one offering, in ``zone``/``capacity_type``."""
+    """The instance type the fake launches: one offering, in ``zone``/``capacity_type``;
+    4 CPU and 16Gi of which 3800m and 15Gi are allocatable, plus ``extended`` resources
+    (whole units)."""
     offering = Offering(
         requirements=Requirements(
             Requirement.new(wk.LABEL_TOPOLOGY_ZONE, IN, [zone]),
@@ -50,156 +54,70 @@ def fake_instance_type(
         name=name,
         requirements=Requirements(Requirement.new(wk.LABEL_INSTANCE_TYPE, IN, [name])),
         offerings=(offering,),
-        capacity={"cpu": 4000, "memory": 16 * 1024**3 * 1000, "pods": 110_000},
+        capacity={
+            "cpu": 4000,
+            "memory": 16 * GI * 1000,
+            "pods": 110_000,
+            **{k: v * 1000 for k, v in (extended or {}).items()},
+        },
+        overhead=InstanceTypeOverhead(kube_reserved={"cpu": 200, "memory": GI * 1000}),
     )
 
 
-class FakeCloudProvider:
-    """Launches pretend instances; ``errors`` are raised by the next ``create`` calls.
+class FakeCloudProvider(testing_fake.FakeCloudProvider):
+    """The kit's fake on :func:`fake_instance_type`, for ``NODE_CLASS``; what it launches
+    also carries an image id, the provider's ``team`` label and a ``fake.test/launched``
+    annotation (instead of the claim's own), which the lifecycle must copy."""
 
-    ``create_then_raise`` makes the next create launch an instance *and* then raise (a
-    timed-out API call that did go through). ``delete_polls`` is how many ``delete`` calls
-    an instance survives before ``NodeClaimNotFoundError``.
-    """
+    def __init__(self, clock: VirtualClock | None = None) -> None:
+        super().__init__([fake_instance_type()], node_classes=[NODE_CLASS])
 
-    def __init__(self, clock: VirtualClock) -> None:
-        self.clock = clock
-        self.instances: dict[str, NodeClaim] = {}
-        self.errors: list[BaseException] = []
-        self.create_then_raise: BaseException | None = None
-        self.created: list[str] = []
-        self.deleted: list[str] = []
-        self.delete_calls: list[str] = []
-        self.delete_polls = 0
-        self._polls: dict[str, int] = {}
-        self.on_create: Callable[[NodeClaim], None] | None = None
-        self.list_error: BaseException | None = None
-        self.seq = 0
-        self.instance_types: list[InstanceType] = [fake_instance_type()]
-        self.drift_reason = ""
-
-    @property
-    def name(self) -> str:
-        return "fake"
-
-    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        if self.on_create is not None:
-            self.on_create(nodeclaim)
-        if self.errors:
-            raise self.errors.pop(0)
-        self.seq += 1
-        pid = f"fake:///{nodeclaim.name}/{self.seq}"
-        launched = {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodeClaim",
-            "metadata": {
-                "name": nodeclaim.name,
-                "labels": {
-                    wk.LABEL_INSTANCE_TYPE: "fake-large",
-                    wk.LABEL_TOPOLOGY_ZONE: "zone-a",
-                    wk.CAPACITY_TYPE_LABEL_KEY: "on-demand",
-                    "team": "provider",
-                },
-                "annotations": {"fake.test/launched": "yes"},
-            },
-            "spec": nodeclaim.spec.to_dict(),
-            "status": {
-                "providerID": pid,
-                "imageID": "img-1",
-                "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                "allocatable": {"cpu": "3800m", "memory": "15Gi", "pods": "110"},
-            },
-        }
-        instance = NodeClaim.from_dict(launched)
-        self.instances[pid] = instance
-        self.created.append(nodeclaim.name)
-        if self.create_then_raise is not None:
-            err, self.create_then_raise = self.create_then_raise, None
-            raise err
-        return instance
-
-    def delete(self, nodeclaim: NodeClaim) -> None:
-        pid = nodeclaim.provider_id
-        self.delete_calls.append(pid)
-        if pid not in self.instances:
-            raise NodeClaimNotFoundError(f"instance {pid} not found")
-        seen = self._polls.get(pid, 0)
-        if seen < self.delete_polls:
-            self._polls[pid] = seen + 1
-            return
-        del self.instances[pid]
-        self.deleted.append(pid)
-
-    def get(self, provider_id: str) -> NodeClaim:
-        try:
-            return self.instances[provider_id]
-        except KeyError:
-            raise NodeClaimNotFoundError(f"instance {provider_id} not found") from None
-
-    def list(self) -> Sequence[NodeClaim]:
-        if self.list_error is not None:
-            raise self.list_error
-        return list(self.instances.values())
-
-    def get_instance_types(self, nodepool: Any) -> Sequence[InstanceType]:
-        return list(self.instance_types)
-
-    def is_drifted(self, nodeclaim: NodeClaim) -> str:
-        return self.drift_reason
-
-    def repair_policies(self) -> Sequence[RepairPolicy]:
-        return ()
-
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
-        return (NODE_CLASS,)
+    def launched(
+        self, nodeclaim: NodeClaim, instance_type: InstanceType, offering: Offering
+    ) -> dict[str, Any]:
+        out = super().launched(nodeclaim, instance_type, offering)
+        out["metadata"]["labels"]["team"] = "provider"
+        out["metadata"]["annotations"] = {"fake.test/launched": "yes"}
+        out["status"]["imageID"] = "img-1"
+        return out
 
 
 Server = InMemoryApiServer
 
 
-class Env:
-    """Server, clock, provider, recorder, context and a manager with the controllers."""
+class Env(Environment):
+    """The registry's ``nodeclaim`` package on the kit's Environment (no simulated
+    kube-scheduler or kubelet: tests register Nodes by hand). ``kube`` wraps ``server``
+    (a client that fails on cue); ``server``/``clock``/``provider`` of another Env make
+    this one a restarted operator over the same cluster and cloud. ``hooks`` are node
+    registration hooks, as a plugin's ``karpenter_node_lifecycle_hooks`` gives them."""
 
     def __init__(
         self,
         *,
         options: Options | None = None,
-        extras: dict[str, Any] | None = None,
         hooks: Sequence[Any] = (),
         kube: KubeClient | None = None,
         server: InMemoryApiServer | None = None,
         clock: VirtualClock | None = None,
         provider: FakeCloudProvider | None = None,
     ) -> None:
-        self.clock = clock or VirtualClock()
-        self.server = server or Server(self.clock)
-        self.kube: KubeClient = kube or self.server
-        self.provider = provider or FakeCloudProvider(self.clock)
-        self.recorder = EventRecorder(self.clock)
-        self.ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=self.provider,
-            recorder=self.recorder,
-            options=options or Options(),
-            extras=extras if extras is not None else {},
+        plugins = None
+        if hooks:
+            specs = tuple(NodeLifecycleHookSpec(h.name, h.registered) for h in hooks)
+            plugins = PluginContributions(node_lifecycle_hooks=specs)
+        super().__init__(
+            provider or FakeCloudProvider(),
+            options=options,
+            controllers=["nodeclaim"],
+            kube_scheduler=False,
+            kubelet=False,
+            server=server,
+            clock=clock,
+            kube=(lambda _: kube) if kube is not None else None,
+            plugins=plugins,
+            reset_metrics=server is None,
         )
-        if hooks:  # registration hooks, as a plugin's karpenter_node_lifecycle_hooks
-            self.ctx.plugins = PluginContributions(
-                node_lifecycle_hooks=tuple(
-                    NodeLifecycleHookSpec(h.name, h.registered) for h in hooks
-                )
-            )
-        self.manager = Manager(self.clock, self.kube)
-        register(self.manager, self.ctx)
-
-    # ------------------------------------------------------------------ running
-
-    def settle(self) -> None:
-        self.manager.settle()
-
-    def run_for(self, seconds: float) -> None:
-        self.manager.run_for(seconds)
 
     # ------------------------------------------------------------------ reading
 
@@ -209,38 +127,14 @@ class Env:
     def node(self, name: str) -> dict[str, Any]:
         return self.server.get("nodes", name)
 
-    def exists(self, resource: str, name: str) -> bool:
-        return any(o["metadata"]["name"] == name for o in self.server.list(resource))
-
     def condition(self, name: str, type_: str) -> dict[str, Any] | None:
         conds = (self.nodeclaim(name).get("status") or {}).get("conditions") or []
         return next((c for c in conds if c["type"] == type_), None)
 
-    def events(self, reason: str) -> list[Any]:
-        return [e for e in self.recorder.events if e.reason == reason]
-
     # ------------------------------------------------------------------ building
 
     def create_nodepool(self, name: str = "default") -> dict[str, Any]:
-        return self.server.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": NODE_CLASS.group,
-                                "kind": NODE_CLASS.kind,
-                                "name": "default",
-                            },
-                            "requirements": [],
-                        }
-                    }
-                },
-            }
-        )
+        return self.server.create(b.nodepool(name, node_class=NODE_CLASS))
 
     def create_nodeclaim(
         self,
@@ -256,37 +150,21 @@ class Env:
         termination_grace_period: str | None = None,
         finalizers: list[str] | None = None,
     ) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
-        if annotations:
-            meta["annotations"] = dict(annotations)
-        if finalizers:
-            meta["finalizers"] = list(finalizers)
-        if nodepool is not None:
-            meta["labels"][wk.NODEPOOL_LABEL_KEY] = nodepool["metadata"]["name"]
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodePool",
-                    "name": nodepool["metadata"]["name"],
-                    "uid": nodepool["metadata"]["uid"],
-                    "blockOwnerDeletion": True,
-                }
-            ]
-        spec: dict[str, Any] = {
-            "nodeClassRef": {"group": node_class.group, "kind": node_class.kind, "name": "default"},
-            "requirements": [
-                {"key": wk.CAPACITY_TYPE_LABEL_KEY, "operator": "In", "values": ["on-demand"]}
-            ],
-            "resources": {"requests": dict(requests or {"cpu": "1", "pods": "1"})},
-        }
-        if taints:
-            spec["taints"] = taints
-        if startup_taints:
-            spec["startupTaints"] = startup_taints
-        if termination_grace_period is not None:
-            spec["terminationGracePeriod"] = termination_grace_period
+        """An on-demand NodeClaim asking for one CPU and one pod unless told."""
         return self.server.create(
-            {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": meta, "spec": spec}
+            b.nodeclaim(
+                name,
+                nodepool=nodepool,
+                labels=labels,
+                annotations=annotations,
+                node_class=node_class,
+                requirements=[b.requirement(wk.CAPACITY_TYPE_LABEL_KEY, "In", "on-demand")],
+                requests=requests or {"cpu": "1", "pods": "1"},
+                taints=taints or (),
+                startup_taints=startup_taints or (),
+                termination_grace_period=termination_grace_period,
+                finalizers=finalizers,
+            )
         )
 
     def create_node_for(
@@ -304,40 +182,23 @@ class Env:
     ) -> dict[str, Any]:
         """A Node joining for the NodeClaim, as a kubelet would register it."""
         nc = self.nodeclaim(nodeclaim_name)
-        pid = nc["status"]["providerID"]
         node_taints = list(taints or [])
         if unregistered_taint:
             node_taints.append({"key": wk.UNREGISTERED_TAINT_KEY, "effect": "NoExecute"})
-        meta: dict[str, Any] = {
-            "name": name or f"node-{nodeclaim_name}",
-            "labels": dict(labels or {}),
-        }
-        if owner:
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodeClaim",
-                    "name": nodeclaim_name,
-                    "uid": nc["metadata"]["uid"],
-                    "blockOwnerDeletion": True,
-                }
-            ]
-        node: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": meta,
-            "spec": {"providerID": pid},
-            "status": {
-                "capacity": dict(capacity or {"cpu": "4", "memory": "16Gi", "pods": "110"}),
-                "allocatable": dict(
-                    allocatable or {"cpu": "3800m", "memory": "15Gi", "pods": "110"}
-                ),
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            },
-        }
-        if node_taints:
-            node["spec"]["taints"] = node_taints
-        return self.server.create(node)
+        return self.server.create(
+            b.node(
+                name or f"node-{nodeclaim_name}",
+                labels=labels,
+                taints=node_taints,
+                provider_id=nc["status"]["providerID"],
+                capacity=capacity or {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                allocatable=allocatable or {"cpu": "3800m", "memory": "15Gi", "pods": "110"},
+                ready=ready,
+                owner=b.owner_reference(nc, controller=False, block_owner_deletion=True)
+                if owner
+                else None,
+            )
+        )
 
     def set_node_ready(self, name: str, ready: bool) -> None:
         node = self.node(name)

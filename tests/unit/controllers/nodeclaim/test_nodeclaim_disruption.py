@@ -120,7 +120,7 @@ def test_requirements_drift_ignores_keys_the_nodeclaim_does_not_carry_with_notin
 def test_a_vanished_instance_type_drifts_the_nodeclaim_after_an_hour() -> None:
     env = Env()
     registered_in_pool(env)
-    env.provider.instance_types = [fake_instance_type("other")]
+    env.provider.its = [fake_instance_type("other")]
     env.run_for(minutes(55))
     assert drifted(env) is None, "not checked in the first hour"
     env.run_for(minutes(10))
@@ -134,7 +134,7 @@ def test_an_unreadable_catalogue_defers_the_instance_type_check(
 
     env = Env()
     registered_in_pool(env)
-    env.provider.instance_types = [fake_instance_type("other")]
+    env.provider.its = [fake_instance_type("other")]
     real = env.provider.get_instance_types
 
     def unevaluated(nodepool: Any) -> Any:
@@ -188,7 +188,7 @@ def test_the_providers_drift_reason_is_used_last() -> None:
 def test_an_unlaunched_nodeclaim_is_never_drifted() -> None:
     env = Env()
     env.create_nodepool("pool")
-    env.provider.errors.extend(RuntimeError("boom") for _ in range(100))
+    env.provider.create_errors.extend(RuntimeError("boom") for _ in range(100))
     env.provider.drift_reason = "AMIDrifted"
     env.create_nodeclaim("nc", nodepool=env.server.get("nodepools", "pool"))
     env.run_for(minutes(4))

@@ -87,7 +87,7 @@ def test_a_failing_instance_delete_keeps_the_finalizer_and_retries() -> None:
 
 def test_a_nodeclaim_that_never_launched_is_released_without_calling_the_provider() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError("boom") for _ in range(10))
+    env.provider.create_errors.extend(RuntimeError("boom") for _ in range(10))
     env.create_nodeclaim("nc")
     env.settle()
     env.server.delete("nodeclaims", "nc")

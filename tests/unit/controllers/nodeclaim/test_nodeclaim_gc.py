@@ -81,14 +81,14 @@ def test_an_instance_no_nodeclaim_accounts_for_is_terminated_on_the_second_look(
 
 def test_an_instance_of_a_launch_in_flight_is_adopted_not_terminated() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError("status lost") for _ in range(1000))
+    env.provider.create_errors.extend(RuntimeError("status lost") for _ in range(1000))
     env.create_nodeclaim("in-flight")
     env.settle()
     pid = orphan(env, "in-flight")  # same identity as the NodeClaim, no providerID on it yet
     env.run_for(minutes(4.5))
     assert pid in env.provider.instances
     assert env.nodeclaim("in-flight")["status"]["providerID"] == pid
-    assert env.provider.created == []
+    assert env.provider.create_calls == []
 
 
 def test_a_provider_list_failure_deletes_nothing() -> None:

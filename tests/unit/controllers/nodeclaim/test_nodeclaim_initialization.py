@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodeclaim_helpers import Env
+from nodeclaim_helpers import Env, fake_instance_type
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.controllers.nodeclaim.initialization import dra_drivers_published
@@ -94,6 +94,7 @@ def test_known_ephemeral_taints_hold_initialization(ephemeral: dict[str, Any]) -
 
 def test_an_unregistered_extended_resource_holds_initialization() -> None:
     env = Env()
+    env.provider.its = [fake_instance_type(extended={"nvidia.com/gpu": 1})]  # a GPU type
     env.create_nodeclaim(
         "nc", requests={"cpu": "1", "nvidia.com/gpu": "1", "example.com/zero": "0"}
     )

@@ -9,13 +9,9 @@ import pytest
 from nodeclaim_helpers import FlakyKube, Server
 
 from karpenter_core.apis import labels as wk
-from karpenter_core.controllers.nodeclaim import register
 from karpenter_core.kube.client import KubeClient
 from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
-from karpenter_core.sim import kubelet
+from karpenter_core.testing import Environment
 
 kwok = pytest.importorskip("karpenter_kwok.provider")
 from karpenter_kwok.instance_types import load_instance_types  # noqa: E402
@@ -24,7 +20,7 @@ from karpenter_kwok.labels import KWOK_NODE_CLASS  # noqa: E402
 INSTANCE_TYPE = "c-2x-amd64-linux"
 
 
-class Karpenter:
+class Karpenter(Environment):
     """One Karpenter process (the NodeClaim controllers) plus the cluster's kubelet and
     node termination, over a cluster and a KWOK "cloud" that outlive it."""
 
@@ -37,19 +33,14 @@ class Karpenter:
         *,
         with_termination: bool = True,
     ) -> None:
-        self.server = server
-        self.clock = clock
-        recorder = EventRecorder(clock)
-        self.ctx = ControllerContext(
-            kube=kube or server, clock=clock, cloud_provider=provider, recorder=recorder
+        super().__init__(
+            provider,
+            controllers=["nodeclaim", *(["node.termination"] if with_termination else [])],
+            kube_scheduler=False,
+            server=server,
+            clock=clock,
+            kube=(lambda _: kube) if kube is not None else None,
         )
-        self.manager = Manager(clock, kube or server)
-        register(self.manager, self.ctx)
-        kubelet.register(self.manager, self.ctx)
-        if with_termination:
-            from karpenter_core.controllers.node import termination
-
-            termination.register(self.manager, self.ctx)
 
     def nodeclaim(self, name: str) -> dict[str, Any]:
         return self.server.get("nodeclaims", name)

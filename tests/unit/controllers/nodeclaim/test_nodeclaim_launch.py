@@ -68,7 +68,7 @@ def test_conditions_start_unknown_at_creation_and_ready_follows_the_dependents()
 def test_insufficient_capacity_deletes_the_nodeclaim_with_a_warning_and_a_metric() -> None:
     env = Env()
     pool = env.create_nodepool("pool-ice")
-    env.provider.errors.append(InsufficientCapacityError("no fake-large in zone-a"))
+    env.provider.create_errors.append(InsufficientCapacityError("no fake-large in zone-a"))
     before = disrupted("insufficient_capacity", "pool-ice")
     env.create_nodeclaim("nc", nodepool=pool)
     env.settle()
@@ -84,7 +84,7 @@ def test_insufficient_capacity_deletes_the_nodeclaim_with_a_warning_and_a_metric
 def test_nodeclass_not_ready_deletes_the_nodeclaim_without_an_event() -> None:
     env = Env()
     pool = env.create_nodepool("pool-ncnr")
-    env.provider.errors.append(NodeClassNotReadyError("subnets not resolved"))
+    env.provider.create_errors.append(NodeClassNotReadyError("subnets not resolved"))
     before = disrupted("nodeclass_not_ready", "pool-ncnr")
     env.create_nodeclaim("nc", nodepool=pool)
     env.settle()
@@ -95,7 +95,7 @@ def test_nodeclass_not_ready_deletes_the_nodeclaim_without_an_event() -> None:
 
 def test_a_create_error_sets_launched_unknown_with_its_reason_and_is_retried() -> None:
     env = Env()
-    env.provider.errors.extend(
+    env.provider.create_errors.extend(
         CreateError("quota", condition_reason="QuotaExceeded", condition_message="vCPU quota hit")
         for _ in range(3)
     )
@@ -106,12 +106,12 @@ def test_a_create_error_sets_launched_unknown_with_its_reason_and_is_retried() -
     assert (launched["reason"], launched["message"]) == ("QuotaExceeded", "vCPU quota hit")
     env.run_for(60)
     assert env.condition("nc", "Launched")["status"] == "True"
-    assert env.provider.created == ["nc"]
+    assert env.provider.create_calls == ["nc"]
 
 
 def test_any_other_error_sets_launch_failed_with_a_truncated_message() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError("x" * 400) for _ in range(3))
+    env.provider.create_errors.extend(RuntimeError("x" * 400) for _ in range(3))
     env.create_nodeclaim("nc")
     env.settle()
     launched = env.condition("nc", "Launched")
@@ -122,7 +122,9 @@ def test_any_other_error_sets_launch_failed_with_a_truncated_message() -> None:
 
 def test_failed_launches_back_off_exponentially_up_to_a_minute() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError(f"boom {i}") for i in range(8))  # messages differ
+    env.provider.create_errors.extend(
+        RuntimeError(f"boom {i}") for i in range(8)
+    )  # messages differ
     attempts: list[float] = []
     env.provider.on_create = lambda nc: attempts.append(env.clock.monotonic())
     env.create_nodeclaim("nc")
@@ -150,7 +152,7 @@ def test_a_lost_status_write_completes_from_the_cache_without_launching_again() 
     env.settle()
     env.run_for(5)
     assert env.condition("nc", "Launched")["status"] == "True"
-    assert env.provider.created == ["nc"]
+    assert env.provider.create_calls == ["nc"]
     assert env.nodeclaim("nc")["status"]["providerID"] == "fake:///nc/1"
 
 
@@ -167,10 +169,10 @@ def test_after_a_restart_mid_launch_the_existing_instance_is_adopted() -> None:
     flaky.fail_status_patches = 10  # the process dies before it can record the launch
     first.create_nodeclaim("nc")
     first.settle()
-    assert first.provider.created == ["nc"]
+    assert first.provider.create_calls == ["nc"]
     second = _restarted(first)
     second.settle()
-    assert second.provider.created == ["nc"], "no second instance"
+    assert second.provider.create_calls == ["nc"], "no second instance"
     assert second.nodeclaim("nc")["status"]["providerID"] == "fake:///nc/1"
     assert second.condition("nc", "Launched")["status"] == "True"
 
@@ -180,7 +182,7 @@ def test_a_create_that_failed_after_launching_is_adopted_on_retry() -> None:
     env.provider.create_then_raise = TimeoutError("request timed out")
     env.create_nodeclaim("nc")
     env.run_for(5)
-    assert env.provider.created == ["nc"]
+    assert env.provider.create_calls == ["nc"]
     assert env.nodeclaim("nc")["status"]["providerID"] == "fake:///nc/1"
 
 
@@ -199,12 +201,12 @@ def test_a_nodeclaim_of_another_nodeclass_is_left_alone() -> None:
     nc = env.nodeclaim("theirs")
     assert "finalizers" not in nc["metadata"]
     assert "status" not in nc
-    assert env.provider.created == []
+    assert env.provider.create_calls == []
 
 
 def test_launch_timeout_counts_from_creation_even_while_retrying() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError("boom") for _ in range(1000))
+    env.provider.create_errors.extend(RuntimeError("boom") for _ in range(1000))
     pool = env.create_nodepool("pool-lt")
     before = disrupted("launch_timeout", "pool-lt")
     env.create_nodeclaim("nc", nodepool=pool)
@@ -231,7 +233,7 @@ def test_an_invalid_nodeclaim_fails_launch_with_a_message_naming_the_field() -> 
     launched = env.condition("bad", "Launched")
     assert launched["reason"] == "LaunchFailed"
     assert "requirements" in launched["message"]
-    assert env.provider.created == []
+    assert env.provider.create_calls == []
 
 
 def test_the_launched_nodeclaim_parses_back_into_the_model() -> None:

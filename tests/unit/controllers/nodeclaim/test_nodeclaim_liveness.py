@@ -6,7 +6,7 @@ from typing import Any
 
 from nodeclaim_helpers import Env, disrupted, minutes
 
-from karpenter_core.controllers.nodeclaim.nodepoolhealth import EXTRAS_KEY, NodePoolHealth, Status
+from karpenter_core.controllers.nodeclaim.nodepoolhealth import Status, shared
 from karpenter_core.runtime.clock import format_time
 
 
@@ -32,7 +32,7 @@ def test_a_registered_nodeclaim_outlives_the_registration_timeout() -> None:
 
 def test_a_launch_that_keeps_failing_is_not_deleted_before_five_minutes() -> None:
     env = Env()
-    env.provider.errors.extend(RuntimeError("boom") for _ in range(100))
+    env.provider.create_errors.extend(RuntimeError("boom") for _ in range(100))
     env.create_nodeclaim("nc")
     env.run_for(minutes(4.5))
     assert env.exists("nodeclaims", "nc")
@@ -61,8 +61,8 @@ def _pool_condition(env: Env, name: str) -> dict[str, Any] | None:
 
 
 def test_two_registration_failures_turn_nodepool_registration_health_false() -> None:
-    health = NodePoolHealth()
-    env = Env(extras={EXTRAS_KEY: health})
+    env = Env()
+    health = shared(env.ctx.extras)  # the tracker the controllers share
     pool = env.create_nodepool("pool-unhealthy")
     uid = pool["metadata"]["uid"]
     env.launched_and_registered("ok", nodepool=pool)
@@ -78,11 +78,11 @@ def test_two_registration_failures_turn_nodepool_registration_health_false() -> 
 
 
 def test_launch_failures_report_the_launch_reason_on_the_nodepool() -> None:
-    health = NodePoolHealth()
-    env = Env(extras={EXTRAS_KEY: health})
+    env = Env()
+    health = shared(env.ctx.extras)  # the tracker the controllers share
     pool = env.create_nodepool("pool-launch")
     health.update(pool["metadata"]["uid"], False)
-    env.provider.errors.extend(RuntimeError("no quota") for _ in range(1000))
+    env.provider.create_errors.extend(RuntimeError("no quota") for _ in range(1000))
     env.create_nodeclaim("nc", nodepool=pool)
     env.run_for(minutes(6))
     cond = _pool_condition(env, "pool-launch")
@@ -107,7 +107,7 @@ def test_a_launch_that_keeps_failing_is_deleted_after_five_minutes() -> None:
     env = Env()
     pool = env.create_nodepool("pool-lt")
     before = disrupted("launch_timeout", "pool-lt")
-    env.provider.errors.extend(RuntimeError("boom") for _ in range(1000))
+    env.provider.create_errors.extend(RuntimeError("boom") for _ in range(1000))
     env.create_nodeclaim("nc", nodepool=pool)
     env.run_for(minutes(4.9))
     assert env.exists("nodeclaims", "nc")

@@ -11,7 +11,7 @@ from nodeclaim_helpers import Env, minutes, sample
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.cloudprovider.protocol import NodeLifecycleHookResult
-from karpenter_core.controllers.nodeclaim.nodepoolhealth import EXTRAS_KEY, NodePoolHealth, Status
+from karpenter_core.controllers.nodeclaim.nodepoolhealth import NodePoolHealth, Status, shared
 from karpenter_core.controllers.nodeclaim.registration import merge_taints
 
 NO_SCHEDULE = "NoSchedule"
@@ -243,8 +243,8 @@ def test_a_failing_hook_is_listed_as_pending_and_the_reconcile_fails() -> None:
 
 
 def health_env() -> tuple[Env, dict[str, Any], NodePoolHealth]:
-    health = NodePoolHealth()
-    env = Env(extras={EXTRAS_KEY: health})
+    env = Env()
+    health = shared(env.ctx.extras)  # the tracker the controllers share
     pool = env.create_nodepool("pool-h")
     return env, pool, health
 
