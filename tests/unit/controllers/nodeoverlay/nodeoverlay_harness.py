@@ -4,9 +4,9 @@ API server and a virtual clock with the NodeOverlay controller registered."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from karpenter_core import metrics
@@ -24,6 +24,7 @@ from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state import informers
+from karpenter_core.testing import builders as b
 from karpenter_core.testing import fakecatalog
 from karpenter_core.testing.fake import FakeCloudProvider
 
@@ -48,30 +49,7 @@ def req(key: str, operator: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": operator, "values": list(values)}
 
 
-def overlay_manifest(
-    name: str,
-    *,
-    requirements: Sequence[Mapping[str, Any]] = (),
-    weight: int | None = None,
-    price: str | None = None,
-    price_adjustment: str | None = None,
-    capacity: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"requirements": [dict(r) for r in requirements]}
-    if weight is not None:
-        spec["weight"] = weight
-    if price is not None:
-        spec["price"] = price
-    if price_adjustment is not None:
-        spec["priceAdjustment"] = price_adjustment
-    if capacity is not None:
-        spec["capacity"] = dict(capacity)
-    return {
-        "apiVersion": "karpenter.sh/v1alpha1",
-        "kind": "NodeOverlay",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+overlay_manifest = b.nodeoverlay
 
 
 def overlay(name: str, **kw: Any) -> Overlay:
@@ -108,62 +86,25 @@ class FakeProvider(FakeCloudProvider):
 def nodepool_manifest(
     name: str = "default", template_labels: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    template: dict[str, Any] = {
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "default",
-            },
-            "requirements": [],
-        }
-    }
-    if template_labels:
-        template["metadata"] = {"labels": dict(template_labels)}
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {"template": template},
-    }
+    return b.nodepool(name, labels=template_labels)
 
 
 def ready(np: dict[str, Any]) -> dict[str, Any]:
     """``np`` with a Ready status (no NodePool controllers needed)."""
-    out = copy.deepcopy(np)
-    out["status"] = {
-        "conditions": [
-            {
-                "type": t,
-                "status": "True",
-                "reason": t,
-                "message": "",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-            }
-            for t in ("ValidationSucceeded", "NodeClassReady", "Ready")
-        ]
-    }
-    return out
+    return {**np, "status": b.nodepool(ready=True)["status"]}
 
 
-def pod(name: str, cpu: str = "1") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]
-        },
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
-    }
+pod = partial(b.unschedulable_pod, cpu="1")
 
 
 class Env:
     """One operator on a virtual clock: state informers, optionally provisioning, and the
-    NodeOverlay package (when ``with_nodeoverlay``)."""
+    NodeOverlay package (when ``with_nodeoverlay``).
+
+    Wired by hand rather than through the kit's Environment (the operator's registry): with
+    the NodeOverlay gate on, the registry puts the overlay step on the provider before any
+    controller is registered, and the wiring tests here install that step themselves to
+    check what it does to the context's provider."""
 
     def __init__(
         self,
