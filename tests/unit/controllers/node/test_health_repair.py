@@ -16,7 +16,6 @@ import pytest
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.cloudprovider.protocol import NodeClassKind, RepairPolicy
-from karpenter_core.controllers.node import health
 from karpenter_core.controllers.node.health import (
     BLOCKED_REQUEUE,
     EVENT_NODE_REPAIR_BLOCKED,
@@ -28,12 +27,10 @@ from karpenter_core.controllers.node.health import (
     find_unhealthy_condition,
     termination_timestamp,
 )
-from karpenter_core.runtime.clock import VirtualClock, format_time
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
+from karpenter_core.runtime.clock import format_time
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.testing import Environment, FakeCloudProvider
+from karpenter_core.testing import builders as b
 
 NODE_CLASS = NodeClassKind("karpenter.test.sh", "TestNodeClass", "v1")
 BAD_NODE = RepairPolicy("BadNode", "False", timedelta(minutes=30))
@@ -43,22 +40,6 @@ TERMINATION = wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY
 
 def minutes(n: float) -> float:
     return timedelta(minutes=n).total_seconds()
-
-
-class FakeProvider:
-    """Only what node.health reads: the policies and the NodeClass kinds."""
-
-    def __init__(self) -> None:
-        self.policies: Sequence[RepairPolicy] = (BAD_NODE,)
-        self.error: BaseException | None = None
-
-    def repair_policies(self) -> Sequence[RepairPolicy]:
-        if self.error is not None:
-            raise self.error
-        return self.policies
-
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
-        return (NODE_CLASS,)
 
 
 def condition(type_: str, status: str, since: datetime | None) -> dict[str, Any]:
@@ -71,52 +52,30 @@ def condition(type_: str, status: str, since: datetime | None) -> dict[str, Any]
 def node_dict(
     name: str = "n", conditions: Sequence[dict[str, Any]] = (), labels: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": dict(labels or {})},
-        "status": {"conditions": list(conditions)},
-    }
+    """A Node with exactly ``conditions`` (no Ready unless given)."""
+    return b.node(name, labels=labels, conditions=conditions, ready=None)
 
 
-class Env:
-    def __init__(self) -> None:
-        self.clock = VirtualClock(T0)
-        self.server = InMemoryApiServer(self.clock)
-        self.provider = FakeProvider()
-        self.recorder = EventRecorder(self.clock)
-        self.ctx = ControllerContext(
-            kube=self.server,
-            clock=self.clock,
-            cloud_provider=self.provider,  # type: ignore[arg-type]
-            recorder=self.recorder,
+class Env(Environment):
+    """No controllers running unless ``repair`` (then the registry's node.health package,
+    with its gate on): reconciles are called directly. The provider is the kit's fake with
+    upstream's fake policy."""
+
+    def __init__(self, *, repair: bool = False) -> None:
+        super().__init__(
+            FakeCloudProvider(node_classes=[NODE_CLASS], repair_policies=[BAD_NODE]),
+            options={"FEATURE_GATES": "NodeRepair=true"} if repair else None,
+            controllers=["node.health"] if repair else (),
+            kube_scheduler=False,
+            kubelet=False,
+            start=T0,
         )
         self.controller = NodeHealth(self.ctx)
         self.seq = 0
 
     def nodepool(self, name: str = "default", budget: str | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": NODE_CLASS.group,
-                        "kind": NODE_CLASS.kind,
-                        "name": "default",
-                    },
-                    "requirements": [],
-                }
-            }
-        }
-        if budget is not None:
-            spec["disruption"] = {"budgets": [{"nodes": budget}]}
-        return self.server.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": spec,
-            }
-        )
+        budgets = [{"nodes": budget}] if budget is not None else None
+        return self.server.create(b.nodepool(name, node_class=NODE_CLASS, budgets=budgets))
 
     def pair(
         self,
@@ -132,37 +91,22 @@ class Env:
         nc_name, node_name = f"nc-{self.seq}", f"node-{self.seq}"
         pid = f"fake:///{nc_name}"
         labels = {wk.CAPACITY_TYPE_LABEL_KEY: "on-demand"}
-        if nodepool is not None:
-            labels[wk.NODEPOOL_LABEL_KEY] = nodepool
-        nc_meta: dict[str, Any] = {
-            "name": nc_name,
-            "labels": dict(labels),
-            "finalizers": [wk.TERMINATION_FINALIZER],
-        }
-        if annotations:
-            nc_meta["annotations"] = dict(annotations)
-        self.server.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": nc_meta,
-                "spec": {
-                    "nodeClassRef": {
-                        "group": NODE_CLASS.group,
-                        "kind": NODE_CLASS.kind,
-                        "name": "default",
-                    },
-                    "requirements": [],
-                },
-            }
-        )
-        self.server.patch(
-            "nodeclaims",
-            nc_name,
-            {"status": {"providerID": pid, "nodeName": node_name, "imageID": "img-1"}},
-            subresource="status",
+        self.create(
+            b.nodeclaim(
+                nc_name,
+                nodepool=nodepool,
+                labels=labels,
+                annotations=annotations,
+                finalizers=[wk.TERMINATION_FINALIZER],
+                node_class=NODE_CLASS,
+                provider_id=pid,
+                node_name=node_name,
+                image_id="img-1",
+            )
         )
         node_labels = dict(labels)
+        if nodepool is not None:
+            node_labels[wk.NODEPOOL_LABEL_KEY] = nodepool
         if managed:
             node_labels[NODE_CLASS.label_key] = "default"
         node = node_dict(node_name, conditions, node_labels)
@@ -538,11 +482,15 @@ def test_a_missing_node_is_nothing_to_do(env: Env) -> None:
 
 
 def test_a_failing_provider_stops_repair_without_crashing(
-    env: Env, caplog: pytest.LogCaptureFixture
+    env: Env, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env.nodepool()
     nc, node = env.pair(conditions=[bad_node()])
-    env.provider.error = RuntimeError("provider exploded")
+
+    def exploded() -> list[RepairPolicy]:
+        raise RuntimeError("provider exploded")
+
+    monkeypatch.setattr(env.provider, "repair_policies", exploded)
     env.clock.advance(minutes(60))
     assert env.reconcile(node) == Result()
     assert not env.deleting(nc)
@@ -554,11 +502,9 @@ def test_a_failing_provider_stops_repair_without_crashing(
 # ---------------------------------------------------------------------------------------
 
 
-def test_the_controller_repairs_when_the_toleration_ends_without_another_event(
-    env: Env,
-) -> None:
-    manager = Manager(env.clock, env.server)
-    health.register(manager, env.ctx)
+def test_the_controller_repairs_when_the_toleration_ends_without_another_event() -> None:
+    env = Env(repair=True)
+    manager = env.manager
     env.nodepool()
     nc, _ = env.pair(conditions=[bad_node()])
     manager.settle()
