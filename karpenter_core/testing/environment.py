@@ -46,7 +46,7 @@ from karpenter_core.testing.fake import FakeCloudProvider
 if TYPE_CHECKING:
     from karpenter_core.plugins import PluginContributions
     from karpenter_core.sim.kubelet import Kubelet, KubeletOptions
-    from karpenter_core.sim.kubescheduler import KubeScheduler
+    from karpenter_core.sim.kubescheduler import KubeScheduler, KubeSchedulerOptions
 
 __all__ = ["CONTROLLER_PACKAGE_NAMES", "Environment"]
 
@@ -69,7 +69,8 @@ class Environment:
     ``controllers``: names of the registry's packages to run (``("state",
     "provisioning")``; see :data:`CONTROLLER_PACKAGE_NAMES`), default every package the
     options switch on; ``()`` runs none, for tests that call reconcilers by hand.
-    ``kube_scheduler``/``kubelet``: simulate those (``kubelet`` may be
+    ``kube_scheduler``/``kubelet``: simulate those (or pass their options,
+    :class:`~karpenter_core.sim.kubescheduler.KubeSchedulerOptions` and
     :class:`~karpenter_core.sim.kubelet.KubeletOptions`). ``kube``: wraps the API server
     for the controllers (a client that fails on cue). ``server`` and ``clock``: run on an
     existing API server and its clock, as an operator restarted against the same cluster
@@ -90,7 +91,7 @@ class Environment:
         plugins: PluginContributions | None = None,
         options: Options | Mapping[str, str] | None = None,
         controllers: Iterable[str] | None = None,
-        kube_scheduler: bool = True,
+        kube_scheduler: bool | KubeSchedulerOptions = True,
         kubelet: bool | KubeletOptions = True,
         start: datetime = START,
         seed: int | None = None,
@@ -121,10 +122,11 @@ class Environment:
         _check_registration(self.registration, controllers)
         self.kube_scheduler: KubeScheduler | None = None
         self.kubelet: Kubelet | None = None
-        if kube_scheduler:
+        if kube_scheduler is not False:
             from karpenter_core.sim import kubescheduler
 
-            self.kube_scheduler = kubescheduler.register(self.manager, self.ctx)
+            scheduler_options = None if kube_scheduler is True else kube_scheduler
+            self.kube_scheduler = kubescheduler.register(self.manager, self.ctx, scheduler_options)
         if kubelet is not False:
             from karpenter_core.sim import kubelet as sim_kubelet
 

@@ -6,31 +6,17 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.kube.client import NotFound
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
-from karpenter_core.sim import kubelet as kubelet_mod
-from karpenter_core.sim import kubescheduler
-from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.sim.kubelet import KubeletOptions, StartupTaintRemover
+from karpenter_core.testing import Environment
 
 
-class Sim:
+class Sim(Environment):
+    """The kit's Environment running only the simulated kubelet (and kube-scheduler when
+    asked). ``node`` and ``pod`` make the bare objects a kubelet meets: a node without
+    allocatable or Ready, a pod bound after it is created."""
+
     def __init__(self, options: KubeletOptions | None = None, *, scheduler: bool = False) -> None:
-        self.clock = VirtualClock()
-        self.kube = InMemoryApiServer(self.clock)
-        self.manager = Manager(self.clock, self.kube)
-        ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=None,  # type: ignore[arg-type]
-            recorder=EventRecorder(self.clock),
-        )
-        self.kubelet = kubelet_mod.register(self.manager, ctx, options)
-        if scheduler:
-            kubescheduler.register(self.manager, ctx)
+        super().__init__(controllers=(), kube_scheduler=scheduler, kubelet=options or True)
 
     def node(
         self,
@@ -95,15 +81,8 @@ class Sim:
     def phase(self, name: str = "p") -> str:
         return str((self.kube.get("pods", name, "default").get("status") or {}).get("phase"))
 
-    def exists(self, name: str = "p") -> bool:
-        try:
-            self.kube.get("pods", name, "default")
-        except NotFound:
-            return False
-        return True
-
-    def run_for(self, seconds: float) -> None:
-        self.manager.run_for(seconds)
+    def pod_exists(self, name: str = "p") -> bool:
+        return self.exists("pods", name, "default")
 
 
 # --- nodes ---------------------------------------------------------------------------------------
@@ -266,9 +245,9 @@ def test_deleted_running_pod_goes_after_its_grace_period() -> None:
     sim.run_for(1)
     sim.kube.delete("pods", "p", "default")
     sim.run_for(29)
-    assert sim.exists()
+    assert sim.pod_exists()
     sim.run_for(1)
-    assert not sim.exists()
+    assert not sim.pod_exists()
 
 
 def test_termination_seconds_end_a_pod_before_its_grace_period() -> None:
@@ -278,9 +257,9 @@ def test_termination_seconds_end_a_pod_before_its_grace_period() -> None:
     sim.run_for(1)
     sim.kube.delete("pods", "p", "default")
     sim.run_for(4)
-    assert sim.exists()
+    assert sim.pod_exists()
     sim.run_for(1)
-    assert not sim.exists()
+    assert not sim.pod_exists()
 
 
 def test_pod_that_never_started_goes_at_once_when_deleted() -> None:
@@ -290,7 +269,7 @@ def test_pod_that_never_started_goes_at_once_when_deleted() -> None:
     sim.run_for(1)
     sim.kube.delete("pods", "p", "default")
     sim.run_for(0)
-    assert not sim.exists()
+    assert not sim.pod_exists()
 
 
 def test_pod_of_a_deleted_node_is_collected_after_the_quarantine() -> None:
@@ -300,9 +279,9 @@ def test_pod_of_a_deleted_node_is_collected_after_the_quarantine() -> None:
     sim.run_for(1)
     sim.kube.delete("nodes", "n1")
     sim.run_for(39)
-    assert sim.exists()
+    assert sim.pod_exists()
     sim.run_for(1)
-    assert not sim.exists()
+    assert not sim.pod_exists()
 
 
 def test_scheduler_and_kubelet_take_a_pod_from_pending_to_running() -> None:
@@ -380,7 +359,7 @@ def test_deleted_pod_of_a_failed_node_stays_terminating() -> None:
     sim.kubelet.fail_node("n1")
     sim.kube.delete("pods", "p", "default")
     sim.run_for(600)
-    assert sim.exists()
+    assert sim.pod_exists()
 
 
 def test_pods_of_a_failed_node_are_collected_once_the_node_is_deleted() -> None:
@@ -391,7 +370,7 @@ def test_pods_of_a_failed_node_are_collected_once_the_node_is_deleted() -> None:
     sim.kubelet.fail_node("n1")
     sim.kube.delete("nodes", "n1")
     sim.run_for(40)
-    assert not sim.exists()
+    assert not sim.pod_exists()
 
 
 def test_a_new_node_with_a_failed_nodes_name_is_managed() -> None:

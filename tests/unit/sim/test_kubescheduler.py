@@ -11,11 +11,7 @@ import pytest
 from karpenter_core.apis.objects import Node, Pod
 from karpenter_core.kube.client import ApiError
 from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.sim import kubescheduler
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.sim.kubescheduler import (
     GATED_MESSAGE,
@@ -26,20 +22,16 @@ from karpenter_core.sim.kubescheduler import (
     _NodeStatic,
     _PodClass,
 )
+from karpenter_core.testing import Environment
 
 
-class Sim:
+class Sim(Environment):
+    """The kit's Environment running only the simulated kube-scheduler."""
+
     def __init__(self, options: KubeSchedulerOptions | None = None) -> None:
-        self.clock = VirtualClock()
-        self.kube = InMemoryApiServer(self.clock)
-        self.manager = Manager(self.clock, self.kube)
-        ctx = ControllerContext(
-            kube=self.kube,
-            clock=self.clock,
-            cloud_provider=None,  # type: ignore[arg-type]
-            recorder=EventRecorder(self.clock),
-        )
-        self.scheduler: KubeScheduler = kubescheduler.register(self.manager, ctx, options)
+        super().__init__(controllers=(), kube_scheduler=options or True, kubelet=False)
+        assert self.kube_scheduler is not None
+        self.scheduler: KubeScheduler = self.kube_scheduler
 
     def node(
         self,
