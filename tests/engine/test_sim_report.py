@@ -12,6 +12,7 @@ import pytest
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import RecordedEvent
 from karpenter_core.sim.report import Observer, build_report, percentile, render_html, render_text
+from karpenter_core.testing import builders as b
 
 
 @pytest.mark.parametrize(
@@ -30,19 +31,12 @@ def test_percentile_interpolates_between_ranks(
 
 
 def pod(clock: VirtualClock, name: str, node: str = "", cpu: str = "1") -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "creationTimestamp": format_time(clock.now()),
-        },
-        "spec": {
-            "nodeName": node or None,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
-        },
-        "status": {"phase": "Pending"},
-    }
+    """The kit's pod as the observer receives it: with a uid and a creation time."""
+    raw = b.pod(
+        name, node_name=node or None, requests={"cpu": cpu, "memory": "1Gi"}, phase="Pending"
+    )
+    raw["metadata"].update(uid=f"uid-{name}", creationTimestamp=format_time(clock.now()))
+    return raw
 
 
 def nodeclaim(name: str, provider_id: str = "", deleting: bool = False) -> dict[str, Any]:

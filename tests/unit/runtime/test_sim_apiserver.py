@@ -22,6 +22,7 @@ from karpenter_core.kube.client import (
 )
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.sim.apiserver import InMemoryApiServer, apply_json_patch, apply_merge_patch
+from karpenter_core.testing import builders as b
 
 
 def cm(name: str, namespace: str = "default", **meta: Any) -> dict[str, Any]:
@@ -33,15 +34,7 @@ def cm(name: str, namespace: str = "default", **meta: Any) -> dict[str, Any]:
 
 
 def pod(name: str, node: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-        "spec": spec,
-    }
+    return b.pod(name, node_name=node, labels=labels)
 
 
 def test_watch_older_than_the_history_is_gone() -> None:

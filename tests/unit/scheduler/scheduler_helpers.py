@@ -16,6 +16,7 @@ from karpenter_core.provisioning.scheduler import (
     SchedulerOptions,
     schedule,
 )
+from karpenter_core.testing import builders as b
 from karpenter_core.testing.fakecatalog import default_catalog, registered_labels
 
 
@@ -46,51 +47,37 @@ def pod(
     init_memory: str | None = None,
     overhead: Mapping[str, str] | None = None,
 ) -> Pod:
+    """The kit's pending pod, parsed, with a numbered name and uid (the scheduler's tie
+    order) and the init containers and overhead these tests add."""
     n = next(_ids)
-    requests: dict[str, str] = {}
-    if cpu:
-        requests["cpu"] = cpu
-    if memory:
-        requests["memory"] = memory
-    requests.update(extra or {})
-    container: dict[str, Any] = {"name": "c", "image": "i", "resources": {"requests": requests}}
-    if host_port:
-        container["ports"] = [{"containerPort": host_port, "hostPort": host_port}]
-    spec: dict[str, Any] = {"containers": [container]}
+    spec: dict[str, Any] = {}
     if init_cpu or init_memory:
-        init_req = {}
-        if init_cpu:
-            init_req["cpu"] = init_cpu
-        if init_memory:
-            init_req["memory"] = init_memory
+        init_req = {"cpu": init_cpu, "memory": init_memory}
         spec["initContainers"] = [
-            {"name": "init", "image": "i", "resources": {"requests": init_req}}
+            {
+                "name": "init",
+                "image": "i",
+                "resources": {"requests": {k: v for k, v in init_req.items() if v}},
+            }
         ]
     if overhead:
         spec["overhead"] = dict(overhead)
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
-    if affinity:
-        spec["affinity"] = affinity
-    if tolerations:
-        spec["tolerations"] = list(tolerations)
-    if tsc:
-        spec["topologySpreadConstraints"] = list(tsc)
-    return Pod.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name or f"pod-{n:05d}",
-                "namespace": namespace,
-                "uid": f"uid-{n:05d}",
-                "labels": dict(labels or {}),
-                "creationTimestamp": "2024-01-01T00:00:00Z",
-            },
-            "spec": spec,
-            "status": {"phase": "Pending"},
-        }
+    raw = b.pod(
+        name or f"pod-{n:05d}",
+        namespace=namespace,
+        labels=labels,
+        requests=extra,
+        cpu=cpu,
+        memory=memory,
+        node_selector=node_selector,
+        affinity=affinity,
+        tolerations=tolerations,
+        topology_spread=tsc,
+        host_ports=[host_port] if host_port else (),
+        spec=spec,
     )
+    raw["metadata"].update(uid=f"uid-{n:05d}", creationTimestamp="2024-01-01T00:00:00Z")
+    return Pod.from_dict(raw)
 
 
 def nodepool(

@@ -41,6 +41,7 @@ from karpenter_core.scheduling.requirements import (
     strict_pod_requirements,
 )
 from karpenter_core.scheduling.taints import Taint, tolerates
+from karpenter_core.testing import builders as b
 
 ZONE = LABEL_TOPOLOGY_ZONE
 HOST = LABEL_HOSTNAME
@@ -102,28 +103,25 @@ def pod(
     deleting: bool = False,
     tolerations: Sequence[Mapping[str, Any]] = (),
 ) -> Pod:
+    """The kit's pod, parsed, with a numbered uid (and a deletionTimestamp when
+    ``deleting``)."""
     global _uid
     _uid += 1
-    meta: dict[str, Any] = {
-        "name": name or f"pod-{_uid}",
-        "namespace": namespace,
-        "uid": f"uid-{_uid}",
-        "labels": dict(labels or {}),
-    }
+    raw = b.pod(
+        name or f"pod-{_uid}",
+        namespace=namespace,
+        labels=labels,
+        topology_spread=tsc,
+        affinity=affinity,
+        node_selector=node_selector,
+        node_name=node_name or None,
+        phase=phase,
+        tolerations=tolerations,
+    )
+    raw["metadata"]["uid"] = f"uid-{_uid}"
     if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
-    if tsc:
-        spec["topologySpreadConstraints"] = [dict(t) for t in tsc]
-    if affinity:
-        spec["affinity"] = dict(affinity)
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
-    if node_name:
-        spec["nodeName"] = node_name
-    if tolerations:
-        spec["tolerations"] = list(tolerations)
-    return Pod.from_dict({"metadata": meta, "spec": spec, "status": {"phase": phase}})
+        raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return Pod.from_dict(raw)
 
 
 def pods(n: int, labels: Mapping[str, str] | None = None, **kw: Any) -> list[Pod]:

@@ -14,6 +14,7 @@ from karpenter_core.apis.objects import (
     StorageClass,
 )
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing import builders as b
 
 
 def node(
@@ -44,14 +45,13 @@ def nodeclaim(name: str, provider_id: str = "", cpu: str = "8", **meta: Any) -> 
 
 
 def pod(name: str, node_name: str = "", cpu: str = "1", **extra: Any) -> Pod:
-    meta = {"name": name, **extra.pop("metadata", {})}
-    spec = {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        **extra.pop("spec", {}),
-    }
-    if node_name:
-        spec["nodeName"] = node_name
-    return Pod.from_dict({"metadata": meta, "spec": spec, **extra})
+    """The kit's pod, parsed, with ``metadata``/``spec`` entries merged in and any other
+    top-level field (``status``) replaced."""
+    raw = b.pod(name, cpu=cpu, node_name=node_name or None)
+    raw["metadata"].update(extra.pop("metadata", {}))
+    raw["spec"].update(extra.pop("spec", {}))
+    raw.update(extra)
+    return Pod.from_dict(raw)
 
 
 MANAGED = {"karpenter.sh/nodepool": "default", "node.kubernetes.io/instance-type": "c-4x"}

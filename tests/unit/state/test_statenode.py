@@ -10,6 +10,7 @@ from karpenter_core.apis import v1
 from karpenter_core.apis.objects import Node, Pod
 from karpenter_core.scheduling.hostports import HostPort
 from karpenter_core.state.statenode import StateNode
+from karpenter_core.testing import builders as b
 
 GI = 1024**3 * 1000
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
@@ -79,21 +80,9 @@ INITIALIZED = {**REGISTERED, "karpenter.sh/initialized": "true"}
 
 
 def pod(name: str, cpu: str = "1", *, ds: bool = False, host_port: int | None = None) -> Pod:
-    container: dict[str, Any] = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
-    if host_port:
-        container["ports"] = [{"containerPort": 80, "hostPort": host_port}]
-    meta: dict[str, Any] = {"name": name}
-    if ds:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": "d",
-                "uid": "u",
-                "controller": True,
-            }
-        ]
-    return Pod.from_dict({"metadata": meta, "spec": {"nodeName": "n1", "containers": [container]}})
+    owner = b.owner_reference("DaemonSet", "d", uid="u") if ds else None
+    host_ports = [host_port] if host_port else ()
+    return Pod.from_dict(b.pod(name, cpu=cpu, node_name="n1", owner=owner, host_ports=host_ports))
 
 
 def test_needs_a_node_or_a_nodeclaim() -> None:

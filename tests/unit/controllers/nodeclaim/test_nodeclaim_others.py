@@ -11,6 +11,7 @@ from karpenter_core.controllers.nodeclaim.expiration import Expiration
 from karpenter_core.controllers.nodeclaim.nodehydration import NodeHydration
 from karpenter_core.runtime.clock import parse_time
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.testing import builders as b
 
 # ----------------------------------------------------------------------------- consistency
 
@@ -75,21 +76,8 @@ def test_node_shape_ignores_uninitialized_and_unrequested_resources() -> None:
 
 
 def pod(name: str, node: str | None = None, *, daemonset: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
-    if daemonset:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": "ds",
-                "uid": "ds-uid",
-                "controller": True,
-            }
-        ]
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
-    if node:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    owner = b.owner_reference("DaemonSet", "ds", uid="ds-uid") if daemonset else None
+    return b.pod(name, node_name=node, owner=owner)
 
 
 def last_pod_event(env: Env) -> str | None:
