@@ -36,6 +36,7 @@ from karpenter_core.provisioning.scheduler import (
     schedule,
 )
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing import builders as b
 from karpenter_core.testing.fakecatalog import instance_types, register_labels
 
 DEFAULT_SIZES = (1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000)
@@ -68,25 +69,15 @@ class PodFactory:
         tsc: list[dict[str, Any]] | None = None,
     ) -> Pod:
         self.n += 1
-        spec: dict[str, Any] = {
-            "containers": [{"name": "app", "image": "app", "resources": {"requests": requests}}]
-        }
-        if affinity:
-            spec["affinity"] = affinity
-        if tsc:
-            spec["topologySpreadConstraints"] = tsc
-        return Pod.from_dict(
-            {
-                "metadata": {
-                    "name": f"pod-{self.n:06d}",
-                    "namespace": "default",
-                    "uid": f"00000000-0000-0000-0000-{self.n:012d}",
-                    "labels": labels,
-                },
-                "spec": spec,
-                "status": {"phase": "Pending"},
-            }
+        raw = b.pod(
+            f"pod-{self.n:06d}",
+            labels=labels,
+            requests=requests,
+            affinity=affinity,
+            topology_spread=tsc or (),
         )
+        raw["metadata"]["uid"] = f"00000000-0000-0000-0000-{self.n:012d}"
+        return Pod.from_dict(raw)
 
     def generic(self, count: int) -> list[Pod]:
         return [self.pod({"my-label": self._value()}, self._requests()) for _ in range(count)]

@@ -88,6 +88,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import controlplane  # noqa: E402
 from karpenter_core.kube.adapter import KubernetesClient  # noqa: E402
 from karpenter_core.kube.client import AlreadyExists  # noqa: E402
+from karpenter_core.testing import builders as b  # noqa: E402
 
 KWOK_CRD = ROOT / "charts" / "karpenter-core" / "files" / "karpenter.kwok.sh_kwoknodeclasses.yaml"
 NS = "karpenter"
@@ -130,7 +131,10 @@ def _get(port: int, path: str) -> tuple[int, str]:
 
 
 class Env:
-    """A control plane with the CRDs, a KWOK NodeClass and a NodePool."""
+    """A control plane with the CRDs, a KWOK NodeClass and a NodePool.
+
+    Not the test kit's Environment: this one is a real etcd and kube-apiserver with
+    ``karpenter serve`` as a subprocess, which is what the benchmark measures."""
 
     def __init__(
         self, scheduler_qps: float | None = None, scheduler_burst: int | None = None
@@ -157,29 +161,7 @@ class Env:
             }
         )
         self.kube.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": "default"},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": "karpenter.kwok.sh",
-                                "kind": "KWOKNodeClass",
-                                "name": "default",
-                            },
-                            "requirements": [
-                                {
-                                    "key": "karpenter.kwok.sh/instance-size",
-                                    "operator": "Lt",
-                                    "values": ["32"],
-                                }
-                            ],
-                        }
-                    },
-                },
-            }
+            b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")])
         )
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "serve.log"
@@ -240,24 +222,14 @@ class Env:
 
 
 def _pod(name: str, node: str | None = None, cpu: str = "500m") -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "app",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": cpu, "memory": "512Mi"}},
-            }
-        ],
-        "terminationGracePeriodSeconds": 0,
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
-        "spec": spec,
-    }
+    return b.pod(
+        name,
+        labels={"app": "bench"},
+        requests={"cpu": cpu, "memory": "512Mi"},
+        image="registry.k8s.io/pause:3.10",
+        termination_grace_period=0,
+        node_name=node,
+    )
 
 
 def _create_all(
