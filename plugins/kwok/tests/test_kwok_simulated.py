@@ -6,13 +6,8 @@ from typing import Any
 
 from karpenter_kwok.provider import KwokCloudProvider
 
-from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.runtime.manager import Manager
-from karpenter_core.sim import kubelet, kubescheduler
-from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.sim.kubelet import KubeletOptions
+from karpenter_core.testing import Environment
 
 NODECLAIM: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1",
@@ -33,17 +28,14 @@ NODECLAIM: dict[str, Any] = {
 
 
 def test_launched_node_becomes_ready_and_runs_a_pod_once_registered() -> None:
-    clock = VirtualClock()
-    kube = InMemoryApiServer(clock)
-    manager = Manager(clock, kube)
-    provider = KwokCloudProvider.from_settings(
-        {"launch-latency": "20s"}, environ={}, kube=kube, clock=clock
+    env = Environment(
+        lambda env: KwokCloudProvider.from_settings(
+            {"launch-latency": "20s"}, environ={}, kube=env.kube, clock=env.clock
+        ),
+        controllers=(),  # no Karpenter: the test plays its part
+        kubelet=KubeletOptions(node_ready_delay=10, pod_start_delay=1),
     )
-    ctx = ControllerContext(
-        kube=kube, clock=clock, cloud_provider=provider, recorder=EventRecorder(clock)
-    )
-    kubelet.register(manager, ctx, KubeletOptions(node_ready_delay=10, pod_start_delay=1))
-    kubescheduler.register(manager, ctx)
+    kube, manager, provider = env.server, env.manager, env.provider
     kube.create(
         {
             "apiVersion": "v1",
