@@ -1,4 +1,8 @@
-"""Minimal valid objects for the contract tests (valid on a real API server too)."""
+"""Minimal valid objects for the contract tests (valid on a real API server too).
+
+Not the test kit's builders: these contract tests assert what a real kube-apiserver does
+with exactly these objects (no status, no resources, a pullable image), against both
+backends, and must stay minimal."""
 
 from __future__ import annotations
 

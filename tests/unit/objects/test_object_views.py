@@ -23,6 +23,9 @@ GI = 1024**3 * 1000
 
 
 def pod(**spec: Any) -> dict[str, Any]:
+    """A bare Pod with exactly ``spec`` (and ``metadata``/``status`` when given): not the
+    kit's builder, whose defaults (a namespace, a status) are what these parsing tests
+    leave out to see the view's own defaults."""
     meta = spec.pop("metadata", {"name": "p"})
     status = spec.pop("status", None)
     spec.setdefault("containers", [{"name": "c"}])

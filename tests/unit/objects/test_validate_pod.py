@@ -12,6 +12,8 @@ from karpenter_core.state.snapshot import ClusterSnapshot
 
 
 def pod(**spec: Any) -> Pod:
+    """A bare Pod with exactly ``spec``: not the kit's builder, whose defaults would be
+    part of what these validation tests read."""
     spec.setdefault("containers", [{"name": "c"}])
     return Pod.from_dict({"metadata": {"name": "p"}, "spec": spec})
 

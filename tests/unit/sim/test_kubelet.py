@@ -8,6 +8,7 @@ import pytest
 
 from karpenter_core.sim.kubelet import KubeletOptions, StartupTaintRemover
 from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 
 class Sim(Environment):
@@ -54,18 +55,7 @@ class Sim(Environment):
         annotations: dict[str, str] | None = None,
         **spec: Any,
     ) -> None:
-        self.kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": "default",
-                    "annotations": annotations or {},
-                },
-                "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
-            }
-        )
+        self.kube.create(b.pod(name, annotations=annotations, image="busybox", spec=spec))
         if node is not None:
             self.kube.bind(name, "default", node)
 

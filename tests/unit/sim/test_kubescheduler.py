@@ -23,6 +23,7 @@ from karpenter_core.sim.kubescheduler import (
     _PodClass,
 )
 from karpenter_core.testing import Environment
+from karpenter_core.testing import builders as b
 
 
 class Sim(Environment):
@@ -73,21 +74,7 @@ class Sim(Environment):
         ports: list[int] | None = None,
         **spec: Any,
     ) -> None:
-        container: dict[str, Any] = {
-            "name": "c",
-            "image": "i",
-            "resources": {"requests": {"cpu": cpu}},
-        }
-        if ports:
-            container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]
-        self.kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-                "spec": {"containers": [container], **spec},
-            }
-        )
+        self.kube.create(b.pod(name, cpu=cpu, labels=labels, host_ports=ports or (), spec=spec))
 
     def run(self) -> None:
         self.manager.settle()
