@@ -46,6 +46,8 @@ from karpenter_core.cli.exits import BadInput
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when scheduling
+    from karpenter_core.cloudprovider.overlay import BoundOverlay
+    from karpenter_core.plugins import KarpenterPluginManager
     from karpenter_core.provisioning.scheduler import SchedulerOptions
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "command",
     "effective_instance_types",
     "load_instance_types",
+    "plugin_overlays",
     "read_input",
     "render_table",
     "schedule_input",
@@ -288,9 +291,11 @@ def load_instance_types(
     nodepools: Sequence[Any],
     cloud_provider: str | None = None,
     instance_types_file: str | None = None,
+    pm: KarpenterPluginManager | None = None,
 ) -> dict[str, list[Any]]:
     """Instance types per NodePool name, from the provider plugin (default kwok) or from a
-    file in the KWOK instance-types JSON format (read by the kwok provider)."""
+    file in the KWOK instance-types JSON format (read by the kwok provider); ``pm`` is the
+    plugin manager to find it in (default: the installed plugins)."""
     from karpenter_core.plugins import PluginError, get_cloud_provider
 
     settings: dict[str, str] = {}
@@ -300,9 +305,23 @@ def load_instance_types(
             raise InputError("--instance-types and --cloud-provider cannot be used together")
         settings[KWOK_INSTANCE_TYPES_SETTING] = instance_types_file
     try:
-        provider = get_cloud_provider(name, settings)
+        provider = get_cloud_provider(name, settings, pm)
         return {np.name: list(provider.get_instance_types(np)) for np in nodepools}
     except (PluginError, ValueError, OSError) as e:
+        raise InputError(str(e)) from None
+
+
+def plugin_overlays(pm: KarpenterPluginManager) -> list[BoundOverlay]:
+    """The installed plugins' instance-type overlays that work without a running operator
+    (those registered with ``apply``), in the order the operator applies them. The
+    built-in NodeOverlay overlay binds to the operator; here the input's NodeOverlay
+    objects play its part (:func:`effective_instance_types`)."""
+    from karpenter_core.cloudprovider.overlay import bind_overlays
+    from karpenter_core.plugins import PluginError, instance_type_overlays
+
+    try:
+        return bind_overlays(instance_type_overlays(pm), None)
+    except PluginError as e:
         raise InputError(str(e)) from None
 
 
@@ -428,12 +447,44 @@ def _eligible_nodepools(nodepools: Sequence[Any]) -> list[Any]:
 
 
 def effective_instance_types(
-    inp: ScheduleInput, instance_types: Mapping[str, Sequence[Any]]
+    inp: ScheduleInput,
+    instance_types: Mapping[str, Sequence[Any]],
+    overlays: Sequence[BoundOverlay] = (),
 ) -> dict[str, list[Any]]:
-    """The provider's instance types per NodePool with the input's NodeOverlays applied."""
-    if not inp.nodeoverlays:
-        return {k: list(v) for k, v in instance_types.items()}
-    return apply_node_overlays(inp.nodeoverlays, _eligible_nodepools(inp.nodepools), instance_types)
+    """The provider's instance types per NodePool with ``overlays`` (the plugins', see
+    :func:`plugin_overlays`) and the input's NodeOverlays applied, in the operator's order:
+    plugin overlays lighter than the NodeOverlay one, the NodeOverlays, then heavier
+    plugin overlays."""
+    from karpenter_core.builtins import NODEOVERLAY_OVERLAY
+    from karpenter_core.hookspecs import WEIGHT_NODEOVERLAY
+
+    nodeoverlay_at = (WEIGHT_NODEOVERLAY, NODEOVERLAY_OVERLAY)
+    out = _apply_plugin_overlays(
+        [o for o in overlays if o.order < nodeoverlay_at], inp, instance_types
+    )
+    if inp.nodeoverlays:
+        out = apply_node_overlays(inp.nodeoverlays, _eligible_nodepools(inp.nodepools), out)
+    return _apply_plugin_overlays([o for o in overlays if o.order > nodeoverlay_at], inp, out)
+
+
+def _apply_plugin_overlays(
+    overlays: Sequence[BoundOverlay],
+    inp: ScheduleInput,
+    instance_types: Mapping[str, Sequence[Any]],
+) -> dict[str, list[Any]]:
+    from karpenter_core.cloudprovider.errors import UnevaluatedNodePoolError
+    from karpenter_core.cloudprovider.overlay import apply_overlays
+
+    out = {k: list(v) for k, v in instance_types.items()}
+    if not overlays:
+        return out
+    for np in inp.nodepools:
+        if np.name in out:
+            try:
+                out[np.name] = apply_overlays(overlays, np, out[np.name])
+            except UnevaluatedNodePoolError:
+                out[np.name] = []  # what the operator does this pass: the pool offers nothing
+    return out
 
 
 def _nodepool_error(inp: ScheduleInput, error: ValueError) -> InputError:
@@ -589,6 +640,15 @@ def render_table(result: Mapping[str, Any], instance_types: Mapping[str, Sequenc
     return "\n".join(lines)
 
 
+def _plugin_manager() -> KarpenterPluginManager:
+    from karpenter_core.plugins import PluginError, get_plugin_manager
+
+    try:
+        return get_plugin_manager()
+    except PluginError as e:
+        raise InputError(str(e)) from None
+
+
 @click.command(name="schedule")
 @click.option(
     "-f",
@@ -648,8 +708,11 @@ def command(
     try:
         options = read_scheduler_config(scheduler_config) if scheduler_config else None
         inp = read_input(filenames)
+        pm = _plugin_manager()
         instance_types = effective_instance_types(
-            inp, load_instance_types(inp.nodepools, cloud_provider, instance_types_file)
+            inp,
+            load_instance_types(inp.nodepools, cloud_provider, instance_types_file, pm),
+            plugin_overlays(pm),
         )
         result = schedule_input(inp, instance_types, options)
     except InputError as e:
