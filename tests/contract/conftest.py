@@ -71,7 +71,7 @@ def _kube_backend() -> Backend:
     try:
         cp = controlplane.shared_control_plane()
     except controlplane.ControlPlaneError as e:
-        pytest.fail(f"the real control plane is unavailable: {e}", pytrace=False)
+        controlplane.unavailable(e)
     cp.check_alive()
     if _kube_client is None:
         from karpenter_core.kube.adapter import KubernetesClient
@@ -123,3 +123,7 @@ def namespace(kube_client: KubeClient, unique: Callable[[str], str]) -> Iterator
     yield name
     with contextlib.suppress(NotFound, ApiError):
         kube_client.delete("namespaces", name)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    controlplane.summarize_go_skips(terminalreporter)

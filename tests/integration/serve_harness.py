@@ -447,7 +447,7 @@ def running_cluster(**control_plane: Any) -> Iterator[Cluster]:
             binaries, controllers=CONTROLLERS, scheduler=True, **control_plane
         ).start()
     except controlplane.ControlPlaneError as e:
-        pytest.fail(f"the real control plane is unavailable: {e}", pytrace=False)
+        controlplane.unavailable(e)
     try:
         c = Cluster(cp).start()
         try:
