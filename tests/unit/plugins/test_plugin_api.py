@@ -1,5 +1,6 @@
 """The public plugin API: one module re-exporting what a plugin may use, and the bundled
-plugins using nothing else of the core (as a third party would have to)."""
+plugins and the worked example plugin using nothing else of the core (as a third party
+would have to)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 import karpenter_core.plugin_api as api
 
 ROOT = Path(__file__).resolve().parents[3]
-PLUGIN_PACKAGES = sorted(p for p in (ROOT / "plugins").glob("*/karpenter_*") if p.is_dir())
+PLUGIN_PACKAGES = sorted(
+    p
+    for pattern in ("plugins/*/karpenter_*", "examples/plugins/*/karpenter_*")
+    for p in ROOT.glob(pattern)
+    if p.is_dir()
+)
 
 
 def _core_imports(path: Path) -> list[str]:
@@ -32,7 +38,13 @@ def _core_imports(path: Path) -> list[str]:
 
 def test_the_bundled_plugins_are_found() -> None:
     names = {p.name for p in PLUGIN_PACKAGES}
-    assert {"karpenter_kwok", "karpenter_aws", "karpenter_azure", "karpenter_gcp"} <= names
+    assert {
+        "karpenter_kwok",
+        "karpenter_aws",
+        "karpenter_azure",
+        "karpenter_gcp",
+        "karpenter_example_plugin",
+    } <= names
 
 
 @pytest.mark.parametrize("package", PLUGIN_PACKAGES, ids=lambda p: p.name)

@@ -1,0 +1,95 @@
+"""The ``max-node-age`` disruption method: recycle nodes older than their NodePool allows.
+
+A NodePool annotated ``plugin.example.com/max-node-age: 720h`` has its nodes removed,
+oldest first and one per disruption pass, once they are older than that — so long-lived
+nodes pick up new images and kernels without an operator draining them by hand. Unlike
+``spec.template.spec.expireAfter`` (which deletes a NodeClaim when its time is up,
+whatever the budgets say) this is voluntary disruption: it waits for the NodePool's
+disruption budgets, honours PodDisruptionBudgets and ``karpenter.sh/do-not-disrupt``
+pods (it is a *graceful* method), and its decisions carry their own reason, ``Aged``.
+
+Commands delete the node without pre-launching a replacement: the public plugin API does
+not offer the scheduling simulation the built-in methods use to size replacements, so
+the evicted pods go pending and provisioning launches capacity for them, as after
+expiration. Keep the NodePool's budget small (``nodes: "1"``) to recycle one node at a
+time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from karpenter_core.plugin_api import ORDER_DRIFT
+from karpenter_example_plugin.policy import PolicyError, max_node_age
+
+if TYPE_CHECKING:
+    from karpenter_core.plugin_api import BudgetMap, Candidate, Command, DisruptionContext
+
+__all__ = ["NAME", "ORDER", "REASON", "MaxNodeAge", "due_at"]
+
+NAME = "max-node-age"
+ORDER = ORDER_DRIFT + 50
+"""After drift (a drifted node is replaced, with its replacement launched first, rather
+than recycled) and before consolidation."""
+REASON = "Aged"
+"""The disruption reason of this method's commands (reports, events, metrics)."""
+
+# The disruption classes and metric label of karpenter_core's disruption types; the plugin
+# API documents their values but does not re-export the constants.
+GRACEFUL = "graceful"
+NOT_CONSOLIDATION = ""
+
+
+def due_at(candidate: Candidate) -> datetime | None:
+    """When the candidate's node reaches its NodePool's maximum age; None when the
+    NodePool sets no maximum, or one this plugin cannot read (the recycle-schedule
+    controller reports that on the NodePool)."""
+    try:
+        age = max_node_age(candidate.nodepool.metadata.annotations)
+    except PolicyError:
+        return None
+    created = candidate.nodeclaim.metadata.created_at
+    if age is None or created is None:
+        return None
+    due: datetime = created + age
+    return due
+
+
+class MaxNodeAge:
+    """A :class:`karpenter_core.plugin_api.Method`: delete the node that has been due longest."""
+
+    reason = REASON
+    disruption_class = GRACEFUL
+    consolidation_type = NOT_CONSOLIDATION
+
+    def __init__(self, context: DisruptionContext) -> None:
+        self.clock = context.clock
+
+    def _is_due(self, candidate: Candidate, now: datetime) -> bool:
+        due = due_at(candidate)
+        return due is not None and due <= now
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        # A static NodePool keeps a fixed node count through its own controller.
+        if candidate.owned_by_static_nodepool():
+            return False
+        return self._is_due(candidate, self.clock.now())
+
+    def compute_commands(
+        self, budgets: BudgetMap, candidates: Sequence[Candidate]
+    ) -> list[Command]:
+        """The oldest due candidate whose NodePool's budget allows one more."""
+        # The disruption types load the engine: import them when a pass runs, not when
+        # `karpenter plugins` imports this module.
+        from karpenter_core.plugin_api import Command
+
+        now = self.clock.now()
+        due = [(d, c) for c in candidates if (d := due_at(c)) is not None and d <= now]
+        for _, candidate in sorted(due, key=lambda pair: pair[0]):
+            pool = candidate.nodepool_name()
+            if budgets.get(pool, 0) > 0:
+                budgets[pool] -= 1
+                return [Command([candidate])]
+        return []
