@@ -6,19 +6,21 @@ come from the package index) and checks that venv's ``karpenter plugins`` sees e
 plugins the extras asked for — discovered through entry points, not through the source
 tree.
 
-It is one test on purpose: the expensive part is building and installing, and under
-pytest-xdist separate tests would repeat that work on every worker.
+The wheels (these five and the example plugin's, see ``test_example_plugin.py``) are
+built once per test run by :func:`built_wheels`, whichever test and pytest-xdist worker
+asks first; each test installs what it needs into a virtualenv of its own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import venv
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,27 +37,34 @@ PROJECTS = {
     "karpenter-azure": ROOT / "plugins" / "azure",
     "karpenter-gcp": ROOT / "plugins" / "gcp",
 }
+EXAMPLE_PLUGIN = ROOT / "examples" / "plugins" / "karpenter-example-plugin"
+"""Built beside the five, for ``test_example_plugin.py``."""
 PIP_QUIET = ["--disable-pip-version-check", "--no-input", "-q"]
 
 
-def _clean_env() -> dict[str, str]:
-    """The environment for child processes: no leakage of the dev venv or plugin filter."""
+def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for child processes: no leakage of the dev venv or plugin filter
+    (``extra`` is added on top)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in {"PYTHONPATH", "VIRTUAL_ENV", "KARPENTER_PLUGINS", "PYTHONHOME"}
     }
     env["PYTHONNOUSERSITE"] = "1"
+    env.update(extra or {})
     return env
 
 
 def _run(
-    cmd: Sequence[str | Path], cwd: Path, timeout: float = 600
+    cmd: Sequence[str | Path],
+    cwd: Path,
+    timeout: float = 600,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [str(c) for c in cmd],
         cwd=cwd,
-        env=_clean_env(),
+        env=_clean_env(env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -74,7 +83,7 @@ def _bin(venv_dir: Path, name: str) -> Path:
 
 
 def _build_wheels(out: Path) -> list[Path]:
-    # One pip invocation builds all five (each in pip's isolated build env with hatchling).
+    # One pip invocation builds them all (each in pip's isolated build env with hatchling).
     _run(
         [
             sys.executable,
@@ -86,17 +95,41 @@ def _build_wheels(out: Path) -> list[Path]:
             "-w",
             out,
             *PROJECTS.values(),
+            EXAMPLE_PLUGIN,
         ],
         cwd=out,
     )
     return sorted(out.glob("*.whl"))
 
 
-def _install(venv_dir: Path, wheelhouse: Path, requirement: str) -> None:
+def built_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory holding every wheel, built once per test run: pytest-xdist workers
+    share their run's temporary root, and the first to take the lock builds while the
+    others wait for it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above the workers' own
+    wheelhouse = root / "wheels"
+    done = root / "wheels.done"
+    with (root / "wheels.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            wheelhouse.mkdir(exist_ok=True)
+            _build_wheels(wheelhouse)
+            done.touch()
+    return wheelhouse
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_wheels(tmp_path_factory)
+
+
+def _install(venv_dir: Path, wheelhouse: Path, *requirements: str) -> None:
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
     python = _bin(venv_dir, "python")
     _run(
-        [python, "-m", "pip", "install", *PIP_QUIET, "--find-links", wheelhouse, requirement],
+        [python, "-m", "pip", "install", *PIP_QUIET, "--find-links", wheelhouse, *requirements],
         cwd=venv_dir,
     )
 
@@ -142,12 +175,10 @@ def _plugins_json(venv_dir: Path) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in json.loads(proc.stdout)["plugins"]}
 
 
-def test_extras_install_kwok_and_aws_from_built_wheels(tmp_path: Path) -> None:
-    wheelhouse = tmp_path / "wheels"
-    wheelhouse.mkdir()
-    wheels = _build_wheels(wheelhouse)
+def test_extras_install_kwok_and_aws_from_built_wheels(tmp_path: Path, wheelhouse: Path) -> None:
+    wheels = sorted(wheelhouse.glob("*.whl"))
     assert sorted(w.name.split("-")[0] for w in wheels) == sorted(
-        n.replace("-", "_") for n in PROJECTS
+        n.replace("-", "_") for n in [*PROJECTS, "karpenter-example-plugin"]
     )
     [core] = [w for w in wheels if w.name.startswith("karpenter_core-")]
     _check_core_wheel(core)
