@@ -7,8 +7,6 @@ functions and classes they name, which the core calls later.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from karpenter_core.plugin_api import (
     ControllerSpec,
     DisruptionMethodSpec,
@@ -17,17 +15,6 @@ from karpenter_core.plugin_api import (
     hookimpl,
 )
 from karpenter_example_plugin import controller, discount, nvme, recycling
-
-if TYPE_CHECKING:
-    from karpenter_core.plugin_api import ControllerContext, DisruptionContext
-
-
-def _max_node_age(context: DisruptionContext) -> recycling.MaxNodeAge:
-    return recycling.MaxNodeAge(context)
-
-
-def _recycle_schedule(context: ControllerContext) -> controller.RecycleSchedule:
-    return controller.RecycleSchedule(context)
 
 
 @hookimpl
@@ -41,7 +28,11 @@ def karpenter_instance_type_overlays() -> list[InstanceTypeOverlaySpec]:
 
 @hookimpl
 def karpenter_disruption_methods() -> list[DisruptionMethodSpec]:
-    return [DisruptionMethodSpec(name=recycling.NAME, order=recycling.ORDER, factory=_max_node_age)]
+    return [
+        DisruptionMethodSpec(
+            name=recycling.NAME, order=recycling.ORDER, factory=recycling.MaxNodeAge
+        )
+    ]
 
 
 @hookimpl
@@ -52,5 +43,7 @@ def karpenter_dra_drivers() -> list[DRADriverSpec]:
 @hookimpl
 def karpenter_controllers() -> list[ControllerSpec]:
     return [
-        ControllerSpec(name=controller.NAME, factory=_recycle_schedule, watches=controller.WATCHES)
+        ControllerSpec(
+            name=controller.NAME, factory=controller.RecycleSchedule, watches=controller.WATCHES
+        )
     ]
