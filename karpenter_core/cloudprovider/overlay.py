@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
-    "BELOW_NODEOVERLAYS_KEY",
     "BoundOverlay",
     "OverlayDecorator",
     "adjusted_price",
@@ -216,11 +215,6 @@ def decorate(provider: CloudProvider, overlays: Sequence[BoundOverlay]) -> Cloud
     return OverlayDecorator(provider, overlays)
 
 
-BELOW_NODEOVERLAYS_KEY = "nodeoverlay.undecorated_provider"
-"""Where :func:`install_overlays` leaves the provider as seen *below* the NodeOverlay
-overlay (what the NodeOverlay controller evaluates NodeOverlays against)."""
-
-
 def install_overlays(ctx: ControllerContext) -> CloudProvider:
     """Put the overlay step on ``ctx.cloud_provider`` before any controller captures it
     (once per context): every registered overlay bound to ``ctx`` (plugin overlays and the
@@ -229,13 +223,12 @@ def install_overlays(ctx: ControllerContext) -> CloudProvider:
     overlay, the view its controller evaluates NodeOverlay objects against."""
     from karpenter_core.hookspecs import WEIGHT_NODEOVERLAY
 
-    below = ctx.extras.get(BELOW_NODEOVERLAYS_KEY)
-    if below is not None:
-        return below  # type: ignore[no-any-return]
+    if ctx.below_nodeoverlays is not None:
+        return ctx.below_nodeoverlays
     bound = bind_overlays(ctx.plugins.instance_type_overlays, ctx)
     base = ctx.cloud_provider
     nodeoverlay_at = (WEIGHT_NODEOVERLAY, "nodeoverlay")
     below = decorate(base, [o for o in bound if o.order < nodeoverlay_at])
     ctx.cloud_provider = decorate(base, bound)
-    ctx.extras[BELOW_NODEOVERLAYS_KEY] = below
+    ctx.below_nodeoverlays = below
     return below

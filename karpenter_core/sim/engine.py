@@ -419,9 +419,8 @@ class Simulation:
         )
         for note in self.registration.notes():
             self.observer.note(note)
-        on_start = getattr(self.ctx.extras.get("disruption"), "on_start", None)
-        if callable(on_start):
-            on_start(self._on_disruption)
+        if self.ctx.disruption is not None:
+            self.ctx.disruption.on_start(self._on_disruption)
 
     def _on_disruption(self, command: Any) -> None:
         """A disruption command started: one decision saying what goes, for what reason,

@@ -513,9 +513,7 @@ class Cluster:
             csinodes=self._list(CSINODES, CSINode.from_dict),
             namespaces=self._list(NAMESPACES, Namespace.from_dict),
             services=self._list(SERVICES, Service.from_dict),
-            controllers=[
-                c for rt in POD_CONTROLLERS for c in self._list(rt, Controller.from_dict)
-            ],
+            controllers=[c for rt in POD_CONTROLLERS for c in self._list(rt, Controller.from_dict)],
             prebuilt_state_nodes=state_nodes,
         )
 

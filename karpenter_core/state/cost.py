@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
-    "EXTRAS_KEY",
     "NECESSARY_LABELS",
     "ClusterCost",
     "OfferingCount",
@@ -56,9 +55,6 @@ NECESSARY_LABELS = (
     NODEPOOL_LABEL_KEY,
 )
 """A NodeClaim is counted only once it carries all of these (they arrive at launch)."""
-
-EXTRAS_KEY = "state.cost"
-"""``ControllerContext.extras`` key of the process's :class:`ClusterCost`."""
 
 
 @frozen
@@ -308,8 +304,7 @@ def _describe(key: OfferingKey) -> str:
 def existing_cluster_cost(ctx: ControllerContext) -> ClusterCost | None:
     """The context's ClusterCost if the state controllers created one, else None (e.g.
     a test that builds cluster state by hand: readers then fall back to other figures)."""
-    found = ctx.extras.get(EXTRAS_KEY)
-    return found if isinstance(found, ClusterCost) else None
+    return ctx.cost
 
 
 def cluster_cost_of(ctx: ControllerContext) -> ClusterCost:
@@ -319,5 +314,5 @@ def cluster_cost_of(ctx: ControllerContext) -> ClusterCost:
     found = existing_cluster_cost(ctx)
     if found is None:
         found = ClusterCost(ctx.kube, ctx.cloud_provider)
-        ctx.extras[EXTRAS_KEY] = found
+        ctx.cost = found
     return found

@@ -34,7 +34,6 @@ from karpenter_core.state.cluster import (
 from karpenter_core.state.cost import cluster_cost_of
 
 __all__ = [
-    "RESYNC_KEY",
     "RESYNC_SECONDS",
     "DaemonSetInformer",
     "NodeClaimInformer",
@@ -52,7 +51,6 @@ log = logging.getLogger("karpenter.state")
 RESYNC_SECONDS = 60.0
 """Upstream's state retry period: tracked objects are re-read this often."""
 
-RESYNC_KEY = "state.resync_seconds"
 
 WORKERS = 10
 
@@ -69,16 +67,9 @@ def resync_seconds(ctx: ControllerContext) -> float | None:
     """How often tracked Nodes, NodeClaims and pods are re-read: upstream's minute against a
     real API server, where a watch can silently miss an event; never on a virtual clock, whose
     in-memory watches cannot (re-reading thousands of pods every simulated minute would
-    dominate a long simulation). ``ctx.extras["state.resync_seconds"]`` overrides both."""
-    if RESYNC_KEY in ctx.extras:
-        value = ctx.extras[RESYNC_KEY]
-        if value is None:
-            return None
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            raise ValueError(
-                f"{RESYNC_KEY} must be a positive number of seconds or None, got {value!r}"
-            )
-        return float(value)
+    dominate a long simulation). ``ctx.state_resync_seconds`` overrides both (0: never)."""
+    if ctx.state_resync_seconds is not None:
+        return float(ctx.state_resync_seconds) or None
     return None if isinstance(ctx.clock, VirtualClock) else RESYNC_SECONDS
 
 
@@ -238,7 +229,7 @@ def _added(event_type: str, obj: dict[str, Any]) -> bool:
 def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the state.node / state.nodeclaim / state.pod / state.daemonset / state.nodepool
     controllers feeding ``ctx.cluster`` (created if absent), and the state.pricing
-    singleton re-pricing the cluster cost tracker (``ctx.extras["state.cost"]``)."""
+    singleton re-pricing the cluster cost tracker (``ctx.cost``)."""
     from karpenter_core.state import pricing  # imports this module
 
     cluster_of(ctx)

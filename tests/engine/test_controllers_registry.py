@@ -195,7 +195,8 @@ def test_a_plugins_disruption_method_and_overlay_reach_the_controllers() -> None
     pkgs = [p for p in CONTROLLER_PACKAGES if p.name == "disruption"]
     reg = register_all(manager, c, packages=pkgs, strict=True)
     assert reg.registered and reg.registered[0][0] == "disruption"
-    methods = [type(m).__name__ for m in c.extras["disruption"].methods]
+    assert c.disruption is not None
+    methods = [type(m).__name__ for m in c.disruption.methods]
     # between static drift and drift, as its order says, among all the built-ins
     assert methods == [
         "Emptiness",

@@ -171,7 +171,8 @@ def assert_owned_by_a_command(sim: Simulation) -> None:
     ``DisruptionReason``, belongs to a command of the running Karpenter's queue (the
     queue from before the restart is gone, so whatever it left must have been cleaned up
     or taken over by a new command)."""
-    queue = sim.ctx.extras["disruption.queue"]
+    queue = sim.ctx.disruption_queue
+    assert queue is not None
     claims = {(nc.get("status") or {}).get("nodeName"): nc for nc in nodeclaims(sim)}
     for n in nodes(sim):
         name = n["metadata"]["name"]
@@ -275,7 +276,8 @@ def restart_during(
     expected_created, expected_types, expected_pods = baseline(setup, count)
     sim, originals = setup()
     if freeze_queue:
-        sim.ctx.extras["disruption.queue"].bind(lambda key: None)
+        assert sim.ctx.disruption_queue is not None
+        sim.ctx.disruption_queue.bind(lambda key: None)
     restart_at(sim, END, moment(sim, originals))
     run_checking(sim, END, removed(sim, originals, count))
     assert_settled(sim, created_at_most=expected_created + relaunched)

@@ -24,7 +24,7 @@ import copy
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpenter_core.apis.autoscaling import CONDITION_READY_FOR_PROVISIONING
 from karpenter_core.apis.labels import (
@@ -36,8 +36,10 @@ from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.kube.client import ApiError, KubeClient
 from karpenter_core.runtime.clock import Clock, format_time
 
+if TYPE_CHECKING:
+    from karpenter_core.runtime.context import ControllerContext
+
 __all__ = [
-    "CACHE_KEY",
     "FAKE_POD_ANNOTATION_VALUE",
     "VIRTUAL_POD_PRIORITY",
     "VirtualPodCache",
@@ -248,16 +250,9 @@ def buffer_key(buffer: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
 
 
-CACHE_KEY = "capacitybuffer.virtualpods"
-"""``ctx.extras`` key of the process's :class:`VirtualPodCache`."""
-
-
-def cache_of(ctx: Any) -> VirtualPodCache:
-    """The process's virtual-pod cache (``ctx.extras``), created on first use, so the
-    controller and the provisioner share one whichever registers first."""
-    existing = ctx.extras.get(CACHE_KEY)
-    if isinstance(existing, VirtualPodCache):
-        return existing
-    cache = VirtualPodCache(ctx.kube, ctx.clock)
-    ctx.extras[CACHE_KEY] = cache
-    return cache
+def cache_of(ctx: ControllerContext) -> VirtualPodCache:
+    """The process's virtual-pod cache (``ctx.virtual_pods``), created on first use, so
+    the controller and the provisioner share one whichever registers first."""
+    if ctx.virtual_pods is None:
+        ctx.virtual_pods = VirtualPodCache(ctx.kube, ctx.clock)
+    return ctx.virtual_pods

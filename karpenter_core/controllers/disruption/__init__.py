@@ -8,8 +8,8 @@ multi-node and single-node consolidation, from :mod:`karpenter_core.builtins`) a
 plugin's, run in ``order``. Methods are written against :mod:`.types`; see that module for
 the contract.
 
-The controller and the queue are published as ``ctx.extras["disruption"]`` and
-``ctx.extras["disruption.queue"]``.
+The controller and the queue are published as ``ctx.disruption`` and
+``ctx.disruption_queue``.
 """
 
 from __future__ import annotations
@@ -71,5 +71,5 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     methods = build_methods(dctx, ctx.plugins.disruption_methods)
     controller = DisruptionController(dctx, queue, methods)
     manager.add_singleton(NAME, controller)
-    ctx.extras[NAME] = controller
-    ctx.extras[QUEUE_NAME] = queue
+    ctx.disruption = controller
+    ctx.disruption_queue = queue

@@ -14,7 +14,7 @@
 
 Registration hooks are the plugins' ``karpenter_node_lifecycle_hooks`` registrations
 (``ctx.plugins.node_lifecycle_hooks``) that apply to the selected cloud provider; the
-NodePool registration-health record is shared through ``ctx.extras["nodepool_health"]``.
+NodePool registration-health record is shared through ``ctx.nodepool_health``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _slice_mapper(ctx: ControllerContext, index: NodeIndex) -> Any:
 
 def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the NodeClaim controllers to ``manager``."""
-    health = shared_nodepool_health(ctx.extras)
+    health = shared_nodepool_health(ctx)
     provider = str(getattr(ctx.base_cloud_provider, "name", "") or "")
     hooks = tuple(
         h

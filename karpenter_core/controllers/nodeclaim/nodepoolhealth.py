@@ -16,11 +16,13 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
     "BUFFER_SIZE",
-    "EXTRAS_KEY",
     "NodePoolHealth",
     "Status",
     "Tracker",
@@ -29,7 +31,6 @@ __all__ = [
 
 BUFFER_SIZE = 4
 THRESHOLD_FALSE = 0.5
-EXTRAS_KEY = "nodepool_health"
 
 
 class Status(Enum):
@@ -104,10 +105,8 @@ class NodePoolHealth:
             self._trackers.pop(uid, None)
 
 
-def shared(extras: dict[str, Any]) -> NodePoolHealth:
-    """The process-wide NodePoolHealth kept in ``ctx.extras`` (created on first use)."""
-    health = extras.get(EXTRAS_KEY)
-    if not isinstance(health, NodePoolHealth):
-        health = NodePoolHealth()
-        extras[EXTRAS_KEY] = health
-    return health
+def shared(ctx: ControllerContext) -> NodePoolHealth:
+    """The process-wide NodePoolHealth (``ctx.nodepool_health``), created on first use."""
+    if ctx.nodepool_health is None:
+        ctx.nodepool_health = NodePoolHealth()
+    return ctx.nodepool_health

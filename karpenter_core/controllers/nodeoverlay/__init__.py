@@ -31,23 +31,18 @@ from karpenter_core.runtime.reconciler import Watch
 
 __all__ = [
     "NAME",
-    "STORE_KEY",
     "InstanceTypeStore",
     "NodeOverlayController",
     "register",
     "store_of",
 ]
 
-STORE_KEY = "nodeoverlay.store"
-
 
 def store_of(ctx: ControllerContext) -> InstanceTypeStore:
     """The process's NodeOverlay store, created on first use."""
-    store = ctx.extras.get(STORE_KEY)
-    if not isinstance(store, InstanceTypeStore):
-        store = InstanceTypeStore()
-        ctx.extras[STORE_KEY] = store
-    return store
+    if ctx.overlay_store is None:
+        ctx.overlay_store = InstanceTypeStore()
+    return ctx.overlay_store
 
 
 def _nodeclass_watches(ctx: ControllerContext) -> list[Watch]:

@@ -1,7 +1,7 @@
 """``nodepool.registrationhealth``: keep ``NodeRegistrationHealthy`` and its memory honest.
 
 The NodeClaim controllers record each registration success or failure per NodePool (a ring
-of the last four, shared through ``ctx.extras``) and flip ``NodeRegistrationHealthy``.
+of the last four, shared through ``ctx.nodepool_health``) and flip ``NodeRegistrationHealthy``.
 This controller (re)starts that record:
 
 * after a restart the ring is empty: it is seeded from the condition (True -> one success,
@@ -40,7 +40,7 @@ NAME = "nodepool.registrationhealth"
 class RegistrationHealth:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self.health = shared(ctx.extras)
+        self.health = shared(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:

@@ -2,7 +2,7 @@
 
 ``register(manager, ctx)`` adds ``provisioner``, ``provisioner.trigger.pod`` and
 ``provisioner.trigger.node`` and stores the :class:`Provisioner` in
-``ctx.extras["provisioner"]`` (disruption launches replacements through it).
+``ctx.provisioner`` (disruption launches replacements through it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Watch
 
 __all__ = [
-    "EXTRAS_KEY",
     "NAME",
     "NODE_TRIGGER",
     "POD_TRIGGER",
@@ -44,17 +43,12 @@ __all__ = [
     "register",
 ]
 
-EXTRAS_KEY = "provisioner"
-
 
 def provisioner_of(ctx: ControllerContext) -> Provisioner:
-    """The process's Provisioner (``ctx.extras["provisioner"]``), created on first use."""
-    existing = ctx.extras.get(EXTRAS_KEY)
-    if isinstance(existing, Provisioner):
-        return existing
-    provisioner = Provisioner(ctx)
-    ctx.extras[EXTRAS_KEY] = provisioner
-    return provisioner
+    """The process's Provisioner (``ctx.provisioner``), created on first use."""
+    if ctx.provisioner is None:
+        ctx.provisioner = Provisioner(ctx)
+    return ctx.provisioner
 
 
 def register(manager: Manager, ctx: ControllerContext) -> None:

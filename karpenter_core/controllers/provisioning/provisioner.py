@@ -139,7 +139,7 @@ def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) 
 
 class Provisioner:
     """The ``provisioner`` singleton; also the shared handle other controllers use
-    (``ctx.extras["provisioner"]``): :meth:`trigger` and :meth:`create_nodeclaims`."""
+    (``ctx.provisioner``): :meth:`trigger` and :meth:`create_nodeclaims`."""
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx

@@ -16,7 +16,6 @@ from karpenter_aws.interruption import (
     NAME,
     RETRY_CAP,
     InterruptionController,
-    register,
 )
 from karpenter_aws.interruption import controller as ctl
 from karpenter_aws.interruption import messages as m
@@ -513,6 +512,31 @@ def test_a_failed_delete_message_is_retried_by_redelivery(
     assert result.requeue
     assert sample(DELETED) == deleted
     assert "ReceiptHandleIsInvalid" in caplog.text
+
+
+def register(
+    manager: Manager,
+    ctx: ControllerContext,
+    clients: AWSClients,
+    settings: AWSSettings,
+    unavailable: UnavailableOfferings,
+) -> None:
+    """The plugin's interruption controllers, registered as the operator registers them:
+    its karpenter_controllers specs, on a context whose base provider is the AWS one."""
+    from karpenter_aws.controllers import CONTROLLERS
+    from karpenter_aws.provider import AWSCloudProvider
+
+    from karpenter_core.operator.controllers import register_all
+    from karpenter_core.plugins import PluginContributions
+
+    provider = AWSCloudProvider(
+        clients, settings, ctx.kube, ctx.clock, ctx.recorder, unavailable=unavailable
+    )
+    wanted = tuple(spec for spec in CONTROLLERS if spec.name in (NAME, INSTANCE_STATUS_NAME))
+    ctx.base_cloud_provider = provider
+    ctx.plugins = PluginContributions(controllers=wanted)
+    registration = register_all(manager, ctx, packages=[], strict=True)
+    assert all(name in (NAME, INSTANCE_STATUS_NAME) for name in registration.controllers)
 
 
 def test_register_adds_the_queue_controller_only_with_a_queue(clients: AWSClients) -> None:

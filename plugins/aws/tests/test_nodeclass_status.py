@@ -32,15 +32,14 @@ from karpenter_aws.nodeclass_status import (
     DEFAULT_REQUEUE,
     SUBNET_REQUEUE,
     TERMINATION_EVENT_INTERVAL,
+    WATCHES,
     NodeClassStatusReconciler,
     instance_profile_path,
-    register,
 )
 from karpenter_aws.settings import AWSSettings
 
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.runtime.clock import VirtualClock
-from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -733,17 +732,19 @@ def test_deletion_failure_keeps_the_finalizer(env: Env) -> None:
 # --- registration ------------------------------------------------------------------------------
 
 
-def test_register_runs_the_controller_from_watch_events(clients: AWSClients) -> None:
+def test_the_controller_runs_from_its_watch_events(clients: AWSClients) -> None:
     env = Env(clients)
     manager = Manager(env.clock, env.server)
-    ctx = ControllerContext(
-        kube=env.server,
-        clock=env.clock,
-        cloud_provider=None,  # type: ignore[arg-type]
-        recorder=env.recorder,
+    reconciler = NodeClassStatusReconciler(
+        env.server,
+        env.clock,
+        env.recorder,
+        clients,
+        env.settings,
+        kubernetes_version=K8S,
+        ssm_prefix=PREFIX,
     )
-    register(manager, ctx, clients, env.settings, kubernetes_version=K8S, ssm_prefix=PREFIX)
-    assert manager.controller(CONTROLLER_NAME) is not None
+    manager.add_controller(CONTROLLER_NAME, reconciler, watches=WATCHES)
     manager.start()
     env.create()
     manager.settle()

@@ -91,20 +91,26 @@ def test_resync_is_a_minute_on_a_wall_clock_and_off_on_a_virtual_one() -> None:
     assert informers.resync_seconds(ctx_for(server, VirtualClock())) is None
 
 
-@pytest.mark.parametrize("value", [0, -1, "60", True])
+@pytest.mark.parametrize("value", [-1, "60", True])
 def test_bad_resync_setting_names_the_setting(value: Any) -> None:
     clock = VirtualClock()
     ctx = ctx_for(InMemoryApiServer(clock), clock)
-    ctx.extras[informers.RESYNC_KEY] = value
-    with pytest.raises(ValueError, match=r"state\.resync_seconds"):
-        informers.resync_seconds(ctx)
+    with pytest.raises(ValueError, match=r"state_resync_seconds"):
+        ctx.state_resync_seconds = value
+
+
+def test_a_zero_resync_setting_means_never_even_on_a_wall_clock() -> None:
+    clock = WallClock()
+    ctx = ctx_for(InMemoryApiServer(clock), clock)
+    ctx.state_resync_seconds = 0
+    assert informers.resync_seconds(ctx) is None
 
 
 def test_resync_recovers_a_missed_pod_event() -> None:
     clock = VirtualClock()
     server = InMemoryApiServer(clock)
     ctx = ctx_for(server, clock)
-    ctx.extras[informers.RESYNC_KEY] = 60
+    ctx.state_resync_seconds = 60
     manager = Manager(clock, server)
     informers.register(manager, ctx)
     manager.start()
@@ -258,10 +264,14 @@ def test_unparseable_pod_is_skipped_not_raised(env: Env, caplog: pytest.LogCaptu
     assert "bad" in caplog.text and "spec.tolerations" in caplog.text
 
 
-def test_register_refuses_a_bad_resync_setting() -> None:
+def test_a_context_refuses_a_bad_resync_setting() -> None:
     clock = VirtualClock()
     server = InMemoryApiServer(clock)
-    ctx = ctx_for(server, clock)
-    ctx.extras[informers.RESYNC_KEY] = "soon"
-    with pytest.raises(ValueError, match=r"state\.resync_seconds"):
-        informers.register(Manager(clock, server), ctx)
+    with pytest.raises(ValueError, match=r"state_resync_seconds"):
+        ControllerContext(
+            kube=server,
+            clock=clock,
+            cloud_provider=None,  # type: ignore[arg-type]
+            recorder=EventRecorder(clock),
+            state_resync_seconds="soon",  # type: ignore[arg-type]
+        )

@@ -8,7 +8,7 @@
 * ``node.termination`` — the ``karpenter.sh/termination`` finalizer on managed Nodes:
   taint, drain in tiers, wait for volumes, wait for the instance, then let the Node go.
 
-The eviction queue is also published as ``ctx.extras["eviction_queue"]``.
+The eviction queue is also published as ``ctx.eviction_queue``.
 """
 
 from __future__ import annotations
@@ -75,4 +75,4 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
             BucketRateLimiter(ctx.clock, _TERMINATION_QPS, _TERMINATION_BURST),
         ),
     )
-    ctx.extras["eviction_queue"] = queue
+    ctx.eviction_queue = queue

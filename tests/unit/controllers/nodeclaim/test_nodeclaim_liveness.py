@@ -62,7 +62,7 @@ def _pool_condition(env: Env, name: str) -> dict[str, Any] | None:
 
 def test_two_registration_failures_turn_nodepool_registration_health_false() -> None:
     env = Env()
-    health = shared(env.ctx.extras)  # the tracker the controllers share
+    health = shared(env.ctx)  # the tracker the controllers share
     pool = env.create_nodepool("pool-unhealthy")
     uid = pool["metadata"]["uid"]
     env.launched_and_registered("ok", nodepool=pool)
@@ -79,7 +79,7 @@ def test_two_registration_failures_turn_nodepool_registration_health_false() -> 
 
 def test_launch_failures_report_the_launch_reason_on_the_nodepool() -> None:
     env = Env()
-    health = shared(env.ctx.extras)  # the tracker the controllers share
+    health = shared(env.ctx)  # the tracker the controllers share
     pool = env.create_nodepool("pool-launch")
     health.update(pool["metadata"]["uid"], False)
     env.provider.create_errors.extend(RuntimeError("no quota") for _ in range(1000))

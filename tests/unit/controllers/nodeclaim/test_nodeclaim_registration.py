@@ -244,7 +244,7 @@ def test_a_failing_hook_is_listed_as_pending_and_the_reconcile_fails() -> None:
 
 def health_env() -> tuple[Env, dict[str, Any], NodePoolHealth]:
     env = Env()
-    health = shared(env.ctx.extras)  # the tracker the controllers share
+    health = shared(env.ctx)  # the tracker the controllers share
     pool = env.create_nodepool("pool-h")
     return env, pool, health
 

@@ -124,7 +124,6 @@ class Env:
             recorder=EventRecorder(self.clock),
             options=Options.from_env({"FEATURE_GATES": "NodeOverlay=true"}),
         )
-        self.ctx.extras["state.resync_seconds"] = None
         self.manager = Manager(self.clock, self.kube)
         informers.register(self.manager, self.ctx)
         if with_provisioning:
@@ -136,7 +135,7 @@ class Env:
 
     @property
     def store(self) -> nodeoverlay.InstanceTypeStore:
-        store = self.ctx.extras[nodeoverlay.STORE_KEY]
+        store = self.ctx.overlay_store
         assert isinstance(store, nodeoverlay.InstanceTypeStore)
         return store
 

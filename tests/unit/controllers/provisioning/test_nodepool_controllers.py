@@ -373,7 +373,7 @@ def test_registration_health_is_seeded_from_the_condition_after_a_restart() -> N
     created = env.create(np)
     env.run_for(1)
     uid = created["metadata"]["uid"]
-    assert shared(env.ctx.extras).status(uid) is Status.UNHEALTHY
+    assert shared(env.ctx).status(uid) is Status.UNHEALTHY
     assert condition(get_pool(env), "NodeRegistrationHealthy")["status"] == "False"  # type: ignore[index]
 
 
@@ -383,10 +383,10 @@ def test_a_spec_change_resets_registration_health() -> None:
     created = env.create(b.nodepool())
     env.run_for(1)
     uid = created["metadata"]["uid"]
-    shared(env.ctx.extras).set_status(uid, Status.HEALTHY)
+    shared(env.ctx).set_status(uid, Status.HEALTHY)
     env.kube.patch("nodepools", "default", {"spec": {"weight": 5}})
     env.run_for(1)
-    assert shared(env.ctx.extras).status(uid) is Status.UNKNOWN
+    assert shared(env.ctx).status(uid) is Status.UNKNOWN
 
 
 def test_a_garbage_nodepool_breaks_no_controller() -> None:

@@ -95,7 +95,8 @@ def test_the_provisioners_solve_is_timed_under_its_name() -> None:
 
 
 def provisioner(env: Environment) -> object:
-    return env.ctx.extras["provisioner"]
+    assert env.ctx.provisioner is not None
+    return env.ctx.provisioner
 
 
 def test_scheduler_config_file_gives_the_default_spreads(tmp_path: Path) -> None:

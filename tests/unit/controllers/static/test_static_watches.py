@@ -92,7 +92,6 @@ def running(options: Options) -> tuple[World, Manager, list[str]]:
     """A world whose manager runs the state informers and whatever the registry turns on
     of the static package."""
     w = World(options)
-    w.ctx.extras["state.resync_seconds"] = None
     manager = Manager(w.clock, w.kube)
     w.cluster.set_synced(False)
     informers.register(manager, w.ctx)

@@ -100,7 +100,8 @@ class Env(Environment):
 
     @property
     def queue(self) -> EvictionQueue:
-        queue: EvictionQueue = self.ctx.extras["eviction_queue"]
+        queue = self.ctx.eviction_queue
+        assert queue is not None
         return queue
 
     # ---------------------------------------------------------------- objects
