@@ -68,7 +68,18 @@ if TYPE_CHECKING:
         fits,
         truncate,
     )
+    from karpenter_core.controllers.disruption.simulation import (
+        CandidateDeletingError,
+        SimulationError,
+        simulate_scheduling,
+    )
     from karpenter_core.controllers.disruption.types import (
+        CLASS_EVENTUAL,
+        CLASS_GRACEFUL,
+        CONSOLIDATION_TYPE_EMPTY,
+        CONSOLIDATION_TYPE_MULTI,
+        CONSOLIDATION_TYPE_NONE,
+        CONSOLIDATION_TYPE_SINGLE,
         BudgetMap,
         Candidate,
         Command,
@@ -229,6 +240,15 @@ _NAMES: dict[str, str] = {
     "Requirement": "karpenter_core.scheduling.requirements",
     "Requirements": "karpenter_core.scheduling.requirements",
     # Disruption methods
+    "CLASS_EVENTUAL": "karpenter_core.controllers.disruption.types",
+    "CLASS_GRACEFUL": "karpenter_core.controllers.disruption.types",
+    "CONSOLIDATION_TYPE_EMPTY": "karpenter_core.controllers.disruption.types",
+    "CONSOLIDATION_TYPE_MULTI": "karpenter_core.controllers.disruption.types",
+    "CONSOLIDATION_TYPE_NONE": "karpenter_core.controllers.disruption.types",
+    "CONSOLIDATION_TYPE_SINGLE": "karpenter_core.controllers.disruption.types",
+    "CandidateDeletingError": "karpenter_core.controllers.disruption.simulation",
+    "SimulationError": "karpenter_core.controllers.disruption.simulation",
+    "simulate_scheduling": "karpenter_core.controllers.disruption.simulation",
     "BudgetMap": "karpenter_core.controllers.disruption.types",
     "Candidate": "karpenter_core.controllers.disruption.types",
     "Command": "karpenter_core.controllers.disruption.types",
@@ -283,6 +303,12 @@ _MODULES: dict[str, str] = {
 """Modules re-exported whole."""
 
 __all__ = [
+    "CLASS_EVENTUAL",
+    "CLASS_GRACEFUL",
+    "CONSOLIDATION_TYPE_EMPTY",
+    "CONSOLIDATION_TYPE_MULTI",
+    "CONSOLIDATION_TYPE_NONE",
+    "CONSOLIDATION_TYPE_SINGLE",
     "DOES_NOT_EXIST",
     "EXISTS",
     "GT",
@@ -303,6 +329,7 @@ __all__ = [
     "ApiError",
     "BudgetMap",
     "Candidate",
+    "CandidateDeletingError",
     "Clock",
     "CloudProvider",
     "CloudProviderError",
@@ -355,6 +382,7 @@ __all__ = [
     "ResourceType",
     "Result",
     "SimulatesNodes",
+    "SimulationError",
     "SingletonReconciler",
     "TimerHandle",
     "UnevaluatedNodePoolError",
@@ -383,6 +411,7 @@ __all__ = [
     "record_disruption",
     "register_resource",
     "resources",
+    "simulate_scheduling",
     "termination_timestamp",
     "truncate",
 ]
