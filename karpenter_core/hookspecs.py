@@ -231,6 +231,21 @@ WEIGHT_NODEOVERLAY = 1_000_000
 """The built-in NodeOverlay overlay's weight: after every plugin overlay of lower weight."""
 
 
+# Disruption classes (upstream ``GracefulDisruptionClass`` / ``EventualDisruptionClass``): a
+# method's ``disruption_class``.
+CLASS_GRACEFUL = "graceful"
+"""Always honours PDBs and do-not-disrupt pods (emptiness, consolidation)."""
+CLASS_EVENTUAL = "eventual"
+"""Bounded by the NodeClaim's terminationGracePeriod: with one set, pods that block eviction
+do not keep the node from being a candidate (drift, static drift)."""
+
+# A method's ``consolidation_type``: the label of the voluntary-disruption metrics.
+CONSOLIDATION_TYPE_EMPTY = "empty"
+CONSOLIDATION_TYPE_SINGLE = "single"
+CONSOLIDATION_TYPE_MULTI = "multi"
+CONSOLIDATION_TYPE_NONE = ""
+"""Drift, static drift and plugin methods that are not consolidation carry no type."""
+
 # Positions of the built-in disruption methods (upstream order). A plugin method picks an
 # ``order`` relative to these; e.g. 450 runs between multi- and single-node consolidation.
 ORDER_EMPTINESS = 100
@@ -414,6 +429,12 @@ HOOK_SPEC_TYPES: Mapping[str, type] = {
 """Every hook and the registration object each of its results must be."""
 
 __all__ = [
+    "CLASS_EVENTUAL",
+    "CLASS_GRACEFUL",
+    "CONSOLIDATION_TYPE_EMPTY",
+    "CONSOLIDATION_TYPE_MULTI",
+    "CONSOLIDATION_TYPE_NONE",
+    "CONSOLIDATION_TYPE_SINGLE",
     "HOOK_SPEC_TYPES",
     "ORDER_DRIFT",
     "ORDER_EMPTINESS",

@@ -99,7 +99,7 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     aged = [d for d in decisions if d["action"] == "Disrupt"]
     assert len(first) == 3
     assert {d["nodeClaim"] for d in aged} == first
-    assert all(d["reason"].startswith("Aged: delete") for d in aged)
+    assert all(d["reason"].startswith("Aged: replace with 1 replacement") for d in aged)
     assert min(d["offsetSeconds"] for d in aged) >= 20 * 60
     assert report["removalReasons"] == {"aged": 3}
     scheduled = [d for d in decisions if d["action"] == "RecycleScheduled"]

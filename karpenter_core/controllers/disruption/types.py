@@ -34,6 +34,14 @@ from karpenter_core.apis.v1 import (
     NodePool,
 )
 from karpenter_core.cloudprovider.types import InstanceType, Offerings
+from karpenter_core.hookspecs import (  # part of the method contract, defined with it
+    CLASS_EVENTUAL,
+    CLASS_GRACEFUL,
+    CONSOLIDATION_TYPE_EMPTY,
+    CONSOLIDATION_TYPE_MULTI,
+    CONSOLIDATION_TYPE_NONE,
+    CONSOLIDATION_TYPE_SINGLE,
+)
 from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.state.statenode import StateNode
 
@@ -70,12 +78,6 @@ __all__ = [
     "ValidationError",
 ]
 
-# Disruption classes (upstream ``GracefulDisruptionClass`` / ``EventualDisruptionClass``).
-CLASS_GRACEFUL = "graceful"
-"""Always honours PDBs and do-not-disrupt pods (emptiness, consolidation)."""
-CLASS_EVENTUAL = "eventual"
-"""Bounded by the NodeClaim's terminationGracePeriod: with one set, pods that block eviction
-do not keep the node from being a candidate (drift, static drift)."""
 
 # Disruption reasons (v1 ``DisruptionReason``: budget ``reasons`` and the
 # ``DisruptionReason`` condition use these exact strings).
@@ -83,12 +85,6 @@ REASON_EMPTY = DISRUPTION_REASON_EMPTY
 REASON_DRIFTED = DISRUPTION_REASON_DRIFTED
 REASON_UNDERUTILIZED = DISRUPTION_REASON_UNDERUTILIZED
 
-# ``consolidation_type`` label values of the voluntary-disruption metrics.
-CONSOLIDATION_TYPE_EMPTY = "empty"
-CONSOLIDATION_TYPE_SINGLE = "single"
-CONSOLIDATION_TYPE_MULTI = "multi"
-CONSOLIDATION_TYPE_NONE = ""
-"""Drift and static drift are not consolidation: their metrics carry an empty type."""
 
 DECISION_REPLACE = "replace"
 DECISION_DELETE = "delete"

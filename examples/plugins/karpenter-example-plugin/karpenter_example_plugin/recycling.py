@@ -8,11 +8,11 @@ whatever the budgets say) this is voluntary disruption: it waits for the NodePoo
 disruption budgets, honours PodDisruptionBudgets and ``karpenter.sh/do-not-disrupt``
 pods (it is a *graceful* method), and its decisions carry their own reason, ``Aged``.
 
-Commands delete the node without pre-launching a replacement: the public plugin API does
-not offer the scheduling simulation the built-in methods use to size replacements, so
-the evicted pods go pending and provisioning launches capacity for them, as after
-expiration. Keep the NodePool's budget small (``nodes: "1"``) to recycle one node at a
-time.
+Like the built-in methods, it sizes each command with the scheduling simulation of the
+plugin API (``simulate_scheduling``): when the node's pods fit on the rest of the cluster
+the command deletes it, otherwise it launches the replacements first; a node whose pods
+would have nowhere to go is left alone this pass. Keep the NodePool's budget small
+(``nodes: "1"``) to recycle one node at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from karpenter_core.plugin_api import ORDER_DRIFT
+from karpenter_core.plugin_api import CLASS_GRACEFUL, CONSOLIDATION_TYPE_NONE, ORDER_DRIFT
 from karpenter_example_plugin.policy import PolicyError, max_node_age
 
 if TYPE_CHECKING:
@@ -35,11 +35,6 @@ ORDER = ORDER_DRIFT + 50
 than recycled) and before consolidation."""
 REASON = "Aged"
 """The disruption reason of this method's commands (reports, events, metrics)."""
-
-# The disruption classes and metric label of karpenter_core's disruption types; the plugin
-# API documents their values but does not re-export the constants.
-GRACEFUL = "graceful"
-NOT_CONSOLIDATION = ""
 
 
 def due_at(candidate: Candidate) -> datetime | None:
@@ -61,10 +56,11 @@ class MaxNodeAge:
     """A :class:`karpenter_core.plugin_api.Method`: delete the node that has been due longest."""
 
     reason = REASON
-    disruption_class = GRACEFUL
-    consolidation_type = NOT_CONSOLIDATION
+    disruption_class = CLASS_GRACEFUL
+    consolidation_type = CONSOLIDATION_TYPE_NONE
 
     def __init__(self, context: DisruptionContext) -> None:
+        self.context = context
         self.clock = context.clock
 
     def _is_due(self, candidate: Candidate, now: datetime) -> bool:
@@ -80,16 +76,24 @@ class MaxNodeAge:
     def compute_commands(
         self, budgets: BudgetMap, candidates: Sequence[Candidate]
     ) -> list[Command]:
-        """The oldest due candidate whose NodePool's budget allows one more."""
+        """The oldest due candidate whose NodePool's budget allows one more and whose
+        pods fit somewhere, with the replacements they need."""
         # The disruption types load the engine: import them when a pass runs, not when
         # `karpenter plugins` imports this module.
-        from karpenter_core.plugin_api import Command
+        from karpenter_core.plugin_api import CandidateDeletingError, Command, simulate_scheduling
 
         now = self.clock.now()
         due = [(d, c) for c in candidates if (d := due_at(c)) is not None and d <= now]
         for _, candidate in sorted(due, key=lambda pair: pair[0]):
             pool = candidate.nodepool_name()
-            if budgets.get(pool, 0) > 0:
-                budgets[pool] -= 1
-                return [Command([candidate])]
+            if budgets.get(pool, 0) <= 0:
+                continue
+            try:
+                results = simulate_scheduling(self.context, [candidate])
+            except CandidateDeletingError:
+                continue
+            if not results.all_non_pending_pods_scheduled():
+                continue  # its pods would have nowhere to go: not this pass
+            budgets[pool] -= 1
+            return [Command([candidate], results.new_nodeclaims, results)]
         return []

@@ -87,7 +87,8 @@ def test_karpenter_simulate_on_the_bundled_scenario_shows_the_method_and_the_con
     }
     aged = [d for d in report["decisions"] if d["action"] == "Disrupt"]
     assert {d["nodeClaim"] for d in aged} == first_nodes
-    assert all(d["reason"].startswith("Aged: delete") for d in aged)
+    # each node's replacement is launched first (the plugin API's scheduling simulation)
+    assert all(d["reason"].startswith("Aged: replace with 1 replacement") for d in aged)
     assert min(d["offsetSeconds"] for d in aged) >= 20 * 60
     assert report["removalReasons"] == {"aged": 3}
     scheduled = [d for d in report["decisions"] if d["action"] == "RecycleScheduled"]
