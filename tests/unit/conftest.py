@@ -1,4 +1,4 @@
-"""Shared fixtures for the API tests."""
+"""Fixtures shared by the unit tests."""
 
 from __future__ import annotations
 

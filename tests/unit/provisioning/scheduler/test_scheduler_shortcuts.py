@@ -21,7 +21,7 @@ from karpenter_core.provisioning.scheduler.scheduler import Scheduler
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.testing.fakecatalog import instance_types
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "scheduling.py"
+BENCH = Path(__file__).resolve().parents[4] / "bench" / "scheduling.py"
 
 
 def _bench() -> ModuleType:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "scheduling.py"
+BENCH = Path(__file__).resolve().parents[4] / "bench" / "scheduling.py"
 
 
 def _bench() -> ModuleType:
