@@ -1034,41 +1034,6 @@ def test_instance_types_table_escapes_names_the_terminal_cannot_show(tmp_path: P
     assert "\\u540d-1" in result.stdout
 
 
-def test_simulate_exits_3_and_reports_a_controller_failing_on_every_reconcile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from karpenter_core.controllers.nodepool import counter
-
-    def broken(self: Any, key: Any) -> Any:
-        raise RuntimeError("the counter is broken")
-
-    monkeypatch.setattr(counter.Counter, "reconcile", broken)
-    path = _write(tmp_path, "scenario.yaml", SCENARIO_HEAD)
-    reports = {}
-    for output in ("text", "json", "html"):
-        code, text = _run("simulate", str(path), "-o", output, "--until", "5m")
-        assert code == 3, text[-2000:]
-        assert (
-            text.rstrip().splitlines()[-1].startswith("Error: controller nodepool.counter failed ")
-        ), text[-500:]
-        assert "last error: RuntimeError: the counter is broken" in text
-        reports[output] = text
-    assert "Controller failures:" in reports["text"]
-    assert "<h2>Controller failures</h2>" in reports["html"]
-    document = json.loads(reports["json"][: reports["json"].rindex("}") + 1])
-    [failure] = document["controllerFailures"]
-    assert failure["controller"] == "nodepool.counter"
-    assert failure["failures"] >= 3 and failure["failedRepeatedly"] is True
-    assert failure["lastError"] == "RuntimeError: the counter is broken"
-
-
-def test_simulate_without_controller_failures_reports_none(tmp_path: Path) -> None:
-    path = _write(tmp_path, "scenario.yaml", SCENARIO_HEAD)
-    result = CliRunner().invoke(main, ["simulate", str(path), "-o", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["controllerFailures"] == []
-
-
 @pytest.mark.parametrize(
     ("body", "args", "fragment"),
     [
