@@ -44,7 +44,7 @@ controlplane: $(STAMP)
 # helm, built from its Go module at a pinned version and cached the same way, renders the
 # chart in tests.
 helm: $(STAMP)
-	$(BIN)/python tests/unit/serve/helmtool.py
+	$(BIN)/python tests/deploy/helmtool.py
 
 # The Docker image's hash-locked requirements, re-resolved from PyPI with pip-tools' pip-compile
 # (in a venv of its own, on the image's Python 3.11): after changing a dependency in a

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from karpenter_core.kube.client import ApiError
 from karpenter_core.runtime.clock import VirtualClock, WallClock
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
@@ -352,46 +350,6 @@ def test_virtual_operations_need_a_virtual_clock() -> None:
         Manager(WallClock()).step()
 
 
-# ---------------------------------------------------------------- real time
-
-
-def test_wall_clock_manager_reconciles_watch_events_in_threads() -> None:
-    clock = WallClock()
-    server = InMemoryApiServer(clock)
-    seen: list[Any] = []
-    arrived = threading.Event()
-
-    class Collect:
-        def reconcile(self, key: Any) -> Result:
-            seen.append(key)
-            if len(seen) >= 2:
-                arrived.set()
-            return Result()
-
-    manager = Manager(clock, server)
-    manager.add_controller("cm", Collect(), watches=[Watch("configmaps")], workers=2)
-    with manager:
-        server.create(configmap("a"))
-        server.create(configmap("b"))
-        assert arrived.wait(10)
-    assert sorted(str(k) for k in seen) == ["default/a", "default/b"]
-
-
-def test_wall_clock_singleton_runs_after_start() -> None:
-    clock = WallClock()
-    ran = threading.Event()
-
-    class Once:
-        def reconcile(self) -> Result:
-            ran.set()
-            return Result()
-
-    manager = Manager(clock)
-    manager.add_singleton("once", Once())
-    with manager:
-        assert ran.wait(10)
-
-
 def test_triggering_a_singleton_runs_it_before_its_timer() -> None:
     clock = VirtualClock()
     manager = Manager(clock)
@@ -408,33 +366,3 @@ def test_only_singletons_can_be_triggered() -> None:
     keyed = Manager(clock).add_controller("c", Recorder(clock))
     with pytest.raises(TypeError, match="keyed"):
         keyed.trigger()
-
-
-def test_a_guard_that_refuses_holds_every_reconcile_until_it_allows() -> None:
-    clock = WallClock()
-    server = InMemoryApiServer(clock)
-    allowed = threading.Event()
-    asked = threading.Event()
-    seen: list[Any] = []
-    done = threading.Event()
-
-    def guard() -> None:
-        asked.set()
-        if not allowed.is_set():
-            raise ApiError("not the leader", code=503, reason="LeadershipLost")
-
-    class Collect:
-        def reconcile(self, key: Any) -> Result:
-            seen.append(key)
-            done.set()
-            return Result()
-
-    manager = Manager(clock, server, guard=guard)
-    manager.add_controller("cm", Collect(), watches=[Watch("configmaps")])
-    with manager:
-        server.create(configmap("a"))
-        assert asked.wait(10)
-        assert seen == []  # refused: nothing reconciled
-        allowed.set()
-        assert done.wait(10)
-    assert [str(k) for k in seen] == ["default/a"]

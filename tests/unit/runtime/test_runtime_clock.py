@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -185,27 +184,6 @@ def test_wall_clock_monotonic_does_not_go_backwards() -> None:
     assert readings == sorted(readings)
 
 
-def test_wall_clock_runs_timers_in_due_order() -> None:
-    clock = WallClock()
-    fired: list[str] = []
-    done = threading.Event()
-    clock.call_later(0.02, lambda: fired.append("second"))
-    clock.call_later(0.0, lambda: fired.append("first"))
-    clock.call_later(0.04, done.set)
-    assert done.wait(10)
-    assert fired == ["first", "second"]
-
-
-def test_wall_clock_cancelled_timer_does_not_fire() -> None:
-    clock = WallClock()
-    fired: list[str] = []
-    done = threading.Event()
-    clock.call_later(0.01, lambda: fired.append("x")).cancel()
-    clock.call_later(0.02, done.set)
-    assert done.wait(10)
-    assert fired == []
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -238,7 +216,3 @@ def test_after_is_set_once_virtual_time_passes() -> None:
 
 def test_after_with_no_delay_is_already_set() -> None:
     assert VirtualClock().after(0).is_set()
-
-
-def test_wall_clock_after_is_set() -> None:
-    assert WallClock().after(0.01).wait(10)

@@ -155,28 +155,3 @@ def test_a_failed_write_is_counted_not_raised() -> None:
     recorder.normal(NODE, "A", "a")
     assert recorder.write_errors == 1
     assert len(recorder.events) == 1
-
-
-def test_an_asynchronous_recorder_writes_in_the_background_and_close_flushes() -> None:
-    import threading
-
-    release = threading.Event()
-    written: list[str] = []
-
-    class Slow:
-        def create(self, obj: Any, namespace: str | None = None) -> Any:
-            release.wait(5.0)
-            written.append(obj["reason"])
-            return obj
-
-    recorder = EventRecorder(VirtualClock(), Slow(), asynchronous=True)  # type: ignore[arg-type]
-    recorder.normal(NODE, "A", "a")
-    recorder.normal(NODE, "B", "b")
-    # publish returned although the client is still blocked on the first write
-    assert len(recorder.events) == 2
-    release.set()
-    recorder.close()
-    assert written == ["A", "B"]
-    recorder.normal(NODE, "C", "c")  # after close: kept in memory, not written
-    assert written == ["A", "B"]
-    assert len(recorder.events) == 3

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -207,57 +205,12 @@ def test_get_times_out_when_empty() -> None:
         queue.get(timeout=0.01)
 
 
-def test_get_blocks_until_another_thread_adds() -> None:
-    queue, _ = make_queue()
-    got: list[str] = []
-    worker = threading.Thread(target=lambda: got.append(queue.get(timeout=10)))
-    worker.start()
-    queue.add("a")
-    worker.join(10)
-    assert got == ["a"]
-
-
 def test_on_ready_is_called_when_an_item_becomes_available() -> None:
     calls: list[int] = []
     queue: WorkQueue[str] = WorkQueue(VirtualClock(), on_ready=lambda: calls.append(1))
     queue.add("a")
     queue.add("a")
     assert calls == [1]
-
-
-def test_concurrent_workers_never_hold_the_same_item() -> None:
-    queue: WorkQueue[int] = WorkQueue(VirtualClock())
-    holding: set[int] = set()
-    lock = threading.Lock()
-    violations: list[int] = []
-    processed: list[int] = []
-
-    def worker() -> None:
-        while True:
-            try:
-                item = queue.get(timeout=0.5)
-            except (TimeoutError, ShutDown):
-                return
-            with lock:
-                if item in holding:
-                    violations.append(item)
-                holding.add(item)
-            if len(processed) < 2000:
-                queue.add(item)  # re-added while held: must not reach another worker
-            with lock:
-                holding.discard(item)
-                processed.append(item)
-            queue.done(item)
-
-    for i in range(10):
-        queue.add(i)
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert violations == []
-    assert len(processed) >= 2000
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,7 +5,6 @@ and Balanced consolidation (spec operator-and-lifecycle §4.12, upstream
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -435,21 +434,6 @@ def test_costs_always_equal_the_prices_of_the_counted_nodeclaims(
         assert env.cost.nodepool_cost(pool) == pytest.approx(expected)
     assert env.cost.nodepools() == sorted({p for p, _ in live.values()})
     assert errors("pool-a") == errors("pool-b") == 0.0
-
-
-def test_concurrent_adds_and_deletes_lose_no_update(env: Env) -> None:
-    def worker(k: int) -> None:
-        for i in range(50):
-            env.add(nodeclaim(f"w{k}-{i}"))
-        for i in range(0, 50, 2):
-            env.cost.delete_nodeclaim(f"w{k}-{i}")
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert env.cost.offerings("pool-a") == {spot_key(): OfferingCount(4 * 25, SPOT)}
 
 
 # -- the shared instance -------------------------------------------------------------------------

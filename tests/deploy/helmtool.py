@@ -8,7 +8,7 @@ module's own go.sum, so the build is reproducible) and cache it under
 plane binaries. A warm run finds the binary and returns at once; a file lock makes parallel
 pytest workers wait for one build. ``KARPENTER_HELM`` names a prebuilt helm to use instead.
 
-Command line: ``python tests/unit/serve/helmtool.py`` builds (or finds) it and prints its path.
+Command line: ``python tests/deploy/helmtool.py`` builds (or finds) it and prints its path.
 """
 
 from __future__ import annotations

@@ -6,18 +6,14 @@ every assertion is about a known point in the watch's history.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from karpenter_core.kube.cache import CachedClient
-from karpenter_core.kube.client import BadRequest, KubeClient, NotFound
+from karpenter_core.kube.client import BadRequest, NotFound
 from karpenter_core.kube.informer import SharedInformers
-from karpenter_core.runtime.clock import VirtualClock, WallClock
-from karpenter_core.runtime.manager import Manager
-from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
+from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 
@@ -229,73 +225,6 @@ def test_the_clients_other_attributes_pass_through(env: Any) -> None:
     assert cached.host == "https://example.invalid"
     with pytest.raises(AttributeError):
         _ = cached.no_such_attribute
-
-
-def _wait(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    done = threading.Event()
-    for _ in range(int(timeout / 0.01)):
-        if check():
-            return True
-        done.wait(0.01)
-    return check()
-
-
-def test_a_manager_with_shared_informers_opens_one_watch_per_resource() -> None:
-    server = InMemoryApiServer(WallClock(), seed=1)
-    _ns(server, "a")
-    counting = Counting(server)
-    client: KubeClient = counting  # type: ignore[assignment]
-    informers = SharedInformers(client)
-    cached = CachedClient(client, informers, ["pods"])
-    seen: dict[str, list[ObjectKey]] = {"one": [], "two": []}
-    reads: list[str] = []
-
-    class Recorder:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def reconcile(self, key: ObjectKey) -> Result:
-            # what the watch woke us for is already in the cache we read
-            reads.append(cached.get("pods", key.name, key.namespace)["metadata"]["name"])
-            seen[self.name].append(key)
-            return Result()
-
-    server.create(_pod("before"))
-    manager = Manager(WallClock(), cached, informers=informers)
-    manager.add_controller("one", Recorder("one"), watches=[Watch("pods")])
-    manager.add_controller("two", Recorder("two"), watches=[Watch("pods")])
-    informers.start()
-    try:
-        with manager:
-            server.create(_pod("later"))
-            assert _wait(lambda: all(len(v) >= 2 for v in seen.values()))
-            watches = counting.calls["watch"]
-            gets = counting.calls["get"]
-    finally:
-        informers.stop()
-    for keys in seen.values():
-        assert {ObjectKey("a", "before"), ObjectKey("a", "later")} <= set(keys)
-    assert watches == 1
-    assert gets == 0
-    assert sorted(set(reads)) == ["before", "later"]
-
-
-def test_a_stopped_manager_no_longer_hears_from_the_informers() -> None:
-    server = InMemoryApiServer(VirtualClock(), seed=1)
-    _ns(server, "a")
-    informers = SharedInformers(server)
-    manager = Manager(WallClock(), server, informers=informers)
-
-    class Nothing:
-        def reconcile(self, key: ObjectKey) -> Result:
-            return Result()
-
-    manager.add_controller("c", Nothing(), watches=[Watch("pods")])
-    manager.start()
-    inf = informers.informer("pods")
-    assert len(inf._handlers) == 1
-    manager.stop()
-    assert inf._handlers == []
 
 
 def test_create_with_status_writes_status_through_the_subresource() -> None:

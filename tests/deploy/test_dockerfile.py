@@ -21,7 +21,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 LOCKS = {"image": ROOT / "requirements-image.txt", "build": ROOT / "requirements-build.txt"}
 

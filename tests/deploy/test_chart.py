@@ -22,7 +22,7 @@ from karpenter_core.runtime.options import Options
 sys.path.insert(0, str(Path(__file__).parent))
 from helmtool import HelmBuildError, helm_binary
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "karpenter-core"
 NS = "karpenter"
 
