@@ -32,8 +32,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit tier alone (pure tests: no Manager, no threads; docs/testing.md), in seconds.
 unit: $(STAMP)
-	$(BIN)/pytest -n auto -q
+	$(BIN)/pytest -n auto -q tests/unit
 
 # A real etcd + kube-apiserver (+ scheduler, controller-manager) built from their Go
 # modules at pinned versions and cached under the user's cache directory: a cold build

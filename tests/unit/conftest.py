@@ -1,4 +1,5 @@
-"""Fixtures shared by the unit tests."""
+"""Fixtures shared by the unit tests, and the guard that keeps them unit tests: no Manager, no
+thread, no socket, no subprocess (``unit_guard.py``; docs/testing.md, "The tiers")."""
 
 from __future__ import annotations
 
@@ -6,8 +7,23 @@ import importlib.util
 from collections.abc import Iterator
 
 import pytest
+import urllib3  # noqa: F401  (its import probes for IPv6 with a socket: done here, not in a test)
+from unit_guard import forbid_impurity
 
 from karpenter_core.apis import labels as wk
+
+
+@pytest.fixture(autouse=True)
+def _unit_means_no_manager_and_no_threads(request: pytest.FixtureRequest) -> Iterator[None]:
+    with forbid_impurity() as seen:
+        yield
+    if seen:
+        pytest.fail(
+            f"{request.node.nodeid} {' and '.join(seen)}: that is not a unit test. Move it to "
+            "tests/manager/ (a Manager or the kit's Environment) or tests/wallclock/ (threads, "
+            "sockets, subprocesses), mirroring its path under tests/unit/ (docs/testing.md).",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Clocks: the virtual clock's ordering and time arithmetic; the wall clock's basics."""
+"""Clocks: the virtual clock's ordering and time arithmetic, and time formatting."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from karpenter_core.runtime.clock import (
-    Clock,
     VirtualClock,
-    WallClock,
     format_time,
     parse_time,
 )
@@ -166,22 +164,6 @@ def test_sleep_moves_time_without_running_timers() -> None:
     assert clock.monotonic() == 5.0
     clock.advance(0)
     assert fired == [5.0]
-
-
-def test_both_clocks_satisfy_the_protocol() -> None:
-    assert isinstance(VirtualClock(), Clock)
-    assert isinstance(WallClock(), Clock)
-
-
-def test_wall_clock_now_is_utc() -> None:
-    now = WallClock().now()
-    assert now.utcoffset() == timedelta(0)
-
-
-def test_wall_clock_monotonic_does_not_go_backwards() -> None:
-    clock = WallClock()
-    readings = [clock.monotonic() for _ in range(100)]
-    assert readings == sorted(readings)
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,28 @@
-"""The wall clock's timers, on its timer thread: due order, cancellation, ``after``."""
+"""The wall clock: real time (UTC now, a monotonic reading that never goes back) and its
+timers on the timer thread (due order, cancellation, ``after``)."""
 
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
-from karpenter_core.runtime.clock import WallClock
+from karpenter_core.runtime.clock import Clock, VirtualClock, WallClock
+
+
+def test_both_clocks_satisfy_the_protocol() -> None:
+    assert isinstance(VirtualClock(), Clock)
+    assert isinstance(WallClock(), Clock)
+
+
+def test_wall_clock_now_is_utc() -> None:
+    now = WallClock().now()
+    assert now.utcoffset() == timedelta(0)
+
+
+def test_wall_clock_monotonic_does_not_go_backwards() -> None:
+    clock = WallClock()
+    readings = [clock.monotonic() for _ in range(100)]
+    assert readings == sorted(readings)
 
 
 def test_wall_clock_runs_timers_in_due_order() -> None:
