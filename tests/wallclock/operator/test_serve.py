@@ -312,18 +312,40 @@ def test_readiness_fails_while_a_cache_cannot_be_kept_current_and_recovers(
         r.finish()
 
 
-def test_liveness_fails_when_an_informer_loop_is_wedged_or_gone(running: Running) -> None:
+def test_liveness_fails_when_an_informer_loop_is_wedged_or_gone(
+    running: Running, server: InMemoryApiServer
+) -> None:
     op = running.operator
     port = op.health_server.port
     wait_for(lambda: get(port, "/readyz")[0] == 200, "readiness")
     status, body = get(port, "/healthz?verbose")
     assert status == 200 and "[+]informers ok" in body
     pods = next(inf for inf in op.informers.all() if str(inf.resource) == "pods")
-    later = time.monotonic() + 3600
-    pods._monotonic = lambda: later  # an hour without a heartbeat
-    status, body = get(port, "/healthz")
-    assert status == 500
-    assert "pods (no progress for" in body
+    # wedge the pods loop: a handler that never returns, so the loop stops beating
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(event_type: str, obj: dict[str, Any]) -> None:
+        entered.set()
+        release.wait(60)
+
+    pods.add_handler(stuck, replay=False)
+    try:
+        server.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "wedge", "namespace": NS},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            }
+        )
+        assert entered.wait(30)
+        with pods._lock:  # its last heartbeat an hour ago, as a wedged loop's would be
+            pods._heartbeat -= 3600
+        status, body = get(port, "/healthz")
+        assert status == 500
+        assert "pods (no progress for" in body
+    finally:
+        release.set()
     nodes = next(inf for inf in op.informers.all() if str(inf.resource) == "nodes")
     nodes.stop()
     assert "nodes (its loop has exited)" in get(port, "/healthz")[1]
