@@ -403,3 +403,36 @@ def test_a_garbage_nodepool_breaks_no_controller() -> None:
     assert "spec.weight" in validation["message"]
     [nc] = env.nodeclaims()
     assert nc["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
+
+
+# ------------------------------------------------------------------ what the provider declares
+
+
+def _undeclared_kwok_kind() -> Any:
+    """KWOK's NodeClass kind declared without KWOK's ``implicit`` and ``default_status``."""
+    from karpenter_core.cloudprovider.protocol import NodeClassKind
+
+    return NodeClassKind(group="karpenter.kwok.sh", kind="KWOKNodeClass", version="v1alpha1")
+
+
+def test_a_kind_its_provider_does_not_declare_implicit_must_exist() -> None:
+    from karpenter_core.testing import FakeCloudProvider
+
+    env = env_with_nodepools(provider=FakeCloudProvider(node_classes=(_undeclared_kwok_kind(),)))
+    env.create(b.nodepool())  # no KWOKNodeClass exists at all
+    env.run_for(1)
+    ready = condition(get_pool(env), "NodeClassReady")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotFound")
+
+
+def test_a_kind_without_a_declared_default_status_gets_none() -> None:
+    from karpenter_core.testing import FakeCloudProvider
+
+    env = env_with_nodepools(provider=FakeCloudProvider(node_classes=(_undeclared_kwok_kind(),)))
+    env.create(kwok_nodeclass("default", ready=None))  # stored without a status
+    env.create(b.nodepool())
+    env.run_for(1)
+    ready = condition(get_pool(env), "NodeClassReady")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "NodeClassReadinessUnknown")
