@@ -31,6 +31,7 @@ from karpenter_core.controllers import (
     nodeoverlay,
     nodepool,
     provisioning,
+    state,
     static,
     status,
 )
@@ -38,7 +39,6 @@ from karpenter_core.controllers.node import health, termination
 from karpenter_core.hookspecs import ControllerSpec
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
-from karpenter_core.state import informers, nodeclaimgc
 
 __all__ = [
     "CONTROLLER_PACKAGES",
@@ -133,7 +133,7 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
     ),
     ControllerPackage(
         "state",
-        informers.register,
+        state.register,
         (
             "state.daemonset",
             "state.node",
@@ -143,7 +143,7 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
             "state.pricing",
         ),
     ),
-    ControllerPackage("state.nodeclaimgc", nodeclaimgc.register, ("state.nodeclaimgc",)),
+    ControllerPackage("state.nodeclaimgc", state.nodeclaimgc.register, ("state.nodeclaimgc",)),
     ControllerPackage(
         "node.termination",
         termination.register,

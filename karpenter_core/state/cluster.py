@@ -1,4 +1,5 @@
-"""Cluster: Karpenter's in-memory view of the cluster, kept current by the state informers.
+"""Cluster: Karpenter's in-memory view of the cluster, kept current by the state informers
+(:mod:`karpenter_core.controllers.state`).
 
 Mirrors upstream ``pkg/controllers/state/cluster.go`` (spec operator-and-lifecycle §4). The
 provisioner, the NodeClaim lifecycle, termination and disruption all read it instead of
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from karpenter_core.cloudprovider.protocol import CloudProvider
     from karpenter_core.kube.client import KubeClient
     from karpenter_core.runtime.clock import Clock
+    from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
     "CONSOLIDATION_STATE_TTL",
@@ -68,7 +70,9 @@ __all__ = [
     "NodeNotFoundError",
     "NodePoolCounts",
     "NodePoolState",
+    "cluster_of",
     "is_managed_nodeclaim",
+    "is_managed_nodepool",
     "nomination_window",
 ]
 
@@ -134,6 +138,14 @@ def is_managed_nodeclaim(nodeclaim: Mapping[str, Any], cloud_provider: Any) -> b
     if not kinds:
         return True
     return any(ref.get("group") == k.group and ref.get("kind") == k.kind for k in kinds)
+
+
+def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: Any) -> bool:
+    """A NodePool is this operator's when its template's NodeClass kind is supported."""
+    ref = (((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "nodeClassRef"
+    ) or {}
+    return is_managed_nodeclaim({"spec": {"nodeClassRef": ref}}, cloud_provider)
 
 
 # --- NodePoolState ------------------------------------------------------------------------
@@ -1185,6 +1197,15 @@ class Cluster:
 
     def __iter__(self) -> Iterator[StateNode]:
         return iter(self.state_nodes())
+
+
+def cluster_of(ctx: ControllerContext) -> Cluster:
+    """The context's Cluster (``ctx.cluster``), created on first use: the state
+    controllers feed it, and every controller reading cluster state shares it."""
+    if ctx.cluster is None:
+        ctx.cluster = Cluster.from_context(ctx)
+    cluster: Cluster = ctx.cluster
+    return cluster
 
 
 def _controlled_by(pod: Pod, ds: DaemonSet) -> bool:

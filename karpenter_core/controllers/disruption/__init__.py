@@ -26,7 +26,7 @@ from karpenter_core.controllers.provisioning import provisioner_of
 from karpenter_core.hookspecs import DisruptionMethodSpec
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import cluster_of
 
 __all__ = [
     "NAME",

@@ -38,7 +38,7 @@ from karpenter_core.controllers.disruption.types import (
     candidate_price,
 )
 from karpenter_core.runtime.clock import parse_time
-from karpenter_core.state.informers import is_managed_nodepool
+from karpenter_core.state.cluster import is_managed_nodepool
 from karpenter_core.state.statenode import StateNode
 from karpenter_core.utils.pod import PdbLimits, is_disruptable
 

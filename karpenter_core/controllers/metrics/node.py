@@ -20,7 +20,7 @@ from karpenter_core.apis.resources import CPU
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import cluster_of
 from karpenter_core.state.statenode import StateNode
 
 __all__ = ["CLUSTER_UTILIZATION_KEY", "NAME", "REQUEUE_SECONDS", "NodeMetrics", "unit_value"]

@@ -21,8 +21,8 @@ from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.state.cluster import is_managed_nodepool
 from karpenter_core.state.cost import cluster_cost_of
-from karpenter_core.state.informers import is_managed_nodepool
 
 __all__ = ["NAME", "REQUEUE_SECONDS", "NodePoolMetrics"]
 

@@ -36,7 +36,7 @@ from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import cluster_of
 
 __all__ = ["NAME", "REQUEUE_SECONDS", "PodMetrics", "owner_self_link"]
 

@@ -29,7 +29,7 @@ from karpenter_core.kube.client import (
 from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Watch
-from karpenter_core.state.informers import is_managed_nodepool
+from karpenter_core.state.cluster import is_managed_nodepool
 
 __all__ = [
     "PatchOutcome",

@@ -13,7 +13,7 @@ from karpenter_core.apis.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, 
 from karpenter_core.controllers.nodepool.common import managed_nodepool, patch_status
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import cluster_of
 from karpenter_core.state.statenode import NODES_RESOURCE
 
 __all__ = ["BASE_RESOURCES", "NAME", "RESYNC_SECONDS", "Counter"]

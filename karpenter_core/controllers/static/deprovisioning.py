@@ -37,8 +37,7 @@ from karpenter_core.controllers.static.provisioning import RESYNC, static_pool
 from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.state.cluster import Cluster, is_managed_nodeclaim
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import Cluster, cluster_of, is_managed_nodeclaim
 from karpenter_core.state.statenode import StateNode
 from karpenter_core.utils.pod import is_do_not_disrupt_active
 

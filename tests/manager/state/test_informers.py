@@ -9,14 +9,14 @@ from test_cluster import MANAGED, Env, create_status, daemonset, node, nodeclaim
 
 from karpenter_core import metrics
 from karpenter_core.cloudprovider.protocol import NodeClassKind
+from karpenter_core.controllers.state import informers, nodeclaimgc
 from karpenter_core.runtime.clock import VirtualClock, WallClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import ObjectKey
 from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state import informers, nodeclaimgc
-from karpenter_core.state.cluster import Cluster
+from karpenter_core.state.cluster import Cluster, cluster_of
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_nomination_window_follows_batch_max_duration() -> None:
     clock = VirtualClock()
     ctx = ctx_for(InMemoryApiServer(clock), clock)
     ctx.options = type(ctx.options)(batch_max_duration=30.0)
-    assert informers.cluster_of(ctx).nomination_seconds == 60.0
+    assert cluster_of(ctx).nomination_seconds == 60.0
 
 
 # -- resync ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.controllers import nodeoverlay
 from karpenter_core.controllers.nodeoverlay.store import NodePoolInstanceTypes, Overlay
+from karpenter_core.controllers.state import informers
 from karpenter_core.kube.client import create_with_status
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
@@ -23,7 +24,6 @@ from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
-from karpenter_core.state import informers
 from karpenter_core.testing import builders as b
 from karpenter_core.testing import fakecatalog
 from karpenter_core.testing.fake import FakeCloudProvider

@@ -43,7 +43,7 @@ from karpenter_core.operator.controllers import (
 from karpenter_core.plugins import PluginContributions, builtin_contributions
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import cluster_of
 
 FUSE = "smarter-devices/fuse"
 

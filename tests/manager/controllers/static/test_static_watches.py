@@ -7,6 +7,7 @@ from typing import Any
 
 from static_harness import NODEPOOL_LABEL, World
 
+from karpenter_core.controllers.state import informers
 from karpenter_core.controllers.static import (
     NodeClaimDeleting,
     NodePoolChanged,
@@ -16,7 +17,6 @@ from karpenter_core.operator.controllers import CONTROLLER_PACKAGES, register_al
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import ObjectKey
-from karpenter_core.state import informers
 
 
 def np_obj(replicas: int | None = 3, ready: bool = True) -> dict[str, Any]:

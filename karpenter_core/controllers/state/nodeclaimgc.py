@@ -17,8 +17,7 @@ from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
-from karpenter_core.state.cluster import NODECLAIMS, Cluster
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import NODECLAIMS, Cluster, cluster_of
 
 __all__ = ["GRACE_PERIOD", "NodeClaimGC", "register"]
 

@@ -15,9 +15,8 @@ import logging
 from karpenter_core.apis.v1 import APIError, NodePool
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.state.cluster import NODEPOOLS
+from karpenter_core.state.cluster import NODEPOOLS, is_managed_nodepool
 from karpenter_core.state.cost import ClusterCost, cluster_cost_of
-from karpenter_core.state.informers import is_managed_nodepool
 
 __all__ = ["NAME", "REFRESH_SECONDS", "PricingController"]
 

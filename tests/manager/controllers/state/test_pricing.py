@@ -18,9 +18,9 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.controllers.state import pricing
 from karpenter_core.runtime.options import Options
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.state import pricing
 from karpenter_core.state.cost import ClusterCost, cluster_cost_of, existing_cluster_cost
 from karpenter_core.testing import Environment, FakeCloudProvider, fakecatalog
 from karpenter_core.testing import builders as b
