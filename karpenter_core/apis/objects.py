@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.labelselector import LabelSelector, SelectorError, label_selector_matches
 from karpenter_core.apis.limits import shown_repr
+from karpenter_core.apis.names import label_key_problem
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.scheduling.hostports import HostPort, host_ports_of
 from karpenter_core.scheduling.taints import Taint, Toleration
@@ -44,7 +46,6 @@ __all__ = [
     "Service",
     "StorageClass",
     "deterministic_uid",
-    "expression_matches",
     "label_selector_matches",
     "object_ref",
     "parse_core_object",
@@ -207,50 +208,6 @@ class _Namespaced:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-# --- label selectors ------------------------------------------------------------------------
-
-
-def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Kubernetes ``metav1.LabelSelector`` semantics; an empty selector matches everything.
-
-    ``None`` matches nothing (as ``LabelSelectorAsSelector(nil)`` does). Unknown operators
-    match nothing rather than raising: a selector the API server rejected cannot select.
-    """
-    if not isinstance(selector, Mapping):
-        return False
-    match_labels = selector.get("matchLabels") or {}
-    match_expressions = selector.get("matchExpressions") or ()
-    if not isinstance(match_labels, Mapping) or not isinstance(match_expressions, list | tuple):
-        return False
-    for k, v in match_labels.items():
-        if labels.get(k) != v:
-            return False
-    for expr in match_expressions:
-        if not isinstance(expr, Mapping):
-            return False
-        if not expression_matches(
-            expr.get("key"), expr.get("operator"), expr.get("values") or (), labels
-        ):
-            return False
-    return True
-
-
-def expression_matches(
-    key: Any, operator: Any, values: Collection[Any], labels: Mapping[str, str]
-) -> bool:
-    """One label-selector expression against ``labels``; an unknown operator matches
-    nothing."""
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return not (key in labels and labels[key] in values)
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
 
 
 # --- owner references ---------------------------------------------------------------------
@@ -786,11 +743,16 @@ class PodDisruptionBudget(_Namespaced):
     desired_healthy: int
     expected_pods: int
     raw: Mapping[str, Any] = field(repr=False)
+    label_selector: LabelSelector = field(init=False, repr=False)
+    """``selector`` compiled (one that does not parse selects nothing)."""
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "label_selector", LabelSelector.compile(self.selector))
 
     def selects(self, pod: Pod) -> bool:
         """Same namespace and the selector matches; a PDB with no selector selects nothing
         (policy/v1: an empty selector selects every pod in the namespace)."""
-        return pod.namespace == self.namespace and label_selector_matches(self.selector, pod.labels)
+        return pod.namespace == self.namespace and self.label_selector.matches(pod.labels)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PodDisruptionBudget:
@@ -1005,9 +967,10 @@ def _selector_value(value: Any, path: str) -> Mapping[str, Any] | None:
     if value is None:
         return None
     sel = _mapping(value, path)
-    _str_map(sel.get("matchLabels"), f"{path}.matchLabels")
-    for i, expr in enumerate(_list(sel.get("matchExpressions"), f"{path}.matchExpressions")):
-        _label_selector_requirement(expr, f"{path}.matchExpressions[{i}]")
+    try:
+        LabelSelector.from_dict(sel)
+    except SelectorError as e:
+        raise ObjectError(f"{path}.{e.path}" if e.path else path, e.message) from None
     return sel
 
 
@@ -1090,13 +1053,13 @@ class Controller(_Namespaced):
 # --- API-server validation of the pod fields the scheduler reads --------------------------------
 
 _NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-_LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 _INCLUSION_POLICIES = ("Honor", "Ignore")
 
 
-def _selector_requirement(expr: Any, path: str, operators: tuple[str, ...]) -> None:
-    """One ``matchExpressions`` entry of a label selector or node selector term."""
+def _node_selector_requirement(expr: Any, path: str) -> None:
+    """One ``matchExpressions`` entry of a node selector term."""
+    operators = _NODE_SELECTOR_OPERATORS
     expr = _mapping(expr, path)
     key = expr.get("key")
     if not isinstance(key, str) or not key:
@@ -1121,14 +1084,6 @@ def _selector_requirement(expr: Any, path: str, operators: tuple[str, ...]) -> N
             raise ObjectError(
                 f"{path}.values[0]", f"operator {op} needs an integer, got {shown_repr(values[0])}"
             ) from None
-
-
-def _label_selector_requirement(expr: Any, path: str) -> None:
-    _selector_requirement(expr, path, _LABEL_SELECTOR_OPERATORS)
-
-
-def _node_selector_requirement(expr: Any, path: str) -> None:
-    _selector_requirement(expr, path, _NODE_SELECTOR_OPERATORS)
 
 
 def _node_selector_term(term: Any, path: str) -> None:
@@ -1225,7 +1180,7 @@ def validate_pod_scheduling(spec: Any, path: str = "spec") -> None:
                 raise ObjectError(f"{c}.{policy}", f"must be Honor or Ignore, got {shown_repr(v)}")
         _selector_value(tsc.get("labelSelector"), f"{c}.labelSelector")
         for j, k2 in enumerate(_list(tsc.get("matchLabelKeys"), f"{c}.matchLabelKeys")):
-            if not isinstance(k2, str) or not k2:
+            if label_key_problem(k2) is not None:
                 raise ObjectError(
                     f"{c}.matchLabelKeys[{j}]", f"expected a label key, got {shown_repr(k2)}"
                 )

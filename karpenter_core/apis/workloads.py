@@ -28,6 +28,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.labelselector import LabelSelector, SelectorError, label_selector_matches
 from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.objects import (
     Controller,
@@ -35,7 +36,6 @@ from karpenter_core.apis.objects import (
     PersistentVolumeClaim,
     Pod,
     deterministic_uid,
-    label_selector_matches,
     validate_pod_scheduling,
 )
 
@@ -174,18 +174,12 @@ def _selector(spec: Mapping[str, Any], labels: Mapping[str, str]) -> Mapping[str
     sel = spec.get("selector")
     if not isinstance(sel, Mapping):
         raise ObjectError("spec.selector", "required")
-    if not isinstance(sel.get("matchLabels") or {}, Mapping):
-        raise ObjectError("spec.selector.matchLabels", "expected a map of label keys to values")
-    if not isinstance(sel.get("matchExpressions") or [], list):
-        raise ObjectError("spec.selector.matchExpressions", "expected a list")
-    for i, expr in enumerate(sel.get("matchExpressions") or ()):
-        op = expr.get("operator") if isinstance(expr, Mapping) else None
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ObjectError(
-                f"spec.selector.matchExpressions[{i}].operator",
-                f"unsupported operator {shown_repr(op)} (one of In, NotIn, Exists, DoesNotExist)",
-            )
-    if not label_selector_matches(sel, labels):
+    try:
+        selector = LabelSelector.from_dict(sel)
+    except SelectorError as e:
+        path = f"spec.selector.{e.path}" if e.path else "spec.selector"
+        raise ObjectError(path, e.message) from None
+    if not selector.matches(labels):
         raise ObjectError("spec.selector", "does not match spec.template.metadata.labels")
     return sel
 

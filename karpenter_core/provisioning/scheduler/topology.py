@@ -44,6 +44,7 @@ import yaml
 from attrs import define
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+from karpenter_core.apis.names import label_key_problem
 from karpenter_core.provisioning.scheduler.preferences import (
     DO_NOT_SCHEDULE,
     PREFERENCE_POLICIES,
@@ -52,25 +53,28 @@ from karpenter_core.provisioning.scheduler.preferences import (
     SchedulingPod,
     pod_id,
 )
-from karpenter_core.provisioning.scheduler.topologydomaingroup import (
-    NODE_INCLUSION_POLICY_HONOR,
-    NODE_INCLUSION_POLICY_IGNORE,
-    TopologyDomainGroup,
-)
+from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologygroup import (
     MAX_INT32,
-    LabelSelector,
     TopologyGroup,
     TopologyType,
-    compile_selector,
     group_signature,
-    is_qualified_name,
 )
 from karpenter_core.provisioning.scheduler.topologynodefilter import (
     MATCH_ALL,
     TopologyNodeFilter,
-    _freeze,
     make_topology_node_filter,
+)
+from karpenter_core.scheduling.podaffinity import (
+    NAMESPACE_NAME_LABEL,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    PREFERRED,
+    REQUIRED,
+    AffinityTerm,
+    preferred_terms,
+    required_terms,
+    section,
 )
 from karpenter_core.scheduling.requirements import (
     EXISTS,
@@ -78,6 +82,7 @@ from karpenter_core.scheduling.requirements import (
     Requirement,
     Requirements,
 )
+from karpenter_core.scheduling.spread import SpreadConstraint
 from karpenter_core.scheduling.taints import Taint
 
 __all__ = [
@@ -90,13 +95,6 @@ __all__ = [
     "ignored_for_topology",
     "parse_scheduler_config",
 ]
-
-#: Every namespace carries this label (the API server sets it), so a namespaceSelector can
-#: match namespaces the snapshot knows only by name.
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @define(frozen=True, slots=True, eq=False)
@@ -228,12 +226,6 @@ def _namespace_labels_of(namespaces: Any) -> dict[str, Mapping[str, str]]:
     return out
 
 
-def _int_or(value: Any, default: int | None) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return default
-
-
 def _selecting(
     groups: Mapping[Hashable, TopologyGroup],
     cache: dict[Hashable, tuple[int, list[TopologyGroup]]],
@@ -288,7 +280,6 @@ class Topology:
         self._by_key: dict[str, list[TopologyGroup]] = {}
         self._version = 0
         self._selecting: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
-        self._selector_cache: dict[Hashable, LabelSelector] = {}
         self._inverse_owned: dict[str, list[TopologyGroup]] = {}
         self._inverse_version = 0
         self._inverse_selecting_cache: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
@@ -336,9 +327,9 @@ class Topology:
         pid = pod_id(pod)
         for previous in self._owned.pop(pid, ()):
             previous.remove_owner(pid)
-        anti = _section(pod.affinity, "podAntiAffinity")
-        if anti.get(_REQUIRED) or (
-            self.preference_policy == PREFERENCE_POLICY_RESPECT and anti.get(_PREFERRED)
+        anti = section(pod.affinity, POD_ANTI_AFFINITY)
+        if anti.get(REQUIRED) or (
+            self.preference_policy == PREFERENCE_POLICY_RESPECT and anti.get(PREFERRED)
         ):
             self._update_inverse_anti_affinity(pod, None)
         owned: list[TopologyGroup] = []
@@ -486,83 +477,43 @@ class Topology:
             pod,
         )
 
-    def _selector(self, raw: Mapping[str, Any] | None) -> LabelSelector:
-        if raw is None:
-            return compile_selector(None)
-        signature = _freeze(raw)
-        selector = self._selector_cache.get(signature)
-        if selector is None:
-            selector = self._selector_cache[signature] = compile_selector(raw)
-        return selector
-
-    def _namespace_list(self, namespace: str, namespaces: Any, selector: Any) -> frozenset[str]:
-        """The pod's namespace when the term names none; else the listed namespaces plus
-        those matching ``namespaceSelector`` (``{}`` matches every namespace)."""
-        if isinstance(namespaces, str):
-            namespaces = [namespaces]
-        elif not isinstance(namespaces, list | tuple):
-            namespaces = ()
-        listed = [n for n in namespaces if isinstance(n, str)]
-        if not listed and selector is None:
-            return frozenset((namespace,))
-        if selector is None:
-            return frozenset(listed)
-        sel = self._selector(selector)
-        selected = {ns for ns, labels in self._namespaces.items() if sel.matches(labels)}
-        selected.update(listed)
-        return frozenset(selected)
-
     def _new_groups(self, pod: SchedulingPod) -> list[tuple[Hashable, Any]]:
         """(signature, builder) for every group ``pod`` declares; builders run only for new
         signatures, so shared constraints cost one signature computation per pod."""
         out: list[tuple[Hashable, Any]] = []
+        labels = pod.labels or {}
         for tsc in pod.topology_spread_constraints or ():
             if not isinstance(tsc, Mapping):
                 continue
-            if (
-                self.preference_policy == PREFERENCE_POLICY_IGNORE
-                and tsc.get("whenUnsatisfiable", DO_NOT_SCHEDULE) != DO_NOT_SCHEDULE
-            ):
+            constraint = SpreadConstraint.from_dict(tsc, labels)
+            if self.preference_policy == PREFERENCE_POLICY_IGNORE and not constraint.hard:
                 continue
-            out.append(self._spread_group(pod, tsc))
-        affinity = pod.affinity or {}
-        for section, topology_type in (
-            ("podAffinity", TopologyType.POD_AFFINITY),
-            ("podAntiAffinity", TopologyType.POD_ANTI_AFFINITY),
+            out.append(self._spread_group(pod, constraint))
+        affinity = pod.affinity
+        if not affinity:
+            return out
+        respect = self.preference_policy == PREFERENCE_POLICY_RESPECT
+        for kind, topology_type in (
+            (POD_AFFINITY, TopologyType.POD_AFFINITY),
+            (POD_ANTI_AFFINITY, TopologyType.POD_ANTI_AFFINITY),
         ):
-            terms = list(_section(affinity, section).get(_REQUIRED) or ())
-            if self.preference_policy == PREFERENCE_POLICY_RESPECT:
-                for weighted in _section(affinity, section).get(_PREFERRED) or ():
-                    if isinstance(weighted, Mapping):
-                        terms.append(weighted.get("podAffinityTerm"))
+            terms = required_terms(affinity, kind, pod.namespace, labels)
+            if respect:
+                terms += preferred_terms(affinity, kind, pod.namespace, labels)
             for term in terms:
-                if isinstance(term, Mapping):
-                    out.append(self._affinity_group(pod, topology_type, term))
+                out.append(self._affinity_group(pod, topology_type, term))
         return out
 
-    def _spread_group(self, pod: SchedulingPod, tsc: Mapping[str, Any]) -> tuple[Hashable, Any]:
-        key = str(tsc.get("topologyKey") or "")
-        raw_selector = tsc.get("labelSelector")
-        match_label_keys = tsc.get("matchLabelKeys") or ()
-        if isinstance(raw_selector, Mapping) and match_label_keys:
-            labels = pod.labels or {}
-            extra = [
-                {"key": k, "operator": "In", "values": [labels[k]]}
-                for k in match_label_keys
-                if isinstance(k, str) and k in labels
-            ]
-            if extra:
-                raw_selector = dict(raw_selector)
-                raw_selector["matchExpressions"] = [
-                    *(raw_selector.get("matchExpressions") or ()),
-                    *extra,
-                ]
-        selector = self._selector(raw_selector)
-        max_skew = _int_or(tsc.get("maxSkew"), 1) or 1
-        min_domains = _int_or(tsc.get("minDomains"), None)
-        taint_policy = tsc.get("nodeTaintsPolicy") or NODE_INCLUSION_POLICY_IGNORE
-        affinity_policy = tsc.get("nodeAffinityPolicy") or NODE_INCLUSION_POLICY_HONOR
-        node_filter = make_topology_node_filter(pod, taint_policy, affinity_policy)
+    def _spread_group(
+        self, pod: SchedulingPod, constraint: SpreadConstraint
+    ) -> tuple[Hashable, Any]:
+        key = constraint.topology_key
+        selector = constraint.selector
+        max_skew = constraint.max_skew
+        min_domains = constraint.min_domains
+        node_filter = make_topology_node_filter(
+            pod, constraint.node_taints_policy, constraint.node_affinity_policy
+        )
         namespaces = frozenset((pod.namespace,))
         signature = group_signature(
             TopologyType.SPREAD, key, namespaces, selector, max_skew, min_domains, node_filter
@@ -584,13 +535,13 @@ class Topology:
         return signature, build
 
     def _affinity_group(
-        self, pod: SchedulingPod, topology_type: TopologyType, term: Mapping[str, Any]
+        self, pod: SchedulingPod, topology_type: TopologyType, term: AffinityTerm
     ) -> tuple[Hashable, Any]:
-        key = str(term.get("topologyKey") or "")
-        namespaces = self._namespace_list(
-            pod.namespace, term.get("namespaces"), term.get("namespaceSelector")
-        )
-        selector = self._selector(term.get("labelSelector"))
+        """The group of one (anti-)affinity term. Its namespaces are those the term selects
+        among the ones this run knows (upstream's ``buildNamespaceList``)."""
+        key = term.topology_key
+        namespaces = term.namespace_set(self._namespaces)
+        selector = term.selector
         signature = group_signature(
             topology_type, key, namespaces, selector, MAX_INT32, None, MATCH_ALL
         )
@@ -654,7 +605,7 @@ class Topology:
                 continue
             if pod_id(p) in self.excluded_pods:
                 continue
-            if not _section(p.affinity, "podAntiAffinity").get(_REQUIRED):
+            if not section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED):
                 continue
             node = self._nodes.get(p.node_name)
             if node is None:
@@ -667,9 +618,8 @@ class Topology:
         """Inverse groups from ``pod``'s *required* anti-affinity terms (preferences are not
         tracked inversely: relaxing them happens on a different pod)."""
         pid = pod_id(pod)
-        for term in _section(pod.affinity, "podAntiAffinity").get(_REQUIRED) or ():
-            if not isinstance(term, Mapping):
-                continue
+        terms = required_terms(pod.affinity, POD_ANTI_AFFINITY, pod.namespace, pod.labels or {})
+        for term in terms:
             signature, build = self._affinity_group(pod, TopologyType.POD_ANTI_AFFINITY, term)
             tg = self.inverse_topology_groups.get(signature)
             if tg is None:
@@ -681,13 +631,6 @@ class Topology:
             if not tg.is_owned_by(pid):
                 tg.add_owner(pid)
                 self._inverse_owned.setdefault(pid, []).append(tg)
-
-
-def _section(affinity: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
-    if not affinity:
-        return {}
-    section = affinity.get(name)
-    return section if isinstance(section, Mapping) else {}
 
 
 # --- default topology-spread awareness (upstream defaultconstraints.go) ------------------------------
@@ -764,7 +707,7 @@ def parse_scheduler_config(raw: str | Mapping[str, Any] | None) -> tuple[dict[st
         key = tsc.get("topologyKey")
         if not key:
             raise SchedulerConfigError(f"{prefix}.topologyKey must be set")
-        if not is_qualified_name(key):
+        if label_key_problem(key) is not None:
             raise SchedulerConfigError(f"{prefix}.topologyKey {key!r} is not a valid label name")
         when = tsc.get("whenUnsatisfiable")
         if when not in (DO_NOT_SCHEDULE, "ScheduleAnyway"):

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from karpenter_core.scheduling.spread import IGNORE
 from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
-
-NODE_INCLUSION_POLICY_HONOR = "Honor"
-NODE_INCLUSION_POLICY_IGNORE = "Ignore"
 
 
 class TopologyDomainGroup:
@@ -60,7 +58,7 @@ class TopologyDomainGroup:
         """Call ``f`` for every domain; under an Honor taint policy only for domains offered
         by some pool whose taints ``tolerations`` tolerate."""
         for domain, taint_sets in self._domains.items():
-            if taint_policy == NODE_INCLUSION_POLICY_IGNORE:
+            if taint_policy == IGNORE:
                 f(domain)
                 continue
             for taints in taint_sets:

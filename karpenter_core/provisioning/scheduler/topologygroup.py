@@ -13,12 +13,11 @@ lexicographically smallest, so a run is reproducible.
 from __future__ import annotations
 
 import enum
-import re
-from collections.abc import Hashable, Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Hashable, Iterable
+from typing import Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
-from karpenter_core.apis.objects import expression_matches
+from karpenter_core.apis.labelselector import LabelSelector
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod, pod_id
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologynodefilter import MATCH_ALL, TopologyNodeFilter
@@ -28,9 +27,10 @@ from karpenter_core.scheduling.requirements import (
     Requirement,
     Requirements,
 )
+from karpenter_core.scheduling.spread import MAX_INT32, global_minimum, skew_limit
 from karpenter_core.scheduling.taints import Taint
 
-MAX_INT32: Final = 2**31 - 1
+__all__ = ["MAX_INT32", "TopologyGroup", "TopologyType", "group_signature"]
 
 
 class TopologyType(enum.Enum):
@@ -42,119 +42,6 @@ class TopologyType(enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-# --- label selectors ----------------------------------------------------------------------------
-
-_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-_QUALIFIED_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?" + _NAME + r"$"
-)
-_LABEL_VALUE = re.compile(r"^(" + _NAME + r")?$")
-
-_SELECTOR_OPS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-
-
-class SelectorError(ValueError):
-    """A label selector Kubernetes would refuse to parse."""
-
-
-def is_qualified_name(key: Any) -> bool:
-    """A valid label key: optional DNS-subdomain prefix and '/', then a 63-char name."""
-    if not isinstance(key, str) or not _QUALIFIED_NAME.match(key):
-        return False
-    prefix, _, _name = key.rpartition("/")
-    return len(prefix) <= 253
-
-
-def _valid_value(value: Any) -> bool:
-    return isinstance(value, str) and bool(_LABEL_VALUE.match(value))
-
-
-class LabelSelector:
-    """A compiled ``metav1.LabelSelector``: ``matches(labels)`` without re-parsing.
-
-    ``None`` (no selector) selects nothing and ``{}`` selects everything, as
-    ``metav1.LabelSelectorAsSelector`` does. Build with :meth:`compile`, which raises
-    :class:`SelectorError` for a selector the API server's parser would reject.
-    """
-
-    __slots__ = ("_exprs", "_labels", "_nothing", "signature")
-
-    def __init__(
-        self,
-        labels: tuple[tuple[str, str], ...],
-        exprs: tuple[tuple[str, str, frozenset[str]], ...],
-        nothing: bool,
-        signature: Hashable,
-    ) -> None:
-        self._labels = labels
-        self._exprs = exprs
-        self._nothing = nothing
-        self.signature = signature
-
-    @classmethod
-    def nothing(cls) -> LabelSelector:
-        return cls((), (), True, ("nothing",))
-
-    @classmethod
-    def compile(cls, raw: Mapping[str, Any] | None) -> LabelSelector:
-        if raw is None:
-            return cls.nothing()
-        if not isinstance(raw, Mapping):
-            raise SelectorError(f"label selector must be a mapping, got {raw!r}")
-        match_labels = raw.get("matchLabels") or {}
-        match_exprs = raw.get("matchExpressions") or []
-        if not isinstance(match_labels, Mapping):
-            raise SelectorError(f"matchLabels must be a mapping, got {match_labels!r}")
-        if not isinstance(match_exprs, list | tuple):
-            raise SelectorError(f"matchExpressions must be a list, got {match_exprs!r}")
-        labels: list[tuple[str, str]] = []
-        for k, v in match_labels.items():
-            if not is_qualified_name(k):
-                raise SelectorError(f"matchLabels: invalid label key {k!r}")
-            if not _valid_value(v):
-                raise SelectorError(f"matchLabels[{k}]: invalid label value {v!r}")
-            labels.append((k, v))
-        exprs: list[tuple[str, str, frozenset[str]]] = []
-        for i, e in enumerate(match_exprs):
-            if not isinstance(e, Mapping):
-                raise SelectorError(f"matchExpressions[{i}] must be a mapping, got {e!r}")
-            key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-            if not is_qualified_name(key):
-                raise SelectorError(f"matchExpressions[{i}]: invalid label key {key!r}")
-            if op not in _SELECTOR_OPS:
-                raise SelectorError(
-                    f"matchExpressions[{i}]: operator {op!r} is not one of "
-                    "In, NotIn, Exists, DoesNotExist"
-                )
-            if not isinstance(values, list | tuple) or not all(_valid_value(v) for v in values):
-                raise SelectorError(f"matchExpressions[{i}]: invalid values {values!r}")
-            if op in ("In", "NotIn") and not values:
-                raise SelectorError(f"matchExpressions[{i}]: operator {op} needs values")
-            if op in ("Exists", "DoesNotExist") and values:
-                raise SelectorError(f"matchExpressions[{i}]: operator {op} takes no values")
-            exprs.append((str(key), str(op), frozenset(values)))
-        # Hash the expressions as a set (duplicates collapse: an expression injected both by
-        # matchLabelKeys and by the API server must not make a different group).
-        signature = (frozenset(labels), frozenset(exprs))
-        return cls(tuple(labels), tuple(exprs), False, signature)
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self._nothing:
-            return False
-        for k, v in self._labels:
-            if labels.get(k) != v:
-                return False
-        return all(expression_matches(k, op, vs, labels) for k, op, vs in self._exprs)
-
-
-def compile_selector(raw: Mapping[str, Any] | None) -> LabelSelector:
-    """Compile ``raw``; a selector that does not parse selects nothing (as upstream)."""
-    try:
-        return LabelSelector.compile(raw)
-    except SelectorError:
-        return LabelSelector.nothing()
 
 
 # --- the group ----------------------------------------------------------------------------------
@@ -322,31 +209,24 @@ class TopologyGroup:
         return Requirement.new(self.key, IN, values)
 
     def domain_min_count(self, pod_domains: Requirement) -> int:
-        """The global minimum the skew is measured against (always 0 for hostname: a new
-        node can always be made; 0 when fewer than minDomains domains are eligible)."""
+        """The global minimum the skew is measured against, over the domains the pod can use
+        (always 0 for hostname: a new node can always be made)."""
         if self.key == LABEL_HOSTNAME:
             return 0
-        lowest = MAX_INT32
-        supported = 0
-        for domain, count in self.domains.items():
-            if pod_domains.has(domain):
-                supported += 1
-                if count < lowest:
-                    lowest = count
-        if self.min_domains is not None and supported < self.min_domains:
-            lowest = 0
-        return lowest
+        return global_minimum(
+            (count for domain, count in self.domains.items() if pod_domains.has(domain)),
+            self.min_domains,
+        )
 
     def _next_domain_spread(
         self, pod: SchedulingPod, pod_domains: Requirement, node_domains: Requirement
     ) -> tuple[Requirement, set[str]]:
-        lowest = self.domain_min_count(pod_domains)
-        own = 1 if self.selects(pod) else 0
+        limit = skew_limit(self.domain_min_count(pod_domains), self.max_skew, self.selects(pod))
         domains = self.domains
         if self.key == LABEL_HOSTNAME and len(node_domains.values) == 1:
             # A new NodeClaim's hostname is not registered until it is added: count 0.
             (host,) = node_domains.values
-            if domains.get(host, 0) + own <= self.max_skew:
+            if domains.get(host, 0) <= limit:
                 return self._in((host,)), {host}
             return self._in(()), set()
         valid: set[str] = set()
@@ -355,10 +235,9 @@ class TopologyGroup:
             candidates: Iterable[str] = (d for d in node_domains.values if d in domains)
         else:
             candidates = (d for d in domains if node_domains.has(d))
-        max_skew = self.max_skew
         for domain in candidates:
-            count = domains[domain] + own
-            if count - lowest <= max_skew:
+            count = domains[domain]
+            if count <= limit:
                 valid.add(domain)
                 if best is None or (count, domain) < best:
                     best = (count, domain)

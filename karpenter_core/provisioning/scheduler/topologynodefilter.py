@@ -14,11 +14,8 @@ from typing import Any
 from attrs import define, field
 
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod
-from karpenter_core.provisioning.scheduler.topologydomaingroup import (
-    NODE_INCLUSION_POLICY_HONOR,
-    NODE_INCLUSION_POLICY_IGNORE,
-)
 from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.scheduling.spread import IGNORE, node_included
 from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
 
 _INVALID_TERM = "<invalid>"
@@ -52,18 +49,16 @@ class TopologyNodeFilter:
         as upstream, not applied: the requirement check is always strict [quirk].
         """
         del allow_undefined
-        if self.affinity_policy == NODE_INCLUSION_POLICY_HONOR and not self.matches_requirements(
-            requirements
-        ):
-            return False
-        return not (
-            self.taint_policy == NODE_INCLUSION_POLICY_HONOR
-            and tolerates(taints, self.tolerations) is not None
+        return node_included(
+            self.affinity_policy,
+            self.taint_policy,
+            lambda: self.matches_requirements(requirements),
+            lambda: tolerates(taints, self.tolerations) is None,
         )
 
     def matches_requirements(self, requirements: Requirements) -> bool:
         """Whether node ``requirements`` are compatible with at least one of the pod's terms."""
-        if not self.requirements or self.affinity_policy == NODE_INCLUSION_POLICY_IGNORE:
+        if not self.requirements or self.affinity_policy == IGNORE:
             return True
         for term in self.requirements:
             if term is not None and requirements.compatible(term) is None:

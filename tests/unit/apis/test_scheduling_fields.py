@@ -12,7 +12,7 @@ from karpenter_core.apis.objects import (
     Namespace,
     ObjectError,
     Service,
-    expression_matches,
+    label_selector_matches,
     validate_pod_scheduling,
 )
 from karpenter_core.apis.workloads import expand_workload
@@ -158,7 +158,8 @@ def test_preferred_term_weight_must_be_1_to_100() -> None:
 def test_expression_matches(
     operator: str, values: list[str], labels: dict[str, str], expected: bool
 ) -> None:
-    assert expression_matches("k", operator, values, labels) is expected
+    expression = {"key": "k", "operator": operator, "values": values}
+    assert label_selector_matches({"matchExpressions": [expression]}, labels) is expected
 
 
 def test_namespace_view_keeps_labels() -> None:

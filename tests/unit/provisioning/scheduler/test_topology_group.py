@@ -10,14 +10,12 @@ from attrs import define, field
 from hypothesis import given
 from hypothesis import strategies as st
 
+from karpenter_core.apis.labelselector import LabelSelector, SelectorError
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologygroup import (
     MAX_INT32,
-    LabelSelector,
-    SelectorError,
     TopologyGroup,
     TopologyType,
-    compile_selector,
 )
 from karpenter_core.provisioning.scheduler.topologynodefilter import (
     MATCH_ALL,
@@ -67,7 +65,9 @@ def group(
         key,
         pod,
         ["default"],
-        compile_selector(selector if selector is not None else {"matchLabels": {"app": "web"}}),
+        LabelSelector.compile(
+            selector if selector is not None else {"matchLabels": {"app": "web"}}
+        ),
         max_skew if kind is TopologyType.SPREAD else MAX_INT32,
         min_domains,
         None,
@@ -250,7 +250,7 @@ def test_counts_string_is_sorted_and_truncated() -> None:
 def test_label_selector_matching(
     selector: Mapping[str, Any] | None, labels: Mapping[str, str], expected: bool
 ) -> None:
-    assert compile_selector(selector).matches(labels) is expected
+    assert LabelSelector.compile(selector).matches(labels) is expected
 
 
 @pytest.mark.parametrize(
@@ -266,8 +266,8 @@ def test_label_selector_matching(
 )
 def test_invalid_selectors_are_errors_and_select_nothing(selector: Mapping[str, Any]) -> None:
     with pytest.raises(SelectorError):
-        LabelSelector.compile(selector)
-    assert compile_selector(selector).matches({"app": "a"}) is False
+        LabelSelector.from_dict(selector)
+    assert LabelSelector.compile(selector).matches({"app": "a"}) is False
 
 
 def test_selector_signature_ignores_order_and_duplicates() -> None:
@@ -284,8 +284,8 @@ def test_selector_signature_ignores_order_and_duplicates() -> None:
             {"key": "y", "operator": "Exists"},
         ]
     }
-    assert compile_selector(a).signature == compile_selector(b).signature
-    assert compile_selector(a).signature != compile_selector({}).signature
+    assert LabelSelector.compile(a).signature == LabelSelector.compile(b).signature
+    assert LabelSelector.compile(a).signature != LabelSelector.compile({}).signature
 
 
 def test_groups_select_by_namespace_and_labels() -> None:
