@@ -8,10 +8,14 @@ graceful pod deletion, the status subresource split, watches from a resourceVers
 bounded history (410 Gone beyond it) and bookmarks, label/field selectors, pod binding, and
 pod eviction against PodDisruptionBudgets.
 
-It also does, synchronously, the work of three kube-controller-manager loops whose absence
-would make a simulation meaningless: the disruption controller (PDB status), the garbage
-collector (ownerReference cascades) and the namespace controller (deleting a namespace's
-contents). Where it simplifies, the docstring of the method says so.
+Three kube-controller-manager loops whose absence would make a simulation meaningless — the
+disruption controller (PDB status), the garbage collector (ownerReference cascades) and the
+namespace controller (deleting a namespace's contents) — are not the API server's: they are
+:mod:`karpenter_core.sim.controllermanager`, which the server calls through a narrow hook
+right after each change is stored (synchronously; that module says why). A server runs them
+unless built with ``kube_controller_manager=False`` (then
+:func:`~karpenter_core.sim.controllermanager.register` adds them). Where the server
+simplifies, the docstring of the method says so.
 
 Stored objects are never handed out: everything is deep-copied in and out, so callers can
 mutate what they get. One re-entrant lock guards the whole store.
@@ -20,14 +24,13 @@ mutate what they get. One re-entrant lock guards the whole store.
 from __future__ import annotations
 
 import builtins
-import math
 import random
 import re
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, cast
 
@@ -68,6 +71,7 @@ from karpenter_core.kube.selectors import (
     parse_label_selector,
 )
 from karpenter_core.runtime.clock import Clock, WallClock, format_time
+from karpenter_core.sim.controllermanager import KubeControllerManager, pdb_selector, pod_ready
 
 __all__ = ["InMemoryApiServer", "MemoryWatch", "apply_json_patch", "apply_merge_patch", "deep_copy"]
 
@@ -218,17 +222,6 @@ def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def _pod_healthy(pod: Mapping[str, Any]) -> bool:
-    return _pod_ready(pod) and not _meta(pod).get("deletionTimestamp")
-
-
 def _qos_class(pod: Mapping[str, Any]) -> str:
     containers = list((pod.get("spec") or {}).get("containers") or []) + list(
         (pod.get("spec") or {}).get("initContainers") or []
@@ -248,25 +241,6 @@ def _qos_class(pod: Mapping[str, Any]) -> str:
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
-
-
-def _scaled(value: Any, total: int, what: str) -> int:
-    """An int-or-percent PDB field as a count (percentages round up, like the controller)."""
-    if isinstance(value, bool):
-        raise Invalid(f"{what}: must be an integer or a percentage")
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if text.endswith("%"):
-        try:
-            pct = int(text[:-1])
-        except ValueError:
-            raise Invalid(f"{what}: {text!r} is not a valid percentage") from None
-        return math.ceil(pct * total / 100)
-    try:
-        return int(text)
-    except ValueError:
-        raise Invalid(f"{what}: {text!r} is not an integer or a percentage") from None
 
 
 class MemoryWatch:
@@ -371,13 +345,37 @@ class MemoryWatch:
         return self._stopped
 
 
-class _PdbTrack:
-    __slots__ = ("healthy", "matched", "selector")
+class _Store:
+    """The server's storage as :class:`~karpenter_core.sim.controllermanager.Store`: what
+    the controller-manager loops may read and write (under the server's lock)."""
 
-    def __init__(self, selector: LabelSelector) -> None:
-        self.selector = selector
-        self.matched: set[str] = set()
-        self.healthy: set[str] = set()
+    def __init__(self, server: InMemoryApiServer) -> None:
+        self._server = server
+
+    @property
+    def clock(self) -> Clock:
+        return self._server._clock
+
+    def stored(self, key: tuple[str, str], namespace: str) -> Mapping[str, Obj]:
+        return self._server._objects.get(key, {}).get(namespace, {})
+
+    def kinds(self) -> Iterable[tuple[str, str]]:
+        return list(self._server._objects)
+
+    def locate(self, uid: str) -> tuple[ResourceType, str, str] | None:
+        return self._server._by_uid.get(uid)
+
+    def resource(self, key: tuple[str, str]) -> ResourceType:
+        return self._server._rt(key)
+
+    def commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
+        self._server._commit(rt, etype, obj, old)
+
+    def delete(self, rt: ResourceType, obj: Obj, policy: str, grace: int | None) -> Obj | None:
+        return self._server._delete(rt, obj, policy, grace)
+
+    def remove(self, rt: ResourceType, obj: Obj) -> None:
+        self._server._remove(rt, obj, "Background")
 
 
 class InMemoryApiServer:
@@ -388,6 +386,9 @@ class InMemoryApiServer:
     back a watch can resume before it gets 410 Gone. The ``default``, ``kube-system``,
     ``kube-public`` and ``kube-node-lease`` namespaces exist from the start; objects in any
     other namespace need the Namespace created first, as on a real server.
+    ``kube_controller_manager``: run the simulated kube-controller-manager's loops
+    (:mod:`karpenter_core.sim.controllermanager`) on every write, as a cluster does; False
+    leaves them off until :func:`~karpenter_core.sim.controllermanager.register` adds them.
     """
 
     def __init__(
@@ -397,6 +398,7 @@ class InMemoryApiServer:
         seed: int = 0,
         watch_history: int = 10_000,
         namespaces: tuple[str, ...] = DEFAULT_NAMESPACES,
+        kube_controller_manager: bool = True,
     ) -> None:
         if watch_history < 1:
             raise ValueError("watch_history must be at least 1")
@@ -409,16 +411,39 @@ class InMemoryApiServer:
         self._objects: dict[tuple[str, str], dict[str, dict[str, Obj]]] = {}
         self._pods_by_node: dict[str, set[tuple[str, str]]] = {}
         self._by_uid: dict[str, tuple[ResourceType, str, str]] = {}
-        self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._history: deque[tuple[int, ResourceType, str, Obj, Obj | None]] = deque(
             maxlen=watch_history
         )
         self._watchers: dict[tuple[str, str], list[MemoryWatch]] = {}
-        self._pdbs: dict[tuple[str, str], _PdbTrack] = {}
-        self._pdbs_by_ns: dict[str, set[str]] = {}
+        # the budgets' parsed selectors, for evictions: (namespace, name) -> (spec, selector)
+        self._pdb_selectors: dict[tuple[str, str], tuple[Any, LabelSelector]] = {}
+        self._controller_manager: KubeControllerManager | None = None
+        if kube_controller_manager:
+            self.attach_controller_manager()
         for ns in namespaces:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         self._oldest_rv = self._rv
+
+    def attach_controller_manager(self) -> KubeControllerManager:
+        """Run the kube-controller-manager loops on this server's writes from now on (see
+        :func:`karpenter_core.sim.controllermanager.register`)."""
+        with self._lock:
+            if self._controller_manager is not None:
+                raise ValueError("this server already runs the kube-controller-manager loops")
+            manager = KubeControllerManager(_Store(self))
+            self._controller_manager = manager
+            manager.sync(
+                (self._rt(key), obj)
+                for key in list(self._objects)
+                for objs in list(self._objects[key].values())
+                for obj in list(objs.values())
+            )
+            return manager
+
+    @property
+    def controller_manager(self) -> KubeControllerManager | None:
+        """The kube-controller-manager loops running on this server's writes, if any."""
+        return self._controller_manager
 
     # ------------------------------------------------------------------ reading
 
@@ -670,8 +695,9 @@ class InMemoryApiServer:
 
         With finalizers (or a graceful pod delete) the object is only marked with a
         deletionTimestamp and returned; otherwise it is removed and None is returned.
-        Dependents (by ownerReference) are then handled as the garbage collector would:
-        deleted (Background/Foreground) or released (Orphan) — synchronously here.
+        Dependents (by ownerReference) are then handled by the garbage collector of
+        :mod:`~karpenter_core.sim.controllermanager`, synchronously: deleted
+        (Background/Foreground) or released (Orphan).
         """
         rt = self._rt(resource)
         if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
@@ -714,6 +740,7 @@ class InMemoryApiServer:
                 grace = 0
         if rt.key == _NAMESPACE:
             return self._delete_namespace(old)
+        manager = self._controller_manager
         finalizers = meta.get("finalizers") or []
         if meta.get("deletionTimestamp"):
             # Already terminating: only a pod's grace period can be shortened to "now".
@@ -722,9 +749,9 @@ class InMemoryApiServer:
                 return None
             return copy_obj(old)
         if not finalizers and grace == 0:
-            if policy == "Foreground":
+            if policy == "Foreground" and manager is not None:
                 # Dependents go first; the owner follows once they are gone.
-                self._collect_dependents(str(meta.get("uid", "")), policy)
+                manager.owner_deleting(str(meta.get("uid", "")), policy)
                 old = (
                     self._objects.get(rt.key, {})
                     .get(self._ns_of(rt, old), {})
@@ -743,8 +770,9 @@ class InMemoryApiServer:
         return copy_obj(new)
 
     def _delete_namespace(self, ns_obj: Obj) -> Obj | None:
-        """Emulates the namespace controller: mark Terminating, delete the contents, and
-        remove the namespace once nothing in it is left (objects with finalizers keep it)."""
+        """Mark the namespace Terminating; the namespace controller then deletes its
+        contents and removes it once nothing in it is left (objects with finalizers keep
+        it)."""
         name = _meta(ns_obj)["name"]
         if not _meta(ns_obj).get("deletionTimestamp"):
             new = deep_copy(ns_obj)
@@ -752,26 +780,10 @@ class InMemoryApiServer:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new.setdefault("status", {})["phase"] = "Terminating"
             self._commit(self._rt(_NAMESPACE), MODIFIED, new, ns_obj)
-        for key in list(self._objects):
-            objs = self._objects[key].get(name)
-            if not objs:
-                continue
-            for obj in list(objs.values()):
-                current = self._objects[key].get(name, {}).get(_meta(obj)["name"])
-                if current is not None:
-                    self._delete(self._rt(key), current, "Background", 0)
-        return self._maybe_finish_namespace(name)
-
-    def _maybe_finish_namespace(self, name: str) -> Obj | None:
-        ns_obj = self._objects.get(_NAMESPACE, {}).get("", {}).get(name)
-        if ns_obj is None:
-            return None
-        if not _meta(ns_obj).get("deletionTimestamp"):
-            return copy_obj(ns_obj)
-        if any(objs.get(name) for objs in self._objects.values()):
-            return copy_obj(ns_obj)
-        self._remove(self._rt(_NAMESPACE), ns_obj, "Background")
-        return None
+        if self._controller_manager is not None:
+            self._controller_manager.namespace_terminating(name)
+        current = self._objects.get(_NAMESPACE, {}).get("", {}).get(name)
+        return copy_obj(current) if current is not None else None
 
     def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
         """Evict a pod, honouring the (single) PodDisruptionBudget that selects it.
@@ -793,11 +805,12 @@ class InMemoryApiServer:
                 self._delete(rt, pod, "Background", grace_period_seconds)
                 return
             labels = _meta(pod).get("labels") or {}
-            pdbs = []
-            for pdb_name in sorted(self._pdbs_by_ns.get(namespace, ())):
-                selector = self._pdbs[(namespace, pdb_name)].selector
-                if selector.matches(labels):
-                    pdbs.append(self._objects[_PDB][namespace][pdb_name])
+            budgets = self._objects.get(_PDB, {}).get(namespace, {})
+            pdbs = [
+                budgets[pdb_name]
+                for pdb_name in sorted(budgets)
+                if self._pdb_selector(namespace, budgets[pdb_name]).matches(labels)
+            ]
             if len(pdbs) > 1:
                 raise InternalError(
                     "This pod has more than one PodDisruptionBudget, which the eviction subresource "
@@ -807,11 +820,22 @@ class InMemoryApiServer:
                 self._check_budget(pod, pdbs[0])
             self._delete(rt, pod, "Background", grace_period_seconds)
 
+    def _pdb_selector(self, namespace: str, pdb: Obj) -> LabelSelector:
+        """The budget's selector, parsed once per spec."""
+        key = (namespace, _meta(pdb)["name"])
+        raw = (pdb.get("spec") or {}).get("selector")
+        cached = self._pdb_selectors.get(key)
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        selector = pdb_selector(pdb)
+        self._pdb_selectors[key] = (deep_copy(raw), selector)
+        return selector
+
     def _check_budget(self, pod: Obj, pdb: Obj) -> None:
         status = pdb.get("status") or {}
         healthy = int(status.get("currentHealthy", 0))
         desired = int(status.get("desiredHealthy", 0))
-        if not _pod_ready(pod):
+        if not pod_ready(pod):
             policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
             if policy == "AlwaysAllow" or (healthy >= desired and desired > 0):
                 return
@@ -1118,36 +1142,8 @@ class InMemoryApiServer:
         final = deep_copy(obj)
         self._commit(rt, DELETED, final, old if old is not None else obj)
         self._last_removed = final
-        uid = _meta(final).get("uid")
-        if uid:
-            self._collect_dependents(str(uid), policy)
-        ns = _meta(final).get("namespace")
-        if rt.namespaced and ns:
-            self._maybe_finish_namespace(str(ns))
-
-    def _collect_dependents(self, owner_uid: str, policy: str) -> None:
-        """The garbage collector's job, done at once: drop references to a deleted owner and
-        delete dependents left with no live owner (unless orphaning)."""
-        for dep_uid in sorted(self._dependents.pop(owner_uid, set())):
-            where = self._by_uid.get(dep_uid)
-            if where is None:
-                continue
-            rt, ns, name = where
-            dep = self._objects.get(rt.key, {}).get(ns, {}).get(name)
-            if dep is None:
-                continue
-            refs = [r for r in _meta(dep).get("ownerReferences") or [] if isinstance(r, Mapping)]
-            remaining = [r for r in refs if r.get("uid") != owner_uid]
-            live = [r for r in remaining if r.get("uid") in self._by_uid]
-            if policy == "Orphan" or live:
-                new = deep_copy(dep)
-                if remaining:
-                    new["metadata"]["ownerReferences"] = deep_copy(remaining)
-                else:
-                    new["metadata"].pop("ownerReferences", None)
-                self._commit(rt, MODIFIED, new, dep)
-            else:
-                self._delete(rt, dep, policy, None)
+        if self._controller_manager is not None:
+            self._controller_manager.removed(rt, final, policy)
 
     def _commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
         """Store a change under a new resourceVersion, keep indexes, tell watchers."""
@@ -1167,7 +1163,6 @@ class InMemoryApiServer:
         else:
             store.setdefault(ns, {})[name] = obj
             self._by_uid[uid] = (rt, ns, name)
-        self._index_owners(uid, old if etype != ADDED else None, obj if etype != DELETED else None)
         if rt.key == _POD:
             self._index_pod(
                 ns, name, old if etype != ADDED else None, obj if etype != DELETED else None
@@ -1179,30 +1174,10 @@ class InMemoryApiServer:
             event = watcher.translate(etype, obj, old)
             if event is not None:
                 watcher.push(event)
-        if rt.key == _POD:
-            self._pdb_pod_changed(ns, name, None if etype == DELETED else obj)
-        elif rt.key == _PDB:
-            self._pdb_changed(ns, name, None if etype == DELETED else obj)
-
-    def _index_owners(self, uid: str, old: Obj | None, new: Obj | None) -> None:
-        def owners(o: Obj | None) -> set[str]:
-            if o is None:
-                return set()
-            return {
-                str(r.get("uid"))
-                for r in _meta(o).get("ownerReferences") or []
-                if isinstance(r, Mapping) and r.get("uid")
-            }
-
-        before, after = owners(old), owners(new)
-        for o in before - after:
-            deps = self._dependents.get(o)
-            if deps is not None:
-                deps.discard(uid)
-                if not deps:
-                    del self._dependents[o]
-        for o in after - before:
-            self._dependents.setdefault(o, set()).add(uid)
+        if rt.key == _PDB and etype == DELETED:
+            self._pdb_selectors.pop((ns, name), None)
+        if self._controller_manager is not None:
+            self._controller_manager.committed(rt, etype, obj, old)
 
     def _index_pod(self, ns: str, name: str, old: Obj | None, new: Obj | None) -> None:
         before = ((old or {}).get("spec") or {}).get("nodeName") or ""
@@ -1215,102 +1190,6 @@ class InMemoryApiServer:
                     del self._pods_by_node[before]
         if new is not None:
             self._pods_by_node.setdefault(after, set()).add((ns, name))
-
-    # -- the disruption controller, kept incrementally so thousands of pods stay cheap
-
-    def _pdb_pod_changed(self, ns: str, name: str, pod: Obj | None) -> None:
-        for pdb_name in sorted(self._pdbs_by_ns.get(ns, ())):
-            track = self._pdbs[(ns, pdb_name)]
-            before = (len(track.matched), len(track.healthy))
-            track.matched.discard(name)
-            track.healthy.discard(name)
-            if pod is not None and track.selector.matches(_meta(pod).get("labels") or {}):
-                track.matched.add(name)
-                if _pod_healthy(pod):
-                    track.healthy.add(name)
-            if (len(track.matched), len(track.healthy)) != before:
-                self._write_pdb_status(ns, pdb_name)
-
-    def _pdb_changed(self, ns: str, name: str, pdb: Obj | None) -> None:
-        key = (ns, name)
-        if pdb is None:
-            self._pdbs.pop(key, None)
-            names = self._pdbs_by_ns.get(ns)
-            if names is not None:
-                names.discard(name)
-            return
-        try:
-            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
-        except SelectorError:
-            selector = label_selector_from_dict(None)
-        track = self._pdbs.get(key)
-        if track is not None and track.selector == selector:
-            # Only status (ours) or budget numbers changed: recompute if the spec moved.
-            self._write_pdb_status(ns, name)
-            return
-        track = _PdbTrack(selector)
-        for pod_name, pod in self._objects.get(_POD, {}).get(ns, {}).items():
-            if selector.matches(_meta(pod).get("labels") or {}):
-                track.matched.add(pod_name)
-                if _pod_healthy(pod):
-                    track.healthy.add(pod_name)
-        self._pdbs[key] = track
-        self._pdbs_by_ns.setdefault(ns, set()).add(name)
-        self._write_pdb_status(ns, name)
-
-    def _write_pdb_status(self, ns: str, name: str) -> None:
-        """Status as the disruption controller computes it. Simplification: expectedPods is
-        the number of selected pods (the real controller asks the pods' controllers for their
-        scale when the budget is a percentage or maxUnavailable)."""
-        pdb = self._objects[_PDB][ns][name]
-        track = self._pdbs[(ns, name)]
-        spec = pdb.get("spec") or {}
-        expected = len(track.matched)
-        healthy = len(track.healthy)
-        try:
-            if spec.get("maxUnavailable") is not None:
-                desired = max(
-                    0, expected - _scaled(spec["maxUnavailable"], expected, "spec.maxUnavailable")
-                )
-            elif spec.get("minAvailable") is not None:
-                desired = _scaled(spec["minAvailable"], expected, "spec.minAvailable")
-            else:
-                desired = 0
-        except Invalid:
-            desired = expected
-        allowed = max(0, healthy - desired)
-        generation = _meta(pdb).get("generation")
-        old_status = pdb.get("status") or {}
-        conditions = [
-            {
-                "type": "DisruptionAllowed",
-                "status": "True" if allowed > 0 else "False",
-                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-                "message": "",
-                "observedGeneration": generation,
-                "lastTransitionTime": format_time(self._clock.now()),
-            }
-        ]
-        for c in old_status.get("conditions") or []:
-            if (
-                isinstance(c, Mapping)
-                and c.get("type") == "DisruptionAllowed"
-                and c.get("status") == conditions[0]["status"]
-            ):
-                conditions[0]["lastTransitionTime"] = c.get("lastTransitionTime")
-        status = {
-            "observedGeneration": generation,
-            "disruptionsAllowed": allowed,
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "expectedPods": expected,
-            "conditions": conditions,
-        }
-        if old_status == status:
-            return
-        new = deep_copy(pdb)
-        new["status"] = status
-        self._commit(self._rt(_PDB), MODIFIED, new, pdb)
 
     # ------------------------------------------------------------------ conveniences
 

@@ -5,7 +5,9 @@ What runs, and why it is split in two Managers sharing one :class:`VirtualClock`
 
 - **the cluster** (``self.cluster``): what Kubernetes itself would do — the simulated
   kube-scheduler and kubelet (:mod:`karpenter_core.sim.kubescheduler`,
-  :mod:`karpenter_core.sim.kubelet`), the workload controllers
+  :mod:`karpenter_core.sim.kubelet`), kube-controller-manager's PDB, garbage-collection
+  and namespace loops (:mod:`karpenter_core.sim.controllermanager`, which run inside the
+  API server's writes rather than on the Manager), the workload controllers
   (:mod:`karpenter_core.sim.workloads`) and the :class:`~karpenter_core.sim.report.Observer`
   watching pods, nodes and NodeClaims for the report;
 - **Karpenter** (``self.karpenter``): every controller :func:`register_all` registers,
@@ -57,7 +59,7 @@ from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.options import Options, OptionsError
 from karpenter_core.runtime.reconciler import Result, Watch
-from karpenter_core.sim import kubelet, kubescheduler
+from karpenter_core.sim import controllermanager, kubelet, kubescheduler
 from karpenter_core.sim import workloads as workload_controllers
 from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
 from karpenter_core.sim.report import (
@@ -178,7 +180,7 @@ class Simulation:
         self.wall_started = time.perf_counter()
         self._metrics_before = _metrics_snapshot()
         self.clock = VirtualClock(start)
-        self.server = InMemoryApiServer(self.clock, seed=self.seed)
+        self.server = InMemoryApiServer(self.clock, seed=self.seed, kube_controller_manager=False)
         self.recorder = EventRecorder(self.clock, None, max_events=2_000_000)
         self.cluster_recorder = EventRecorder(self.clock, None, component="kubernetes")
         self.options = self._options(scenario.options)
@@ -262,11 +264,14 @@ class Simulation:
         )
 
     def _setup_cluster(self) -> None:
-        """The simulated Kubernetes side: scheduler, kubelet, workloads, observer."""
+        """The simulated Kubernetes side: controller manager, scheduler, kubelet, workloads,
+        observer."""
         ctx = self._cluster_ctx()
-        for what in ("kube-scheduler", "kubelet"):
+        for what in ("kube-controller-manager", "kube-scheduler", "kubelet"):
             try:
-                if what == "kubelet":
+                if what == "kube-controller-manager":
+                    controllermanager.register(self.server)
+                elif what == "kubelet":
                     self._kubelet = kubelet.register(self.cluster, ctx, *self._kubelet_options())
                 else:
                     kubescheduler.register(self.cluster, ctx)

@@ -1,0 +1,406 @@
+"""The simulated kube-controller-manager: the three loops a cluster without them would make
+a simulation meaningless, run against :class:`~karpenter_core.sim.apiserver.InMemoryApiServer`.
+
+* the **disruption controller** keeps each PodDisruptionBudget's status (``currentHealthy``,
+  ``desiredHealthy``, ``disruptionsAllowed``...) in step with the pods it selects;
+* the **garbage collector** deletes (or, with ``Orphan``, releases) the dependents of an
+  owner that is gone, following ``ownerReferences``;
+* the **namespace controller** deletes a Terminating namespace's contents and removes the
+  namespace once nothing in it is left.
+
+The real control plane of the contract and integration tests runs kube-controller-manager
+with exactly these three controllers (``docs/testing.md``).
+
+They run **synchronously**, called by the server through a narrow hook
+(:class:`KubeControllerManager` is the server's ``ControllerManagerHook``) right after each
+change is stored, under the server's lock, and they write through the server's store
+(:class:`Store`). A watch-driven controller on the simulation's Manager would see each change
+one reconcile later: a pod's eviction would be judged on a PDB status that lags the pod that
+just became Ready, a deleted namespace would keep its contents until the Manager ran, and
+the in-memory contract tests (which run the server without any Manager and check these
+effects once) and every simulation's resourceVersion sequence would change. Running them in
+the write that caused them gives, at once, the state the real loops reach a moment later.
+
+:func:`register` attaches the loops to a server (what ``karpenter simulate`` does next to
+the simulated kubelet); an :class:`InMemoryApiServer` built with its default
+``kube_controller_manager=True`` registers them itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from karpenter_core.kube.client import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Invalid,
+    Obj,
+    ResourceType,
+    deep_copy,
+)
+from karpenter_core.kube.selectors import LabelSelector, SelectorError, label_selector_from_dict
+from karpenter_core.runtime.clock import format_time
+
+if TYPE_CHECKING:
+    from karpenter_core.runtime.clock import Clock
+    from karpenter_core.sim.apiserver import InMemoryApiServer
+
+__all__ = [
+    "GarbageCollector",
+    "KubeControllerManager",
+    "NamespaceController",
+    "PodDisruptionBudgets",
+    "Store",
+    "pdb_selector",
+    "pod_ready",
+    "register",
+]
+
+POD = ("v1", "Pod")
+NAMESPACE = ("v1", "Namespace")
+PDB = ("policy/v1", "PodDisruptionBudget")
+
+
+class Store(Protocol):
+    """What the loops may do to the in-memory server's storage (called under its lock).
+
+    Objects handed out are the stored ones, not copies: the loops read them and write
+    changed copies through :meth:`commit`."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def stored(self, key: tuple[str, str], namespace: str) -> Mapping[str, Obj]:
+        """The objects of one kind in one namespace ("" for cluster-scoped), by name."""
+        ...
+
+    def kinds(self) -> Iterable[tuple[str, str]]:
+        """The (apiVersion, kind) keys that have objects stored."""
+        ...
+
+    def locate(self, uid: str) -> tuple[ResourceType, str, str] | None:
+        """Where the object with ``uid`` is stored: (resource, namespace, name)."""
+        ...
+
+    def resource(self, key: tuple[str, str]) -> ResourceType: ...
+
+    def commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
+        """Store a change (a new resourceVersion, watch events, the hook again)."""
+        ...
+
+    def delete(self, rt: ResourceType, obj: Obj, policy: str, grace: int | None) -> Obj | None:
+        """Delete as the API does (finalizers and grace periods mark instead of removing)."""
+        ...
+
+    def remove(self, rt: ResourceType, obj: Obj) -> None:
+        """Take an object out of storage now (a namespace whose contents are gone)."""
+        ...
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def _pod_healthy(pod: Mapping[str, Any]) -> bool:
+    return pod_ready(pod) and not _meta(pod).get("deletionTimestamp")
+
+
+def _scaled(value: Any, total: int, what: str) -> int:
+    """An int-or-percent PDB field as a count (percentages round up, like the controller)."""
+    if isinstance(value, bool):
+        raise Invalid(f"{what}: must be an integer or a percentage")
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if text.endswith("%"):
+        try:
+            pct = int(text[:-1])
+        except ValueError:
+            raise Invalid(f"{what}: {text!r} is not a valid percentage") from None
+        return math.ceil(pct * total / 100)
+    try:
+        return int(text)
+    except ValueError:
+        raise Invalid(f"{what}: {text!r} is not an integer or a percentage") from None
+
+
+def pdb_selector(pdb: Mapping[str, Any]) -> LabelSelector:
+    """A budget's selector; one that does not parse selects nothing (policy/v1: an empty
+    selector selects every pod of the namespace, a missing one none)."""
+    try:
+        return label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
+    except SelectorError:
+        return label_selector_from_dict(None)
+
+
+# --------------------------------------------------------------------------- disruption
+
+
+class _PdbTrack:
+    __slots__ = ("healthy", "matched", "selector")
+
+    def __init__(self, selector: LabelSelector) -> None:
+        self.selector = selector
+        self.matched: set[str] = set()
+        self.healthy: set[str] = set()
+
+
+class PodDisruptionBudgets:
+    """The disruption controller, kept incrementally (which pods each budget selects and
+    which of those are healthy) so thousands of pods stay cheap."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._tracks: dict[tuple[str, str], _PdbTrack] = {}
+        self._by_ns: dict[str, set[str]] = {}
+
+    def pod_changed(self, ns: str, name: str, pod: Obj | None) -> None:
+        for pdb_name in sorted(self._by_ns.get(ns, ())):
+            track = self._tracks[(ns, pdb_name)]
+            before = (len(track.matched), len(track.healthy))
+            track.matched.discard(name)
+            track.healthy.discard(name)
+            if pod is not None and track.selector.matches(_meta(pod).get("labels") or {}):
+                track.matched.add(name)
+                if _pod_healthy(pod):
+                    track.healthy.add(name)
+            if (len(track.matched), len(track.healthy)) != before:
+                self._write_status(ns, pdb_name)
+
+    def pdb_changed(self, ns: str, name: str, pdb: Obj | None) -> None:
+        key = (ns, name)
+        if pdb is None:
+            self._tracks.pop(key, None)
+            names = self._by_ns.get(ns)
+            if names is not None:
+                names.discard(name)
+            return
+        selector = pdb_selector(pdb)
+        track = self._tracks.get(key)
+        if track is not None and track.selector == selector:
+            # Only status (ours) or budget numbers changed: recompute if the spec moved.
+            self._write_status(ns, name)
+            return
+        track = _PdbTrack(selector)
+        for pod_name, pod in self.store.stored(POD, ns).items():
+            if selector.matches(_meta(pod).get("labels") or {}):
+                track.matched.add(pod_name)
+                if _pod_healthy(pod):
+                    track.healthy.add(pod_name)
+        self._tracks[key] = track
+        self._by_ns.setdefault(ns, set()).add(name)
+        self._write_status(ns, name)
+
+    def _write_status(self, ns: str, name: str) -> None:
+        """Status as the disruption controller computes it. Simplification: expectedPods is
+        the number of selected pods (the real controller asks the pods' controllers for their
+        scale when the budget is a percentage or maxUnavailable)."""
+        pdb = self.store.stored(PDB, ns)[name]
+        track = self._tracks[(ns, name)]
+        spec = pdb.get("spec") or {}
+        expected = len(track.matched)
+        healthy = len(track.healthy)
+        try:
+            if spec.get("maxUnavailable") is not None:
+                desired = max(
+                    0, expected - _scaled(spec["maxUnavailable"], expected, "spec.maxUnavailable")
+                )
+            elif spec.get("minAvailable") is not None:
+                desired = _scaled(spec["minAvailable"], expected, "spec.minAvailable")
+            else:
+                desired = 0
+        except Invalid:
+            desired = expected
+        allowed = max(0, healthy - desired)
+        generation = _meta(pdb).get("generation")
+        old_status = pdb.get("status") or {}
+        conditions = [
+            {
+                "type": "DisruptionAllowed",
+                "status": "True" if allowed > 0 else "False",
+                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+                "message": "",
+                "observedGeneration": generation,
+                "lastTransitionTime": format_time(self.store.clock.now()),
+            }
+        ]
+        for c in old_status.get("conditions") or []:
+            if (
+                isinstance(c, Mapping)
+                and c.get("type") == "DisruptionAllowed"
+                and c.get("status") == conditions[0]["status"]
+            ):
+                conditions[0]["lastTransitionTime"] = c.get("lastTransitionTime")
+        status = {
+            "observedGeneration": generation,
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+            "conditions": conditions,
+        }
+        if old_status == status:
+            return
+        new = deep_copy(pdb)
+        new["status"] = status
+        self.store.commit(self.store.resource(PDB), MODIFIED, new, pdb)
+
+
+# --------------------------------------------------------------------------- garbage collector
+
+
+def _owner_uids(obj: Obj | None) -> set[str]:
+    if obj is None:
+        return set()
+    return {
+        str(r.get("uid"))
+        for r in _meta(obj).get("ownerReferences") or []
+        if isinstance(r, Mapping) and r.get("uid")
+    }
+
+
+class GarbageCollector:
+    """The garbage collector: an index of dependents by owner uid, and the cascade when an
+    owner is gone."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
+
+    def index(self, uid: str, old: Obj | None, new: Obj | None) -> None:
+        before, after = _owner_uids(old), _owner_uids(new)
+        for o in before - after:
+            deps = self._dependents.get(o)
+            if deps is not None:
+                deps.discard(uid)
+                if not deps:
+                    del self._dependents[o]
+        for o in after - before:
+            self._dependents.setdefault(o, set()).add(uid)
+
+    def collect(self, owner_uid: str, policy: str) -> None:
+        """Done at once: drop references to a deleted owner and delete dependents left with
+        no live owner (unless orphaning)."""
+        store = self.store
+        for dep_uid in sorted(self._dependents.pop(owner_uid, set())):
+            where = store.locate(dep_uid)
+            if where is None:
+                continue
+            rt, ns, name = where
+            dep = store.stored(rt.key, ns).get(name)
+            if dep is None:
+                continue
+            refs = [r for r in _meta(dep).get("ownerReferences") or [] if isinstance(r, Mapping)]
+            remaining = [r for r in refs if r.get("uid") != owner_uid]
+            live = [r for r in remaining if store.locate(str(r.get("uid"))) is not None]
+            if policy == "Orphan" or live:
+                new = deep_copy(dep)
+                if remaining:
+                    new["metadata"]["ownerReferences"] = deep_copy(remaining)
+                else:
+                    new["metadata"].pop("ownerReferences", None)
+                store.commit(rt, MODIFIED, new, dep)
+            else:
+                store.delete(rt, dep, policy, None)
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+class NamespaceController:
+    """The namespace controller: a Terminating namespace's contents are deleted, and the
+    namespace goes once nothing in it is left (objects with finalizers keep it)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def terminating(self, name: str) -> None:
+        store = self.store
+        for key in list(store.kinds()):
+            objs = store.stored(key, name)
+            if not objs:
+                continue
+            for obj in list(objs.values()):
+                current = store.stored(key, name).get(_meta(obj)["name"])
+                if current is not None:
+                    store.delete(store.resource(key), current, "Background", 0)
+        self.maybe_finish(name)
+
+    def maybe_finish(self, name: str) -> None:
+        store = self.store
+        ns_obj = store.stored(NAMESPACE, "").get(name)
+        if ns_obj is None or not _meta(ns_obj).get("deletionTimestamp"):
+            return
+        if any(store.stored(key, name) for key in store.kinds()):
+            return
+        store.remove(store.resource(NAMESPACE), ns_obj)
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+class KubeControllerManager:
+    """The three loops behind the server's hook (see the module docstring)."""
+
+    def __init__(self, store: Store) -> None:
+        self.disruption = PodDisruptionBudgets(store)
+        self.garbage_collector = GarbageCollector(store)
+        self.namespaces = NamespaceController(store)
+
+    def sync(self, objects: Iterable[tuple[ResourceType, Obj]]) -> None:
+        """Take in what the server already stores (as the loops' informers list first)."""
+        for rt, obj in objects:
+            self.garbage_collector.index(str(_meta(obj).get("uid", "")), None, obj)
+            ns = str(_meta(obj).get("namespace") or "")
+            if rt.key == PDB:
+                self.disruption.pdb_changed(ns, _meta(obj)["name"], obj)
+
+    # -- called by the server, under its lock
+
+    def committed(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
+        """A change was stored (after its watch events went out)."""
+        meta = obj["metadata"]
+        uid = str(meta.get("uid", ""))
+        ns = meta.get("namespace", "") if rt.namespaced else ""
+        removed = etype == DELETED
+        self.garbage_collector.index(uid, None if etype == ADDED else old, None if removed else obj)
+        if rt.key == POD:
+            self.disruption.pod_changed(ns, meta["name"], None if removed else obj)
+        elif rt.key == PDB:
+            self.disruption.pdb_changed(ns, meta["name"], None if removed else obj)
+
+    def owner_deleting(self, uid: str, policy: str) -> None:
+        """A ``Foreground`` delete: the dependents go before the owner."""
+        self.garbage_collector.collect(uid, policy)
+
+    def removed(self, rt: ResourceType, obj: Obj, policy: str) -> None:
+        """An object left storage: cascade to its dependents; a namespace may now be
+        empty."""
+        uid = _meta(obj).get("uid")
+        if uid:
+            self.garbage_collector.collect(str(uid), policy)
+        ns = _meta(obj).get("namespace")
+        if rt.namespaced and ns:
+            self.namespaces.maybe_finish(str(ns))
+
+    def namespace_terminating(self, name: str) -> None:
+        """A namespace was marked Terminating: delete what is in it."""
+        self.namespaces.terminating(name)
+
+
+def register(server: InMemoryApiServer) -> KubeControllerManager:
+    """Run the three loops on ``server``'s writes from now on (they first take in what it
+    stores already); returns them. A server runs them once: registering twice is an error."""
+    return server.attach_controller_manager()
