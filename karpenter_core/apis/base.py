@@ -436,6 +436,11 @@ class ObjectModel(Model):
     def condition(self, type_: str) -> Condition | None:
         return find_condition(self.conditions, type_)
 
+    def is_true(self, type_: str) -> bool:
+        """The condition ``type_`` is present and True."""
+        c = self.condition(type_)
+        return c is not None and c.is_true
+
 
 def object_fields(spec: type[Model], status: type[Model]) -> tuple[F, ...]:
     """The ``FIELDS`` of a top-level kind whose spec and status are ``spec``/``status``."""

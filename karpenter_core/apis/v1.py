@@ -466,10 +466,6 @@ class NodeClaim(ObjectModel):
     def provider_id(self) -> str:
         return (self.status.provider_id or "") if self.status else ""
 
-    def is_true(self, type_: str) -> bool:
-        c = self.condition(type_)
-        return c is not None and c.is_true
-
     def ready(self) -> bool:
         """Ready = Launched and Registered and Initialized."""
         c = self.condition(CONDITION_READY)

@@ -46,7 +46,10 @@ from karpenter_core.cli.exits import BadInput
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when scheduling
+    from karpenter_core.apis.v1 import NodePool
+    from karpenter_core.apis.v1alpha1 import NodeOverlay
     from karpenter_core.cloudprovider.overlay import BoundOverlay
+    from karpenter_core.cloudprovider.types import InstanceType
     from karpenter_core.plugins import KarpenterPluginManager
     from karpenter_core.provisioning.scheduler import SchedulerOptions
 
@@ -80,8 +83,8 @@ class ScheduleInput:
     """Everything read from the manifests, parsed once."""
 
     snapshot: ClusterSnapshot
-    nodepools: tuple[Any, ...] = field(converter=_tuple)
-    nodeoverlays: tuple[Any, ...] = field(default=(), converter=_tuple)
+    nodepools: tuple[NodePool, ...] = field(converter=_tuple)
+    nodeoverlays: tuple[NodeOverlay, ...] = field(default=(), converter=_tuple)
     ignored_kinds: Mapping[str, int] = field(factory=dict)
     sources: Mapping[str, str] = field(factory=dict)
     """Object identity (``NodePool default``) -> the file it was read from."""
@@ -288,7 +291,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
 
 
 def load_instance_types(
-    nodepools: Sequence[Any],
+    nodepools: Sequence[NodePool],
     cloud_provider: str | None = None,
     instance_types_file: str | None = None,
     pm: KarpenterPluginManager | None = None,
@@ -328,111 +331,45 @@ def plugin_overlays(pm: KarpenterPluginManager) -> list[BoundOverlay]:
 # --- NodeOverlays ------------------------------------------------------------------------------
 
 
-def _overlay_spec(overlay: Any) -> Mapping[str, Any]:
-    spec: Mapping[str, Any] = overlay.to_dict().get("spec") or {}
-    return spec
-
-
 def apply_node_overlays(
-    overlays: Sequence[Any],
-    nodepools: Sequence[Any],
-    instance_types: Mapping[str, Sequence[Any]],
-) -> dict[str, list[Any]]:
-    """Apply NodeOverlays as the NodeOverlay controller would (spec apis §4).
+    overlays: Sequence[NodeOverlay],
+    nodepools: Sequence[NodePool],
+    instance_types: Mapping[str, Sequence[InstanceType]],
+) -> dict[str, list[InstanceType]]:
+    """Apply NodeOverlays as the NodeOverlay controller does (spec apis §4): the same pure
+    :func:`~karpenter_core.controllers.nodeoverlay.store.evaluate` over the input's pools,
+    then the resulting store applied to each pool's instance types. An overlay whose
+    requirements or capacity cannot be read is left out, as the controller leaves out a
+    runtime-invalid one."""
+    from karpenter_core.controllers.nodeoverlay.store import (
+        InstanceTypeStore,
+        NodePoolInstanceTypes,
+        Overlay,
+        evaluate,
+    )
 
-    Heaviest overlay first (ties: name descending). An overlay applies to the offerings of
-    each (NodePool, instance type) whose requirements, plus the pool name and template labels,
-    are compatible with it. The first overlay to price an offering wins; capacity keys merge
-    with earlier overlays winning. An overlay that conflicts with an already-recorded overlay
-    of the same weight (same offering priced, or same capacity key) is skipped everywhere.
-    """
-    from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
-    from karpenter_core.apis.resources import parse_resource_list
-    from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
-
-    def weight(o: Any) -> int:
-        return int(_overlay_spec(o).get("weight") or 0)
-
-    ordered = sorted(overlays, key=lambda o: (weight(o), o.name), reverse=True)
-    # (pool, type) -> offering index -> (weight, price change); (pool, type) -> key -> weight
-    price: dict[tuple[str, str], dict[int, tuple[int, str]]] = {}
-    capacity: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
-
-    def matches(np: Any, it: Any, reqs: Requirements) -> list[int]:
-        base = Requirements(Requirement.new(NODEPOOL_LABEL_KEY, IN, (np.name,)))
-        base.add(*Requirements.from_labels(np.spec.template.labels).values())
-        base.add(*it.requirements.values())
-        if not base.is_compatible(reqs):
-            return []
-        return [
-            i
-            for i, o in enumerate(it.offerings)
-            if reqs.is_compatible(o.requirements, allow_undefined=_well_known())
-        ]
-
-    for overlay in ordered:
-        spec = _overlay_spec(overlay)
-        w = weight(overlay)
+    usable: list[Overlay] = []
+    for overlay in overlays:
         try:
-            reqs = Requirements.from_node_selector_requirements(spec.get("requirements") or ())
+            usable.append(Overlay.from_model(overlay))
         except ValueError:
             continue
-        change = spec.get("price") or spec.get("priceAdjustment")
-        # Validated already (CRD pattern); the CRD admits a signed quantity, so parse it as a
-        # plain ResourceList rather than with the pod-request reader that rejects negatives.
-        cap = parse_resource_list(spec.get("capacity"))
-        hits: list[tuple[tuple[str, str], list[int]]] = []
-        conflict = False
-        for np in nodepools:
-            for it in instance_types.get(np.name, ()):
-                idx = matches(np, it, reqs)
-                if not idx:
-                    continue
-                key = (np.name, it.name)
-                if change is not None and any(
-                    price.get(key, {}).get(i, (None,))[0] == w for i in idx
-                ):
-                    conflict = True
-                if any(capacity.get(key, {}).get(k, (None,))[0] == w for k in cap):
-                    conflict = True
-                hits.append((key, idx))
-        if conflict:
-            continue
-        for key, idx in hits:
-            if change is not None:
-                for i in idx:
-                    price.setdefault(key, {}).setdefault(i, (w, str(change)))
-            for k, v in cap.items():
-                capacity.setdefault(key, {}).setdefault(k, (w, v))
-
-    out: dict[str, list[Any]] = {}
-    for np in nodepools:
-        its = []
-        for it in instance_types.get(np.name, ()):
-            key = (np.name, it.name)
-            if key in price:
-                changes = price[key]
-                it = it.with_offerings(
-                    o.with_price_overlay(changes[i][1]) if i in changes else o
-                    for i, o in enumerate(it.offerings)
-                )
-            if key in capacity:
-                it = it.with_capacity_overlay({k: v for k, (_, v) in capacity[key].items()})
-            its.append(it)
-        out[np.name] = its
-    return out
-
-
-def _well_known() -> frozenset[str]:
-    from karpenter_core.apis.labels import WELL_KNOWN_LABELS
-
-    return frozenset(WELL_KNOWN_LABELS)
+    none: Sequence[InstanceType] = ()
+    pools = [
+        NodePoolInstanceTypes(
+            np.name, dict(np.spec.template.labels), instance_types.get(np.name, none)
+        )
+        for np in nodepools
+    ]
+    store = InstanceTypeStore()
+    store.update(evaluate(usable, pools).snapshot)
+    return {pool.name: store.apply_all(pool.name, pool.instance_types) for pool in pools}
 
 
 # --- scheduling --------------------------------------------------------------------------------
 
 
-def _eligible_nodepools(nodepools: Sequence[Any]) -> list[Any]:
+def _eligible_nodepools(nodepools: Sequence[NodePool]) -> list[NodePool]:
     """Dynamic NodePools that are not deleting and not reported NotReady (manifests usually
     carry no status; those count as ready)."""
     out = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,7 +20,7 @@ import attrs
 
 from karpenter_core import metrics
 from karpenter_core.apis.objects import Pod
-from karpenter_core.apis.v1 import APIError, NodePool
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.controllers.disruption.candidates import is_under_consolidate_after
 from karpenter_core.controllers.disruption.types import Candidate, DisruptionContext
 from karpenter_core.provisioning import validate_pod
@@ -128,14 +128,9 @@ def _pending_pods(snapshot: ClusterSnapshot) -> list[Pod]:
     return [p for p in snapshot.pods if p.is_provisionable() and validate_pod(p, snapshot) is None]
 
 
-def _consolidate_after_gate(dctx: DisruptionContext, nodepools: Sequence[Mapping[str, Any]]) -> Any:
-    models: dict[str, NodePool] = {}
-    for np in nodepools:
-        try:
-            model = NodePool.from_dict(np, defaults=True)
-        except (APIError, ValueError, TypeError):
-            continue
-        models[model.name] = model
+def _consolidate_after_gate(dctx: DisruptionContext, nodepools: Sequence[NodePool]) -> Any:
+    # with the API server's defaults (consolidateAfter), which the in-memory one omits
+    models = {np.name: np.with_defaults() for np in nodepools}
     now = dctx.clock.now()
 
     def gate(sn: StateNode) -> bool:

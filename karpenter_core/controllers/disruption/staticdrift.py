@@ -18,11 +18,12 @@ command before it reaches the provisioner gives its counts back with
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from karpenter_core.apis.quantity import QuantityError
 from karpenter_core.apis.resources import parse_resource_list
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.controllers.disruption.drift import is_drifted
 from karpenter_core.controllers.disruption.types import (
     CLASS_EVENTUAL,
@@ -52,11 +53,10 @@ class TemplateReplacement:
     ``is_static_nodeclaim`` (the NodePool has ``spec.replicas``) tells the provisioner that
     the launch holds one reserved node count, to give back once it has been attempted."""
 
-    def __init__(self, nodepool: Mapping[str, Any]) -> None:
+    def __init__(self, nodepool: NodePool) -> None:
         self.template = NodeClaimTemplate(nodepool)
         self.nodepool_name = self.template.nodepool_name
-        spec = nodepool.get("spec")
-        self.is_static_nodeclaim = isinstance(spec, Mapping) and spec.get("replicas") is not None
+        self.is_static_nodeclaim = nodepool.is_static
         self.pods: list[Any] = []
         self.requirements = self.template.requirements
 
@@ -86,9 +86,9 @@ class TemplateReplacement:
         }
 
 
-def node_limit(nodepool_raw: Mapping[str, Any]) -> int:
+def node_limit(nodepool: NodePool) -> int:
     """``spec.limits.nodes`` (unlimited when unset or unreadable)."""
-    limits = (nodepool_raw.get("spec") or {}).get("limits")
+    limits = nodepool.spec.limits
     if not limits:
         return UNLIMITED
     try:
@@ -147,17 +147,17 @@ class StaticDrift:
         if budget <= 0:
             return []
         state = self.dctx.cluster.nodepool_state
-        raw = pool_candidates[0].nodepool_raw
-        replicas = pool_candidates[0].nodepool.spec.replicas or 0
+        pool = pool_candidates[0].nodepool
+        replicas = pool.spec.replicas or 0
         counts = state.node_counts(name)
         if counts.active + counts.pending_disruption > replicas:
             return []
         wanted = min(budget, len(pool_candidates))
-        granted = state.reserve_node_count(name, node_limit(raw), wanted)
+        granted = state.reserve_node_count(name, node_limit(pool), wanted)
         if granted <= 0:
             return []
         try:
-            replacements = [TemplateReplacement(raw) for _ in range(granted)]
+            replacements = [TemplateReplacement(pool) for _ in range(granted)]
         except TemplateError as e:
             state.release_node_count(name, granted)
             log.error("static drift: nodepool %s: %s", name, e)

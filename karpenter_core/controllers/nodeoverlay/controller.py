@@ -35,7 +35,7 @@ from typing import Any
 from attrs import frozen
 
 from karpenter_core.apis.base import APIError
-from karpenter_core.apis.v1 import CONDITION_READY, NodePool
+from karpenter_core.apis.v1 import CONDITION_READY
 from karpenter_core.apis.v1alpha1 import (
     CONDITION_VALIDATION_SUCCEEDED,
     NODEOVERLAY_READY_DEPENDENTS,
@@ -50,6 +50,7 @@ from karpenter_core.controllers.nodeoverlay.store import (
     evaluate,
 )
 from karpenter_core.kube.client import Conflict, KubeClient, NotFound
+from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 from karpenter_core.state.informers import cluster_of, is_managed_nodepool
@@ -154,7 +155,7 @@ class NodeOverlayController:
             if not name or not is_managed_nodepool(raw, self.provider):
                 continue
             try:
-                model = NodePool.from_dict(raw)
+                model = parse_nodepool(raw)
             except APIError as e:
                 failures.append(f"nodepool {name}: {e}")
                 continue

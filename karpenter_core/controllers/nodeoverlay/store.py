@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, frozen
@@ -61,6 +61,10 @@ __all__ = [
 
 def _frozen_resources(value: Mapping[str, int]) -> Mapping[str, int]:
     return dict(value)
+
+
+def _instance_types(items: Iterable[InstanceType]) -> tuple[InstanceType, ...]:
+    return tuple(items)
 
 
 @frozen
@@ -107,7 +111,7 @@ class NodePoolInstanceTypes:
 
     name: str
     labels: Mapping[str, str]
-    instance_types: tuple[InstanceType, ...] = field(converter=tuple)
+    instance_types: tuple[InstanceType, ...] = field(converter=_instance_types)
 
 
 @frozen

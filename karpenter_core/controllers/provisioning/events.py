@@ -3,10 +3,8 @@ apis-and-cloudprovider §14)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
 from karpenter_core.utils.pod import pod_reference
 
@@ -52,16 +50,11 @@ def pod_failed_to_schedule(pod: Pod, err: object) -> Event:
     )
 
 
-def no_compatible_instance_types(nodepool: Mapping[str, Any], min_values: bool) -> Event:
+def no_compatible_instance_types(nodepool: NodePool, min_values: bool) -> Event:
     """``NoCompatibleInstanceTypes``: the pool's own requirements leave no instance type."""
-    meta = nodepool.get("metadata") or {}
-    ref = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "name": str(meta.get("name") or ""),
-    }
-    if meta.get("uid"):
-        ref["uid"] = str(meta["uid"])
+    ref = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool.name}
+    if nodepool.metadata.uid:
+        ref["uid"] = nodepool.metadata.uid
     message = "NodePool requirements filtered out all compatible available instance types"
     if min_values:
         message += " due to minValues incompatibility"

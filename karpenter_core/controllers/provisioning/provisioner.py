@@ -37,24 +37,21 @@ from karpenter_core.apis.manifests import ManifestError, parse_yaml, read_text
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
-from karpenter_core.apis.v1 import APIError, NodePool
+from karpenter_core.apis.v1 import CONDITION_NODE_REGISTRATION_HEALTHY, APIError, NodePool
 from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
 from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
+from karpenter_core.provisioning.nodepools import eligible_nodepools
 from karpenter_core.provisioning.scheduler import Results, SchedulerOptions, schedule
-from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
-    NodeClaimTemplate,
-    TemplateError,
-)
 from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import Cluster
-from karpenter_core.state.informers import cluster_of, is_managed_nodepool
+from karpenter_core.state.informers import cluster_of
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.utils.pod import PdbLimits
 
@@ -370,42 +367,28 @@ class Provisioner:
                     out.append(pod)
         return out
 
-    def dynamic_nodepools(self) -> list[dict[str, Any]]:
-        """Managed, Ready, non-static, non-deleting NodePools the scheduler can read."""
-        out = []
-        for np in self.ctx.kube.list("nodepools").items:
-            name = str(_meta(np).get("name") or "")
-            if not is_managed_nodepool(np, self.ctx.cloud_provider):
-                continue
-            spec = _spec(np)
-            if spec.get("replicas") is not None or _meta(np).get("deletionTimestamp"):
-                continue
-            if not _condition_true(np, "Ready"):
-                log.debug("ignoring nodepool %s: not ready", name)
-                continue
-            try:
-                NodeClaimTemplate(np)
-                int(spec.get("weight") or 0)
-                parse_resource_list(spec.get("limits"))
-            except (TemplateError, ValueError, TypeError) as e:
-                log.error("ignoring nodepool %s: %s", name, e)
-                continue
-            out.append(np)
-        return out
+    def dynamic_nodepools(self) -> list[NodePool]:
+        """Managed, Ready, non-static, non-deleting NodePools the scheduler can read
+        (:func:`~karpenter_core.provisioning.nodepools.eligible_nodepools`), parsed once
+        per stored version."""
+        eligible, left_out = eligible_nodepools(
+            self.ctx.kube.list("nodepools").items, self.ctx.cloud_provider
+        )
+        for pool in left_out:
+            if pool.error:
+                log.error("ignoring nodepool %s: %s", pool.name, pool.reason)
+            else:
+                log.debug("ignoring nodepool %s: %s", pool.name, pool.reason)
+        return eligible
 
-    def instance_types(self, nodepools: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    def instance_types(self, nodepools: Sequence[NodePool]) -> dict[str, list[Any]]:
         """Instance types per pool; a pool whose provider call fails is left out (the
         scheduler then reports it as having none)."""
         out: dict[str, list[Any]] = {}
         for np in nodepools:
-            name = str(_meta(np).get("name") or "")
+            name = np.name
             try:
-                model = NodePool.from_dict(np)
-            except APIError as e:
-                log.error("skipping nodepool %s: %s", name, e)
-                continue
-            try:
-                its = list(self.ctx.cloud_provider.get_instance_types(model))
+                its = list(self.ctx.cloud_provider.get_instance_types(np))
             except Exception as e:
                 if is_unevaluated_nodepool(e):
                     log.debug("skipping nodepool %s: awaiting nodeoverlay evaluation", name)
@@ -445,7 +428,7 @@ class Provisioner:
         results = schedule(
             snapshot, pods, nodepools, instance_types, self.scheduler_options(), controller=NAME
         )
-        by_name = {str(_meta(np).get("name") or ""): np for np in nodepools}
+        by_name = {np.name: np for np in nodepools}
         for name, why in sorted(results.skipped_nodepools.items()):
             np = by_name.get(name)
             if np is not None:
@@ -462,7 +445,7 @@ class Provisioner:
         self,
         results: Results,
         pods: Sequence[Pod],
-        nodepools: Sequence[Mapping[str, Any]],
+        nodepools: Sequence[NodePool],
         start: float,
     ) -> None:
         by_key = {p.key: p for p in pods}
@@ -502,11 +485,7 @@ class Provisioner:
         for existing in results.existing_nodes:
             if _real(existing.pods):
                 placed.setdefault("", []).extend(_real(existing.pods))
-        healthy = [
-            str(_meta(np).get("name") or "")
-            for np in nodepools
-            if _condition_true(np, "NodeRegistrationHealthy")
-        ]
+        healthy = [np.name for np in nodepools if np.is_true(CONDITION_NODE_REGISTRATION_HEALTHY)]
         for seconds in self.cluster.mark_pod_scheduling_decisions(errored, placed, None, healthy):
             metrics.PODS_SCHEDULING_DECISION_DURATION_SECONDS.observe(seconds)
         # Upstream Results.Record: failures, then nominations onto existing nodes.

@@ -26,10 +26,12 @@ from typing import Any
 
 from attrs import frozen
 
+from karpenter_core.apis.v1 import APIError
 from karpenter_core.controllers.disruption.staticdrift import TemplateReplacement, node_limit
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.provisioning.provisioner import CreateError, Provisioner
 from karpenter_core.kube.client import ApiError
+from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateError
 from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.context import ControllerContext
@@ -152,10 +154,14 @@ def static_pool(nodepool: Mapping[str, Any]) -> StaticPool | str | None:
         return None
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
         return f"nodepool {name!r}: spec.replicas must be a non-negative integer, got {replicas!r}"
+    try:
+        model = parse_nodepool(nodepool)
+    except (APIError, ValueError, TypeError) as e:
+        return f"nodepool {name!r}: {e}"
     return StaticPool(
         name=name,
         replicas=replicas,
-        node_limit=node_limit(nodepool),
+        node_limit=node_limit(model),
         ready=_ready(nodepool),
         deleting=bool(meta.get("deletionTimestamp")),
     )
@@ -243,8 +249,8 @@ class StaticProvisioner:
         errors: list[str] = []
         for _ in range(count):
             try:
-                self.provisioner.create(TemplateReplacement(np))
-            except (CreateError, ApiError, TemplateError) as e:
+                self.provisioner.create(TemplateReplacement(parse_nodepool(np)))
+            except (CreateError, ApiError, APIError, TemplateError) as e:
                 errors.append(str(e))
             finally:
                 self.cluster.nodepool_state.release_node_count(pool, 1)

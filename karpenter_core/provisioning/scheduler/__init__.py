@@ -10,13 +10,11 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
 
 from karpenter_core import metrics
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.provisioning.scheduler.nodeclaimtemplate import nodepool_dict
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.scheduler import (
     DEFAULT_OPTIONS,
@@ -37,27 +35,16 @@ from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import StateNode
 
-NodePoolLike: TypeAlias = NodePool | Mapping[str, Any]
-"""A NodePool as the API model or in its Kubernetes JSON shape."""
 
-
-def order_nodepools(nodepools: Sequence[NodePoolLike]) -> list[NodePoolLike]:
+def order_nodepools(nodepools: Sequence[NodePool]) -> list[NodePool]:
     """Heaviest weight first, ties by name descending (upstream ``nodepoolutils.OrderByWeight``)."""
-
-    def key(np: NodePoolLike) -> tuple[int, str]:
-        d = nodepool_dict(np)
-        return (
-            int((d.get("spec") or {}).get("weight") or 0),
-            str((d.get("metadata") or {}).get("name") or ""),
-        )
-
-    return sorted(nodepools, key=key, reverse=True)
+    return sorted(nodepools, key=lambda np: (np.weight, np.name), reverse=True)
 
 
 def build_topology(
     snapshot: ClusterSnapshot | None,
     state_nodes: Sequence[StateNode],
-    nodepools: Sequence[NodePoolLike],
+    nodepools: Sequence[NodePool],
     instance_types: Mapping[str, Sequence[InstanceType]],
     pods: Sequence[Pod],
     options: SchedulerOptions,
@@ -94,7 +81,7 @@ def apply_default_spreads(
 def schedule(
     snapshot: ClusterSnapshot | None,
     pods: Sequence[Pod],
-    nodepools: Sequence[NodePoolLike],
+    nodepools: Sequence[NodePool],
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions = DEFAULT_OPTIONS,
     controller: str | None = None,
@@ -122,7 +109,7 @@ def schedule(
 def _schedule_without_gc(
     snapshot: ClusterSnapshot | None,
     pods: Sequence[Pod],
-    nodepools: Sequence[NodePoolLike],
+    nodepools: Sequence[NodePool],
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions,
     controller: str,
@@ -141,7 +128,7 @@ def _schedule_without_gc(
 def _schedule(
     snapshot: ClusterSnapshot | None,
     pods: Sequence[Pod],
-    nodepools: Sequence[NodePoolLike],
+    nodepools: Sequence[NodePool],
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions,
     controller: str,
@@ -180,7 +167,6 @@ __all__ = [
     "MIN_VALUES_POLICY_STRICT",
     "PREFERENCE_POLICY_IGNORE",
     "PREFERENCE_POLICY_RESPECT",
-    "NodePoolLike",
     "Results",
     "Scheduler",
     "SchedulerOptions",

@@ -7,8 +7,13 @@ template labels, its own name and NodeClass labels, and the two simulation-only 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
+
+from attrs import frozen
 
 from karpenter_core.apis.labels import (
     NODE_INITIALIZED_LABEL_KEY,
@@ -18,6 +23,8 @@ from karpenter_core.apis.labels import (
     NODEPOOL_HASH_VERSION_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
+from karpenter_core.apis.resources import parse_resource_list
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.instancetypes import (
     ITInfo,
@@ -36,90 +43,126 @@ class TemplateError(ValueError):
     """A NodePool the scheduler cannot read; the message names the pool and the field."""
 
 
-def nodepool_dict(nodepool: Any) -> dict[str, Any]:
-    """The NodePool in its Kubernetes JSON shape (accepts the API model or a plain dict)."""
-    if isinstance(nodepool, Mapping):
-        return dict(nodepool)
-    to_dict = getattr(nodepool, "to_dict", None)
-    if callable(to_dict):
-        d = to_dict()
-        if isinstance(d, Mapping):
-            return dict(d)
-    raise TemplateError(f"cannot read NodePool {nodepool!r}: expected a NodePool or a mapping")
-
-
 def nodeclass_label_key(ref: Mapping[str, Any]) -> str:
     """Upstream ``NodeClassLabelKey``: ``<group>/<lower-case kind>``."""
     return f"{ref.get('group', '')}/{str(ref.get('kind', '')).lower()}"
 
 
-def template_hash(nodepool: Any, d: Mapping[str, Any]) -> str | None:
-    """The NodePool's template hash, computed (as upstream's template does) rather than
-    read from the annotation the hash controller may not have written yet, so every new
-    NodeClaim — provisioned, planned by ``karpenter schedule`` or a disruption replacement —
-    carries what static drift compares. A pool the API model cannot read falls back to its
-    annotation (or none)."""
-    from karpenter_core.apis.v1 import APIError, NodePool
+@frozen
+class TemplateBase:
+    """What a NodePool stamps on every NodeClaim, read once per NodePool version: the
+    scheduler builds a :class:`NodeClaimTemplate` per solve from it without re-reading the
+    NodePool (its requirements are copied, the rest is never mutated)."""
 
+    nodepool_name: str
+    nodepool_uid: str
+    weight: int
+    is_static: bool
+    limits: Mapping[str, int]
+    """``spec.limits`` parsed (milli-units); empty when the pool has none."""
+    spec: Mapping[str, Any]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    requirements: Requirements
+
+
+_BASES: OrderedDict[tuple[str, str], tuple[NodePool, TemplateBase]] = OrderedDict()
+_BASES_LOCK = threading.Lock()
+_MAX_BASES = 4096
+
+
+def template_base(nodepool: NodePool) -> TemplateBase:
+    """The NodePool's :class:`TemplateBase`, read once per stored version: found by uid and
+    resourceVersion, confirmed by the NodePool itself (the same model, as
+    :func:`~karpenter_core.provisioning.nodepools.parse_nodepool` hands out, or an equal
+    one: uids are unique only within one API server). A NodePool without either, from a
+    manifest, is read each time. Raises :class:`TemplateError` naming the pool and the
+    field."""
+    meta = nodepool.metadata
+    key = (meta.uid or "", meta.resource_version or "")
+    if all(key):
+        with _BASES_LOCK:
+            found = _BASES.get(key)
+            if found is not None:
+                _BASES.move_to_end(key)
+        if found is not None and (found[0] is nodepool or found[0] == nodepool):
+            return found[1]
+    base = _read(nodepool)
+    if all(key):
+        with _BASES_LOCK:
+            _BASES[key] = (nodepool, base)
+            while len(_BASES) > _MAX_BASES:
+                _BASES.popitem(last=False)
+    return base
+
+
+def _read(nodepool: NodePool) -> TemplateBase:
+    name = nodepool.name
+    if not name:
+        raise TemplateError("NodePool without metadata.name")
+    where = f"NodePool {name!r}"
+    template = nodepool.spec.template
+    tspec = template.spec
+    labels = {str(k): str(v) for k, v in template.labels.items()}
+    annotations = {str(k): str(v) for k, v in template.annotations.items()}
+    annotations[NODEPOOL_HASH_ANNOTATION_KEY] = nodepool.hash()
+    annotations[NODEPOOL_HASH_VERSION_ANNOTATION_KEY] = NODEPOOL_HASH_VERSION
+    labels[NODEPOOL_LABEL_KEY] = name
+    spec = tspec.to_dict()
+    ref = spec.get("nodeClassRef") or {}
+    if ref.get("name"):
+        labels[nodeclass_label_key(ref)] = str(ref["name"])
     try:
-        model = nodepool if isinstance(nodepool, NodePool) else NodePool.from_dict(d)
-        return model.hash()
-    except (APIError, ValueError, TypeError, KeyError):
-        annotations = (d.get("metadata") or {}).get("annotations") or {}
-        value = annotations.get(NODEPOOL_HASH_ANNOTATION_KEY)
-        return str(value) if value else None
+        taints = tuple(Taint.from_dict(t) for t in (spec.get("taints") or []))
+        startup = tuple(Taint.from_dict(t) for t in (spec.get("startupTaints") or []))
+    except (ValueError, TypeError, KeyError) as e:
+        raise TemplateError(f"{where}: spec.template.spec.taints: {e}") from None
+    try:
+        reqs = Requirements.from_node_selector_requirements(tspec.requirements)
+    except (ValueError, TypeError, KeyError) as e:
+        raise TemplateError(f"{where}: spec.template.spec.requirements: {e}") from None
+    reqs.add(*Requirements.from_labels(labels).values())
+    reqs.add(Requirement.new(NODE_REGISTERED_LABEL_KEY, IN, ["true"]))
+    reqs.add(Requirement.new(NODE_INITIALIZED_LABEL_KEY, IN, ["true"]))
+    try:
+        limits = parse_resource_list(nodepool.spec.limits or None)
+    except ValueError as e:
+        raise TemplateError(f"{where}: spec.limits: {e}") from None
+    return TemplateBase(
+        nodepool_name=name,
+        nodepool_uid=nodepool.metadata.uid or "",
+        weight=nodepool.weight,
+        is_static=nodepool.is_static,
+        limits=MappingProxyType(dict(limits)),
+        spec=MappingProxyType(spec),
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
+        taints=taints,
+        startup_taints=startup,
+        requirements=reqs,
+    )
 
 
 class NodeClaimTemplate:
-    """Everything a new NodeClaim from this pool starts with."""
+    """Everything a new NodeClaim from this pool starts with, for one solve (the
+    instance-type options are the solve's)."""
 
-    def __init__(self, nodepool: Any) -> None:
-        d = nodepool_dict(nodepool)
-        meta = d.get("metadata") or {}
-        self.nodepool_name: str = str(meta.get("name") or "")
-        if not self.nodepool_name:
-            raise TemplateError("NodePool without metadata.name")
-        where = f"NodePool {self.nodepool_name!r}"
-        self.nodepool_uid: str = str(meta.get("uid") or "")
-        spec = d.get("spec") or {}
-        self.weight: int = int(spec.get("weight") or 0)
-        self.is_static = spec.get("replicas") is not None
-        self.raw_limits: Mapping[str, Any] = spec.get("limits") or {}
-        template = spec.get("template") or {}
-        tmeta = template.get("metadata") or {}
-        tspec = template.get("spec") or {}
-        self.spec: dict[str, Any] = dict(tspec)
-        self.labels: dict[str, str] = {
-            str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()
-        }
-        self.annotations: dict[str, str] = {
-            str(k): str(v) for k, v in (tmeta.get("annotations") or {}).items()
-        }
-        hash_value = template_hash(nodepool, d)
-        if hash_value:
-            self.annotations[NODEPOOL_HASH_ANNOTATION_KEY] = str(hash_value)
-            self.annotations[NODEPOOL_HASH_VERSION_ANNOTATION_KEY] = NODEPOOL_HASH_VERSION
-        self.labels[NODEPOOL_LABEL_KEY] = self.nodepool_name
-        ref = tspec.get("nodeClassRef") or {}
-        if ref.get("name"):
-            self.labels[nodeclass_label_key(ref)] = str(ref["name"])
-        try:
-            self.taints: tuple[Taint, ...] = tuple(
-                Taint.from_dict(t) for t in (tspec.get("taints") or [])
-            )
-            self.startup_taints: tuple[Taint, ...] = tuple(
-                Taint.from_dict(t) for t in (tspec.get("startupTaints") or [])
-            )
-        except (ValueError, TypeError, KeyError) as e:
-            raise TemplateError(f"{where}: spec.template.spec.taints: {e}") from None
-        try:
-            reqs = Requirements.from_node_selector_requirements(tspec.get("requirements") or [])
-        except (ValueError, TypeError, KeyError) as e:
-            raise TemplateError(f"{where}: spec.template.spec.requirements: {e}") from None
-        reqs.add(*Requirements.from_labels(self.labels).values())
-        reqs.add(Requirement.new(NODE_REGISTERED_LABEL_KEY, IN, ["true"]))
-        reqs.add(Requirement.new(NODE_INITIALIZED_LABEL_KEY, IN, ["true"]))
-        self.requirements: Requirements = reqs
+    def __init__(self, nodepool: NodePool) -> None:
+        base = template_base(nodepool)
+        self.base = base
+        self.nodepool_name: str = base.nodepool_name
+        self.nodepool_uid: str = base.nodepool_uid
+        self.weight: int = base.weight
+        self.is_static = base.is_static
+        self.limits: Mapping[str, int] = base.limits
+        self.spec: Mapping[str, Any] = base.spec
+        self.labels: dict[str, str] = dict(base.labels)
+        self.annotations: dict[str, str] = dict(base.annotations)
+        self.taints: tuple[Taint, ...] = base.taints
+        self.startup_taints: tuple[Taint, ...] = base.startup_taints
+        self.requirements: Requirements = base.requirements.copy()
         self.instance_type_options: list[ITInfo] = []
         self.optset: OptionSet | None = None
         self.max_capacity: dict[str, int] = {}

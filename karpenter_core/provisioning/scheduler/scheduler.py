@@ -152,7 +152,7 @@ class Scheduler:
 
     def __init__(
         self,
-        nodepools: Sequence[NodePool | Mapping[str, Any]],
+        nodepools: Sequence[NodePool],
         instance_types: Mapping[str, Sequence[InstanceType]],
         state_nodes: Sequence[StateNode] = (),
         daemon_pods: Sequence[Pod] = (),
@@ -238,8 +238,8 @@ class Scheduler:
         }
         self.remaining: dict[str, dict[str, int]] = {}
         for t in templates:
-            if t.raw_limits:
-                self.remaining[t.nodepool_name] = _parse_limits(t)
+            if t.limits:
+                self.remaining[t.nodepool_name] = dict(t.limits)
         self.reservations = ReservationManager(instance_types)
         # Pool -> (the remaining-limits dict it was computed for, affordable options, index).
         self._affordable: dict[str, tuple[Mapping[str, int], list[ITInfo], OptionSet | None]] = {}
@@ -582,15 +582,6 @@ class Scheduler:
 
 def _scan_order(nc: NodeClaim) -> tuple[int, int]:
     return (len(nc.pods), nc.seq)
-
-
-def _parse_limits(template: NodeClaimTemplate) -> dict[str, int]:
-    from karpenter_core.apis.resources import parse_resource_list
-
-    try:
-        return dict(parse_resource_list(template.raw_limits))
-    except ValueError as e:
-        raise ValueError(f"NodePool {template.nodepool_name!r}: spec.limits: {e}") from None
 
 
 def _single_group(infos: Sequence[ITInfo]) -> DaemonOverheadGroup:

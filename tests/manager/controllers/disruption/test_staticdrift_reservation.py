@@ -17,6 +17,7 @@ from karpenter_core.controllers.disruption.types import ValidationError as VErro
 from karpenter_core.controllers.provisioning.provisioner import ProvisioningError
 from karpenter_core.controllers.static import StaticProvisioner
 from karpenter_core.kube.client import Conflict
+from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.reconciler import ObjectKey
 
 POOL = "static"
@@ -190,7 +191,7 @@ def test_held_command_that_fails_validation_gives_its_reservation_back() -> None
 @pytest.mark.parametrize("parallel", [True, False])
 def test_create_nodeclaims_releases_one_count_per_static_claim(parallel: bool) -> None:
     world = _world(replicas=3, nodes=0, drifted=0)
-    np = world.kube.get("nodepools", POOL)
+    np = parse_nodepool(world.kube.get("nodepools", POOL))
     state = world.cluster.nodepool_state
     assert state.reserve_node_count(POOL, 10, 4) == 4
     world.provisioner.parallel_creates = parallel
@@ -201,7 +202,7 @@ def test_create_nodeclaims_releases_one_count_per_static_claim(parallel: bool) -
 
 def test_create_nodeclaims_releases_failed_static_claims_too() -> None:
     world = _world(replicas=3, nodes=0, drifted=0)
-    np = world.kube.get("nodepools", POOL)
+    np = parse_nodepool(world.kube.get("nodepools", POOL))
     good = TemplateReplacement(np)
     world.kube.delete("nodepools", POOL)  # the create finds no NodePool and fails
     state = world.cluster.nodepool_state
@@ -219,14 +220,14 @@ def test_create_does_not_release_so_static_provisioning_releases_once() -> None:
     StaticProvisioner(world.ctx).reconcile(ObjectKey("", POOL))
     assert len(_pool_nodeclaims(world)) == 2
     assert _reserved(world) == 1
-    np = world.kube.get("nodepools", POOL)
+    np = parse_nodepool(world.kube.get("nodepools", POOL))
     world.provisioner.create(TemplateReplacement(np))
     assert _reserved(world) == 1
 
 
 def test_template_replacement_of_a_dynamic_pool_holds_nothing() -> None:
     world = World()
-    np = world.nodepool("dynamic")
+    np = parse_nodepool(world.nodepool("dynamic"))
     state = world.cluster.nodepool_state
     assert state.reserve_node_count("dynamic", 10, 1) == 1
     r = TemplateReplacement(np)

@@ -11,6 +11,7 @@ from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import nodepool, pod, solve
 
 from karpenter_core import metrics
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler import schedule
 from karpenter_core.provisioning.scheduler.solvemetrics import effective_zone
 from karpenter_core.runtime.scope import controller_scope
@@ -60,7 +61,7 @@ def test_a_stale_hash_annotation_is_not_copied() -> None:
     d = nodepool().to_dict()
     d["metadata"]["annotations"] = {HASH: "stale"}
     its = {"default": [instance_type("t1")]}
-    results = schedule(ClusterSnapshot(), [pod()], [d], its)
+    results = schedule(ClusterSnapshot(), [pod()], [NodePool.from_dict(d)], its)
     [nc] = results.new_nodeclaims
     assert nc.annotations[HASH] == nodepool().hash()
 
