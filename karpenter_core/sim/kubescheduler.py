@@ -62,25 +62,42 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
-from karpenter_core.apis.objects import Node, ObjectError, Pod, label_selector_matches
-from karpenter_core.kube.client import (
-    ADDED,
-    DELETED,
-    ERROR,
-    MODIFIED,
-    ApiError,
-    KubeClient,
-    WatchStream,
-)
+from karpenter_core.apis.objects import Node, ObjectError, Pod
+from karpenter_core.kube.client import ApiError, KubeClient, Obj
+from karpenter_core.kube.informer import Informer, object_key
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.reconciler import Result, Watch
 from karpenter_core.scheduling.hostports import HostPortUsage
+from karpenter_core.scheduling.podaffinity import (
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    AffinityTerm,
+    TopologyPair,
+    affinity_counts,
+    anti_affinity_counts,
+    existing_anti_affinity_counts,
+    matches_all,
+    namespace_labels,
+    required_terms,
+    satisfies_existing_anti_affinity,
+    satisfies_pod_affinity,
+    satisfies_pod_anti_affinity,
+)
 from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.scheduling.spread import (
+    SpreadConstraint,
+    global_minimum,
+    node_included,
+    skew_limit,
+    spread_constraints,
+)
 from karpenter_core.scheduling.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -123,6 +140,8 @@ REASON_SPREAD_LABEL = (
 REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+REASON_MALFORMED_AFFINITY = "pod has a malformed node affinity"
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
@@ -257,87 +276,20 @@ def _matches_node_affinity(
     )
 
 
-def _term_namespaces(term: Mapping[str, Any], owner_namespace: str) -> frozenset[str] | None:
-    """The namespaces an affinity term selects from; None means all of them."""
-    namespaces = term.get("namespaces") or []
-    if term.get("namespaceSelector") == {} and not namespaces:
-        return None
-    return frozenset(namespaces) if namespaces else frozenset({owner_namespace})
-
-
-def _term_selects(term: Mapping[str, Any], owner_namespace: str, pod: Pod) -> bool:
-    namespaces = _term_namespaces(term, owner_namespace)
-    if namespaces is not None and pod.namespace not in namespaces:
-        return False
-    return label_selector_matches(term.get("labelSelector"), pod.labels)
-
-
-def _required_terms(pod: Pod, kind: str) -> list[Mapping[str, Any]]:
-    section = (pod.affinity or {}).get(kind) or {}
-    terms = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
-    return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey")]
-
-
-class _Informer:
-    """A watch-fed cache of one resource, as the real scheduler's informers keep: the
-    first sync lists (a watch from no resourceVersion replays what exists), later syncs
-    apply only what changed, so a pass no longer copies every object in the cluster."""
-
-    def __init__(self, kube: KubeClient, resource: str) -> None:
-        self.kube = kube
-        self.resource = resource
-        self.objects: dict[str, dict[str, Any]] = {}
-        self._stream: WatchStream | None = None
-
-    def sync(self) -> bool:
-        """Bring the cache up to date; True when anything changed."""
-        if self._stream is None or self._stream.stopped:
-            return self._relist()
-        try:
-            events = self._stream.poll(0)
-        except ApiError as e:
-            log.info("kube-scheduler: %s watch failed (%s); listing again", self.resource, e)
-            return self._relist()
-        for event in events:
-            if event.type in (ADDED, MODIFIED):
-                self.objects[_name(event.object)] = event.object
-            elif event.type == DELETED:
-                self.objects.pop(_name(event.object), None)
-            elif event.type == ERROR:
-                return self._relist()
-        return bool(events)
-
-    def _relist(self) -> bool:
-        if self._stream is not None:
-            self._stream.stop()
-        self._stream = None
-        self.objects.clear()
-        try:
-            self._stream = self.kube.watch(self.resource)
-            events = self._stream.poll(0)
-        except (ApiError, AttributeError, NotImplementedError, TypeError):
-            # A client without a usable watch: fall back to listing on every pass.
-            self._stream = None
-            for obj in self.kube.list(self.resource):
-                self.objects[_name(obj)] = obj
-            return True
-        for event in events:
-            if event.type in (ADDED, MODIFIED):
-                self.objects[_name(event.object)] = event.object
-        return True
-
-    def close(self) -> None:
-        if self._stream is not None:
-            self._stream.stop()
-            self._stream = None
-
-
 class _PodClass:
     """What the filters and the score read from a pod, shared by every pending pod with
     the same scheduling-relevant spec, namespace and labels (a Deployment's replicas):
     such pods get the same verdict on the same node state."""
 
-    __slots__ = ("insufficient", "monotone", "static", "terms")
+    __slots__ = (
+        "affinity",
+        "anti_affinity",
+        "insufficient",
+        "monotone",
+        "spread",
+        "static",
+        "terms",
+    )
 
     def __init__(self, pod: Pod) -> None:
         self.terms = _node_selector_terms(pod)
@@ -346,9 +298,16 @@ class _PodClass:
             for name, qty in sorted(pod.scheduling_requests.items())
             if qty > 0
         )
+        self.spread = spread_constraints(
+            pod.topology_spread_constraints, pod.labels, hard_only=True
+        )
+        self.affinity = required_terms(pod.affinity, POD_AFFINITY, pod.namespace, pod.labels)
+        self.anti_affinity = required_terms(
+            pod.affinity, POD_ANTI_AFFINITY, pod.namespace, pod.labels
+        )
         # Pods bound during a pass only ever make resources, ports and anti-affinity
         # harder to satisfy; topology spread and required pod affinity can get easier.
-        self.monotone = not _spread_constraints(pod) and not _required_terms(pod, "podAffinity")
+        self.monotone = not self.spread and not self.affinity
         # node name -> (the node's parsed state, the first static filter's failure or "").
         self.static: dict[str, tuple[_NodeStatic, str]] = {}
 
@@ -375,19 +334,50 @@ def _class_key(pod: Pod) -> Hashable:
 
 
 class _PodInfo:
-    __slots__ = ("class_key", "pod", "rv")
+    __slots__ = ("_anti_affinity", "class_key", "pod", "rv")
 
     def __init__(self, rv: str, pod: Pod) -> None:
         self.rv = rv
         self.pod = pod
         self.class_key = _class_key(pod)
+        self._anti_affinity: tuple[AffinityTerm, ...] | None = None
+
+    @property
+    def anti_affinity(self) -> tuple[AffinityTerm, ...]:
+        """The pod's required anti-affinity terms, parsed once."""
+        if self._anti_affinity is None:
+            pod = self.pod
+            self._anti_affinity = required_terms(
+                pod.affinity, POD_ANTI_AFFINITY, pod.namespace, pod.labels
+            )
+        return self._anti_affinity
+
+
+class _PassState:
+    """The cluster as one pass sees it: node states (with the pods bound to them, those
+    bound during the pass included), the placed pods whose required anti-affinity keeps
+    others away (their terms and the labels of their node), and namespace labels."""
+
+    __slots__ = ("by_name", "holders", "namespaces", "nodes")
+
+    def __init__(
+        self,
+        nodes: list[_NodeState],
+        holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]],
+        namespaces: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        self.nodes = nodes
+        self.by_name = {n.name: n for n in nodes}
+        self.holders = holders
+        self.namespaces = namespaces
 
 
 class KubeScheduler:
     """The reconciler; see the module docstring. Every key means "run a pass".
 
     A pass's decisions are those of the straightforward algorithm (every pending pod
-    against every node); the work is incremental: objects come from watch-fed caches,
+    against every node); the work is incremental: objects come from watch-fed caches
+    (:class:`~karpenter_core.kube.informer.Informer`, pumped at the start of each pass),
     parsed once per resourceVersion; node-only filters (unschedulable, taints, node
     affinity) are remembered per pod class and node version; and once a pod class fails
     on every node, later pods of that class in the same pass fail without being tried
@@ -402,8 +392,12 @@ class KubeScheduler:
         self.options = options or KubeSchedulerOptions()
         self.bindings = 0
         self.passes = 0
-        self._pod_cache = _Informer(kube, "pods")
-        self._node_cache = _Informer(kube, "nodes")
+        self._pod_cache = Informer(kube, "pods")
+        self._node_cache = Informer(kube, "nodes")
+        self._namespace_cache = Informer(kube, "namespaces")
+        self._changed = False
+        for informer in (self._pod_cache, self._node_cache, self._namespace_cache):
+            informer.add_handler(self._on_change, replay=False)
         self._pods: dict[str, _PodInfo | None] = {}
         self._nodes: dict[str, _NodeStatic | None] = {}
         self._classes: dict[Hashable, _PodClass] = {}
@@ -411,30 +405,35 @@ class KubeScheduler:
         # changed, to retry them.
         self._settled = False
 
+    def _on_change(self, event_type: str, obj: Obj) -> None:
+        self._changed = True
+
+    def _sync(self) -> bool:
+        """Bring the caches up to date; True when anything changed since the last call."""
+        for informer in (self._node_cache, self._pod_cache, self._namespace_cache):
+            try:
+                informer.pump(0)
+            except ApiError as e:
+                log.info(
+                    "kube-scheduler: %s watch failed (%s); listing again", informer.resource, e
+                )
+                try:
+                    informer.sync()
+                except ApiError as again:
+                    log.info("kube-scheduler: listing %s failed: %s", informer.resource, again)
+                    self._settled = False
+        changed, self._changed = self._changed, False
+        return changed
+
     # ------------------------------------------------------------------ the pass
 
     def reconcile(self, key: object = None) -> Result:
-        changed = self._node_cache.sync()
-        changed = self._pod_cache.sync() or changed
-        if not changed and self._settled:
+        if not self._sync() and self._settled:
             return Result()
         self.passes += 1
         self._settled = True
-        nodes = [_NodeState(s) for s in self._node_statics()]
-        by_name = {n.name: n for n in nodes}
-        pending: list[_PodInfo] = []
-        bound: list[Pod] = []
-        for info in self._pod_infos():
-            pod = info.pod
-            if pod.node_name:
-                state = by_name.get(pod.node_name)
-                if state is not None and not pod.is_terminal():
-                    state.add(pod)
-                    bound.append(pod)
-            elif self._serves(pod) and pod.is_active():
-                pending.append(info)
+        state, pending = self._pass_state()
         pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
-        anti_holders = [(p, p.node_name) for p in bound if p.has_required_pod_anti_affinity()]
         classes: dict[Hashable, _PodClass] = {}
         failed: set[Hashable] = set()
         for info in pending:
@@ -448,7 +447,7 @@ class KubeScheduler:
                 classes[info.class_key] = cls
             if info.class_key in failed and _marked(pod, "Unschedulable"):
                 continue  # it would fail again, and its condition already says so
-            outcome = self._schedule_one(pod, cls, nodes, by_name, bound, anti_holders)
+            outcome = self._schedule_one(pod, cls, state)
             if outcome is None:
                 failed.add(info.class_key)
             elif outcome:
@@ -456,10 +455,46 @@ class KubeScheduler:
         self._classes = classes
         return Result()
 
+    def feasibility(self, pod: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+        """Why each node's filters would reject ``pod`` (a Pod object) now: node name ->
+        the reasons, empty where the pod fits. Reads the caches (brought up to date first)
+        and writes nothing; the pod itself, if it is pending, does not count."""
+        self._sync()
+        state, _ = self._pass_state()
+        parsed = Pod.from_dict(pod)
+        cls = _PodClass(parsed)
+        if cls.terms is None:
+            return {n.name: (REASON_MALFORMED_AFFINITY,) for n in state.nodes}
+        ctx = _PodContext(parsed, cls, state)
+        return {n.name: tuple(self._filter(ctx, cls, n)) for n in state.nodes}
+
+    def _pass_state(self) -> tuple[_PassState, list[_PodInfo]]:
+        """The node states with their bound pods, and the pending pods this scheduler
+        serves."""
+        nodes = [_NodeState(s) for s in self._node_statics()]
+        by_name = {n.name: n for n in nodes}
+        pending: list[_PodInfo] = []
+        holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = []
+        for info in self._pod_infos():
+            pod = info.pod
+            if pod.node_name:
+                node = by_name.get(pod.node_name)
+                if node is not None and not pod.is_terminal():
+                    node.add(pod)
+                    if pod.has_required_pod_anti_affinity():
+                        holders.append((info.anti_affinity, node.labels))
+            elif self._serves(pod) and pod.is_active():
+                pending.append(info)
+        namespaces = {
+            object_key(ns): (ns.get("metadata") or {}).get("labels") or {}
+            for ns in self._namespace_cache.objects()
+        }
+        return _PassState(nodes, holders, namespaces), pending
+
     def _node_statics(self) -> list[_NodeStatic]:
-        objects = self._node_cache.objects
         cache: dict[str, _NodeStatic | None] = {}
-        for name, obj in objects.items():
+        for obj in self._node_cache.objects():
+            name = object_key(obj)
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             old = self._nodes.get(name)
             if old is not None and rv and old.rv == rv:
@@ -475,7 +510,8 @@ class KubeScheduler:
 
     def _pod_infos(self) -> list[_PodInfo]:
         cache: dict[str, _PodInfo | None] = {}
-        for key, obj in self._pod_cache.objects.items():
+        for obj in self._pod_cache.objects():
+            key = object_key(obj)
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             old = self._pods.get(key)
             if old is not None and rv and old.rv == rv:
@@ -493,24 +529,17 @@ class KubeScheduler:
         name = (pod.raw.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
         return name in self.options.scheduler_names
 
-    def _schedule_one(
-        self,
-        pod: Pod,
-        cls: _PodClass,
-        nodes: list[_NodeState],
-        by_name: Mapping[str, _NodeState],
-        bound: list[Pod],
-        anti_holders: list[tuple[Pod, str]],
-    ) -> bool | None:
+    def _schedule_one(self, pod: Pod, cls: _PodClass, state: _PassState) -> bool | None:
         """Place one pod: True when bound, False when binding failed, None when it fits
         nowhere (and its condition says so)."""
         if cls.terms is None:
-            self._mark(pod, "Unschedulable", "pod has a malformed node affinity")
+            self._mark(pod, "Unschedulable", REASON_MALFORMED_AFFINITY)
             return None
-        ctx = _PodContext(pod, cls.terms, nodes, by_name, bound, anti_holders)
+        ctx = _PodContext(pod, cls, state)
         reasons: dict[str, int] = {}
         best: _NodeState | None = None
         best_score = -1.0
+        nodes = state.nodes
         for node in nodes:
             failed = self._filter(ctx, cls, node)
             if failed:
@@ -531,9 +560,8 @@ class KubeScheduler:
             return False
         self.bindings += 1
         best.add(pod)
-        bound.append(pod)
-        if pod.has_required_pod_anti_affinity():
-            anti_holders.append((pod, best.name))
+        if cls.anti_affinity:
+            state.holders.append((cls.anti_affinity, best.labels))
         return True
 
     # ------------------------------------------------------------------ filters
@@ -609,137 +637,126 @@ class KubeScheduler:
 
 
 class _PodContext:
-    """Per-pod precomputation for the spread and inter-pod affinity filters."""
+    """Per-pod precomputation for the spread and inter-pod affinity filters (what their
+    PreFilter computes in kube-scheduler), made on first use."""
 
-    def __init__(
-        self,
-        pod: Pod,
-        terms: list[tuple[Requirements, list[Mapping[str, Any]]]],
-        nodes: list[_NodeState],
-        by_name: Mapping[str, _NodeState],
-        bound: list[Pod],
-        anti_holders: list[tuple[Pod, str]],
-    ) -> None:
+    def __init__(self, pod: Pod, cls: _PodClass, state: _PassState) -> None:
         self.pod = pod
-        self.terms = terms
-        self.nodes = nodes
-        self.bound = bound
-        # Bound pods (with their node) whose required anti-affinity selects this pod.
-        self.anti_holders = [
-            (p, home)
-            for p, home in anti_holders
-            if any(
-                _term_selects(t, p.namespace, pod) for t in _required_terms(p, "podAntiAffinity")
-            )
-        ]
-        self._spread: list[tuple[str, int, dict[str, int], bool]] | None = None
-        self._node_of = by_name
-        self._selected_anywhere: dict[int, bool] = {}
+        self.cls = cls
+        self.terms = cls.terms or []
+        self.state = state
+        self._spread: list[tuple[SpreadConstraint, dict[str, int], int]] | None = None
+        self._affinity: tuple[Counter[TopologyPair], ...] | None = None
+        self._matches_itself = False
 
-    # -- topology spread
+    # -- topology spread (PodTopologySpread)
 
-    def _spread_counts(self) -> list[tuple[str, int, dict[str, int], bool]]:
+    def _spread_counts(self) -> list[tuple[SpreadConstraint, dict[str, int], int]]:
+        """Per constraint: matching pods per eligible domain, and the most a domain may
+        hold for this pod to go there."""
         if self._spread is not None:
             return self._spread
         pod = self.pod
-        constraints = _spread_constraints(pod)
-        keys = [str(c["topologyKey"]) for c in constraints]
-        eligible = [
-            n
-            for n in self.nodes
-            if all(k in n.labels for k in keys) and _matches_node_affinity(self.terms, n)
-        ]
+        constraints = self.cls.spread
+        keys = [c.topology_key for c in constraints]
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        for node in self.state.nodes:
+            labels = node.labels
+            if not all(k in labels for k in keys):
+                continue
+            for i, c in enumerate(constraints):
+                if not node_included(
+                    c.node_affinity_policy,
+                    c.node_taints_policy,
+                    partial(_matches_node_affinity, self.terms, node),
+                    partial(_tolerated, pod.tolerations, node.taints),
+                ):
+                    continue
+                domain = labels[c.topology_key]
+                counts[i][domain] = counts[i].get(domain, 0) + _matching_pods(c, pod, node)
         out = []
-        for c in constraints:
-            key = str(c["topologyKey"])
-            selector = _with_match_label_keys(c.get("labelSelector"), c.get("matchLabelKeys"), pod)
-            counts: dict[str, int] = {n.labels[key]: 0 for n in eligible}
-            for n in eligible:
-                domain = n.labels[key]
-                counts[domain] += sum(
-                    1
-                    for p in n.pods
-                    if p.namespace == pod.namespace
-                    and not p.is_terminating()
-                    and label_selector_matches(selector, p.labels)
-                )
-            self_match = label_selector_matches(selector, pod.labels)
-            try:
-                max_skew = int(c.get("maxSkew", 1))
-            except (TypeError, ValueError):
-                max_skew = 1
-            out.append((key, max_skew, counts, self_match))
+        for c, by_domain in zip(constraints, counts, strict=True):
+            minimum = global_minimum(
+                by_domain.values(), c.min_domains if c.min_domains is not None else 1
+            )
+            limit = skew_limit(minimum, c.max_skew, c.selector.matches(pod.labels))
+            out.append((c, by_domain, limit))
         self._spread = out
         return out
 
     def spread_failure(self, node: _NodeState) -> str:
-        if not self.pod.topology_spread_constraints:
+        if not self.cls.spread:
             return ""
-        for key, max_skew, counts, self_match in self._spread_counts():
-            if key not in node.labels:
+        for c, by_domain, limit in self._spread_counts():
+            domain = node.labels.get(c.topology_key)
+            if domain is None:
                 return REASON_SPREAD_LABEL
-            if not counts:
-                continue
-            minimum = min(counts.values())
-            skew = counts.get(node.labels[key], 0) + (1 if self_match else 0) - minimum
-            if skew > max_skew:
+            if by_domain.get(domain, 0) > limit:
                 return REASON_SPREAD
         return ""
 
-    # -- inter-pod affinity
+    # -- inter-pod affinity (InterPodAffinity)
 
-    def _pods_in_domain(self, node: _NodeState, key: str) -> Iterable[Pod]:
-        value = node.labels.get(key)
-        if value is None:
-            return ()
-        return (p for n in self.nodes if n.labels.get(key) == value for p in n.pods)
+    def _affinity_counts(self) -> tuple[Counter[TopologyPair], ...]:
+        if self._affinity is not None:
+            return self._affinity
+        pod, cls, state = self.pod, self.cls, self.state
+        known = state.namespaces
+        own = namespace_labels(pod.namespace, known)
+        existing = existing_anti_affinity_counts(state.holders, pod.namespace, pod.labels, own)
+        placed = (
+            [
+                (p.namespace, p.labels, namespace_labels(p.namespace, known), n.labels)
+                for n in state.nodes
+                for p in n.pods
+            ]
+            if cls.affinity or cls.anti_affinity
+            else []
+        )
+        self._matches_itself = matches_all(cls.affinity, pod.namespace, pod.labels, own)
+        self._affinity = (
+            affinity_counts(cls.affinity, placed),
+            anti_affinity_counts(cls.anti_affinity, placed),
+            existing,
+        )
+        return self._affinity
 
     def affinity_failure(self, node: _NodeState) -> str:
         """InterPodAffinity's checks in its order: the pod's affinity, its
         anti-affinity, then existing pods' anti-affinity."""
-        pod = self.pod
-        for term in _required_terms(pod, "podAffinity"):
-            key = str(term["topologyKey"])
-            if key not in node.labels:
-                return REASON_POD_AFFINITY
-            if any(_term_selects(term, pod.namespace, p) for p in self._pods_in_domain(node, key)):
-                continue
-            # The first pod of a group that selects itself may go anywhere.
-            anywhere = self._selected_anywhere.get(id(term))
-            if anywhere is None:
-                anywhere = any(_term_selects(term, pod.namespace, p) for p in self.bound)
-                self._selected_anywhere[id(term)] = anywhere
-            if anywhere or not _term_selects(term, pod.namespace, pod):
-                return REASON_POD_AFFINITY
-        for term in _required_terms(pod, "podAntiAffinity"):
-            key = str(term["topologyKey"])
-            if any(
-                _term_selects(term, pod.namespace, p) and p.key != pod.key
-                for p in self._pods_in_domain(node, key)
-            ):
-                return REASON_POD_ANTI_AFFINITY
-        # Existing pods' required anti-affinity against this pod.
-        for existing, home_name in self.anti_holders:
-            for term in _required_terms(existing, "podAntiAffinity"):
-                key = str(term["topologyKey"])
-                home = self._node_of.get(home_name)
-                if (
-                    home is not None
-                    and key in node.labels
-                    and home.labels.get(key) == node.labels[key]
-                    and _term_selects(term, existing.namespace, pod)
-                ):
-                    return REASON_EXISTING_ANTI_AFFINITY
+        cls = self.cls
+        if not cls.affinity and not cls.anti_affinity and not self.state.holders:
+            return ""
+        affinity, anti, existing = self._affinity_counts()
+        labels = node.labels
+        if cls.affinity and not satisfies_pod_affinity(
+            cls.affinity, labels, affinity, self._matches_itself
+        ):
+            return REASON_POD_AFFINITY
+        if cls.anti_affinity and not satisfies_pod_anti_affinity(cls.anti_affinity, labels, anti):
+            return REASON_POD_ANTI_AFFINITY
+        if not satisfies_existing_anti_affinity(labels, existing):
+            return REASON_EXISTING_ANTI_AFFINITY
         return ""
 
 
-def _spread_constraints(pod: Pod) -> list[Mapping[str, Any]]:
-    """The pod's ``DoNotSchedule`` topology spread constraints (the ones that filter)."""
-    return [
-        c
-        for c in pod.topology_spread_constraints
-        if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" and c.get("topologyKey")
-    ]
+def _tolerated(tolerations: Sequence[Toleration], taints: Iterable[Taint]) -> bool:
+    """Every ``NoSchedule``/``NoExecute`` taint (those a node state keeps) is tolerated."""
+    return all(_toleration_covers(tolerations, t) for t in taints)
+
+
+def _matching_pods(constraint: SpreadConstraint, pod: Pod, node: _NodeState) -> int:
+    """The pods on ``node`` a spread constraint of ``pod`` counts: same namespace, not
+    terminating, selected. An empty selector counts none (kube-scheduler's
+    ``countPodsMatchSelector``)."""
+    selector = constraint.selector
+    if selector.empty:
+        return 0
+    return sum(
+        1
+        for p in node.pods
+        if p.namespace == pod.namespace and not p.is_terminating() and selector.matches(p.labels)
+    )
 
 
 def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
@@ -750,9 +767,8 @@ def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
         tolerations, Taint(TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE)
     ):
         return REASON_UNSCHEDULABLE_NODE
-    for taint in node.taints:
-        if not _toleration_covers(tolerations, taint):
-            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    if not _tolerated(tolerations, node.taints):
+        return REASON_UNTOLERATED_TAINT
     if not _matches_node_affinity(ctx.terms, node):
         return REASON_AFFINITY
     return ""
@@ -766,29 +782,11 @@ def _marked(pod: Pod, reason: str) -> bool:
     )
 
 
-def _with_match_label_keys(selector: Any, keys: Any, pod: Pod) -> Mapping[str, Any] | None:
-    if not isinstance(selector, Mapping):
-        return None
-    if not keys:
-        return selector
-    exprs = list(selector.get("matchExpressions") or [])
-    for k in keys:
-        if k in pod.labels:
-            exprs.append({"key": k, "operator": "In", "values": [pod.labels[k]]})
-    return {**selector, "matchExpressions": exprs}
-
-
 def _fit_error(node_count: int, reasons: Mapping[str, int]) -> str:
     if node_count == 0:
         return NO_NODES_MESSAGE
     parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
     return f"0/{node_count} nodes are available: {', '.join(parts)}."
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    ns, name = meta.get("namespace"), meta.get("name")
-    return f"{ns}/{name}" if ns else str(name)
 
 
 def _pass_key(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:

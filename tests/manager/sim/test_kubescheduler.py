@@ -104,8 +104,7 @@ def test_pod_that_fits_nowhere_is_marked_unschedulable_with_the_reasons(sim: Sim
     assert cond is not None
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
     assert cond["message"] == (
-        "0/2 nodes are available: 1 Insufficient cpu, "
-        "1 node(s) had untolerated taint {karpenter.sh/unregistered: }."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
     )
 
 
@@ -119,9 +118,17 @@ def test_no_nodes_at_all_says_so(sim: Sim) -> None:
 def test_not_ready_node_counts_as_tainted_not_ready(sim: Sim) -> None:
     sim.node("a", ready=False)
     sim.pod("p")
+    not_ready = {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    }
+    sim.pod("tolerant", tolerations=[not_ready])
     sim.run()
     assert sim.node_of("p") is None
-    assert "untolerated taint {node.kubernetes.io/not-ready: }" in sim.scheduled("p")["message"]  # type: ignore[index]
+    message = sim.scheduled("p")["message"]  # type: ignore[index]
+    assert message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    assert sim.node_of("tolerant") == "a"
 
 
 def test_pod_binds_once_the_unregistered_taint_is_removed(sim: Sim) -> None:

@@ -13,6 +13,7 @@ from karpenter_core.apis.objects import Node, Pod
 from karpenter_core.kube.client import ApiError
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.reconciler import Result
+from karpenter_core.scheduling.podaffinity import POD_ANTI_AFFINITY, required_terms
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.sim.kubescheduler import (
     GATED_MESSAGE,
@@ -20,6 +21,7 @@ from karpenter_core.sim.kubescheduler import (
     KubeSchedulerOptions,
     _NodeState,
     _NodeStatic,
+    _PassState,
     _PodClass,
 )
 
@@ -44,24 +46,32 @@ class _ReferenceScheduler(KubeScheduler):
         )
         by_name = {n.name: n for n in nodes}
         pending: list[Pod] = []
-        bound: list[Pod] = []
+        holders = []
         for obj in self.kube.list("pods"):
             pod = Pod.from_dict(obj)
             if pod.node_name:
-                state = by_name.get(pod.node_name)
-                if state is not None and not pod.is_terminal():
-                    state.add(pod)
-                    bound.append(pod)
+                node = by_name.get(pod.node_name)
+                if node is not None and not pod.is_terminal():
+                    node.add(pod)
+                    if pod.has_required_pod_anti_affinity():
+                        terms = required_terms(
+                            pod.affinity, POD_ANTI_AFFINITY, pod.namespace, pod.labels
+                        )
+                        holders.append((terms, node.labels))
             elif self._serves(pod) and pod.is_active():
                 pending.append(pod)
         pending.sort(key=lambda p: (-p.priority, p.creation_timestamp, p.key))
-        holders = [(p, p.node_name) for p in bound if p.has_required_pod_anti_affinity()]
+        namespaces = {
+            o["metadata"]["name"]: o["metadata"].get("labels") or {}
+            for o in self.kube.list("namespaces")
+        }
+        state = _PassState(nodes, holders, namespaces)
         for pod in pending:
             if pod.scheduling_gates:
                 self._mark(pod, "SchedulingGated", GATED_MESSAGE)
                 continue
             # A fresh class per pod: nothing is remembered between pods or passes.
-            self._schedule_one(pod, _PodClass(pod), nodes, by_name, bound, holders)
+            self._schedule_one(pod, _PodClass(pod), state)
         return Result()
 
 
