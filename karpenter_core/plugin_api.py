@@ -21,6 +21,12 @@ if TYPE_CHECKING:
         ObjectMeta,
         format_time,
     )
+    from karpenter_core.apis.conditions import (
+        ConditionSet,
+        condition_of,
+        conditions_of,
+        is_true,
+    )
     from karpenter_core.apis.durations import (
         DurationError,
         parse_go_duration,
@@ -84,10 +90,6 @@ if TYPE_CHECKING:
     )
     from karpenter_core.controllers.node.health import (
         termination_timestamp,
-    )
-    from karpenter_core.controllers.nodeclaim.conditions import (
-        ConditionSet,
-        condition_of,
     )
     from karpenter_core.controllers.nodeclaim.garbagecollection import (
         record_disruption,
@@ -256,9 +258,11 @@ _NAMES: dict[str, str] = {
     "Method": "karpenter_core.controllers.disruption.types",
     "ValidatingMethod": "karpenter_core.controllers.disruption.types",
     "ValidationError": "karpenter_core.controllers.disruption.types",
-    # NodeClaim conditions and lifecycle helpers
-    "ConditionSet": "karpenter_core.controllers.nodeclaim.conditions",
-    "condition_of": "karpenter_core.controllers.nodeclaim.conditions",
+    # Status conditions, and NodeClaim lifecycle helpers
+    "ConditionSet": "karpenter_core.apis.conditions",
+    "condition_of": "karpenter_core.apis.conditions",
+    "conditions_of": "karpenter_core.apis.conditions",
+    "is_true": "karpenter_core.apis.conditions",
     "record_disruption": "karpenter_core.controllers.nodeclaim.garbagecollection",
     "termination_timestamp": "karpenter_core.controllers.node.health",
     # The cluster client
@@ -392,6 +396,7 @@ __all__ = [
     "WallClock",
     "Watch",
     "condition_of",
+    "conditions_of",
     "counter",
     "fits",
     "format_quantity",
@@ -400,6 +405,7 @@ __all__ = [
     "held_back",
     "histogram",
     "hookimpl",
+    "is_true",
     "labels",
     "metrics",
     "parse_go_duration",

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol, Self
 
-import attrs
 from attrs import field, frozen
 
 from karpenter_core.apis.crds.schema import Schema, object_schema
@@ -360,25 +359,6 @@ def find_condition(conditions: Sequence[Condition], type_: str) -> Condition | N
         if c.type == type_:
             return c
     return None
-
-
-def set_condition(
-    conditions: Sequence[Condition], new: Condition, now: datetime | None = None
-) -> tuple[Condition, ...]:
-    """Replace (or add) the condition of ``new.type``.
-
-    ``lastTransitionTime`` moves only when the status changes, so "how long has this been
-    Unknown" questions (liveness, consolidateAfter) stay answerable.
-    """
-    now = now or datetime.now(UTC)
-    old = find_condition(conditions, new.type)
-    if old is not None and old.status == new.status and old.last_transition_time:
-        new = attrs.evolve(new, last_transition_time=old.last_transition_time)
-    elif new.last_transition_time is None or (old is not None and old.status != new.status):
-        new = attrs.evolve(new, last_transition_time=format_time(now))
-    out = [c for c in conditions if c.type != new.type]
-    out.append(new)
-    return tuple(out)
 
 
 def root_ready(conditions: Sequence[Condition], dependents: Sequence[str]) -> str:

@@ -38,7 +38,6 @@ from karpenter_core.apis.base import (
     object_fields,
     parse_time,
     root_ready,
-    set_condition,
 )
 from karpenter_core.apis.durations import CronError, NillableDuration, parse_cron
 
@@ -500,5 +499,4 @@ __all__ = [
     "format_time",
     "parse_time",
     "root_ready",
-    "set_condition",
 ]

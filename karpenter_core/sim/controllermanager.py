@@ -32,6 +32,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from karpenter_core.apis.conditions import is_true
 from karpenter_core.kube.client import (
     ADDED,
     DELETED,
@@ -107,10 +108,7 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """The pod's Ready condition is True."""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
+    return is_true(pod, "Ready")
 
 
 def _pod_healthy(pod: Mapping[str, Any]) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
+from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.quantity import parse_quantity
 from karpenter_core.runtime.clock import Clock, format_time
 
@@ -199,13 +200,6 @@ def _instance_type_options(spec: Mapping[str, Any]) -> int:
     return 0
 
 
-def _condition_true(obj: Mapping[str, Any], ctype: str) -> bool:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == ctype:
-            return c.get("status") == "True"
-    return False
-
-
 class Observer:
     """Records what happens to pods, nodes and NodeClaims, in virtual time.
 
@@ -329,7 +323,7 @@ class Observer:
         labels = meta.get("labels") or {}
         if labels.get(NODEPOOL_LABEL):
             rec.nodepool = str(labels[NODEPOOL_LABEL])
-        rec.ready = _condition_true(obj, "Ready")
+        rec.ready = is_true(obj, "Ready")
         if meta.get("deletionTimestamp") and rec.deleting is None:
             rec.deleting = now
         if etype == "DELETED" and rec.gone is None:
@@ -395,9 +389,9 @@ class Observer:
             )
         if status.get("nodeName"):
             rec.node_name = str(status["nodeName"])
-        if rec.registered is None and _condition_true(obj, "Registered"):
+        if rec.registered is None and is_true(obj, "Registered"):
             rec.registered = now
-        if rec.initialized is None and _condition_true(obj, "Initialized"):
+        if rec.initialized is None and is_true(obj, "Initialized"):
             rec.initialized = now
         if (meta.get("deletionTimestamp") or etype == "DELETED") and rec.deleting is None:
             rec.deleting = now

@@ -23,6 +23,7 @@ from typing import Any
 
 from attrs import define
 
+from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.workloads import template_hash
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, format_time
@@ -283,10 +284,7 @@ class WorkloadController:
         meta, spec = job["metadata"], job.get("spec") or {}
         ns, uid = meta.get("namespace") or "default", meta["uid"]
         status = job.get("status") or {}
-        if any(
-            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-            for c in status.get("conditions") or ()
-        ):
+        if is_true(job, "Complete") or is_true(job, "Failed"):
             return Result()
         parallelism = _replicas(spec, "parallelism", 1)
         completions = _replicas(spec, "completions", parallelism)

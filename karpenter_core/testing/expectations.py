@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from karpenter_core.apis.conditions import conditions_of
 from karpenter_core.kube.client import KubeClient, NotFound, resource_of
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ def _stored(kube: KubeClient, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         return kube.get(rt, str(meta.get("name")), ns)
     except NotFound:
         return None
-
-
-def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((obj.get("status") or {}).get("conditions") or [])
 
 
 def _condition_text(c: Mapping[str, Any]) -> str:
@@ -130,7 +127,7 @@ def expect_condition(
     """``obj`` (as read: pass ``env.get(obj)`` for the stored one) has condition
     ``type_`` with ``status`` (and ``reason`` when given); returns the condition."""
     want = ("True" if status else "False") if isinstance(status, bool) else status
-    conds = _conditions(obj)
+    conds = conditions_of(obj)
     found = next((c for c in conds if c.get("type") == type_), None)
     wanted = f"{type_}={want}" + (f" (reason {reason})" if reason is not None else "")
     if found is None:
@@ -174,7 +171,7 @@ def _expect_count(
 
 
 def _pending_reason(pod: Mapping[str, Any]) -> str:
-    scheduled = next((c for c in _conditions(pod) if c.get("type") == "PodScheduled"), None)
+    scheduled = next((c for c in conditions_of(pod) if c.get("type") == "PodScheduled"), None)
     if scheduled is None:
         return "no PodScheduled condition"
     return _condition_text(scheduled)
@@ -245,7 +242,9 @@ def expect_provisioned(
         f"{_describe(p)}: " + ("deleted" if s is None else _pending_reason(s)) for p, s in pending
     ]
     claims = [
-        f"{nc['metadata']['name']} [" + ", ".join(_condition_text(c) for c in _conditions(nc)) + "]"
+        f"{nc['metadata']['name']} ["
+        + ", ".join(_condition_text(c) for c in conditions_of(nc))
+        + "]"
         for nc in kube.list("nodeclaims").items
     ]
     raise AssertionError(

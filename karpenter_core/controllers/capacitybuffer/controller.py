@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Protocol
 
 from karpenter_core.apis.autoscaling import (
     ACTIVE_PROVISIONING_STRATEGY,
     CONDITION_READY_FOR_PROVISIONING,
 )
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.objects import ObjectError, Pod, pod_requests
 from karpenter_core.apis.quantity import QuantityError
 from karpenter_core.apis.resources import parse_resource_list
@@ -38,7 +39,7 @@ from karpenter_core.controllers.capacitybuffer.replicas import compute_replicas
 from karpenter_core.controllers.capacitybuffer.resolve import Resolution, resolve
 from karpenter_core.controllers.capacitybuffer.virtualpods import VirtualPodCache, buffer_key
 from karpenter_core.kube.client import Conflict, KubeClient, NotFound
-from karpenter_core.runtime.clock import Clock, format_time
+from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
 __all__ = [
@@ -53,7 +54,6 @@ __all__ = [
     "CapacityBufferController",
     "Trigger",
     "buffers_referencing",
-    "set_condition",
 ]
 
 log = logging.getLogger("karpenter.capacitybuffer")
@@ -78,48 +78,6 @@ class Trigger(Protocol):
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def set_condition(
-    conditions: Sequence[Mapping[str, Any]],
-    type_: str,
-    status: str,
-    reason: str,
-    message: str,
-    *,
-    generation: int | None,
-    now: str,
-) -> list[dict[str, Any]]:
-    """``conditions`` with ``type_`` set (metav1 semantics): ``lastTransitionTime`` moves
-    only when the status does; the other conditions are kept in place."""
-    out: list[dict[str, Any]] = []
-    found = False
-    for c in conditions:
-        if not isinstance(c, Mapping):
-            continue
-        if c.get("type") != type_:
-            out.append(dict(c))
-            continue
-        found = True
-        updated = dict(c)
-        if c.get("status") != status or not c.get("lastTransitionTime"):
-            updated["lastTransitionTime"] = now
-        updated.update(status=status, reason=reason, message=message)
-        if generation is not None:
-            updated["observedGeneration"] = generation
-        out.append(updated)
-    if not found:
-        new: dict[str, Any] = {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": now,
-        }
-        if generation is not None:
-            new["observedGeneration"] = generation
-        out.append(new)
-    return out
 
 
 def buffers_referencing(kube: KubeClient, namespace: str, template_name: str) -> list[ObjectKey]:
@@ -195,28 +153,19 @@ class CapacityBufferController:
     def _resolve_into_status(self, buffer: dict[str, Any]) -> Mapping[str, Any] | None:
         """Resolve ``buffer`` and write the outcome into its ``status`` (in place); the
         resolved pod template, or None when it could not be resolved."""
-        meta = _mapping(buffer.get("metadata"))
         spec = _mapping(buffer.get("spec"))
         status = buffer.get("status")
         if not isinstance(status, dict):
             status = {}
             buffer["status"] = status
-        generation = meta.get("generation") if isinstance(meta.get("generation"), int) else None
-        now = format_time(self.clock.now())
         status["provisioningStrategy"] = str(
             spec.get("provisioningStrategy") or ACTIVE_PROVISIONING_STRATEGY
         )
 
+        conditions = ConditionSet(buffer, self.clock, root=None)
+
         def ready(value: str, reason: str, message: str) -> None:
-            status["conditions"] = set_condition(
-                status.get("conditions") or (),
-                CONDITION_READY_FOR_PROVISIONING,
-                value,
-                reason,
-                message,
-                generation=generation,
-                now=now,
-            )
+            conditions.set(CONDITION_READY_FOR_PROVISIONING, value, reason, message)
 
         resolved = resolve(self.kube, buffer)
         if not isinstance(resolved, Resolution):

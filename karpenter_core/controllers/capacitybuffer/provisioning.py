@@ -14,6 +14,7 @@ Two things follow from where the solve put the virtual pods:
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -21,14 +22,14 @@ from typing import Any
 from attrs import define, frozen
 
 from karpenter_core.apis.autoscaling import CONDITION_PROVISIONING
-from karpenter_core.controllers.capacitybuffer.controller import CAPACITYBUFFERS, set_condition
+from karpenter_core.apis.conditions import ConditionSet, condition_of
+from karpenter_core.controllers.capacitybuffer.controller import CAPACITYBUFFERS
 from karpenter_core.controllers.capacitybuffer.virtualpods import (
     buffer_key,
     buffer_key_of,
     is_virtual_pod,
 )
 from karpenter_core.kube.client import ApiError, Conflict, NotFound
-from karpenter_core.runtime.clock import format_time
 
 __all__ = [
     "REASON_BUFFER_EMPTY",
@@ -108,18 +109,11 @@ def buffer_pod_counts(results: Any) -> dict[str, int]:
     return counts
 
 
-def _condition(buffer: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in _mapping(buffer.get("status")).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == type_:
-            return c
-    return None
-
-
 def provisioning_verdict(
     buffer: Mapping[str, Any], placement: BufferPlacement | None
 ) -> ProvisioningVerdict | None:
     """The buffer's ``Provisioning`` condition after a pass, or None to leave it."""
-    ready = _condition(buffer, "ReadyForProvisioning")
+    ready = condition_of(buffer, "ReadyForProvisioning")
     if ready is None or ready.get("status") != "True":
         return ProvisioningVerdict(
             "False", REASON_NOT_READY_FOR_PROVISIONING, "Buffer is not ReadyForProvisioning"
@@ -157,13 +151,12 @@ def after_schedule(ctx: Any, results: Any | None) -> None:
     except ApiError as e:
         log.error("listing capacitybuffers: %s", e)
         return
-    now = format_time(ctx.clock.now())
     for buffer in buffers:
         key = buffer_key(buffer)
         verdict = provisioning_verdict(buffer, placements.get(key))
         if verdict is None:
             continue
-        current = _condition(buffer, CONDITION_PROVISIONING) or {}
+        current = condition_of(buffer, CONDITION_PROVISIONING) or {}
         if (current.get("status"), current.get("reason"), current.get("message")) == (
             verdict.status,
             verdict.reason,
@@ -171,24 +164,16 @@ def after_schedule(ctx: Any, results: Any | None) -> None:
         ):
             continue
         meta = _mapping(buffer.get("metadata"))
-        generation = meta.get("generation") if isinstance(meta.get("generation"), int) else None
-        conditions = set_condition(
-            _mapping(buffer.get("status")).get("conditions") or (),
-            CONDITION_PROVISIONING,
-            verdict.status,
-            verdict.reason,
-            verdict.message,
-            generation=generation,
-            now=now,
-        )
+        conditions = ConditionSet(copy.deepcopy(dict(buffer)), ctx.clock, root=None)
+        conditions.set(CONDITION_PROVISIONING, verdict.status, verdict.reason, verdict.message)
+        patch = conditions.status_patch()
+        if patch is None:
+            continue
         try:
             ctx.kube.patch(
                 CAPACITYBUFFERS,
                 str(meta.get("name") or ""),
-                {
-                    "metadata": {"resourceVersion": meta.get("resourceVersion")},
-                    "status": {"conditions": conditions},
-                },
+                patch,
                 str(meta.get("namespace") or "default"),
                 subresource="status",
             )

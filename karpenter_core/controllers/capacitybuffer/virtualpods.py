@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from karpenter_core.apis.autoscaling import CONDITION_READY_FOR_PROVISIONING
+from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.labels import (
     CAPACITY_BUFFER_FAKE_POD_ANNOTATION_KEY,
     CAPACITY_BUFFER_NAME_ANNOTATION_KEY,
@@ -84,13 +85,7 @@ def _status_replicas(buffer: Mapping[str, Any]) -> int:
 
 def is_ready_for_provisioning(buffer: Mapping[str, Any]) -> bool:
     """``ReadyForProvisioning=True``, a positive ``status.replicas`` and a reference."""
-    conditions = _mapping(buffer.get("status")).get("conditions")
-    ready = isinstance(conditions, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") == CONDITION_READY_FOR_PROVISIONING
-        and c.get("status") == "True"
-        for c in conditions
-    )
+    ready = is_true(buffer, CONDITION_READY_FOR_PROVISIONING)
     spec = _mapping(buffer.get("spec"))
     has_ref = isinstance(spec.get("podTemplateRef"), Mapping) or isinstance(
         spec.get("scalableRef"), Mapping

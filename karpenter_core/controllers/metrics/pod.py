@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from karpenter_core import metrics
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import (
     CAPACITY_TYPE_LABEL_KEY,
     LABEL_ARCH,
@@ -54,13 +55,6 @@ _WAITING_GAUGES = (
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in _mapping(pod.get("status")).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == type_:
-            return c
-    return None
 
 
 def _is_true(cond: Mapping[str, Any] | None) -> bool:
@@ -145,7 +139,7 @@ class PodMetrics:
             "node": node_name,
             "scheduled": "true" if node_name else "false",
             "phase": str(_mapping(pod.get("status")).get("phase") or ""),
-            "ready": "true" if _is_true(_condition(pod, "Ready")) else "false",
+            "ready": "true" if _is_true(condition_of(pod, "Ready")) else "false",
             metrics.LABEL_NODEPOOL: pool,
             metrics.LABEL_ZONE: str(node_labels.get(LABEL_TOPOLOGY_ZONE) or ""),
             "arch": str(node_labels.get(LABEL_ARCH) or ""),
@@ -162,7 +156,7 @@ class PodMetrics:
         gauge = metrics.PODS_PROVISIONING_SCHEDULING_UNDECIDED_TIME_SECONDS
         decided = self.cluster.pod_scheduling_decision(ident) is not None
         bound = bool(_mapping(pod.get("spec")).get("nodeName"))
-        if decided or bound or _is_true(_condition(pod, "PodScheduled")) or _terminal(pod):
+        if decided or bound or _is_true(condition_of(pod, "PodScheduled")) or _terminal(pod):
             _delete(gauge, labels)
             return
         acked = self.cluster.pod_ack_time(ident)
@@ -193,7 +187,7 @@ class PodMetrics:
         with self._lock:
             if ident not in self._pending:
                 return
-        ready = _condition(pod, "Ready")
+        ready = condition_of(pod, "Ready")
         if _is_true(ready) or _terminal(pod):
             _delete(metrics.PODS_UNSTARTED_TIME_SECONDS, labels)
             _delete(metrics.PODS_PROVISIONING_UNSTARTED_TIME_SECONDS, labels)
@@ -228,7 +222,7 @@ class PodMetrics:
         created: datetime,
         schedulable: datetime | None,
     ) -> None:
-        scheduled = _condition(pod, "PodScheduled")
+        scheduled = condition_of(pod, "PodScheduled")
         if _phase(pod) == "Pending":
             if not _is_true(scheduled):
                 self._set_waiting(

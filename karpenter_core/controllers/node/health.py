@@ -52,6 +52,7 @@ from attrs import frozen
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import condition_of, conditions_of
 from karpenter_core.cloudprovider.protocol import RepairPolicy
 from karpenter_core.controllers.node.termination.controller import is_managed
 from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
@@ -135,25 +136,13 @@ class Verdict:
         return allowed_unhealthy(self.total)
 
 
-def _conditions(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = node.get("status")
-    raw = status.get("conditions") if isinstance(status, Mapping) else None
-    if not isinstance(raw, list):
-        return []
-    return [c for c in raw if isinstance(c, Mapping)]
-
-
-def _condition(node: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in _conditions(node) if c.get("type") == type_), None)
-
-
 def _node_name(node: Mapping[str, Any]) -> str:
     meta = node.get("metadata")
     return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
 
 
 def _matches(node: Mapping[str, Any], policy: RepairPolicy) -> Mapping[str, Any] | None:
-    cond = _condition(node, policy.condition_type)
+    cond = condition_of(node, policy.condition_type)
     if cond is None or str(cond.get("status") or "") != policy.condition_status:
         return None
     return cond
@@ -275,7 +264,7 @@ def condition_label(condition_type: str) -> str:
 def _signature(node: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
     return frozenset(
         (str(c.get("type") or ""), str(c.get("status") or ""), str(c.get("lastTransitionTime")))
-        for c in _conditions(node)
+        for c in conditions_of(node)
     )
 
 

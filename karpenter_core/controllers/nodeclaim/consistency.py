@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.conditions import ConditionSet, is_true
 from karpenter_core.apis.quantity import format_quantity
 from karpenter_core.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_INITIALIZED
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
     NodeIndex,
@@ -56,8 +56,7 @@ def node_shape_issues(node: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> 
     """Requested resources the Node has less than 90 % of the launched capacity of."""
     if deletion_timestamp(nodeclaim):
         return []
-    conds = (nodeclaim.get("status") or {}).get("conditions") or ()
-    if not any(c.get("type") == CONDITION_INITIALIZED and c.get("status") == "True" for c in conds):
+    if not is_true(nodeclaim, CONDITION_INITIALIZED):
         return []
     requests = ((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
     expected = (nodeclaim.get("status") or {}).get("capacity") or {}

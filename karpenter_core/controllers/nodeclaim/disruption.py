@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.durations import NEVER, parse_go_duration
 from karpenter_core.apis.v1 import (
     CONDITION_CONSOLIDATABLE,
@@ -49,7 +50,6 @@ from karpenter_core.cloudprovider.types import (
     reservation_id_label,
     reserved_capacity_labels,
 )
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.lifecycle import min_result
 from karpenter_core.controllers.nodeclaim.utils import (
     annotations_of,

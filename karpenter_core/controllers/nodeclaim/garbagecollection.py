@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpenter_core import metrics
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_REGISTERED, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_INITIALIZED, CONDITION_REGISTERED
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
     NodeIndex,

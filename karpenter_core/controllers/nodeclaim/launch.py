@@ -30,6 +30,7 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_LAUNCHED, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import (
     CreateError,
@@ -37,7 +38,6 @@ from karpenter_core.cloudprovider.errors import (
     is_insufficient_capacity,
     is_node_class_not_ready,
 )
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.utils import (
     NODECLAIMS,
     instance_matches,

@@ -31,11 +31,11 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import ConditionSet, nodeclaim_conditions
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.cloudprovider.protocol import NodeLifecycleHook
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet, nodeclaim_conditions
 from karpenter_core.controllers.nodeclaim.initialization import Initialization
 from karpenter_core.controllers.nodeclaim.launch import Launch
 from karpenter_core.controllers.nodeclaim.liveness import Liveness

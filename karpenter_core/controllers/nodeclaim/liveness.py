@@ -13,8 +13,8 @@ import logging
 from typing import Any
 
 from karpenter_core import metrics
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_LAUNCHED, CONDITION_REGISTERED
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import NodePoolHealth
 from karpenter_core.controllers.nodeclaim.registration import record_registration

@@ -24,6 +24,7 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import (
     API_VERSION,
     CONDITION_NODE_REGISTRATION_HEALTHY,
@@ -32,7 +33,6 @@ from karpenter_core.apis.v1 import (
     NodeClaim,
 )
 from karpenter_core.cloudprovider.protocol import NodeLifecycleHook
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import NodePoolHealth, Status
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,

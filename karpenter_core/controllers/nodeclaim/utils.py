@@ -13,10 +13,10 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
 from karpenter_core.cloudprovider.protocol import CloudProvider
-from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import KubeClient, NotFound
 from karpenter_core.runtime.reconciler import ObjectKey
 

@@ -35,6 +35,7 @@ from typing import Any
 from attrs import frozen
 
 from karpenter_core.apis.base import APIError
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_READY
 from karpenter_core.apis.v1alpha1 import (
     CONDITION_VALIDATION_SUCCEEDED,
@@ -42,14 +43,13 @@ from karpenter_core.apis.v1alpha1 import (
     NodeOverlay,
 )
 from karpenter_core.apis.validation import validate_nodeoverlay
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.controllers.nodeoverlay.store import (
     InstanceTypeStore,
     NodePoolInstanceTypes,
     Overlay,
     evaluate,
 )
-from karpenter_core.kube.client import Conflict, KubeClient, NotFound
+from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -238,28 +238,11 @@ class NodeOverlayController:
                 conditions.set_false(
                     CONDITION_VALIDATION_SUCCEEDED, outcome.verdict.value, outcome.message
                 )
-            if _patch_conditions(self.ctx.kube, stored, updated) is False:
+            patch = conditions.status_patch()
+            if patch is None:
+                continue
+            try:
+                self.ctx.kube.patch(NODEOVERLAYS, name, patch, subresource="status")
+            except (Conflict, NotFound):
                 return False
         return True
-
-
-def _patch_conditions(
-    kube: KubeClient, stored: Mapping[str, Any], updated: Mapping[str, Any]
-) -> bool | None:
-    """Write ``status.conditions`` when it changed, with the ``resourceVersion`` read (a
-    merge patch replaces the whole list, so a concurrent writer must make it fail). None
-    when unchanged, True when written, False on a conflict or a vanished object."""
-    old = (stored.get("status") or {}).get("conditions")
-    new = (updated.get("status") or {}).get("conditions")
-    if old == new:
-        return None
-    meta = stored.get("metadata") or {}
-    body: dict[str, Any] = {"status": {"conditions": copy.deepcopy(new)}}
-    rv = meta.get("resourceVersion")
-    if rv:
-        body["metadata"] = {"resourceVersion": rv}
-    try:
-        kube.patch(NODEOVERLAYS, str(meta.get("name") or ""), body, subresource="status")
-    except (Conflict, NotFound):
-        return False
-    return True

@@ -15,9 +15,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from enum import Enum
 from typing import Any
 
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_READY, NODEPOOL_READY_DEPENDENTS
 from karpenter_core.cloudprovider.protocol import NodeClassKind
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
 from karpenter_core.kube.client import (
     Conflict,
     KubeClient,

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import (
     NODEPOOL_HASH_ANNOTATION_KEY,
     NODEPOOL_HASH_VERSION,
@@ -19,7 +20,6 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
-from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.controllers.nodepool.common import managed_nodepool, meta_of
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext

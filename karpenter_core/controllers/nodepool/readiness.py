@@ -16,8 +16,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.v1 import CONDITION_NODE_CLASS_READY
-from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.controllers.nodepool.common import (
     UNSUPPORTED,
     PatchOutcome,

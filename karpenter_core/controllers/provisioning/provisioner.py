@@ -91,16 +91,6 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
-def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = obj.get("status")
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    return [c for c in conds if isinstance(c, Mapping)] if isinstance(conds, list) else []
-
-
-def _condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in _conditions(obj))
-
-
 # ------------------------------------------------------------------ CapacityBuffer
 # Virtual pods (feature gate CapacityBuffer) are scheduled with the pending pods so capacity
 # is launched for them, but they exist only in memory: no decisions, events, nominations or

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.controllers.provisioning.provisioner import Provisioner
@@ -72,14 +73,8 @@ def may_be_provisionable(event_type: str, obj: Mapping[str, Any]) -> bool:
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and spec.get("nodeName"):
         return False
-    status = obj.get("status")
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conds, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") == "PodScheduled"
-        and c.get("reason") == "Unschedulable"
-        for c in conds
-    )
+    scheduled = condition_of(obj, "PodScheduled")
+    return scheduled is not None and scheduled.get("reason") == "Unschedulable"
 
 
 class PodTrigger:

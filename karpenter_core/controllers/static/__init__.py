@@ -23,7 +23,9 @@ import threading
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
+from karpenter_core.apis.v1 import CONDITION_READY
 from karpenter_core.controllers.nodepool.common import is_managed
 from karpenter_core.controllers.static.deprovisioning import (
     NAME as DEPROVISIONING,
@@ -77,12 +79,7 @@ def _replicas(obj: dict[str, Any]) -> Any:
 
 
 def _ready(obj: dict[str, Any]) -> bool:
-    status = obj.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
+    return is_true(obj, CONDITION_READY)
 
 
 class NodePoolChanged:

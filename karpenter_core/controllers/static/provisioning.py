@@ -26,7 +26,8 @@ from typing import Any
 
 from attrs import frozen
 
-from karpenter_core.apis.v1 import APIError
+from karpenter_core.apis.conditions import is_true
+from karpenter_core.apis.v1 import CONDITION_READY, APIError
 from karpenter_core.controllers.disruption.staticdrift import TemplateReplacement, node_limit
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.provisioning.provisioner import CreateError, Provisioner
@@ -134,12 +135,7 @@ class StaticPool:
 
 
 def _ready(nodepool: Mapping[str, Any]) -> bool:
-    status = nodepool.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
+    return is_true(nodepool, CONDITION_READY)
 
 
 def static_pool(nodepool: Mapping[str, Any]) -> StaticPool | str | None:

@@ -35,6 +35,7 @@ from typing import Any
 from attrs import frozen
 
 from karpenter_core import metrics
+from karpenter_core.apis.conditions import conditions_of
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, parse_time
@@ -90,8 +91,8 @@ def _time(value: Any) -> datetime | None:
 
 def _conditions(obj: Mapping[str, Any]) -> _Seen:
     seen: _Seen = {}
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if not isinstance(c, Mapping) or not c.get("type"):
+    for c in conditions_of(obj):
+        if not c.get("type"):
             continue
         seen[str(c["type"])] = _Cond(
             str(c.get("status") or ""),

@@ -75,6 +75,7 @@ from karpenter_core.plugin_api import (
     RepairPolicy,
     Requirements,
     VirtualClock,
+    condition_of,
     held_back,
     parse_go_duration,
 )
@@ -610,13 +611,9 @@ class KwokCloudProvider:
                 f"resolving node class from nodeclaim, {KWOK_NODE_CLASS.kind} "
                 f"{ref_name!r} not found"
             )
-        for cond in (nodeclass.get("status") or {}).get("conditions") or []:
-            if (
-                isinstance(cond, Mapping)
-                and cond.get("type") == "Ready"
-                and cond.get("status") == "False"
-            ):
-                raise NodeClassNotReadyError(str(cond.get("message") or ""))
+        ready = condition_of(nodeclass, "Ready")
+        if ready is not None and ready.get("status") == "False":
+            raise NodeClassNotReadyError(str(ready.get("message") or ""))
         text = (nodeclass.get("spec") or {}).get("nodeRegistrationDelay")
         if not text:
             return 0.0

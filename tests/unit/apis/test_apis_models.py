@@ -35,7 +35,6 @@ from karpenter_core.apis.v1 import (
     Taint,
     apply_defaults,
     root_ready,
-    set_condition,
 )
 from karpenter_core.apis.v1alpha1 import NodeOverlay, order_by_weight
 
@@ -361,24 +360,6 @@ def test_nodepool_without_budgets_is_unbounded() -> None:
         NodePool.from_dict(fresh(MINIMAL_NODEPOOL)).allowed_disruptions(NOW, 10, "Empty")
         == MAX_INT32
     )
-
-
-def test_set_condition_keeps_transition_time_when_status_unchanged() -> None:
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    t1 = datetime(2026, 1, 2, tzinfo=UTC)
-    conds = set_condition((), Condition(type="Launched", status="True"), now=t0)
-    conds = set_condition(conds, Condition(type="Launched", status="True", reason="Again"), now=t1)
-    [c] = conds
-    assert c.reason == "Again"
-    assert c.last_transition_time == "2026-01-01T00:00:00Z"
-
-
-def test_set_condition_moves_transition_time_on_status_change() -> None:
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    t1 = datetime(2026, 1, 2, tzinfo=UTC)
-    conds = set_condition((), Condition(type="Launched", status="Unknown"), now=t0)
-    conds = set_condition(conds, Condition(type="Launched", status="True"), now=t1)
-    assert conds[0].transitioned_at == t1
 
 
 @pytest.mark.parametrize(

@@ -42,13 +42,13 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis import v1
+from karpenter_core.apis.conditions import ConditionSet, condition_of
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
 from karpenter_core.controllers.node.termination.terminator import Terminator
-from karpenter_core.controllers.nodeclaim.conditions import condition_of
 from karpenter_core.kube.client import Conflict, NotFound
-from karpenter_core.runtime.clock import format_time, parse_time
+from karpenter_core.runtime.clock import parse_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -61,7 +61,6 @@ __all__ = [
     "NodeTerminationController",
     "TerminationError",
     "is_managed",
-    "set_condition",
 ]
 
 log = logging.getLogger("karpenter.termination")
@@ -81,44 +80,6 @@ def is_managed(node: Mapping[str, Any], node_class_label_keys: frozenset[str]) -
     """Whether the node carries the NodeClass label of one of this provider's kinds."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     return any(k in labels for k in node_class_label_keys)
-
-
-def set_condition(
-    obj: dict[str, Any],
-    type_: str,
-    status: str,
-    reason: str,
-    message: str,
-    now: datetime,
-) -> bool:
-    """Set a status condition on an object dict, as operatorpkg does: the transition time
-    moves only when the status changes; ``observedGeneration`` is the object's generation.
-    Returns whether anything changed."""
-    meta = obj.get("metadata") or {}
-    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-    new: dict[str, Any] = {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
-    if meta.get("generation") is not None:
-        new["observedGeneration"] = meta["generation"]
-    for i, old in enumerate(conditions):
-        if isinstance(old, Mapping) and old.get("type") == type_:
-            if old.get("status") == status and old.get("lastTransitionTime"):
-                new["lastTransitionTime"] = old["lastTransitionTime"]
-            if dict(old) == new:
-                return False
-            conditions[i] = new
-            return True
-    conditions.append(new)
-    return True
-
-
-def _set_true(obj: dict[str, Any], type_: str, now: datetime) -> bool:
-    return set_condition(obj, type_, "True", type_, "", now)
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
@@ -265,12 +226,17 @@ class NodeTerminationController:
 
     # ------------------------------------------------------------------ steps
 
+    def _conditions(self, nodeclaim: dict[str, Any]) -> ConditionSet:
+        """The termination conditions (Drained, VolumesDetached, InstanceTerminating) are
+        independent of the NodeClaim's Ready root, as upstream sets them."""
+        return ConditionSet(nodeclaim, self.clock, root=None)
+
     def _await_drain(
         self, nodeclaim: dict[str, Any] | None, node: dict[str, Any], deadline: datetime | None
     ) -> Result | None:
         now = self.clock.now()
         if nodeclaim is not None and condition_of(nodeclaim, v1.CONDITION_DRAINED) is None:
-            set_condition(nodeclaim, v1.CONDITION_DRAINED, "Unknown", "Draining", "Draining", now)
+            self._conditions(nodeclaim).set(v1.CONDITION_DRAINED, "Unknown", "Draining", "Draining")
         error = self.terminator.drain(node, deadline)
         if error is not None:
             name = str(node["metadata"].get("name") or "")
@@ -290,7 +256,7 @@ class NodeTerminationController:
                     started = now
                 if now - started < MIN_DRAIN_TIME:
                     return Result(requeue_after=DRAIN_REQUEUE)
-            _set_true(nodeclaim, v1.CONDITION_DRAINED, now)
+            self._conditions(nodeclaim).set_true(v1.CONDITION_DRAINED)
         return None
 
     def _await_volume_detachment(
@@ -300,7 +266,7 @@ class NodeTerminationController:
         pending = self._pending_volume_attachments(node)
         if not pending:
             if nodeclaim is not None:
-                _set_true(nodeclaim, v1.CONDITION_VOLUMES_DETACHED, now)
+                self._conditions(nodeclaim).set_true(v1.CONDITION_VOLUMES_DETACHED)
             return None
         if deadline is None or not now > deadline:
             names = sorted(str((va.get("metadata") or {}).get("name") or "") for va in pending)
@@ -319,23 +285,19 @@ class NodeTerminationController:
                 )
             )
             if nodeclaim is not None:
-                set_condition(
-                    nodeclaim,
+                self._conditions(nodeclaim).set(
                     v1.CONDITION_VOLUMES_DETACHED,
                     "Unknown",
                     "AwaitingVolumeDetachment",
                     "AwaitingVolumeDetachment",
-                    now,
                 )
             return Result(requeue_after=VOLUME_REQUEUE)
         if nodeclaim is not None:
-            set_condition(
-                nodeclaim,
+            self._conditions(nodeclaim).set(
                 v1.CONDITION_VOLUMES_DETACHED,
                 "False",
                 "TerminationGracePeriodElapsed",
                 "TerminationGracePeriodElapsed",
-                now,
             )
         return None
 
@@ -391,7 +353,7 @@ class NodeTerminationController:
             if not is_nodeclaim_not_found(e):
                 raise
             gone = True
-        _set_true(nodeclaim, v1.CONDITION_INSTANCE_TERMINATING, self.clock.now())
+        self._conditions(nodeclaim).set_true(v1.CONDITION_INSTANCE_TERMINATING)
         if not gone:
             return Result(requeue_after=INSTANCE_TERMINATION_REQUEUE)
         return None

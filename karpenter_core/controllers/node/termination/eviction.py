@@ -29,6 +29,7 @@ from attrs import frozen
 
 from karpenter_core import metrics
 from karpenter_core.apis import v1
+from karpenter_core.apis.conditions import TRUE, condition_of
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.kube.client import ApiError, Conflict, KubeClient, NotFound, TooManyRequests
 from karpenter_core.runtime.clock import Clock, format_time
@@ -278,13 +279,9 @@ class EvictionQueue:
         nodeclaim = nodeclaim_for_node(self.kube, node)
         if nodeclaim is None:
             return ""
-        for c in (nodeclaim.get("status") or {}).get("conditions") or []:
-            if (
-                isinstance(c, Mapping)
-                and c.get("type") == v1.CONDITION_DISRUPTION_REASON
-                and c.get("status") == "True"
-            ):
-                return str(c.get("reason") or "")
+        c = condition_of(nodeclaim, v1.CONDITION_DISRUPTION_REASON)
+        if c is not None and c.get("status") == TRUE:
+            return str(c.get("reason") or "")
         return FORCEFUL_TERMINATION_REASON
 
 

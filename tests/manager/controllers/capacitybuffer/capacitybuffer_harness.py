@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from karpenter_core.controllers.nodeclaim.conditions import condition_of
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.runtime.options import Options
 from karpenter_core.testing import Environment, FakeCloudProvider
 from karpenter_core.testing import builders as b

@@ -1,8 +1,16 @@
-"""Status conditions with operatorpkg's semantics, on plain object dicts.
+"""Status conditions: the one library every controller and plugin reads and writes them with.
 
-Controllers here work on the API server's dicts, so this is the dict counterpart of
-operatorpkg's ``ConditionSet``. The rules matter to other controllers, which read the
-times these conditions record:
+Controllers work on the API server's object dicts, so :class:`ConditionSet` is the dict
+counterpart of operatorpkg's ``ConditionSet``; a typed model (anything with ``to_dict()``)
+is opened with :meth:`ConditionSet.of`, and :meth:`ConditionSet.status_patch` gives the
+merge patch that writes what changed. The typed models read their own conditions
+(:meth:`~karpenter_core.apis.base.ObjectModel.condition`); :func:`condition_of` and
+:func:`is_true` read any object dict without opening a set.
+
+Two kinds of set, as upstream has:
+
+* **With a root** (``Ready`` over dependents: NodeClaims, NodePools, NodeClasses, NodeOverlays),
+  operatorpkg's rules, which matter to other controllers reading the times recorded:
 
 * Opening a condition set fills in the root (``Ready``) and every dependent that is
   missing as ``Unknown``/``AwaitingReconciliation`` with ``lastTransitionTime`` = the
@@ -16,12 +24,18 @@ times these conditions record:
   generation; otherwise Unknown (``ReconcilingDependents``). The message lists the
   unhealthy dependents, newest first.
 * Conditions are kept sorted: by ``lastTransitionTime`` (stable), the root last.
+
+* **Without a root** (``root=None``: a Node's termination conditions on its NodeClaim, a
+  CapacityBuffer's conditions), apimachinery's ``meta.SetStatusCondition``: nothing is filled
+  in, a condition is replaced where it stands or appended, ``lastTransitionTime`` moves only
+  when the status changes, ``observedGeneration`` is the object's generation.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from karpenter_core.apis.v1 import CONDITION_READY, NODECLAIM_READY_DEPENDENTS
 from karpenter_core.runtime.clock import Clock, format_time
@@ -33,6 +47,8 @@ __all__ = [
     "UNKNOWN",
     "ConditionSet",
     "condition_of",
+    "conditions_of",
+    "is_true",
     "nodeclaim_conditions",
 ]
 
@@ -43,16 +59,31 @@ AWAITING_RECONCILIATION = "AwaitingReconciliation"
 _AWAITING_MESSAGE = "object is awaiting reconciliation"
 
 
-def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    """The ``status.conditions`` entry of ``type_`` on an object dict of any kind (Node,
-    NodeClaim, NodePool, NodeClass), or None. Read-only, so it needs no clock or root
-    condition the way :class:`ConditionSet` does; a malformed status reads as no condition."""
+def conditions_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The well-formed ``status.conditions`` entries of an object dict of any kind (Node,
+    Pod, NodeClaim, NodePool, NodeClass, CapacityBuffer...); a malformed status reads as none."""
     status = obj.get("status")
     conds = status.get("conditions") if isinstance(status, Mapping) else None
-    for c in conds if isinstance(conds, list) else ():
-        if isinstance(c, Mapping) and c.get("type") == type_:
+    return [c for c in conds if isinstance(c, Mapping)] if isinstance(conds, list) else []
+
+
+def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The ``status.conditions`` entry of ``type_`` on an object dict of any kind, or None.
+    Read-only, so it needs no clock or root condition the way :class:`ConditionSet` does."""
+    for c in conditions_of(obj):
+        if c.get("type") == type_:
             return c
     return None
+
+
+def is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """The condition ``type_`` is present on the object dict and ``True``."""
+    c = condition_of(obj, type_)
+    return c is not None and c.get("status") == TRUE
+
+
+class _HasDict(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -64,23 +95,62 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class ConditionSet:
-    """The conditions of one object dict (mutated in place), root ``root`` over ``dependents``."""
+    """The conditions of one object dict (mutated in place), root ``root`` over
+    ``dependents``, or independent conditions when ``root`` is None."""
 
     def __init__(
         self,
         obj: dict[str, Any],
         clock: Clock,
         *,
-        root: str = CONDITION_READY,
+        root: str | None = CONDITION_READY,
         dependents: Sequence[str] = NODECLAIM_READY_DEPENDENTS,
     ) -> None:
         self.obj = obj
         self.clock = clock
         self.root = root
+        self._stored = copy.deepcopy(self.items())
+        if root is None:
+            self.dependents: tuple[str, ...] = ()
+            return
         self.dependents = tuple(d for d in dict.fromkeys(dependents) if d != root)
         for t in (root, *self.dependents):
             if self.get(t) is None:
                 self.set_unknown(t)
+
+    @classmethod
+    def of(
+        cls,
+        model: _HasDict,
+        clock: Clock,
+        *,
+        root: str | None = CONDITION_READY,
+        dependents: Sequence[str] = NODECLAIM_READY_DEPENDENTS,
+    ) -> ConditionSet:
+        """A set over a typed model's dict form (``model.to_dict()``, a copy): set conditions
+        on it, then write :meth:`status_patch`, or read the updated object from ``obj``."""
+        return cls(model.to_dict(), clock, root=root, dependents=dependents)
+
+    # ------------------------------------------------------------------ the patch
+
+    @property
+    def changed(self) -> bool:
+        """Whether the conditions differ from those the object had when the set was opened."""
+        return self.items() != self._stored
+
+    def status_patch(self, *, resource_version: bool = True) -> dict[str, Any] | None:
+        """The merge patch (for the ``status`` subresource) that writes the conditions as they
+        are now, or None when nothing changed since the set was opened. A merge patch
+        replaces the whole list, so by default it carries the ``resourceVersion`` read: a
+        concurrent writer makes it fail with a conflict instead of being overwritten."""
+        if not self.changed:
+            return None
+        body: dict[str, Any] = {"status": {"conditions": copy.deepcopy(self.items())}}
+        meta = self.obj.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        if resource_version and rv:
+            body["metadata"] = {"resourceVersion": rv}
+        return body
 
     # ------------------------------------------------------------------ reading
 
@@ -109,7 +179,7 @@ class ConditionSet:
         return c is None or c.get("status") not in (TRUE, FALSE)
 
     def is_dependent(self, type_: str) -> bool:
-        return type_ == self.root or type_ in self.dependents
+        return self.root is not None and (type_ == self.root or type_ in self.dependents)
 
     # ------------------------------------------------------------------ writing
 
@@ -126,6 +196,8 @@ class ConditionSet:
 
     def set(self, type_: str, status: str, reason: str = "", message: str = "") -> bool:
         """Set a condition; returns whether anything changed."""
+        if self.root is None:
+            return self._set_independent(type_, status, reason, message)
         meta = _meta(self.obj)
         generation = self._generation()
         deleting = bool(meta.get("deletionTimestamp"))
@@ -169,6 +241,32 @@ class ConditionSet:
             self._recompute_root()
         return True
 
+    def _set_independent(self, type_: str, status: str, reason: str, message: str) -> bool:
+        generation = self._generation()
+        new: dict[str, Any] = {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_time(self.clock.now()),
+        }
+        if generation is not None:
+            new["observedGeneration"] = generation
+        conds = self.items()
+        for i, old in enumerate(conds):
+            if old.get("type") != type_:
+                continue
+            if old.get("status") == status and old.get("lastTransitionTime"):
+                new["lastTransitionTime"] = old["lastTransitionTime"]
+            if _same(new, old):
+                return False
+            conds[i] = {**old, **new}
+            self._write(conds)
+            return True
+        conds.append(new)
+        self._write(conds)
+        return True
+
     def set_true(self, type_: str, reason: str | None = None, message: str = "") -> bool:
         return self.set(type_, TRUE, reason if reason is not None else type_, message)
 
@@ -206,6 +304,8 @@ class ConditionSet:
         return True
 
     def _recompute_root(self) -> None:
+        if self.root is None:
+            return
         generation = self._generation()
         unhealthy = [
             c

@@ -1,4 +1,5 @@
-"""Condition mechanics (operatorpkg semantics) on object dicts."""
+"""Condition mechanics on object dicts: operatorpkg semantics with a root, apimachinery's
+SetStatusCondition without one, the status patch, and the readers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpenter_core.controllers.nodeclaim.conditions import ConditionSet
-from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.apis.conditions import ConditionSet, condition_of, conditions_of, is_true
+from karpenter_core.apis.v1 import NodePool
+from karpenter_core.runtime.clock import VirtualClock, format_time
 
 CREATED = "2026-01-01T00:00:00Z"
 
@@ -154,3 +156,99 @@ def test_root_always_agrees_with_the_dependents(steps: list[tuple[str, str]]) ->
         else "Unknown"
     )
     assert cs.get("Ready")["status"] == want
+
+
+# ---------------------------------------------------------------- independent conditions
+
+
+def test_without_a_root_nothing_is_filled_in_and_order_is_kept() -> None:
+    clock = VirtualClock()
+    o = obj(generation=4)
+    cs = ConditionSet(o, clock, root=None)
+    assert "status" not in o  # opening wrote nothing
+    cs.set("Drained", "Unknown", "Draining", "Draining")
+    clock.advance(5)
+    cs.set_true("VolumesDetached")
+    clock.advance(5)
+    assert cs.set_true("Drained")
+    assert [c["type"] for c in o["status"]["conditions"]] == ["Drained", "VolumesDetached"]
+    drained = by_type(o)["Drained"]
+    assert (drained["status"], drained["reason"], drained["observedGeneration"]) == (
+        "True",
+        "Drained",
+        4,
+    )
+    assert drained["lastTransitionTime"] == format_time(clock.now())  # moved on True
+    # the same value again changes nothing, and keeps the transition time
+    clock.advance(5)
+    assert not cs.set_true("Drained")
+    assert by_type(o)["Drained"]["lastTransitionTime"] == drained["lastTransitionTime"]
+    assert "Ready" not in by_type(o)
+
+
+def test_without_a_root_any_condition_may_be_cleared() -> None:
+    o = obj()
+    cs = ConditionSet(o, VirtualClock(), root=None)
+    cs.set_true("Ready")
+    assert cs.clear("Ready")
+    assert not cs.clear("Ready")
+    assert o["status"]["conditions"] == []
+
+
+# ---------------------------------------------------------------- the status patch
+
+
+def test_status_patch_is_none_until_something_changes() -> None:
+    o = obj(resourceVersion="7")
+    cs = ConditionSet(o, VirtualClock(), root=None)
+    assert cs.status_patch() is None
+    cs.set_false("ValidationSucceeded", "Conflict", "overlaps")
+    patch = cs.status_patch()
+    assert patch == {
+        "metadata": {"resourceVersion": "7"},
+        "status": {"conditions": o["status"]["conditions"]},
+    }
+    assert patch is not None and patch["status"]["conditions"] is not o["status"]["conditions"]
+    assert cs.status_patch(resource_version=False) == {"status": patch["status"]}
+
+
+def test_opening_a_rooted_set_on_a_new_object_is_a_change_to_write() -> None:
+    o = obj(resourceVersion="1")
+    cs = ConditionSet(o, VirtualClock())
+    patch = cs.status_patch()
+    assert patch is not None
+    assert {c["type"] for c in patch["status"]["conditions"]} == {
+        "Ready",
+        "Launched",
+        "Registered",
+        "Initialized",
+    }
+    again = ConditionSet(o, VirtualClock())  # now stored: nothing more to write
+    assert again.status_patch() is None
+
+
+def test_a_set_over_a_typed_model_leaves_the_model_alone() -> None:
+    pool = NodePool.from_dict(
+        {"metadata": {"name": "p", "generation": 2, "resourceVersion": "9"}, "spec": {}}
+    )
+    cs = ConditionSet.of(pool, VirtualClock(), dependents=("NodeClassReady",))
+    cs.set_true("NodeClassReady")
+    assert pool.conditions == ()
+    updated = NodePool.from_dict(cs.obj)
+    assert updated.is_true("NodeClassReady") and updated.is_true("Ready")
+    patch = cs.status_patch()
+    assert patch is not None and patch["metadata"] == {"resourceVersion": "9"}
+
+
+# ---------------------------------------------------------------- readers
+
+
+def test_readers_tolerate_malformed_status() -> None:
+    assert conditions_of({"status": "x"}) == []
+    assert conditions_of({"status": {"conditions": "x"}}) == []
+    assert conditions_of({"status": {"conditions": [1, {"type": "A"}]}}) == [{"type": "A"}]
+    good = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert is_true(good, "Ready")
+    assert not is_true(good, "Other")
+    assert condition_of(good, "Ready") == {"type": "Ready", "status": "True"}
+    assert not is_true({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, "Ready")
