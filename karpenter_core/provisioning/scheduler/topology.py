@@ -45,6 +45,7 @@ from attrs import define
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from karpenter_core.apis.names import label_key_problem
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler.preferences import (
     DO_NOT_SCHEDULE,
     PREFERENCE_POLICIES,
@@ -123,53 +124,23 @@ def ignored_for_topology(pod: Any) -> bool:
     )
 
 
-def _taint_values(taints: Iterable[Any]) -> tuple[Taint, ...]:
-    """NodePool taints are API-model objects; topology works on scheduling Taints."""
-    out: list[Taint] = []
-    for t in taints:
-        if isinstance(t, Taint):
-            out.append(t)
-        elif isinstance(t, Mapping):
-            out.append(Taint.from_dict(t))
-        else:
-            out.append(Taint.from_dict(t.to_dict()))
-    return tuple(out)
-
-
-def _nodepool_name(nodepool: Any) -> str:
-    if isinstance(nodepool, Mapping):
-        return str((nodepool.get("metadata") or {}).get("name") or "")
-    return str(nodepool.name)
-
-
-def _nodepool_requirements(nodepool: Any) -> tuple[Requirements, tuple[Taint, ...]]:
+def _nodepool_requirements(nodepool: NodePool) -> tuple[Requirements, tuple[Taint, ...]]:
     """A NodePool's template requirements ∩ template labels, and its template taints.
 
-    Accepts the API model or the Kubernetes JSON shape. Raises ValueError naming the
-    NodePool when a requirement cannot be parsed.
+    Raises ValueError naming the NodePool when a requirement cannot be parsed.
     """
-    if isinstance(nodepool, Mapping):
-        template = (nodepool.get("spec") or {}).get("template") or {}
-        spec = template.get("spec") or {}
-        raw_reqs: Any = spec.get("requirements") or []
-        labels: Mapping[str, str] = (template.get("metadata") or {}).get("labels") or {}
-        raw_taints: Any = spec.get("taints") or []
-    else:
-        template = nodepool.spec.template
-        raw_reqs = template.spec.requirements
-        labels = template.labels if template.metadata is not None else {}
-        raw_taints = template.spec.taints
+    template = nodepool.spec.template
     try:
-        reqs = Requirements.from_node_selector_requirements(raw_reqs)
-        reqs.add(*Requirements.from_labels(labels).values())
-        taints = _taint_values(raw_taints)
+        reqs = Requirements.from_node_selector_requirements(template.spec.requirements)
+        reqs.add(*Requirements.from_labels(template.labels).values())
+        taints = tuple(Taint.from_dict(t.to_dict()) for t in template.spec.taints)
     except (ValueError, TypeError, AttributeError) as e:
-        raise ValueError(f"nodepool {_nodepool_name(nodepool)!r}: {e}") from None
+        raise ValueError(f"nodepool {nodepool.name!r}: {e}") from None
     return reqs, taints
 
 
 def build_domain_groups(
-    nodepools: Sequence[Any], instance_types: Mapping[str, Sequence[Any]]
+    nodepools: Sequence[NodePool], instance_types: Mapping[str, Sequence[Any]]
 ) -> dict[str, TopologyDomainGroup]:
     """The domain universe per topology key (spec §10.1).
 
@@ -179,7 +150,7 @@ def build_domain_groups(
     Complement requirements contribute the values they exclude [quirk, as upstream].
     Values are visited in sorted order so the result does not depend on hash order.
     """
-    by_name = {_nodepool_name(np): np for np in nodepools}
+    by_name = {np.name: np for np in nodepools}
     groups: dict[str, TopologyDomainGroup] = {}
 
     def insert(key: str, values: Iterable[str], taints: tuple[Taint, ...]) -> None:
@@ -260,7 +231,7 @@ class Topology:
         self,
         snapshot: Any,
         state_nodes: Sequence[Any],
-        nodepools: Sequence[Any],
+        nodepools: Sequence[NodePool],
         instance_types: Mapping[str, Sequence[Any]],
         pods: Sequence[SchedulingPod],
         *,

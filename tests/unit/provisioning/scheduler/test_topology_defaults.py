@@ -10,12 +10,12 @@ from test_topology import MiniScheduler, instance_type, node, nodepool, zone_cou
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView, Preferences
 from karpenter_core.provisioning.scheduler.topology import (
     DefaultTopologySpreadInjector,
     SchedulerConfigError,
     Topology,
-    build_domain_groups,
     parse_scheduler_config,
 )
 
@@ -291,21 +291,6 @@ def test_injected_schedule_anyway_default_is_relaxable() -> None:
 # --- NodePool shapes ------------------------------------------------------------------------------
 
 
-def test_nodepools_as_kubernetes_json_work_like_the_model() -> None:
-    np = nodepool(
-        requirements=[zone_req("z1", "z2")],
-        labels={"team": "a"},
-        taints=[{"key": "t", "effect": "NoSchedule"}],
-    )
-    its = {"default": [instance_type()]}
-    from_model = build_domain_groups([np], its)
-    from_dict = build_domain_groups([np.to_dict()], its)
-    assert {k: sorted(v) for k, v in from_model.items()} == {
-        k: sorted(v) for k, v in from_dict.items()
-    }
-    assert from_dict[ZONE].taint_sets("z1")[0][0].key == "t"
-
-
 def test_bad_nodepool_requirement_names_the_nodepool() -> None:
     bad = {
         "metadata": {"name": "broken"},
@@ -316,4 +301,4 @@ def test_bad_nodepool_requirement_names_the_nodepool() -> None:
         },
     }
     with pytest.raises(ValueError, match="nodepool 'broken'"):
-        Topology(None, [], [bad], {"broken": [instance_type()]}, [])
+        Topology(None, [], [NodePool.from_dict(bad)], {"broken": [instance_type()]}, [])
