@@ -16,9 +16,11 @@ kube-scheduler's order, stopping at a node's first failure:
    off until removed). A node that is not Ready counts as carrying
    ``node.kubernetes.io/not-ready:NoSchedule``, the taint the kubelet and node lifecycle
    controller would give it;
-3. NodeAffinity — ``nodeSelector`` and the required node-affinity terms (ORed; each term's
-   expressions through :class:`~karpenter_core.scheduling.requirements.Requirements`
-   strict compatibility against the node's labels; ``matchFields`` on ``metadata.name``);
+3. NodeAffinity — ``nodeSelector`` and the required node-affinity terms (ORed; within a
+   term every expression and ``matchFields`` entry is tested on its own against the
+   node, as label selectors are). When every term names nodes (``metadata.name In``),
+   the other nodes are left out before any filter runs ("didn't satisfy plugin(s)
+   [NodeAffinity]"), as kube-scheduler's PreFilter does;
 4. NodePorts — host-port conflicts;
 5. NodeResourcesFit — the pod's requests plus one ``pods`` against allocatable minus what
    bound, non-terminal pods request;
@@ -30,8 +32,8 @@ Feasible nodes are scored by NodeResourcesFit alone (``LeastAllocated`` by defau
 ``MostAllocated``), ties going to the node name that sorts first, and the pod is bound
 (``pods/binding``). Pods bound earlier in the pass count against later ones. A pod that
 fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with kube-scheduler's message
-(``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
-{karpenter.sh/unregistered: }.``); a gated pod gets reason ``SchedulingGated``.
+(``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).``);
+a gated pod gets reason ``SchedulingGated``.
 
 A pass decides exactly what trying every pending pod on every node would, but does
 only the work that can change the outcome, as the real scheduler's caches do: nodes and
@@ -43,25 +45,36 @@ pods of that class in the pass are not tried again unless their condition needs
 writing (for classes with spread constraints or required pod affinity, which other
 pods' bindings can satisfy, only until the next binding).
 
-Approximations, on purpose:
+Topology spread honours ``minDomains``, ``nodeAffinityPolicy``/``nodeTaintsPolicy`` and
+``matchLabelKeys``; pod (anti-)affinity terms resolve ``namespaceSelector`` against the
+watched Namespaces (both through the rules in :mod:`karpenter_core.scheduling`).
+``tests/contract/test_contract_kubescheduler.py`` runs generated cases through this
+scheduler and the real kube-scheduler and compares every verdict and message.
 
+Approximations, on purpose (that test excludes exactly these):
+
+- No preemption, so a message ends after the filters' counts: kube-scheduler appends its
+  PostFilter plugins' text (``preemption: 0/3 nodes are available: ...``).
+- Scoring is NodeResourcesFit alone: no balanced-allocation or image-locality score, and
+  ``ScheduleAnyway`` spread, preferred (anti-)affinity, preferred node affinity and
+  ``PreferNoSchedule`` taints do not score; where several nodes fit, the choice may
+  differ from kube-scheduler's.
+- No volume filters (binding, zone, limits, restrictions), no DRA, no extenders, no
+  ``nominatedNodeName``.
+- A NotReady node counts as tainted ``node.kubernetes.io/not-ready`` (the node lifecycle
+  controller's work, folded in here).
+- Every pass retries every pending pod at once; kube-scheduler backs pods off and
+  requeues them on the cluster events that may help.
 - The condition is written only when its status or reason changes, not when just the
   message would; the real scheduler rewrites it on message changes too, and every write
   is a pod event that re-triggers Karpenter's provisioning batch for nothing.
-- Topology spread: ``minDomains``, ``nodeAffinityPolicy``/``nodeTaintsPolicy`` are
-  taken at their defaults (eligible domains = nodes matching the pod's node affinity,
-  taints ignored) and ``matchLabelKeys`` is honoured; ``ScheduleAnyway`` and preferred
-  (anti-)affinity do not score. Affinity terms' ``namespaceSelector`` is treated as
-  "all namespaces" when present and empty, else ignored (the term's ``namespaces``, or
-  the pod's own namespace, decide).
-- No preemption, no volume filters (binding, zone, limits), no DRA, no extenders, no
-  image-locality or balanced-allocation scores, no ``nominatedNodeName``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import partial
@@ -90,7 +103,6 @@ from karpenter_core.scheduling.podaffinity import (
     satisfies_pod_affinity,
     satisfies_pod_anti_affinity,
 )
-from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.scheduling.spread import (
     SpreadConstraint,
     global_minimum,
@@ -141,7 +153,9 @@ REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
-REASON_MALFORMED_AFFINITY = "pod has a malformed node affinity"
+REASON_NODE_AFFINITY_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+MESSAGE_AFFINITY_CONFLICT = "pod affinity terms conflict"
+METADATA_NAME = "metadata.name"
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
@@ -176,14 +190,13 @@ def _toleration_covers(tolerations: Sequence[Toleration], taint: Taint) -> bool:
 class _NodeStatic:
     """What a node's object alone decides, parsed once per resourceVersion."""
 
-    __slots__ = ("allocatable", "label_reqs", "labels", "name", "node", "rv", "taints")
+    __slots__ = ("allocatable", "labels", "name", "node", "rv", "taints")
 
     def __init__(self, rv: str, node: Node) -> None:
         self.rv = rv
         self.node = node
         self.name = node.name
         self.labels = node.labels
-        self.label_reqs = Requirements.from_labels(node.labels)
         taints = [t for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
         if not node.ready:
             taints.append(Taint(TAINT_NODE_NOT_READY, NO_SCHEDULE))
@@ -196,7 +209,6 @@ class _NodeState:
 
     __slots__ = (
         "allocatable",
-        "label_reqs",
         "labels",
         "name",
         "node",
@@ -212,7 +224,6 @@ class _NodeState:
         self.node = static.node
         self.name = static.name
         self.labels = static.labels
-        self.label_reqs = static.label_reqs
         self.taints = static.taints
         self.allocatable = static.allocatable
         self.requested: dict[str, int] = {}
@@ -227,53 +238,194 @@ class _NodeState:
         self.pods.append(pod)
 
 
-def _node_selector_terms(pod: Pod) -> list[tuple[Requirements, list[Mapping[str, Any]]]] | None:
-    """The pod's node-affinity alternatives: per required term, the expressions (with
-    ``nodeSelector`` folded in) and its ``matchFields``. None when a term is malformed."""
-    base = [{"key": k, "operator": "In", "values": [v]} for k, v in pod.node_selector.items()]
-    required = ((pod.affinity or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    out: list[tuple[Requirements, list[Mapping[str, Any]]]] = []
-    try:
-        if not terms:
-            out.append((Requirements.from_node_selector_requirements(base), []))
-            return out
-        for term in terms:
-            if not isinstance(term, Mapping):
-                return None
-            exprs = list(term.get("matchExpressions") or [])
-            fields = [f for f in term.get("matchFields") or [] if isinstance(f, Mapping)]
-            if not exprs and not fields:
-                continue  # an empty term matches nothing
-            out.append((Requirements.from_node_selector_requirements(base + exprs), fields))
-    except (ValueError, TypeError):
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int64(value: str) -> int | None:
+    """``value`` read as kube-scheduler reads a number in a label (base 10, an optional
+    sign, leading zeros allowed, within int64); None when it is not one."""
+    if _GO_INT.fullmatch(value) is None:
         return None
-    return out
+    number = int(value)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
-def _fields_match(fields: Sequence[Mapping[str, Any]], node_name: str) -> bool:
-    for f in fields:
-        if f.get("key") != "metadata.name":
+class _LabelTest:
+    """One ``matchExpressions`` entry, tested on its own against a node's labels: the
+    expressions of a term are ANDed as label selectors, never merged into one requirement
+    per key (``tier In [a]`` and ``tier In [b]`` together match no node, not nodes without
+    ``tier``)."""
+
+    __slots__ = ("bound", "key", "operator", "values")
+
+    def __init__(self, key: str, operator: str, values: frozenset[str], bound: int) -> None:
+        self.key = key
+        self.operator = operator
+        self.values = values
+        self.bound = bound
+
+    @classmethod
+    def parse(cls, raw: object) -> _LabelTest | None:
+        """None for an expression the API server would refuse; its term then matches no
+        node (kube-scheduler ignores such terms rather than failing the pod)."""
+        if not isinstance(raw, Mapping):
+            return None
+        key, operator, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
+        if not isinstance(key, str) or not key or not isinstance(values, list):
+            return None
+        if not all(isinstance(v, str) for v in values):
+            return None
+        bound = 0
+        if operator in ("In", "NotIn"):
+            if not values:
+                return None
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                return None
+        elif operator in ("Gt", "Lt"):
+            number = _int64(values[0]) if len(values) == 1 else None
+            if number is None:
+                return None
+            bound = number
+        else:
+            return None
+        return cls(key, operator, frozenset(values), bound)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        operator = self.operator
+        if operator == "In":
+            return value is not None and value in self.values
+        if operator == "NotIn":
+            return value is None or value not in self.values
+        if operator == "Exists":
+            return value is not None
+        if operator == "DoesNotExist":
+            return value is None
+        number = None if value is None else _int64(value)
+        if number is None:
             return False
-        values = f.get("values") or []
-        if f.get("operator") == "In" and node_name not in values:
-            return False
-        if f.get("operator") == "NotIn" and node_name in values:
-            return False
-        if f.get("operator") not in ("In", "NotIn"):
-            return False
-    return True
+        return number > self.bound if operator == "Gt" else number < self.bound
 
 
-def _matches_node_affinity(
-    terms: list[tuple[Requirements, list[Mapping[str, Any]]]], node: _NodeState | _NodeStatic
-) -> bool:
-    return any(
-        node.label_reqs.is_compatible(reqs) and _fields_match(fields, node.name)
-        for reqs, fields in terms
-    )
+class _FieldTest:
+    """One ``matchFields`` entry: ``In``/``NotIn`` with one value, on the node's fields
+    (``metadata.name`` is the only one a node has; another key reads as "")."""
+
+    __slots__ = ("equal", "key", "value")
+
+    def __init__(self, key: str, value: str, equal: bool) -> None:
+        self.key = key
+        self.value = value
+        self.equal = equal
+
+    @classmethod
+    def parse(cls, raw: object) -> _FieldTest | None:
+        if not isinstance(raw, Mapping):
+            return None
+        key, operator, values = raw.get("key"), raw.get("operator"), raw.get("values")
+        if not isinstance(key, str) or operator not in ("In", "NotIn"):
+            return None
+        if not isinstance(values, list) or len(values) != 1 or not isinstance(values[0], str):
+            return None
+        return cls(key, values[0], operator == "In")
+
+    def matches(self, node_name: str) -> bool:
+        value = node_name if self.key == METADATA_NAME else ""
+        return (value == self.value) == self.equal
+
+
+class _NodeAffinity:
+    """The pod's ``nodeSelector`` and required node affinity, as kube-scheduler's
+    NodeAffinity plugin reads them.
+
+    Filter: every ``nodeSelector`` label present with its value, and (with a required
+    affinity) one term whose expressions and fields all hold; a term with none of either,
+    or with one the API server would refuse, matches nothing.
+
+    PreFilter: when every term names nodes (``matchFields`` ``metadata.name In``), only
+    those nodes are tried (``names``); the others fail as "didn't satisfy plugin(s)
+    [NodeAffinity]" without any filter running. When the names within every term
+    contradict each other, the pod fits nowhere (``conflict``)."""
+
+    __slots__ = ("conflict", "names", "selector", "terms")
+
+    def __init__(self, pod: Pod) -> None:
+        self.selector = tuple(pod.node_selector.items())
+        node_affinity = (pod.affinity or {}).get("nodeAffinity")
+        required = (
+            node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(node_affinity, Mapping)
+            else None
+        )
+        self.terms: tuple[tuple[tuple[_LabelTest, ...], tuple[_FieldTest, ...]], ...] | None
+        self.names: frozenset[str] | None = None
+        self.conflict = False
+        if not isinstance(required, Mapping):
+            self.terms = None
+            return
+        raw_terms = required.get("nodeSelectorTerms")
+        raw_terms = (
+            [t for t in raw_terms if isinstance(t, Mapping)] if isinstance(raw_terms, list) else []
+        )
+        terms = []
+        for term in raw_terms:
+            raw_exprs = term.get("matchExpressions") or []
+            raw_fields = term.get("matchFields") or []
+            if not isinstance(raw_exprs, list) or not isinstance(raw_fields, list):
+                continue
+            if not raw_exprs and not raw_fields:
+                continue  # an empty term matches nothing
+            exprs = [_LabelTest.parse(e) for e in raw_exprs]
+            fields = [_FieldTest.parse(f) for f in raw_fields]
+            if any(e is None for e in exprs) or any(f is None for f in fields):
+                continue  # refused by the API server; kube-scheduler skips it
+            terms.append(
+                (
+                    tuple(e for e in exprs if e is not None),
+                    tuple(f for f in fields if f is not None),
+                )
+            )
+        self.terms = tuple(terms)
+        self._prefilter(raw_terms)
+
+    def _prefilter(self, raw_terms: list[Mapping[str, Any]]) -> None:
+        names: set[str] | None = None
+        for term in raw_terms:
+            named: set[str] | None = None
+            fields = term.get("matchFields")
+            for f in fields if isinstance(fields, list) else ():
+                if (
+                    isinstance(f, Mapping)
+                    and f.get("key") == METADATA_NAME
+                    and f.get("operator") == "In"
+                    and isinstance(f.get("values"), list)
+                ):
+                    values = {v for v in f["values"] if isinstance(v, str)}
+                    named = values if named is None else named & values
+            if named is None:
+                return  # a term not naming nodes: every node is tried
+            names = named if names is None else names | named
+        if names is None:
+            return
+        if not names:
+            self.conflict = True
+        else:
+            self.names = frozenset(names)
+
+    def matches(self, node: _NodeState | _NodeStatic) -> bool:
+        labels = node.labels
+        for key, value in self.selector:
+            if labels.get(key) != value:
+                return False
+        if self.terms is None:
+            return True
+        name = node.name
+        return any(
+            all(e.matches(labels) for e in exprs) and all(f.matches(name) for f in fields)
+            for exprs, fields in self.terms
+        )
 
 
 class _PodClass:
@@ -286,13 +438,13 @@ class _PodClass:
         "anti_affinity",
         "insufficient",
         "monotone",
+        "node_affinity",
         "spread",
         "static",
-        "terms",
     )
 
     def __init__(self, pod: Pod) -> None:
-        self.terms = _node_selector_terms(pod)
+        self.node_affinity = _NodeAffinity(pod)
         self.insufficient = tuple(
             (name, qty, REASON_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
             for name, qty in sorted(pod.scheduling_requests.items())
@@ -408,8 +560,10 @@ class KubeScheduler:
     def _on_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
 
-    def _sync(self) -> bool:
-        """Bring the caches up to date; True when anything changed since the last call."""
+    def _sync(self) -> None:
+        """Bring the caches up to date. Changes are noted in ``_changed`` (the event
+        handler), which only a pass clears: a read between passes (:meth:`feasibility`)
+        must not make the next pass think nothing happened."""
         for informer in (self._node_cache, self._pod_cache, self._namespace_cache):
             try:
                 informer.pump(0)
@@ -422,13 +576,13 @@ class KubeScheduler:
                 except ApiError as again:
                     log.info("kube-scheduler: listing %s failed: %s", informer.resource, again)
                     self._settled = False
-        changed, self._changed = self._changed, False
-        return changed
 
     # ------------------------------------------------------------------ the pass
 
     def reconcile(self, key: object = None) -> Result:
-        if not self._sync() and self._settled:
+        self._sync()
+        changed, self._changed = self._changed, False
+        if not changed and self._settled:
             return Result()
         self.passes += 1
         self._settled = True
@@ -463,8 +617,8 @@ class KubeScheduler:
         state, _ = self._pass_state()
         parsed = Pod.from_dict(pod)
         cls = _PodClass(parsed)
-        if cls.terms is None:
-            return {n.name: (REASON_MALFORMED_AFFINITY,) for n in state.nodes}
+        if cls.node_affinity.conflict:
+            return {n.name: (MESSAGE_AFFINITY_CONFLICT,) for n in state.nodes}
         ctx = _PodContext(parsed, cls, state)
         return {n.name: tuple(self._filter(ctx, cls, n)) for n in state.nodes}
 
@@ -532,8 +686,10 @@ class KubeScheduler:
     def _schedule_one(self, pod: Pod, cls: _PodClass, state: _PassState) -> bool | None:
         """Place one pod: True when bound, False when binding failed, None when it fits
         nowhere (and its condition says so)."""
-        if cls.terms is None:
-            self._mark(pod, "Unschedulable", REASON_MALFORMED_AFFINITY)
+        if cls.node_affinity.conflict and state.nodes:
+            # NodeAffinity's PreFilter fails the pod before any node is tried
+            message = f"0/{len(state.nodes)} nodes are available: {MESSAGE_AFFINITY_CONFLICT}."
+            self._mark(pod, "Unschedulable", message)
             return None
         ctx = _PodContext(pod, cls, state)
         reasons: dict[str, int] = {}
@@ -643,7 +799,6 @@ class _PodContext:
     def __init__(self, pod: Pod, cls: _PodClass, state: _PassState) -> None:
         self.pod = pod
         self.cls = cls
-        self.terms = cls.terms or []
         self.state = state
         self._spread: list[tuple[SpreadConstraint, dict[str, int], int]] | None = None
         self._affinity: tuple[Counter[TopologyPair], ...] | None = None
@@ -668,7 +823,7 @@ class _PodContext:
                 if not node_included(
                     c.node_affinity_policy,
                     c.node_taints_policy,
-                    partial(_matches_node_affinity, self.terms, node),
+                    partial(self.cls.node_affinity.matches, node),
                     partial(_tolerated, pod.tolerations, node.taints),
                 ):
                     continue
@@ -762,6 +917,9 @@ def _matching_pods(constraint: SpreadConstraint, pod: Pod, node: _NodeState) -> 
 def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
     """The first failing filter among those that read only the node's object and the
     pod's spec (NodeUnschedulable, TaintToleration, NodeAffinity), or ""."""
+    affinity = ctx.cls.node_affinity
+    if affinity.names is not None and node.name not in affinity.names:
+        return REASON_NODE_AFFINITY_PREFILTER  # left out by the PreFilter: no filter ran
     tolerations = ctx.pod.tolerations
     if node.node.unschedulable and not _toleration_covers(
         tolerations, Taint(TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE)
@@ -769,7 +927,7 @@ def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
         return REASON_UNSCHEDULABLE_NODE
     if not _tolerated(tolerations, node.taints):
         return REASON_UNTOLERATED_TAINT
-    if not _matches_node_affinity(ctx.terms, node):
+    if not affinity.matches(node):
         return REASON_AFFINITY
     return ""
 
