@@ -50,6 +50,7 @@ from karpenter_core.apis.objects import (
     Service,
     StorageClass,
 )
+from karpenter_core.apis.parsecache import VersionedParser
 from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.kube.client import NotFound
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
@@ -74,6 +75,7 @@ __all__ = [
     "is_managed_nodeclaim",
     "is_managed_nodepool",
     "nomination_window",
+    "parse_nodeclaim",
 ]
 
 log = logging.getLogger("karpenter.state")
@@ -306,8 +308,10 @@ def _parse_node(obj: Node | Mapping[str, Any]) -> Node:
     return obj if isinstance(obj, Node) else Node.from_dict(obj)
 
 
-def _parse_nodeclaim(obj: NodeClaim | Mapping[str, Any]) -> NodeClaim:
-    return obj if isinstance(obj, NodeClaim) else NodeClaim.from_dict(obj)
+parse_nodeclaim: VersionedParser[NodeClaim] = VersionedParser(NodeClaim.from_dict)
+"""The typed NodeClaim of a stored object, parsed once per stored version (uid and
+resourceVersion, confirmed by content); raises
+:class:`~karpenter_core.apis.v1.APIError` naming the bad field."""
 
 
 def _rv(obj: Pod) -> str:
@@ -646,25 +650,29 @@ class Cluster:
     # ------------------------------------------------------------------ NodeClaims
 
     def update_nodeclaim(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> None:
-        """Track a NodeClaim; once launched (provider id set) it joins (or becomes) the
-        StateNode for its provider id, keeping that node's usage, mark and nomination."""
-        nc = _parse_nodeclaim(nodeclaim)
+        """Track a NodeClaim (typed, or its stored JSON, parsed once per version); once
+        launched (provider id set) it joins (or becomes) the StateNode for its provider id,
+        keeping that node's usage, mark and nomination. An unreadable one raises
+        :class:`~karpenter_core.apis.v1.APIError` or
+        :class:`~karpenter_core.apis.objects.ObjectError` before state changes."""
+        nc = nodeclaim if isinstance(nodeclaim, NodeClaim) else parse_nodeclaim(nodeclaim)
         name = nc.name
         pid = nc.provider_id
+        # only capacity needs its facts (an unlaunched claim is tracked by name alone)
+        view = NodeClaimView.of(nc) if pid else None
         with self._lock:
             known = self._nodeclaim_name_to_pid.get(name)
             if known and known != pid:
                 # Its provider id changed, or (its deletion unseen) a new, unlaunched
                 # NodeClaim took the name: the old capacity entry goes first.
                 self._cleanup_nodeclaim(name)
-            if pid:
+            if view is not None:
                 sn = self._nodes.get(pid)
                 old = _Facts(sn) if sn is not None else None
                 if sn is None:
-                    sn = self._nodes[pid] = StateNode(None, nc)
+                    sn = self._nodes[pid] = StateNode(None, view)
                 else:
-                    sn.nodeclaim = nc
-                    sn.nodeclaim_view = NodeClaimView.of(nc)
+                    sn.nodeclaim_view = view
                 self._changed(old, sn)
             marked = self._nodes[pid].marked_for_deletion if pid in self._nodes else False
             self.nodepool_state.update_nodeclaim(nc.nodepool_name or "", name, marked)
@@ -690,7 +698,6 @@ class Cluster:
                     del self._nodes[pid]
                     self._apply_resources(old, _Facts(None))
                 else:
-                    sn.nodeclaim = None
                     sn.nodeclaim_view = None
                     self._apply_resources(old, _Facts(sn))
             self._mark_unconsolidated_locked()
@@ -756,7 +763,6 @@ class Cluster:
             if rebuilt is None:  # state kept changing under us: list while holding the lock
                 rebuilt = self._build_usage(n, limits)
             if sn is not None:
-                rebuilt.nodeclaim = sn.nodeclaim
                 rebuilt.nodeclaim_view = sn.nodeclaim_view
                 rebuilt.inherit_intent(sn)
             for p in list(rebuilt.pods):
@@ -851,11 +857,11 @@ class Cluster:
             for p in sn.pods:
                 if self._bindings.get(p.key) == name:
                     del self._bindings[p.key]
-            if sn.nodeclaim is None:
+            if sn.nodeclaim_view is None:
                 del self._nodes[pid]
                 self._apply_resources(old, _Facts(None))
             else:
-                remaining = StateNode(None, sn.nodeclaim)
+                remaining = StateNode(None, sn.nodeclaim_view)
                 remaining.inherit_intent(sn)
                 self._nodes[pid] = remaining
                 self._apply_resources(old, _Facts(remaining))

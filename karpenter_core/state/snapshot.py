@@ -38,6 +38,7 @@ from karpenter_core.apis.objects import (
     Service,
     StorageClass,
 )
+from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.scheduling.volumes import IN_TREE_TO_CSI
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
 
@@ -54,10 +55,10 @@ def _by_key(items: Iterable[Any]) -> dict[str, Any]:
 
 @frozen
 class ClusterSnapshot:
-    """Cluster objects (parsed views; NodeClaims are the API model's objects)."""
+    """Cluster objects (parsed views; NodeClaims are the typed API model)."""
 
     nodes: tuple[Node, ...] = field(default=(), converter=_tuple)
-    nodeclaims: tuple[Any, ...] = field(default=(), converter=_tuple)
+    nodeclaims: tuple[NodeClaim, ...] = field(default=(), converter=_tuple)
     pods: tuple[Pod, ...] = field(default=(), converter=_tuple)
     daemonsets: tuple[DaemonSet, ...] = field(default=(), converter=_tuple)
     pdbs: tuple[PodDisruptionBudget, ...] = field(default=(), converter=_tuple)
@@ -209,16 +210,15 @@ class ClusterSnapshot:
     def _build_state_nodes(self) -> list[StateNode]:
         if self.prebuilt_state_nodes is not None:
             return list(self.prebuilt_state_nodes)
-        by_provider: dict[str, list[Any]] = {}  # provider id -> [node, nodeclaim]
-        order: list[str] = []
+        claims: dict[str, NodeClaimView] = {}  # by provider id
+        nodes: dict[str, Node] = {}
+        order: dict[str, None] = {}  # provider ids, first seen first
         for nc in self.nodeclaims:
-            view = NodeClaimView.of(nc)
+            view = NodeClaimView.of(nc)  # also for unlaunched ones: an unreadable one raises
             if not view.provider_id:
                 continue  # not launched yet: not capacity
-            if view.provider_id not in by_provider:
-                order.append(view.provider_id)
-                by_provider[view.provider_id] = [None, None]
-            by_provider[view.provider_id][1] = nc
+            order[view.provider_id] = None
+            claims[view.provider_id] = view
         for node in self.nodes:
             managed = bool(node.labels.get(NODEPOOL_LABEL_KEY))
             initialized = bool(node.labels.get(NODE_INITIALIZED_LABEL_KEY))
@@ -229,25 +229,23 @@ class ClusterSnapshot:
                 pid = node.name
             if managed and not node.labels.get(LABEL_INSTANCE_TYPE) and not initialized:
                 continue
-            if pid not in by_provider:
-                order.append(pid)
-                by_provider[pid] = [None, None]
-            by_provider[pid][0] = node
+            order[pid] = None
+            nodes[pid] = node
         pods_by_node = self.pods_by_node()
         out = []
         for pid in order:
-            node, nc = by_provider[pid]
+            merged = nodes.get(pid)
             pods: Sequence[Pod] = ()
             limits: Mapping[str, int] = {}
-            if node is not None:
-                pods = pods_by_node.get(node.name, ())
-                csinode = self.csinode(node.name)
+            if merged is not None:
+                pods = pods_by_node.get(merged.name, ())
+                csinode = self.csinode(merged.name)
                 if csinode is not None:
                     limits = csinode.driver_limits
             out.append(
                 StateNode(
-                    node,
-                    nc,
+                    merged,
+                    claims.get(pid),
                     pods=pods,
                     volume_limits=limits,
                     pod_volumes={p.key: self.pod_volumes(p) for p in pods if p.pvc_names},

@@ -13,7 +13,7 @@ copies via :meth:`StateNode.copy` so a simulation never leaks into the snapshot.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from attrs import frozen
 
@@ -23,14 +23,9 @@ from karpenter_core.apis.labels import (
     NODE_REGISTERED_LABEL_KEY,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.apis.objects import (
-    ONE,
-    ObjectError,
-    Pod,
-    _resources,
-    _str_map,
-    _timestamp,
-)
+from karpenter_core.apis.objects import ONE, Node, ObjectError, Pod, _resources, _timestamp
+from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, NodeClaim
+from karpenter_core.apis.v1 import Taint as ModelTaint
 from karpenter_core.scheduling.hostports import HostPortUsage
 from karpenter_core.scheduling.taints import Taint, is_known_ephemeral
 from karpenter_core.scheduling.volumes import VolumeUsage
@@ -40,14 +35,14 @@ __all__ = ["NODES_RESOURCE", "NodeClaimView", "StateNode"]
 NODES_RESOURCE = "nodes"
 """A StateNode's capacity always carries ``nodes: 1`` so NodePool node-count limits add up."""
 
-CONDITION_INSTANCE_TERMINATING = "InstanceTerminating"
 
-
-def _taints(value: Any, path: str) -> tuple[Taint, ...]:
+def _taints(taints: Iterable[ModelTaint], path: str) -> tuple[Taint, ...]:
+    """The model's taints as scheduling taints (which also insist on a key and a known
+    effect, as the API server does)."""
     out = []
-    for i, t in enumerate(value or ()):
+    for i, t in enumerate(taints):
         try:
-            out.append(Taint.from_dict(t))
+            out.append(Taint.from_dict(t.to_dict()))
         except (ValueError, TypeError, KeyError) as e:
             raise ObjectError(f"{path}[{i}]", str(e)) from None
     return tuple(out)
@@ -55,10 +50,15 @@ def _taints(value: Any, path: str) -> tuple[Taint, ...]:
 
 @frozen(eq=False)
 class NodeClaimView:
-    """The few NodeClaim facts cluster state needs, read once from the NodeClaim's
-    ``to_dict()`` form (the API model's documented round-trip), so this module does not
-    depend on the model's attribute layout."""
+    """A typed NodeClaim with the facts cluster state reads on every question derived
+    once: taints as scheduling taints, capacity and allocatable as integers (the model keeps
+    quantities as written), whether it is deleting or its instance terminating.
 
+    Name, labels and annotations are the model's own (no copy). Building one raises
+    :class:`~karpenter_core.apis.objects.ObjectError` naming the field a taint, quantity or
+    deletion timestamp cannot be read from."""
+
+    nodeclaim: NodeClaim
     name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
@@ -71,34 +71,30 @@ class NodeClaimView:
     instance_terminating: bool
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> NodeClaimView:
-        meta = d.get("metadata") or {}
-        spec = d.get("spec") or {}
-        status = d.get("status") or {}
-        terminating = any(
-            c.get("type") == CONDITION_INSTANCE_TERMINATING and c.get("status") == "True"
-            for c in status.get("conditions") or ()
-        )
+    def of(cls, nodeclaim: NodeClaim) -> NodeClaimView:
+        meta = nodeclaim.metadata
+        spec = nodeclaim.spec
+        status = nodeclaim.status
+        capacity: Mapping[str, str | int | float] = status.capacity if status else {}
+        allocatable: Mapping[str, str | int | float] = status.allocatable if status else {}
+        deleted_at = _timestamp(meta.deletion_timestamp, "metadata.deletionTimestamp")
         return cls(
-            name=str(meta.get("name", "")),
-            labels=_str_map(meta.get("labels"), "metadata.labels"),
-            annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
-            taints=_taints(spec.get("taints"), "spec.taints"),
-            startup_taints=_taints(spec.get("startupTaints"), "spec.startupTaints"),
-            provider_id=str(status.get("providerID") or ""),
-            capacity=_resources(status.get("capacity"), "status.capacity"),
-            allocatable=_resources(status.get("allocatable"), "status.allocatable"),
-            deleting=_timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
-            is not None,
-            instance_terminating=terminating,
+            nodeclaim=nodeclaim,
+            name=nodeclaim.name,
+            labels=meta.labels,
+            annotations=meta.annotations,
+            taints=_taints(spec.taints, "spec.taints"),
+            startup_taints=_taints(spec.startup_taints, "spec.startupTaints"),
+            provider_id=nodeclaim.provider_id,
+            capacity=_resources(capacity, "status.capacity"),
+            allocatable=_resources(allocatable, "status.allocatable"),
+            deleting=deleted_at is not None,
+            # every condition of the type counts, duplicates included
+            instance_terminating=any(
+                c.type == CONDITION_INSTANCE_TERMINATING and c.status == "True"
+                for c in nodeclaim.conditions
+            ),
         )
-
-    @classmethod
-    def of(cls, nodeclaim: Any) -> NodeClaimView:
-        """View of a NodeClaim model object (anything with ``to_dict()``) or a plain mapping."""
-        if isinstance(nodeclaim, Mapping):
-            return cls.from_dict(nodeclaim)
-        return cls.from_dict(nodeclaim.to_dict())
 
 
 def _same_taint(a: Taint, b: Taint) -> bool:
@@ -116,32 +112,34 @@ class StateNode:
         "_nominated_until",
         "_pod_requests",
         "_pod_requests_total",
+        "_view",
         "_volume_usage",
         "node",
-        "nodeclaim",
-        "nodeclaim_view",
         "pods",
     )
 
     def __init__(
         self,
-        node: Any = None,
-        nodeclaim: Any = None,
+        node: Node | None = None,
+        nodeclaim: NodeClaim | NodeClaimView | None = None,
         *,
         pods: Iterable[Pod] = (),
         volume_limits: Mapping[str, int] | None = None,
         pod_volumes: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         marked_for_deletion: bool = False,
     ) -> None:
-        """``node`` is an :class:`~karpenter_core.apis.objects.Node`, ``nodeclaim`` a
-        NodeClaim model object (or mapping). ``pods`` are the non-terminal pods bound to the
-        node; ``pod_volumes`` maps pod key -> {driver: PVC ids} for volume-limit tracking and
-        ``volume_limits`` is the node's CSINode per-driver limit."""
+        """``node`` is the Node, ``nodeclaim`` the typed NodeClaim (or its
+        :class:`NodeClaimView`, when one was already derived). ``pods`` are the non-terminal
+        pods bound to the node; ``pod_volumes`` maps pod key -> {driver: PVC ids} for
+        volume-limit tracking and ``volume_limits`` is the node's CSINode per-driver limit."""
         if node is None and nodeclaim is None:
             raise ValueError("a StateNode needs a Node or a NodeClaim")
         self.node = node
-        self.nodeclaim = nodeclaim
-        self.nodeclaim_view = NodeClaimView.of(nodeclaim) if nodeclaim is not None else None
+        self._view: NodeClaimView | None = (
+            nodeclaim
+            if nodeclaim is None or isinstance(nodeclaim, NodeClaimView)
+            else NodeClaimView.of(nodeclaim)
+        )
         self._marked = marked_for_deletion
         self._nominated_until = 0.0
         self.pods: list[Pod] = []
@@ -188,8 +186,7 @@ class StateNode:
         """An independent copy: usage can be changed without touching this node."""
         n = StateNode.__new__(StateNode)
         n.node = self.node
-        n.nodeclaim = self.nodeclaim
-        n.nodeclaim_view = self.nodeclaim_view
+        n._view = self._view
         n._marked = self._marked
         n._nominated_until = self._nominated_until
         n.pods = list(self.pods)
@@ -227,11 +224,34 @@ class StateNode:
         """Per-CSI-driver attachable-volume limits from the node's CSINode (empty: none)."""
         return self._volume_usage.limits
 
+    # -- the NodeClaim --
+
+    @property
+    def nodeclaim(self) -> NodeClaim | None:
+        """The NodeClaim (None for a node Karpenter did not launch, or whose NodeClaim is
+        gone)."""
+        view = self._view
+        return view.nodeclaim if view is not None else None
+
+    @nodeclaim.setter
+    def nodeclaim(self, nodeclaim: NodeClaim | None) -> None:
+        self._view = NodeClaimView.of(nodeclaim) if nodeclaim is not None else None
+
+    @property
+    def nodeclaim_view(self) -> NodeClaimView | None:
+        """The NodeClaim with the facts state reads derived (see :class:`NodeClaimView`);
+        setting it sets the NodeClaim."""
+        return self._view
+
+    @nodeclaim_view.setter
+    def nodeclaim_view(self, view: NodeClaimView | None) -> None:
+        self._view = view
+
     # -- identity and lifecycle --
 
     def managed(self) -> bool:
         """Karpenter launched it (a NodeClaim is known)."""
-        return self.nodeclaim_view is not None
+        return self._view is not None
 
     def registered(self) -> bool:
         if self.managed():
@@ -247,34 +267,40 @@ class StateNode:
             )
         return True
 
-    def _use_nodeclaim(self) -> bool:
-        return self.node is None or (self.nodeclaim_view is not None and not self.registered())
+    def _claim_first(self) -> NodeClaimView | None:
+        """The NodeClaim's view when it answers for identity (no Node, or a managed Node
+        not yet registered), else None: the Node answers."""
+        view = self._view
+        if self.node is None or (view is not None and not self.registered()):
+            return view
+        return None
 
     def name(self) -> str:
-        if self._use_nodeclaim():
-            assert self.nodeclaim_view is not None
-            return self.nodeclaim_view.name
-        return str(self.node.name)
+        view = self._claim_first()
+        if view is not None:
+            return view.name
+        assert self.node is not None
+        return self.node.name
 
     def provider_id(self) -> str:
         if self.node is None:
-            assert self.nodeclaim_view is not None
-            return self.nodeclaim_view.provider_id
-        return str(self.node.provider_id)
+            assert self._view is not None
+            return self._view.provider_id
+        return self.node.provider_id
 
     def labels(self) -> Mapping[str, str]:
-        if self._use_nodeclaim():
-            assert self.nodeclaim_view is not None
-            return self.nodeclaim_view.labels
-        labels: Mapping[str, str] = self.node.labels
-        return labels
+        view = self._claim_first()
+        if view is not None:
+            return view.labels
+        assert self.node is not None
+        return self.node.labels
 
     def annotations(self) -> Mapping[str, str]:
-        if self._use_nodeclaim():
-            assert self.nodeclaim_view is not None
-            return self.nodeclaim_view.annotations
-        annotations: Mapping[str, str] = self.node.annotations
-        return annotations
+        view = self._claim_first()
+        if view is not None:
+            return view.annotations
+        assert self.node is not None
+        return self.node.annotations
 
     def hostname(self) -> str:
         return self.labels().get(LABEL_HOSTNAME) or self.name()
@@ -288,7 +314,7 @@ class StateNode:
         A managed node that is not yet initialised drops known ephemeral taints and its
         NodeClaim's startup taints: they are expected to go away, and counting them would make
         Karpenter launch a second node for pods that will fit on this one."""
-        nc = self.nodeclaim_view
+        nc = self._view
         if (nc is not None and not self.registered()) or self.node is None:
             assert nc is not None
             taints = nc.taints
@@ -315,7 +341,7 @@ class StateNode:
         """The Node's ``capacity``/``allocatable``; until the node is initialised the Node may
         not report every resource yet, so the NodeClaim's estimate fills the zeros and gaps
         (and stands alone while there is no Node)."""
-        nc = self.nodeclaim_view
+        nc = self._view
         if nc is None or self.initialized():
             return dict(getattr(self.node, which))
         if self.node is None:
@@ -332,7 +358,7 @@ class StateNode:
         return {k: v - used.get(k, 0) for k, v in self.allocatable().items()}
 
     def deleted(self) -> bool:
-        nc = self.nodeclaim_view
+        nc = self._view
         if nc is not None:
             return nc.deleting or nc.instance_terminating
         return self.node is not None and self.node.deletion_timestamp is not None

@@ -104,13 +104,7 @@ def _has_disrupted_taint(sn: StateNode) -> bool:
 
 def _has_disruption_reason(sn: StateNode) -> bool:
     nc = sn.nodeclaim
-    if nc is None:
-        return False
-    try:
-        return nc.condition(CONDITION_DISRUPTION_REASON) is not None
-    except AttributeError:  # a plain mapping (hand-built state)
-        conds = ((nc.get("status") or {}).get("conditions")) or ()
-        return any(c.get("type") == CONDITION_DISRUPTION_REASON for c in conds)
+    return nc is not None and nc.condition(CONDITION_DISRUPTION_REASON) is not None
 
 
 class DisruptionController:

@@ -56,7 +56,9 @@ class NodeMetrics:
         gauges, label_map = metrics.node_gauges()
         nodes = [sn for sn in self.cluster.state_nodes() if sn.node is not None]
         by_key: dict[Hashable, list[StoreMetric]] = {
-            sn.node.name: self._node_metrics(sn, gauges, label_map) for sn in nodes
+            sn.node.name: self._node_metrics(sn, gauges, label_map)
+            for sn in nodes
+            if sn.node is not None
         }
         by_key[CLUSTER_UTILIZATION_KEY] = utilization_metrics(nodes)
         self.store.replace_all(by_key)
@@ -66,6 +68,7 @@ class NodeMetrics:
         self, sn: StateNode, gauges: Mapping[str, Any], label_map: Mapping[str, str]
     ) -> list[StoreMetric]:
         node = sn.node
+        assert node is not None
         base = node_labels(sn, label_map)
         daemon_keys = {p.key for p in sn.pods if p.is_owned_by_daemonset()}
         lists: dict[str, Mapping[str, int]] = {
@@ -98,6 +101,7 @@ def node_labels(sn: StateNode, label_map: Mapping[str, str]) -> dict[str, str]:
     """The node's label values for every well-known label (``""`` when unset), its name,
     phase and whether Karpenter manages it."""
     node = sn.node
+    assert node is not None
     status = (node.raw.get("status") or {}) if isinstance(node.raw, Mapping) else {}
     labels = {prom: str(node.labels.get(key, "")) for key, prom in label_map.items()}
     labels.update(
@@ -112,7 +116,7 @@ def utilization_metrics(nodes: Iterable[StateNode]) -> list[StoreMetric]:
     """``cluster_utilization_percent`` per resource: 100 x requested / allocatable over all
     nodes (resources no node can allocate are left out)."""
     nodes = list(nodes)
-    allocatable = _sum(sn.node.allocatable for sn in nodes)
+    allocatable = _sum(sn.node.allocatable for sn in nodes if sn.node is not None)
     requested = _sum(sn.pod_requests() for sn in nodes)
     out = []
     for resource, total in sorted(allocatable.items()):

@@ -31,6 +31,7 @@ from karpenter_core.state.cluster import (
     cluster_of,
     is_managed_nodeclaim,
     is_managed_nodepool,
+    parse_nodeclaim,
 )
 from karpenter_core.state.cost import cluster_cost_of
 
@@ -93,7 +94,8 @@ class NodeInformer:
 
 
 class NodeClaimInformer:
-    """Cluster state and the cluster cost tracker both follow managed NodeClaims."""
+    """Cluster state and the cluster cost tracker both follow managed NodeClaims; each
+    stored version is parsed into the typed NodeClaim once, here where it enters state."""
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -112,7 +114,7 @@ class NodeClaimInformer:
         if not is_managed_nodeclaim(nc, self.ctx.cloud_provider):
             return Result()
         try:
-            self.cluster.update_nodeclaim(nc)
+            self.cluster.update_nodeclaim(parse_nodeclaim(nc))
         except (APIError, ObjectError, ValueError) as e:
             log.warning(_describe("nodeclaim", key, e))
             return Result()

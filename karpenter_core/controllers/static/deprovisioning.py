@@ -176,14 +176,15 @@ class StaticDeprovisioner:
         return out
 
     def _describe(self, sn: StateNode, now: Any) -> LaunchedNode:
-        assert sn.nodeclaim_view is not None
+        nodeclaim = sn.nodeclaim
+        assert nodeclaim is not None
         pods = list(sn.pods)
         protected = [is_do_not_disrupt_active(p, now, self.ctx.recorder) for p in pods]
         return LaunchedNode(
-            nodeclaim=sn.nodeclaim_view.name,
+            nodeclaim=nodeclaim.name,
             empty=_is_empty(pods, protected),
             do_not_disrupt=any(protected),
-            cost=rescheduling_cost(pods) * lifetime_remaining(now, sn.nodeclaim),
+            cost=rescheduling_cost(pods) * lifetime_remaining(now, nodeclaim),
         )
 
     def _delete(self, name: str) -> str | None:

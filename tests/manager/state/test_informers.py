@@ -8,6 +8,7 @@ import pytest
 from test_cluster import MANAGED, Env, create_status, daemonset, node, nodeclaim, pod
 
 from karpenter_core import metrics
+from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.controllers.state import informers, nodeclaimgc
 from karpenter_core.runtime.clock import VirtualClock, WallClock
@@ -262,6 +263,37 @@ def test_unparseable_pod_is_skipped_not_raised(env: Env, caplog: pytest.LogCaptu
     assert env.manager.controller("state.pod").errors == 0
     assert env.cluster.pod("default/bad") is None
     assert "bad" in caplog.text and "spec.tolerations" in caplog.text
+
+
+def test_unreadable_nodeclaim_is_skipped_not_raised(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = nodeclaim("bad")
+    bad["status"]["capacity"]["cpu"] = "lots"
+    create_status(env, bad)
+    assert env.manager.controller("state.nodeclaim").errors == 0
+    assert not env.cluster.nodeclaim_exists("bad")
+    assert "bad" in caplog.text and "status.capacity.cpu" in caplog.text
+
+
+# -- parsed once ----------------------------------------------------------------------------
+
+
+def test_state_holds_the_typed_nodeclaim_parsed_once_per_stored_version(env: Env) -> None:
+    create_status(env, nodeclaim())
+    sn = env.cluster.state_node("kwok://n1")
+    assert sn is not None and isinstance(sn.nodeclaim, NodeClaim)
+    first = sn.nodeclaim
+    informers.NodeClaimInformer(env.ctx).reconcile(ObjectKey("", "nc1"))  # a resync re-read
+    again = env.cluster.state_node("kwok://n1")
+    assert again is not None and again.nodeclaim is first
+    stored = env.server.get("nodeclaims", "nc1")
+    stored["metadata"]["labels"]["team"] = "a"
+    env.server.update(stored)
+    env.settle()
+    changed = env.cluster.state_node("kwok://n1")
+    assert changed is not None and changed.nodeclaim is not first
+    assert changed.labels()["team"] == "a"
 
 
 def test_a_context_refuses_a_bad_resync_setting() -> None:

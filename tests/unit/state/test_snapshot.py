@@ -13,6 +13,7 @@ from karpenter_core.apis.objects import (
     Pod,
     StorageClass,
 )
+from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.testing import builders as b
 
@@ -30,18 +31,20 @@ def node(
     )
 
 
-def nodeclaim(name: str, provider_id: str = "", cpu: str = "8", **meta: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}, **meta},
-        "spec": {},
-        "status": {
-            "providerID": provider_id,
-            "capacity": {"cpu": cpu},
-            "allocatable": {"cpu": cpu},
-        },
-    }
+def nodeclaim(name: str, provider_id: str = "", cpu: str = "8", **meta: Any) -> NodeClaim:
+    return NodeClaim.from_dict(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}, **meta},
+            "spec": {},
+            "status": {
+                "providerID": provider_id,
+                "capacity": {"cpu": cpu},
+                "allocatable": {"cpu": cpu},
+            },
+        }
+    )
 
 
 def pod(name: str, node_name: str = "", cpu: str = "1", **extra: Any) -> Pod:

@@ -47,6 +47,17 @@ def nodeclaim(
     labels: dict[str, str] | None = None,
     status: dict[str, Any] | None = None,
     **meta: Any,
+) -> v1.NodeClaim:
+    return v1.NodeClaim.from_dict(nodeclaim_dict(name, taints, startup, labels, status, **meta))
+
+
+def nodeclaim_dict(
+    name: str,
+    taints: list[dict[str, Any]] | None,
+    startup: list[dict[str, Any]] | None,
+    labels: dict[str, str] | None,
+    status: dict[str, Any] | None,
+    **meta: Any,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -243,9 +254,10 @@ def test_marked_for_deletion(sn: StateNode, marked: bool) -> None:
     assert sn.marked_for_deletion is marked
 
 
-def test_accepts_the_nodeclaim_api_model() -> None:
-    nc = v1.NodeClaim.from_dict(nodeclaim(taints=[CUSTOM]), defaults=True)
+def test_hands_back_the_nodeclaim_it_was_given() -> None:
+    nc = nodeclaim(taints=[CUSTOM]).with_defaults()
     sn = StateNode(None, nc)
     assert sn.nodeclaim is nc
+    assert sn.copy().nodeclaim is nc
     assert sn.name() == "nc1"
     assert [t.key for t in sn.taints()] == ["dedicated"]

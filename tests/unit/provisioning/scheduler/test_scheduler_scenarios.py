@@ -9,6 +9,7 @@ from scheduler_helpers import fake_labels as fake_labels  # autouse fixture
 from scheduler_helpers import instance_type_names, label_of, nodepool, pod, solve
 
 from karpenter_core.apis.objects import DaemonSet, Node
+from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.provisioning.scheduler import SchedulerOptions
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.testing.fakecatalog import (
@@ -681,7 +682,7 @@ def _nodeclaim(name: str, pool: str = "default", cpu: str = "4") -> dict[str, An
 
 def test_pod_reuses_a_launched_but_unregistered_nodeclaim() -> None:
     p = pod(cpu="10m")
-    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("nc-1")], pods=[p])
+    snapshot = ClusterSnapshot(nodeclaims=[NodeClaim.from_dict(_nodeclaim("nc-1"))], pods=[p])
     out = solve([p], snapshot=snapshot).to_json_dict()
     assert out["nodeClaims"] == []
     assert out["existingNodes"] == [{"name": "nc-1", "pods": [p.key]}]
@@ -689,7 +690,9 @@ def test_pod_reuses_a_launched_but_unregistered_nodeclaim() -> None:
 
 def test_existing_pool_capacity_counts_against_limits() -> None:
     p = pod(cpu="100m", node_selector={ZONE: "test-zone-2"})  # not where "big" runs
-    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("big", cpu="100")], pods=[p])
+    snapshot = ClusterSnapshot(
+        nodeclaims=[NodeClaim.from_dict(_nodeclaim("big", cpu="100"))], pods=[p]
+    )
     results = solve([p], [nodepool(limits={"cpu": "20"})], snapshot=snapshot)
     assert results.new_nodeclaims == []
     assert "exceed limits" in str(results.pod_errors[p.key])
@@ -697,7 +700,9 @@ def test_existing_pool_capacity_counts_against_limits() -> None:
 
 def test_node_limit_of_existing_nodes_blocks_new_nodeclaims() -> None:
     p = pod(cpu="2")  # does not fit the 1-CPU node already in the pool
-    snapshot = ClusterSnapshot(nodeclaims=[_nodeclaim("nc-1", cpu="1")], pods=[p])
+    snapshot = ClusterSnapshot(
+        nodeclaims=[NodeClaim.from_dict(_nodeclaim("nc-1", cpu="1"))], pods=[p]
+    )
     results = solve([p], [nodepool(limits={"nodes": "1"})], snapshot=snapshot)
     assert results.new_nodeclaims == []
     assert "node limits have been exhausted" in str(next(iter(results.pod_errors.values())))
@@ -831,7 +836,9 @@ def test_not_ready_taint_only_blocks_initialised_nodes(initialized: bool, reused
     claim["status"]["providerID"] = f"fake://{name}"
     p = pod(cpu="10m")
     snapshot = ClusterSnapshot(
-        nodes=[_managed_node(name, initialized, taints)], nodeclaims=[claim], pods=[p]
+        nodes=[_managed_node(name, initialized, taints)],
+        nodeclaims=[NodeClaim.from_dict(claim)],
+        pods=[p],
     )
     out = solve([p], snapshot=snapshot).to_json_dict()
     assert (out["existingNodes"] == [{"name": name, "pods": [p.key]}]) is reused

@@ -28,7 +28,7 @@ from karpenter_core.apis.objects import (
     Pod,
     StorageClass,
 )
-from karpenter_core.apis.v1 import NodePool
+from karpenter_core.apis.v1 import NodeClaim, NodePool
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.testing.fakecatalog import (
     RESOURCE_GPU_VENDOR_A,
@@ -107,7 +107,9 @@ def test_cpu_limit_used_by_an_earlier_round_blocks_the_next_pod() -> None:
         {**first.raw, "spec": {**first.raw["spec"], "nodeName": "first"}, "status": {}}
     )
     second = pod(cpu="1.75")
-    snapshot = ClusterSnapshot(nodeclaims=[launched], nodes=[node], pods=[running, second])
+    snapshot = ClusterSnapshot(
+        nodeclaims=[NodeClaim.from_dict(launched)], nodes=[node], pods=[running, second]
+    )
     round_two = solve([second], [nodepool(limits={"cpu": "2"})], snapshot=snapshot)
     assert round_two.new_nodeclaims == []
     assert "exceed limits" in str(round_two.pod_errors[second.key])
@@ -446,7 +448,7 @@ def _launched_gpu_node(zeroed: bool) -> tuple[dict[str, Any], Node]:
 def test_kubelet_zeroing_extended_resources_does_not_launch_a_second_node() -> None:
     claim, node = _launched_gpu_node(zeroed=True)
     p = pod(cpu="10m", extra={RESOURCE_GPU_VENDOR_A: "1"})
-    snapshot = ClusterSnapshot(nodeclaims=[claim], nodes=[node], pods=[p])
+    snapshot = ClusterSnapshot(nodeclaims=[NodeClaim.from_dict(claim)], nodes=[node], pods=[p])
     out = solve([p], snapshot=snapshot).to_json_dict()
     assert out["nodeClaims"] == []
     assert out["existingNodes"] == [{"name": "gpu", "pods": [p.key]}]
@@ -551,7 +553,9 @@ def _existing_managed(name: str, initialized: bool) -> Node:
 def test_initialized_nodes_are_tried_before_uninitialized_ones() -> None:
     names = [f"a-{i}" for i in range(5)] + ["z-ready"]
     nodes = [_existing_managed(n, initialized=n == "z-ready") for n in names]
-    claims = [_nodeclaim(n) for n in names]  # Karpenter's own nodes: initialisation matters
+    claims = [
+        NodeClaim.from_dict(_nodeclaim(n)) for n in names
+    ]  # Karpenter's own nodes: initialisation matters
     p = pod()
     snapshot = ClusterSnapshot(nodes=nodes, nodeclaims=claims, pods=[p])
     out = solve([p], snapshot=snapshot).to_json_dict()
@@ -587,6 +591,8 @@ def test_terminating_in_flight_nodeclaim_is_not_used(deleting: bool) -> None:
     if deleting:
         claim["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     p = pod(cpu="10m")
-    out = solve([p], snapshot=ClusterSnapshot(nodeclaims=[claim], pods=[p])).to_json_dict()
+    out = solve(
+        [p], snapshot=ClusterSnapshot(nodeclaims=[NodeClaim.from_dict(claim)], pods=[p])
+    ).to_json_dict()
     assert len(out["nodeClaims"]) == int(deleting)
     assert len(out["existingNodes"]) == int(not deleting)

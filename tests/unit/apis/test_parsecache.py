@@ -1,0 +1,104 @@
+"""VersionedParser: each stored version of an object is parsed once."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from karpenter_core.apis.parsecache import VersionedParser
+from karpenter_core.apis.v1 import APIError, NodeClaim
+from karpenter_core.state.cluster import parse_nodeclaim
+from karpenter_core.testing import builders as b
+
+
+def stored(name: str = "nc", uid: str = "u-1", rv: str = "7") -> dict[str, Any]:
+    obj = b.nodeclaim(name, nodepool="default", provider_id=f"fake://{name}", capacity={"cpu": "2"})
+    obj["metadata"].update(uid=uid, resourceVersion=rv)
+    return obj
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, obj: Mapping[str, Any]) -> NodeClaim:
+        self.calls += 1
+        return NodeClaim.from_dict(obj)
+
+
+def test_the_same_version_is_parsed_once() -> None:
+    parse = Counting()
+    parser = VersionedParser(parse)
+    first = parser(stored())
+    assert parser(stored()) is first
+    assert parse.calls == 1
+
+
+def test_a_new_resource_version_is_parsed_again() -> None:
+    parse = Counting()
+    parser = VersionedParser(parse)
+    first = parser(stored(rv="7"))
+    assert parser(stored(rv="8")) is not first
+    assert parse.calls == 2
+
+
+def test_same_uid_and_version_with_other_content_is_parsed_again() -> None:
+    """uids are unique per API server only, and a caller may change a dict in place."""
+    parser = VersionedParser(NodeClaim.from_dict)
+    obj = stored()
+    first = parser(obj)
+    obj["metadata"]["labels"]["team"] = "a"
+    second = parser(obj)
+    assert second is not first
+    assert second.metadata.labels["team"] == "a"
+    assert "team" not in first.metadata.labels
+
+
+@pytest.mark.parametrize("missing", ["uid", "resourceVersion"])
+def test_objects_that_were_never_stored_are_parsed_every_time(missing: str) -> None:
+    parse = Counting()
+    parser = VersionedParser(parse)
+    obj = stored()
+    del obj["metadata"][missing]
+    parser(obj)
+    parser(obj)
+    assert parse.calls == 2
+    assert len(parser) == 0
+
+
+def test_only_the_newest_versions_are_remembered() -> None:
+    parse = Counting()
+    parser = VersionedParser(parse, max_entries=2)
+    for rv in ("1", "2", "3"):
+        parser(stored(rv=rv))
+    assert len(parser) == 2
+    parser(stored(rv="1"))  # forgotten: parsed again
+    assert parse.calls == 4
+
+
+def test_a_parse_error_is_raised_and_not_remembered() -> None:
+    parser = VersionedParser(NodeClaim.from_dict)
+    obj = stored()
+    obj["spec"]["taints"] = "not a list"
+    for _ in range(2):
+        with pytest.raises(APIError, match=r"spec\.taints"):
+            parser(obj)
+    assert len(parser) == 0
+
+
+def test_the_remembered_copy_is_independent_of_the_callers_dict() -> None:
+    parser = VersionedParser(NodeClaim.from_dict)
+    obj = stored()
+    original = copy.deepcopy(obj)
+    first = parser(obj)
+    obj["metadata"]["labels"]["team"] = "a"  # changed after the parse
+    assert parser(original) is first
+
+
+def test_parse_nodeclaim_hands_out_one_model_per_stored_version() -> None:
+    assert parse_nodeclaim(stored("pnc", uid="pnc-1")) is parse_nodeclaim(
+        stored("pnc", uid="pnc-1")
+    )
