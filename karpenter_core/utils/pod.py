@@ -15,17 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY, DO_NOT_DISRUPT_ANNOTATION_KEY
 from karpenter_core.apis.objects import Pod, PodDisruptionBudget
 from karpenter_core.runtime.clock import format_time
-from karpenter_core.runtime.events import NORMAL, WARNING, Event, EventRecorder
+from karpenter_core.runtime.events import NORMAL, WARNING, Event
 from karpenter_core.scheduling.taints import Taint, tolerates
 
 __all__ = [
     "STUCK_TERMINATING_AFTER",
+    "EventPublisher",
     "PdbLimits",
     "do_not_disrupt_until",
     "is_active",
@@ -47,6 +48,13 @@ STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 """A terminating pod older than this is not waited for during a drain."""
 
 DISRUPTED_NO_SCHEDULE_TAINT = Taint(key=DISRUPTED_TAINT_KEY, value="", effect="NoSchedule")
+
+
+class EventPublisher(Protocol):
+    """Where the predicates' events go: the controller's event recorder, or a decision
+    collecting them to return (disruption's decisions publish nothing themselves)."""
+
+    def publish(self, *events: Event) -> None: ...
 
 
 def pod_reference(pod: Pod) -> dict[str, str]:
@@ -152,7 +160,7 @@ def do_not_disrupt_until(pod: Pod) -> datetime | bool:
 
 
 def is_do_not_disrupt_active(
-    pod: Pod, now: datetime, recorder: EventRecorder | None = None
+    pod: Pod, now: datetime, recorder: EventPublisher | None = None
 ) -> bool:
     """``"true"`` protects forever; a positive Go duration protects while the pod is younger
     than it (since ``status.startTime``; a pod not started yet is protected); anything else
@@ -207,7 +215,7 @@ def is_do_not_disrupt_active(
     return active
 
 
-def is_evictable(pod: Pod, now: datetime, recorder: EventRecorder | None = None) -> bool:
+def is_evictable(pod: Pod, now: datetime, recorder: EventPublisher | None = None) -> bool:
     """Whether a drain would call the eviction API for this pod."""
     return (
         pod.is_active()
@@ -217,7 +225,7 @@ def is_evictable(pod: Pod, now: datetime, recorder: EventRecorder | None = None)
     )
 
 
-def is_disruptable(pod: Pod, now: datetime, recorder: EventRecorder | None = None) -> bool:
+def is_disruptable(pod: Pod, now: datetime, recorder: EventPublisher | None = None) -> bool:
     """Inactive pods never block; active ones block while do-not-disrupt is in force."""
     return not pod.is_active() or not is_do_not_disrupt_active(pod, now, recorder)
 
@@ -270,7 +278,7 @@ class PdbLimits:
         return cls(out)
 
     def _blocking(
-        self, pod: Pod, now: datetime, recorder: EventRecorder | None, fully: bool
+        self, pod: Pod, now: datetime, recorder: EventPublisher | None, fully: bool
     ) -> list[str]:
         """Keys of the PDBs keeping ``pod`` from eviction (empty: evictable, or not a pod
         a drain would evict anyway)."""
@@ -291,7 +299,7 @@ class PdbLimits:
         return []
 
     def can_evict_pods(
-        self, pods: Sequence[Pod], now: datetime, recorder: EventRecorder | None = None
+        self, pods: Sequence[Pod], now: datetime, recorder: EventPublisher | None = None
     ) -> tuple[list[str], bool]:
         """Whether every pod could be evicted now (each PDB allows at least one disruption);
         when not, the keys of the PDBs in the way."""
@@ -302,12 +310,12 @@ class PdbLimits:
         return [], True
 
     def is_fully_blocked(
-        self, pod: Pod, now: datetime, recorder: EventRecorder | None = None
+        self, pod: Pod, now: datetime, recorder: EventPublisher | None = None
     ) -> bool:
         return bool(self._blocking(pod, now, recorder, fully=True))
 
     def is_currently_reschedulable(
-        self, pod: Pod, now: datetime, recorder: EventRecorder | None = None
+        self, pod: Pod, now: datetime, recorder: EventPublisher | None = None
     ) -> bool:
         """Reschedulable, not held by do-not-disrupt, and not behind a PDB that never allows
         an eviction: only such pods of a deleting node are worth new capacity now."""

@@ -1,0 +1,234 @@
+"""The scheduling simulation behind every disruption decision (upstream ``helpers.go``
+``SimulateScheduling``; spec disruption §5).
+
+"If these candidates went away, where would their pods go, and what would have to launch?"
+It is the provisioner's solve over a changed cluster: the candidates are taken out of the
+existing capacity and their pods are scheduled together with the pods that are pending
+anyway and the pods of nodes already being deleted — so a decision never counts twice on
+capacity another decision (or a pending pod) is about to use.
+
+It is a function of the pass's
+:class:`~karpenter_core.disruption.snapshot.DisruptionSnapshot` (its state nodes and
+:class:`~karpenter_core.disruption.snapshot.SimulationInputs`): every simulation of a pass
+sees the same cluster, and nothing is listed while a method decides.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import attrs
+
+from karpenter_core import metrics
+from karpenter_core.apis.objects import Pod
+from karpenter_core.disruption.candidates import is_under_consolidate_after
+from karpenter_core.disruption.notices import EventSink, Notice
+from karpenter_core.disruption.snapshot import DisruptionSnapshot, SimulationInputs
+from karpenter_core.disruption.types import Candidate
+from karpenter_core.provisioning import validate_pod
+from karpenter_core.provisioning.scheduler import (
+    MIN_VALUES_POLICY_STRICT,
+    Results,
+    Scheduler,
+    apply_default_spreads,
+    build_topology,
+    order_nodepools,
+)
+from karpenter_core.provisioning.scheduler.errors import PodError
+from karpenter_core.provisioning.scheduler.scheduler import pod_identity
+from karpenter_core.provisioning.scheduler.volumetopology import volume_requirements_by_pod
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.state.statenode import StateNode
+from karpenter_core.utils.pod import PdbLimits
+
+__all__ = [
+    "CandidateDeletingError",
+    "SimulationError",
+    "SnapshotSource",
+    "simulate_scheduling",
+    "uninitialized_node_error",
+]
+
+
+class SimulationError(Exception):
+    """The simulation could not be run (the message says why)."""
+
+
+class CandidateDeletingError(SimulationError):
+    """A candidate is deleting in the snapshot simulated on (upstream
+    ``errCandidateDeleting``; a held command's candidate that started deleting during the
+    wait): the decision is moot, try again next pass."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(f"candidate is deleting: {', '.join(names)}")
+        self.names = tuple(names)
+
+
+class SnapshotSource(Protocol):
+    """Something holding the current pass's snapshot: a method written before snapshots
+    passes its ``DisruptionContext``."""
+
+    @property
+    def snapshot(self) -> DisruptionSnapshot | None: ...
+
+
+def uninitialized_node_error(sn: StateNode) -> PodError:
+    """A pod would land on a node that has not initialised: the decision would rest on
+    capacity that may never become usable."""
+    info = []
+    if sn.nodeclaim_view is not None:
+        info.append(f"nodeclaim/{sn.nodeclaim_view.name}")
+    if sn.node is not None:
+        info.append(f"node/{sn.node.name}")
+    return PodError(f"would schedule against uninitialized {', '.join(info)}")
+
+
+def _inputs(
+    source: DisruptionSnapshot | SnapshotSource,
+) -> tuple[DisruptionSnapshot, SimulationInputs]:
+    snapshot = source if isinstance(source, DisruptionSnapshot) else source.snapshot
+    if snapshot is None:
+        raise SimulationError("no disruption pass is running: there is no snapshot to simulate")
+    if snapshot.simulation is None:
+        raise SimulationError("the snapshot was taken without the simulation's inputs")
+    return snapshot, snapshot.simulation
+
+
+def _pending_pods(cluster: ClusterSnapshot) -> list[Pod]:
+    """Provisionable pods the provisioner would schedule (same validation, no events:
+    the provisioner already reports the invalid ones)."""
+    return [p for p in cluster.pods if p.is_provisionable() and validate_pod(p, cluster) is None]
+
+
+def simulate_scheduling(
+    snapshot: DisruptionSnapshot | SnapshotSource,
+    candidates: Sequence[Candidate],
+    *,
+    consolidation: bool = False,
+    notices: list[Notice] | None = None,
+) -> Results:
+    """Simulate removing ``candidates`` from the snapshot's cluster: their currently
+    reschedulable pods, the pending pods and the pods of nodes already deleting are
+    scheduled onto the remaining active nodes and new NodeClaims.
+
+    Returns the scheduler's :class:`Results`: ``new_nodeclaims`` (the replacements a
+    command would launch), ``existing_nodes`` (placements on remaining nodes) and
+    ``pod_errors``; ``results.all_non_pending_pods_scheduled()`` says whether every pod
+    that runs today found a place (pods already pending may stay pending). A pod that
+    would only fit on a node that has not initialised gets an error (unless it comes from
+    a node already being deleted), so decisions never rest on capacity that may not come.
+
+    ``consolidation`` is upstream's ``IsConsolidationSimulation``: pods that run today are
+    not placed on nodes still inside their NodePool's ``consolidateAfter`` window (except
+    pods leaving deleting nodes). Drift passes False.
+
+    Pods held by ``do-not-disrupt`` or by a PDB that never allows an eviction are not
+    given capacity: they will not move until their node's terminationGracePeriod forces
+    them, and capacity launched for them would sit idle meanwhile. The events the pod
+    checks produce are appended to ``notices`` when given.
+
+    ``snapshot`` is the pass's snapshot with its simulation inputs (a method written
+    before snapshots may pass its ``DisruptionContext``). Raises
+    :class:`CandidateDeletingError` when a candidate is deleting in it, and
+    :class:`SimulationError` when it has no simulation inputs.
+    """
+    snap, inputs = _inputs(snapshot)
+    names = {c.name() for c in candidates}
+    cluster = inputs.cluster
+    all_nodes = cluster.state_nodes()
+    deleting = [n for n in all_nodes if n.marked_for_deletion]
+    moot = sorted(n.name() for n in deleting if n.name() in names)
+    if moot:
+        raise CandidateDeletingError(moot)
+    active = [n for n in all_nodes if not n.marked_for_deletion and n.name() not in names]
+
+    now = snap.now
+    pdbs = PdbLimits(cluster.pdbs)
+    sink = EventSink(notices) if notices is not None else None
+    pods: list[Pod] = []
+    seen: set[str] = set()
+
+    def add(pod: Pod) -> None:
+        if pod.key not in seen:
+            seen.add(pod.key)
+            pods.append(pod)
+
+    for p in _pending_pods(cluster):
+        add(p)
+    # CapacityBuffers' virtual pods count as pending, as upstream's GetPendingPods has them:
+    # a replacement keeps room for them, and they may stay pending like any pending pod
+    for p in inputs.virtual_pods:
+        add(p)
+    for c in candidates:
+        for p in c.reschedulable_pods:
+            if pdbs.is_currently_reschedulable(p, now, sink):
+                add(p)
+    deleting_names = {n.name() for n in deleting}
+    deleting_keys: set[str] = set()
+    for n in deleting:
+        for p in n.pods:
+            if pdbs.is_currently_reschedulable(p, now, sink):
+                deleting_keys.add(p.key)
+                add(p)
+
+    nodepools = list(inputs.nodepools)
+    instance_types = inputs.instance_types
+    # Disruption may fall back from an exhausted reservation (upstream only disables the
+    # fallback for provisioning).
+    options = attrs.evolve(inputs.options, strict_reserved_offerings=False)
+    gate: Callable[[StateNode], bool] | None = None
+    if consolidation:
+        defaulted = inputs.defaulted_nodepools
+
+        def under_consolidate_after(sn: StateNode) -> bool:
+            model = defaulted.get(sn.nodepool_name())
+            return is_under_consolidate_after(model, sn.nodeclaim, now)
+
+        gate = under_consolidate_after
+
+    solve_snapshot = attrs.evolve(cluster, prebuilt_state_nodes=tuple(active))
+    controller = inputs.controller
+    start = time.perf_counter()
+    was_enabled = gc.isenabled()
+    gc.disable()  # the solve makes many short-lived objects and no cycles worth collecting
+    try:
+        pools = order_nodepools(nodepools)
+        spread = apply_default_spreads(solve_snapshot, pods, options)
+        state_nodes = solve_snapshot.active_state_nodes()
+        topology = build_topology(
+            solve_snapshot, state_nodes, pools, instance_types, spread, options
+        )
+        scheduler = Scheduler(
+            pools,
+            instance_types,
+            state_nodes=state_nodes,
+            daemon_pods=solve_snapshot.daemonset_pods(),
+            topology=topology,
+            options=options,
+            volume_requirements=volume_requirements_by_pod(solve_snapshot, spread),
+            pod_volumes=solve_snapshot.pod_volumes,
+            under_consolidate_after=gate,
+            deleting_node_names=deleting_names if consolidation else (),
+            controller=controller,
+        )
+        results = scheduler.solve(spread)
+        results.truncate_instance_types(
+            options.max_instance_types, options.min_values_policy == MIN_VALUES_POLICY_STRICT
+        )
+    finally:
+        if was_enabled:
+            gc.enable()
+        metrics.SCHEDULER_SCHEDULING_DURATION_SECONDS.labels(controller=controller).observe(
+            max(0.0, time.perf_counter() - start)
+        )
+    for existing in results.existing_nodes:
+        if existing.initialized():
+            continue
+        err = uninitialized_node_error(existing.state_node)
+        for p in existing.pods:
+            if p.key not in deleting_keys:
+                results.pod_errors[pod_identity(p)] = err
+    return results
