@@ -35,7 +35,8 @@ class F:
 
     ``kind`` is one of: ``str``, ``int``, ``bool``, ``strs`` (list of strings), ``strmap``,
     ``quantities`` (ResourceList: name -> string or number), ``raw`` (any JSON, deep-copied),
-    ``raws`` (list of any JSON), ``obj``/``objs`` (nested model / list of them), ``ndur``
+    ``raws`` (list of any JSON), ``obj``/``objs`` (nested model / list of them), ``objmap``
+    (map of string to nested model, as DRA's device attributes), ``ndur``
     (NillableDuration, ``Never`` allowed) and ``dur`` (Go duration, ``Never`` rejected).
     """
 
@@ -45,7 +46,7 @@ class F:
     sub: Any = None
 
 
-_COLLECTION_KINDS = frozenset({"strs", "strmap", "quantities", "raws", "objs"})
+_COLLECTION_KINDS = frozenset({"strs", "strmap", "quantities", "raws", "objs", "objmap"})
 
 
 def _describe(value: Any) -> str:
@@ -117,6 +118,10 @@ def _load_value(value: Any, f: F, path: str) -> Any:
         if not isinstance(value, list | tuple):
             raise _err(path, "a list", value)
         return tuple(f.sub.from_dict(v, path=f"{path}[{i}]") for i, v in enumerate(value))
+    if kind == "objmap":
+        if not isinstance(value, Mapping):
+            raise _err(path, "a map", value)
+        return {str(k): f.sub.from_dict(v, path=f"{path}[{k}]") for k, v in value.items()}
     if kind in ("ndur", "dur"):
         if not isinstance(value, str):
             raise _err(path, "a duration string", value)
@@ -141,6 +146,8 @@ def _dump_value(value: Any, f: F) -> Any:
         return value.to_dict()
     if kind == "objs":
         return [v.to_dict() for v in value]
+    if kind == "objmap":
+        return {k: v.to_dict() for k, v in value.items()}
     if kind in ("ndur", "dur"):
         return value.to_raw()
     return value
