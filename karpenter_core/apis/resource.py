@@ -166,7 +166,7 @@ class DeviceToleration(Model):
     """Tolerates a device taint (device taints are not simulated; see the allocator)."""
 
     key: str | None = None
-    operator: str = "Equal"
+    operator: str | None = None
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
@@ -189,8 +189,8 @@ class CapacityRequirements(Model):
     FIELDS = (F("requests", "requests", "quantities"),)
 
 
-def _check_mode(mode: str, path: str) -> None:
-    if mode not in ALLOCATION_MODES:
+def _check_mode(mode: str | None, path: str) -> None:
+    if mode is not None and mode not in ALLOCATION_MODES:
         raise APIError(f"{path}.allocationMode: must be one of ExactCount, All; got {mode!r}")
 
 
@@ -200,7 +200,7 @@ class ExactDeviceRequest(Model):
 
     device_class_name: str = ""
     selectors: tuple[DeviceSelector, ...] = ()
-    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
+    allocation_mode: str | None = None
     count: int | None = None
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
@@ -223,6 +223,11 @@ class ExactDeviceRequest(Model):
         return out
 
     @property
+    def mode(self) -> str:
+        """The allocation mode (the API server defaults it to ExactCount)."""
+        return self.allocation_mode or ALLOCATION_MODE_EXACT_COUNT
+
+    @property
     def device_count(self) -> int:
         """Devices an ExactCount request wants (the API server defaults ``count`` to 1)."""
         return 1 if self.count is None else self.count
@@ -235,7 +240,7 @@ class DeviceSubRequest(Model):
     name: str = ""
     device_class_name: str = ""
     selectors: tuple[DeviceSelector, ...] = ()
-    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
+    allocation_mode: str | None = None
     count: int | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
@@ -260,6 +265,10 @@ class DeviceSubRequest(Model):
     def admin_access(self) -> bool | None:
         """Sub-requests cannot ask for admin access (the field is not in their API)."""
         return None
+
+    @property
+    def mode(self) -> str:
+        return self.allocation_mode or ALLOCATION_MODE_EXACT_COUNT
 
     @property
     def device_count(self) -> int:
@@ -382,7 +391,7 @@ class AllocationResult(Model):
 class ResourceClaimConsumerReference(Model):
     """Who uses an allocated claim (a pod: ``resource: pods``, empty ``apiGroup``)."""
 
-    api_group: str = ""
+    api_group: str | None = None
     resource: str = ""
     name: str = ""
     uid: str = ""
@@ -396,7 +405,7 @@ class ResourceClaimConsumerReference(Model):
 
     @property
     def is_pod(self) -> bool:
-        return self.resource == "pods" and self.api_group == ""
+        return self.resource == "pods" and not self.api_group
 
 
 @frozen
@@ -568,6 +577,11 @@ class DeviceCapacity(Model):
         if isinstance(data, Mapping) and data.get("value") is not None:
             _quantity_milli(data["value"], f"{path}.value" if path else "value")
         return super().from_dict(data, path=path)
+
+    @classmethod
+    def of(cls, value: str | int) -> DeviceCapacity:
+        """A capacity of ``value`` (raises :class:`APIError` when it is no quantity)."""
+        return cls.from_dict({"value": value})
 
 
 @frozen

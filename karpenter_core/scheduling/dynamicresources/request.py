@@ -180,7 +180,7 @@ def _request_data(
         RequestName(request),
         device_class=device_class,
         count=req.device_count,
-        mode=req.allocation_mode,
+        mode=req.mode,
         selectors=selectors,
     )
     if not rd.is_all:
