@@ -757,7 +757,7 @@ def test_constraint_spans_all_mode_and_exact_count() -> None:
 
 
 def test_all_mode_aggregates_pools() -> None:
-    """Multiple pools in All-mode / should aggregate devices from multiple pools."""
+    """Multiple pools in All-mode / should aggregate devices from multiple pools in All-mode."""
     slices = [
         api_slice("s1", GPU_DRIVER, "pool-a", ["gpu-0", "gpu-1"], all_nodes=True),
         api_slice("s2", GPU_DRIVER, "pool-b", ["gpu-0"], all_nodes=True),
@@ -1543,3 +1543,48 @@ def test_a_selector_runtime_error_is_reported() -> None:
     c = claim("c", exact("r", "gpu", 1, f'device.attributes["{GPU_DRIVER}"].missing == 1'))
     err = fails(allocator(TWO).allocate(nodeclaim("it-1"), [c]))
     assert "evaluation failed" in str(err) and "missing" in str(err)
+
+
+def test_recorded_request_names() -> None:
+    """FirstAvailable DFS — selected (sub-)request tracking / plain Exactly request records the
+    unqualified name; three sub-requests, middle wins and later is not tried; preferred
+    sub-request selected from template devices; records the sub-request name on every device of
+    an All-mode sub-request."""
+    assert _requests(ok(allocator(FOUR).allocate(nodeclaim("it-1"), [claim("c", exact("r"))]))) == [
+        "r"
+    ]
+    three = claim("c", first_available("r", sub("six", count=6), sub("two", count=2), sub("one")))
+    assert _requests(ok(allocator(FOUR).allocate(nodeclaim("it-1"), [three]))) == ["r/two"] * 2
+    nc = with_templates(template(GPU_DRIVER, "tp", "t0", "t1"))
+    pref = claim("c", first_available("r", sub("two", count=2), sub("one")))
+    assert _requests(ok(allocator().allocate(nc, [pref]))) == ["r/two"] * 2
+    every = claim("c", first_available("r", sub("all", mode="All"), sub("one")))
+    assert _requests(ok(allocator(FOUR).allocate(nodeclaim("it-1"), [every]))) == ["r/all"] * 4
+
+
+def test_in_memory_claims_in_different_zones_fail() -> None:
+    """In-memory allocated claim handling / should fail when two in-memory allocated claims have
+    incompatible zones."""
+    a = allocator(
+        [
+            api_slice("s1", GPU_DRIVER, "pool-zone-a", ["gpu-a0"], zone=["us-west-2a"]),
+            api_slice("s2", GPU_DRIVER, "pool-zone-b", ["gpu-b0"], zone=["us-west-2b"]),
+        ]
+    )
+    zones = zone_reqs("us-west-2a", "us-west-2b")
+    _commit(
+        a.allocate(nodeclaim("it-1", id="nc-a", requirements=zones), [claim("in-a", exact("r"))])
+    )
+    _commit(
+        a.allocate(
+            nodeclaim("it-1", id="nc-b", requirements=zone_reqs("us-west-2b")),
+            [claim("in-b", exact("r"))],
+        )
+    )
+    err = fails(
+        a.allocate(
+            nodeclaim("it-1", id="nc-c", requirements=zones),
+            [claim("in-a", exact("r")), claim("in-b", exact("r"))],
+        )
+    )
+    assert "incompatible" in str(err)
