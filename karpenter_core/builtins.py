@@ -34,7 +34,8 @@ from karpenter_core.hookspecs import (
 from karpenter_core.plugins import hookimpl
 
 if TYPE_CHECKING:
-    from karpenter_core.controllers.disruption.types import DisruptionContext, Method
+    from karpenter_core.controllers.disruption.context import DisruptionContext
+    from karpenter_core.disruption.types import Method
     from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
@@ -49,33 +50,39 @@ NODEOVERLAY_OVERLAY = "nodeoverlay"
 
 
 def _emptiness(dctx: DisruptionContext) -> Method:
-    from karpenter_core.controllers.disruption.emptiness import Emptiness
+    from karpenter_core.disruption.methods.emptiness import Emptiness
 
-    return Emptiness(dctx)
+    return Emptiness()
 
 
 def _static_drift(dctx: DisruptionContext) -> Method:
-    from karpenter_core.controllers.disruption.staticdrift import StaticDrift
+    from karpenter_core.disruption.methods.staticdrift import StaticDrift
 
-    return StaticDrift(dctx)
+    return StaticDrift()
 
 
 def _drift(dctx: DisruptionContext) -> Method:
-    from karpenter_core.controllers.disruption.drift import Drift
+    from karpenter_core.disruption.methods.drift import Drift
 
-    return Drift(dctx)
+    return Drift()
+
+
+def _spot_to_spot(dctx: DisruptionContext) -> bool:
+    from karpenter_core.disruption.methods.spottospot import SPOT_TO_SPOT_FEATURE_GATE
+
+    return dctx.options.gate(SPOT_TO_SPOT_FEATURE_GATE)
 
 
 def _multi_node_consolidation(dctx: DisruptionContext) -> Method:
-    from karpenter_core.controllers.disruption.multinode import MultiNodeConsolidation
+    from karpenter_core.disruption.methods.multinode import MultiNodeConsolidation
 
-    return MultiNodeConsolidation(dctx)
+    return MultiNodeConsolidation(dctx.clock, spot_to_spot=_spot_to_spot(dctx))
 
 
 def _single_node_consolidation(dctx: DisruptionContext) -> Method:
-    from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation
+    from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
 
-    return SingleNodeConsolidation(dctx)
+    return SingleNodeConsolidation(dctx.clock, spot_to_spot=_spot_to_spot(dctx))
 
 
 _METHODS = (

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
         NodeLifecycleHookResult,
     )
     from karpenter_core.cloudprovider.types import InstanceType
-    from karpenter_core.controllers.disruption.types import DisruptionContext, Method
+    from karpenter_core.controllers.disruption.context import DisruptionContext
+    from karpenter_core.disruption.types import Method
     from karpenter_core.kube.client import KubeClient
     from karpenter_core.runtime.clock import Clock
     from karpenter_core.runtime.context import ControllerContext
@@ -256,10 +257,9 @@ ORDER_SINGLE_NODE_CONSOLIDATION = 500
 
 
 DisruptionMethodFactory = Callable[["DisruptionContext"], "Method"]
-"""``factory(context) -> method``: builds a
-:class:`~karpenter_core.controllers.disruption.types.Method` from the
-:class:`~karpenter_core.controllers.disruption.types.DisruptionContext` (cluster state,
-cloud provider, provisioner, queue, clock)."""
+"""``factory(context) -> method``: builds a :class:`~karpenter_core.disruption.types.Method`
+given the :class:`~karpenter_core.controllers.disruption.context.DisruptionContext` (clock,
+options, cloud provider, cluster state, provisioner, queue)."""
 
 
 @frozen
@@ -269,10 +269,13 @@ class DisruptionMethodSpec:
     The disruption controller tries methods in ascending ``order`` (ties broken by
     ``name``); the first one that starts a command ends the pass. ``factory(context)``
     is called once per controller and returns an object with the
-    :class:`~karpenter_core.controllers.disruption.types.Method` interface:
-    ``should_disrupt(candidate)``, ``compute_commands(budgets, candidates)`` (one sequence
-    of candidates), ``reason``, ``disruption_class``, ``consolidation_type``. A plugin
-    method with a built-in's name replaces the built-in.
+    :class:`~karpenter_core.disruption.types.Method` interface, a function of each pass's
+    :class:`~karpenter_core.disruption.snapshot.DisruptionSnapshot`:
+    ``should_disrupt(snapshot, candidate)``, ``compute_commands(snapshot, budgets,
+    candidates)`` (one sequence of candidates; returns a ``Decision`` or a list of
+    commands), ``reason``, ``disruption_class``, ``consolidation_type``. Methods written
+    before snapshots (``should_disrupt(candidate)``, ``compute_commands(budgets,
+    candidates)``) still run. A plugin method with a built-in's name replaces the built-in.
     """
 
     name: str = field(validator=_non_empty)

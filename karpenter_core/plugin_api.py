@@ -74,25 +74,28 @@ if TYPE_CHECKING:
         fits,
         truncate,
     )
-    from karpenter_core.controllers.disruption.simulation import (
-        CandidateDeletingError,
-        SimulationError,
-        simulate_scheduling,
-    )
-    from karpenter_core.controllers.disruption.types import (
-        BudgetMap,
-        Candidate,
-        Command,
-        DisruptionContext,
-        Method,
-        ValidatingMethod,
-        ValidationError,
-    )
+    from karpenter_core.controllers.disruption.context import DisruptionContext
     from karpenter_core.controllers.node.health import (
         termination_timestamp,
     )
     from karpenter_core.controllers.nodeclaim.garbagecollection import (
         record_disruption,
+    )
+    from karpenter_core.disruption.notices import Blocked, Unconsolidatable
+    from karpenter_core.disruption.simulation import (
+        CandidateDeletingError,
+        SimulationError,
+        simulate_scheduling,
+    )
+    from karpenter_core.disruption.snapshot import DisruptionSnapshot
+    from karpenter_core.disruption.types import (
+        BudgetMap,
+        Candidate,
+        Command,
+        Decision,
+        Method,
+        ValidatingMethod,
+        ValidationError,
     )
     from karpenter_core.hookspecs import (
         CLASS_EVENTUAL,
@@ -248,16 +251,20 @@ _NAMES: dict[str, str] = {
     "CONSOLIDATION_TYPE_MULTI": "karpenter_core.hookspecs",
     "CONSOLIDATION_TYPE_NONE": "karpenter_core.hookspecs",
     "CONSOLIDATION_TYPE_SINGLE": "karpenter_core.hookspecs",
-    "CandidateDeletingError": "karpenter_core.controllers.disruption.simulation",
-    "SimulationError": "karpenter_core.controllers.disruption.simulation",
-    "simulate_scheduling": "karpenter_core.controllers.disruption.simulation",
-    "BudgetMap": "karpenter_core.controllers.disruption.types",
-    "Candidate": "karpenter_core.controllers.disruption.types",
-    "Command": "karpenter_core.controllers.disruption.types",
-    "DisruptionContext": "karpenter_core.controllers.disruption.types",
-    "Method": "karpenter_core.controllers.disruption.types",
-    "ValidatingMethod": "karpenter_core.controllers.disruption.types",
-    "ValidationError": "karpenter_core.controllers.disruption.types",
+    "CandidateDeletingError": "karpenter_core.disruption.simulation",
+    "SimulationError": "karpenter_core.disruption.simulation",
+    "simulate_scheduling": "karpenter_core.disruption.simulation",
+    "BudgetMap": "karpenter_core.disruption.types",
+    "Candidate": "karpenter_core.disruption.types",
+    "Command": "karpenter_core.disruption.types",
+    "Decision": "karpenter_core.disruption.types",
+    "Method": "karpenter_core.disruption.types",
+    "ValidatingMethod": "karpenter_core.disruption.types",
+    "ValidationError": "karpenter_core.disruption.types",
+    "DisruptionSnapshot": "karpenter_core.disruption.snapshot",
+    "Blocked": "karpenter_core.disruption.notices",
+    "Unconsolidatable": "karpenter_core.disruption.notices",
+    "DisruptionContext": "karpenter_core.controllers.disruption.context",
     # Status conditions, and NodeClaim lifecycle helpers
     "ConditionSet": "karpenter_core.apis.conditions",
     "condition_of": "karpenter_core.apis.conditions",
@@ -331,6 +338,7 @@ __all__ = [
     "WEIGHT_NODEOVERLAY",
     "AlreadyExists",
     "ApiError",
+    "Blocked",
     "BudgetMap",
     "Candidate",
     "CandidateDeletingError",
@@ -345,8 +353,10 @@ __all__ = [
     "ControllerSpec",
     "CreateError",
     "DRADriverSpec",
+    "Decision",
     "DisruptionContext",
     "DisruptionMethodSpec",
+    "DisruptionSnapshot",
     "DriftReason",
     "DurationError",
     "Event",
@@ -389,6 +399,7 @@ __all__ = [
     "SimulationError",
     "SingletonReconciler",
     "TimerHandle",
+    "Unconsolidatable",
     "UnevaluatedNodePoolError",
     "ValidatingMethod",
     "ValidationError",

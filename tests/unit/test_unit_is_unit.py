@@ -154,7 +154,7 @@ def test_the_scan_reads_the_whole_unit_tree() -> None:
         "conftest.py",
         "test_unit_is_unit.py",
         "provisioning/scheduler/scheduler_helpers.py",
-        "controllers/disruption/test_disruption_budgets.py",
+        "disruption/test_disruption_budgets.py",
     } <= scanned
     assert len(scanned) > 50
 

@@ -5,8 +5,11 @@ orchestration queue (upstream ``pkg/controllers/disruption``; spec disruption §
 :class:`~karpenter_core.hookspecs.DisruptionMethodSpec` registrations in
 ``ctx.plugins.disruption_methods``: the built-ins (emptiness, static drift, drift,
 multi-node and single-node consolidation, from :mod:`karpenter_core.builtins`) and any
-plugin's, run in ``order``. Methods are written against :mod:`.types`; see that module for
-the contract.
+plugin's, run in ``order``. Methods are written against
+:mod:`karpenter_core.disruption.types` (see that module for the contract); what they decide
+on and with is :mod:`karpenter_core.disruption`, computed from the snapshot this package
+takes. This package is the part that talks to the API server: it takes the snapshot,
+publishes what the decisions say, and carries the commands out.
 
 The controller and the queue are published as ``ctx.disruption`` and
 ``ctx.disruption_queue``.
@@ -18,11 +21,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from karpenter_core.controllers.disruption.context import DisruptionContext
 from karpenter_core.controllers.disruption.controller import NAME, DisruptionController
+from karpenter_core.controllers.disruption.legacy import adapt
 from karpenter_core.controllers.disruption.queue import NAME as QUEUE_NAME
 from karpenter_core.controllers.disruption.queue import Queue
-from karpenter_core.controllers.disruption.types import DisruptionContext, Method
 from karpenter_core.controllers.provisioning import provisioner_of
+from karpenter_core.disruption.types import Method
 from karpenter_core.hookspecs import DisruptionMethodSpec
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
@@ -31,6 +36,7 @@ from karpenter_core.state.cluster import cluster_of
 __all__ = [
     "NAME",
     "QUEUE_NAME",
+    "DisruptionContext",
     "DisruptionController",
     "Queue",
     "build_methods",
@@ -44,8 +50,8 @@ QUEUE_WORKERS = 10
 
 def build_methods(dctx: DisruptionContext, specs: Iterable[DisruptionMethodSpec]) -> list[Method]:
     """Instantiate ``specs`` in ``(order, name)`` order (a later spec with an earlier one's
-    name replaces it). A factory that fails is logged and skipped: one broken plugin must
-    not stop disruption."""
+    name replaces it); a method written before snapshots is adapted (:mod:`.legacy`). A
+    factory that fails is logged and skipped: one broken plugin must not stop disruption."""
     by_name = {s.name: s for s in specs}
     out: list[Method] = []
     for spec in sorted(by_name.values(), key=lambda s: (s.order, s.name)):
@@ -56,7 +62,7 @@ def build_methods(dctx: DisruptionContext, specs: Iterable[DisruptionMethodSpec]
                 "disruption method %s could not be created: %s: %s", spec.name, type(e).__name__, e
             )
             continue
-        out.append(method)
+        out.append(adapt(method, dctx))
     return out
 
 

@@ -2,22 +2,32 @@
 (upstream ``controller.go``; spec disruption §3).
 
 Each pass: wait for cluster state to be synced; undo what a crash may have left behind (the
-disrupted taint and ``DisruptionReason`` on nodes no command owns); then try the methods in
-order — emptiness, static drift, drift, multi-node and single-node consolidation, and
-plugin methods at their ``order`` — and stop at the first one that starts a command,
-coming back at once for the next.
+disrupted taint and ``DisruptionReason`` on nodes no command owns); take the pass's
+:class:`~karpenter_core.disruption.snapshot.DisruptionSnapshot` (the only time a pass lists
+from the API server); then try the methods in order — emptiness, static drift, drift,
+multi-node and single-node consolidation, and plugin methods at their ``order`` — and stop
+at the first one that starts a command, coming back at once for the next.
+
+For each method the controller builds the candidates of its disruption class (once per
+class and pass), keeps those it wants, computes the budgets of its reason and asks it for
+commands — all functions of the snapshot (:mod:`karpenter_core.disruption`) that return
+notices next to their answers; publishing those as events, reserving node counts and
+starting commands through the orchestration queue is the controller's part. The snapshot
+gets the scheduling simulation's inputs only when a method has candidates to decide on.
 
 Validation does not sleep. A method whose commands must be re-checked after a wait
-(:class:`~.types.ValidatingMethod`) has its command *held*: the pass ends, the controller
-returns when the validation period is over — meanwhile every other controller runs, so pods
-bind and nodes change as they would during upstream's blocking wait — and then validates
-and starts it, or, if it no longer holds, carries on with the methods after it, as upstream
-does within one pass. Nothing is tainted while a command is held.
+(:class:`~karpenter_core.disruption.types.ValidatingMethod`) has its command *held*: the
+pass ends, the controller returns when the validation period is over — meanwhile every
+other controller runs, so pods bind and nodes change as they would during upstream's
+blocking wait — and then validates it against a new snapshot and starts it, or, if it no
+longer holds, carries on with the methods after it, as upstream does within one pass.
+Nothing is tainted while a command is held.
 
-A command may hold node counts reserved by its method (static drift's replacements); they
-are given back by the provisioner once it attempts them, so every command this controller
-drops before handing it to the queue — a no-op, one that fails validation, the rest of a
-batch cut short by an error — gives them back here (:func:`release_reservations`).
+A command may hold node counts (static drift's replacements), reserved when its method
+decided; they are given back by the provisioner once it attempts them, so every command
+this controller drops before handing it to the queue — a no-op, one that fails validation,
+the rest of a batch cut short by an error — gives them back here
+(:func:`~karpenter_core.disruption.replacements.release_reservations`).
 """
 
 from __future__ import annotations
@@ -26,8 +36,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 from attrs import define
@@ -35,30 +44,31 @@ from attrs import define
 from karpenter_core import metrics
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON
-from karpenter_core.controllers.disruption.budgets import budget_errors, build_budget_mapping
-from karpenter_core.controllers.disruption.candidates import (
-    NodePoolCatalog,
-    build_nodepool_catalog,
-    get_candidates,
-)
+from karpenter_core.controllers.disruption import events
+from karpenter_core.controllers.disruption.context import DisruptionContext
+from karpenter_core.controllers.disruption.legacy import adapt, method_name
 from karpenter_core.controllers.disruption.queue import (
     Queue,
     QueueError,
     clear_disruption_reason,
     require_no_schedule_taint,
 )
-from karpenter_core.controllers.disruption.simulation import pass_scope
-from karpenter_core.controllers.disruption.staticdrift import release_reservations
-from karpenter_core.controllers.disruption.types import (
+from karpenter_core.controllers.disruption.snapshot import take_snapshot, with_simulation
+from karpenter_core.disruption.budgets import budget_errors, budget_mapping
+from karpenter_core.disruption.candidates import CandidateSet, filter_candidates, get_candidates
+from karpenter_core.disruption.notices import Notice
+from karpenter_core.disruption.replacements import release_reservations, reserve_replacements
+from karpenter_core.disruption.snapshot import DisruptionSnapshot
+from karpenter_core.disruption.types import (
     DECISION_NOOP,
     Command,
-    DisruptionContext,
+    Decision,
     Method,
     PassAware,
     ValidatingMethod,
     ValidationError,
 )
-from karpenter_core.controllers.disruption.validation import VALIDATION_PERIOD
+from karpenter_core.disruption.validation import VALIDATION_PERIOD
 from karpenter_core.kube.client import ApiError, Conflict
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.runtime.reconciler import Result
@@ -91,9 +101,39 @@ class _Held:
     """Commands waiting out the validation period."""
 
     index: int
-    method: Any
+    method: ValidatingMethod
     commands: list[Command]
     ready_at: float
+
+
+class _Pass:
+    """What one pass's methods share: its snapshot (given the simulation's inputs when a
+    method first has candidates) and each disruption class's candidates."""
+
+    def __init__(self, dctx: DisruptionContext, snapshot: DisruptionSnapshot) -> None:
+        self.dctx = dctx
+        self.snapshot = snapshot
+        self._candidates: dict[str, CandidateSet] = {}
+
+    def candidates(self, disruption_class: str) -> tuple[CandidateSet, bool]:
+        """The class's candidates, and whether they were just built (their notices are
+        then still to be published)."""
+        found = self._candidates.get(disruption_class)
+        if found is not None:
+            return found, False
+        found = self._candidates[disruption_class] = get_candidates(self.snapshot, disruption_class)
+        return found, True
+
+    def simulating(self) -> DisruptionSnapshot:
+        """The snapshot with the simulation's inputs (listed the first time)."""
+        self.snapshot = with_simulation(self.dctx, self.snapshot)
+        return self.snapshot
+
+
+def _unpack(decision: Decision | Sequence[Command]) -> tuple[list[Command], list[Notice]]:
+    if isinstance(decision, Decision):
+        return list(decision.commands), list(decision.notices)
+    return list(decision), []
 
 
 def _has_disrupted_taint(sn: StateNode) -> bool:
@@ -108,7 +148,8 @@ def _has_disruption_reason(sn: StateNode) -> bool:
 
 
 class DisruptionController:
-    """The ``disruption`` singleton reconciler."""
+    """The ``disruption`` singleton reconciler. ``methods`` written before snapshots are
+    adapted (:mod:`.legacy`)."""
 
     def __init__(
         self,
@@ -120,7 +161,7 @@ class DisruptionController:
     ) -> None:
         self.dctx = dctx
         self.queue = queue
-        self.methods = list(methods)
+        self.methods: list[Method] = [adapt(m, dctx) for m in methods]
         self.validation_period = validation_period
         self._held: _Held | None = None
         self._last_run: dict[str, float] = {}
@@ -158,32 +199,31 @@ class DisruptionController:
                 return self._start(held.method, validated)
             start = held.index + 1
         try:
-            catalog = build_nodepool_catalog(self.dctx)
+            snapshot = take_snapshot(self.dctx)
         except ApiError as e:
-            log.error("disruption: listing nodepools: %s", e)
+            log.error("disruption: listing nodepools and budgets: %s", e)
             return Result(requeue=True)
-        self._log_invalid_budgets(catalog)
+        self._log_invalid_budgets(snapshot)
+        pass_ = _Pass(self.dctx, snapshot)
         for index in range(start, len(self.methods)):
             method = self.methods[index]
-            self._last_run[type(method).__name__] = clock.monotonic()
+            name = method_name(method)
+            self._last_run[name] = clock.monotonic()
             try:
-                commands = self._compute(method, catalog)
+                commands = self._compute(method, pass_)
             except ApiError as e:
                 if e.code < 500 and e.code != 429:
-                    log.warning("disruption method %s failed: %s", type(method).__name__, e)
+                    log.warning("disruption method %s failed: %s", name, e)
                     continue
                 # the API server, not the method, failed: the other methods would too
                 suppressed = _API_FAILURES.admit(e.code)
                 if suppressed is not None:
                     log.warning(
-                        "disruption method %s: %s; retrying%s",
-                        type(method).__name__,
-                        e,
-                        held_back(suppressed),
+                        "disruption method %s: %s; retrying%s", name, e, held_back(suppressed)
                     )
                 return Result(requeue=True)
             except Exception:
-                log.exception("disruption method %s failed", type(method).__name__)
+                log.exception("disruption method %s failed", name)
                 continue
             if not commands:
                 continue
@@ -199,36 +239,49 @@ class DisruptionController:
             return self._start(method, commands)
         return Result.after(POLLING_PERIOD)
 
-    def _compute(self, method: Method, catalog: NodePoolCatalog) -> list[Command]:
+    def _compute(self, method: Method, pass_: _Pass) -> list[Command]:
         """Candidates, budgets and the method's decision (upstream ``disrupt``, up to
-        starting the commands). The NodePools and their instance types are read once per
-        pass; cluster state afresh for every method."""
+        starting the commands), with the node counts its commands need reserved."""
         reason = method.reason.lower()
         started = time.perf_counter()
         try:
-            with pass_scope(self.dctx):
-                return self._decide(method, catalog)
+            return self._decide(method, pass_)
         finally:
             metrics.VOLUNTARY_DISRUPTION_DECISION_EVALUATION_DURATION_SECONDS.labels(
                 reason=reason, consolidation_type=method.consolidation_type
             ).observe(time.perf_counter() - started)
 
-    def _decide(self, method: Method, catalog: NodePoolCatalog) -> list[Command]:
-        state_nodes = self.dctx.cluster.state_nodes()
-        every = get_candidates(
-            self.dctx, method.disruption_class, state_nodes=state_nodes, catalog=catalog
-        )
+    def _decide(self, method: Method, pass_: _Pass) -> list[Command]:
+        snapshot = pass_.snapshot
+        every, fresh = pass_.candidates(method.disruption_class)
+        if fresh:
+            self._publish(every.notices)
         if isinstance(method, PassAware):
-            method.begin_pass(every, state_nodes)
-        candidates = [c for c in every if method.should_disrupt(c)]
+            method.begin_pass(snapshot, every.candidates)
+        notices: list[Notice] = []
+        candidates = filter_candidates(
+            every.candidates, lambda c: method.should_disrupt(snapshot, c), notices
+        )
+        self._publish(notices)
         metrics.VOLUNTARY_DISRUPTION_ELIGIBLE_NODES.labels(reason=method.reason.lower()).set(
             len(candidates)
         )
         if not candidates:
             return []
-        budgets = build_budget_mapping(self.dctx, method.reason, catalog, state_nodes)
-        commands = method.compute_commands(budgets, candidates)
-        return self._drop_noops(commands)
+        snapshot = pass_.simulating()
+        budgets = budget_mapping(snapshot, method.reason)
+        self._publish(budgets.notices)
+        commands, notices = _unpack(
+            method.compute_commands(snapshot, budgets.remaining, candidates)
+        )
+        self._publish(notices)
+        kept = [c for c in commands if c.decision != DECISION_NOOP]
+        return reserve_replacements(self.dctx.cluster.nodepool_state, kept)
+
+    def _publish(self, notices: Iterable[Notice]) -> None:
+        recorder = self.dctx.recorder
+        for notice in notices:
+            recorder.publish(*events.render(notice))
 
     def _release(self, commands: Sequence[Command]) -> None:
         """Give back what dropped commands hold reserved (they never reach the queue)."""
@@ -243,11 +296,18 @@ class DisruptionController:
         return kept
 
     def _validate(self, held: _Held) -> list[Command]:
-        out = []
+        """The held commands that still hold, against a snapshot taken now."""
+        try:
+            snapshot = take_snapshot(self.dctx, simulation=True)
+        except BaseException:
+            self._release(held.commands)
+            raise
+        out: list[Command] = []
         for i, cmd in enumerate(held.commands):
             try:
-                out.append(held.method.validate(cmd))
+                validated = held.method.validate(snapshot, cmd)
             except ValidationError as e:
+                self._publish(e.notices)
                 self._release([cmd])
                 log.debug(
                     "abandoning %s command, it is no longer valid (%s): %s",
@@ -255,12 +315,19 @@ class DisruptionController:
                     e.kind,
                     e.message,
                 )
+                continue
             except BaseException:
                 self._release([*out, *held.commands[i:]])
                 raise
+            if isinstance(validated, Command):
+                out.append(validated)
+                continue
+            commands, notices = _unpack(validated)
+            self._publish(notices)
+            out.extend(commands)
         return self._drop_noops(out)
 
-    def _start(self, method: Any, commands: Sequence[Command]) -> Result:
+    def _start(self, method: Method, commands: Sequence[Command]) -> Result:
         now = self.dctx.clock.now()
         failed = False
         handed = 0  # commands given to the queue (which then owns their reservations)
@@ -313,11 +380,10 @@ class DisruptionController:
             if now - at > ABNORMAL_RUN_GAP:
                 log.debug("abnormal time between runs: %s (%.0fs)", name, now - at)
 
-    def _log_invalid_budgets(self, catalog: NodePoolCatalog) -> None:
-        now = self.dctx.clock.now()
+    def _log_invalid_budgets(self, snapshot: DisruptionSnapshot) -> None:
         problems = []
-        for name in sorted(catalog.nodepools):
-            errors = budget_errors(catalog.nodepools[name], now)
+        for name in sorted(snapshot.nodepools):
+            errors = budget_errors(snapshot.nodepools[name], snapshot.now)
             if errors:
                 problems.append(
                     f"invalid disruption budgets in nodepool {name}, {'; '.join(errors)}"

@@ -2,7 +2,8 @@
 (``pkg/controllers/disruption/events``; spec disruption §12).
 
 Each constructor returns the events to publish (one for the Node, one for the NodeClaim
-where upstream emits both), ready for ``recorder.publish``.
+where upstream emits both), ready for ``recorder.publish``. :func:`render` turns the
+notices a decision returns (:mod:`karpenter_core.disruption.notices`) into them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.objects import Node
+from karpenter_core.apis.v1 import NodeClaim, NodePool
+from karpenter_core.disruption.notices import (
+    Blocked,
+    ConsolidationApproved,
+    ConsolidationCandidate,
+    ConsolidationRejected,
+    NodePoolBlocked,
+    NodePoolConsolidationApproved,
+    Notice,
+    PodNotice,
+    Unconsolidatable,
+)
 from karpenter_core.runtime.events import NORMAL, Event
 
 __all__ = [
@@ -28,7 +42,9 @@ __all__ = [
     "launching",
     "node_ref",
     "nodeclaim_ref",
+    "nodepool_approved",
     "nodepool_blocked_for_reason",
+    "render",
     "terminating",
     "title",
     "unconsolidatable",
@@ -47,6 +63,9 @@ CONSOLIDATION_APPROVED = "ConsolidationApproved"
 UNCONSOLIDATABLE_DEDUPE = 15 * 60.0
 NODEPOOL_BLOCKED_DEDUPE = 60.0
 
+NodeClaimLike = NodeClaim | Mapping[str, Any]
+"""A NodeClaim as the typed model or as the API server's JSON."""
+
 
 def title(reason: str) -> str:
     """Go's ``cases.Title(language.Und, cases.NoLower)``: first letter of each word
@@ -54,31 +73,31 @@ def title(reason: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in reason.split(" "))
 
 
-def node_ref(node: Any) -> dict[str, str]:
+def node_ref(node: Node) -> dict[str, str]:
     """An ObjectReference for a parsed :class:`~karpenter_core.apis.objects.Node`."""
-    ref = {"apiVersion": "v1", "kind": "Node", "name": str(node.name)}
-    if getattr(node, "uid", ""):
-        ref["uid"] = str(node.uid)
+    ref = {"apiVersion": "v1", "kind": "Node", "name": node.name}
+    if node.uid:
+        ref["uid"] = node.uid
     return ref
 
 
-def nodeclaim_ref(nodeclaim: Any) -> dict[str, str]:
-    """An ObjectReference for a NodeClaim (API model or dict)."""
-    d: Mapping[str, Any] = nodeclaim if isinstance(nodeclaim, Mapping) else nodeclaim.to_dict()
-    meta = d.get("metadata") or {}
-    ref = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": str(meta.get("name"))}
-    if meta.get("uid"):
-        ref["uid"] = str(meta["uid"])
+def _ref(kind: str, name: Any, uid: Any) -> dict[str, str]:
+    ref = {"apiVersion": "karpenter.sh/v1", "kind": kind, "name": str(name)}
+    if uid:
+        ref["uid"] = str(uid)
     return ref
 
 
-def _nodepool_ref(nodepool: Any) -> dict[str, str]:
-    d: Mapping[str, Any] = nodepool if isinstance(nodepool, Mapping) else nodepool.to_dict()
-    meta = d.get("metadata") or {}
-    ref = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": str(meta.get("name"))}
-    if meta.get("uid"):
-        ref["uid"] = str(meta["uid"])
-    return ref
+def nodeclaim_ref(nodeclaim: NodeClaimLike) -> dict[str, str]:
+    """An ObjectReference for a NodeClaim (typed model or JSON)."""
+    if isinstance(nodeclaim, NodeClaim):
+        return _ref("NodeClaim", nodeclaim.metadata.name, nodeclaim.metadata.uid)
+    meta = nodeclaim.get("metadata") or {}
+    return _ref("NodeClaim", meta.get("name"), meta.get("uid"))
+
+
+def _nodepool_ref(nodepool: NodePool) -> dict[str, str]:
+    return _ref("NodePool", nodepool.metadata.name, nodepool.metadata.uid)
 
 
 def _uid(ref: Mapping[str, str]) -> str:
@@ -86,8 +105,8 @@ def _uid(ref: Mapping[str, str]) -> str:
 
 
 def _pair(
-    node: Any,
-    nodeclaim: Any,
+    node: Node | None,
+    nodeclaim: NodeClaimLike | None,
     reason: str,
     message: str,
     extra: tuple[str, ...] = (),
@@ -103,12 +122,12 @@ def _pair(
     return out
 
 
-def blocked(node: Any, nodeclaim: Any, message: str) -> list[Event]:
+def blocked(node: Node | None, nodeclaim: NodeClaimLike | None, message: str) -> list[Event]:
     """``DisruptionBlocked`` on the Node and NodeClaim: why the node is not a candidate."""
     return _pair(node, nodeclaim, DISRUPTION_BLOCKED, message)
 
 
-def nodepool_blocked_for_reason(nodepool: Any, reason: str) -> Event:
+def nodepool_blocked_for_reason(nodepool: NodePool, reason: str) -> Event:
     """``DisruptionBlocked`` on a NodePool whose budgets allow no disruption for
     ``reason`` (deduplicated per minute: a scheduled budget can change every minute)."""
     ref = _nodepool_ref(nodepool)
@@ -122,12 +141,14 @@ def nodepool_blocked_for_reason(nodepool: Any, reason: str) -> Event:
     )
 
 
-def unconsolidatable(node: Any, nodeclaim: Any, message: str) -> list[Event]:
+def unconsolidatable(
+    node: Node | None, nodeclaim: NodeClaimLike | None, message: str
+) -> list[Event]:
     """``Unconsolidatable`` (deduplicated for 15 minutes)."""
     return _pair(node, nodeclaim, UNCONSOLIDATABLE, message, timeout=UNCONSOLIDATABLE_DEDUPE)
 
 
-def launching(nodeclaim: Any, reason: str) -> Event:
+def launching(nodeclaim: NodeClaimLike, reason: str) -> Event:
     ref = nodeclaim_ref(nodeclaim)
     return Event(
         ref,
@@ -138,7 +159,7 @@ def launching(nodeclaim: Any, reason: str) -> Event:
     )
 
 
-def waiting_on_readiness(nodeclaim: Any) -> Event:
+def waiting_on_readiness(nodeclaim: NodeClaimLike) -> Event:
     ref = nodeclaim_ref(nodeclaim)
     return Event(
         ref,
@@ -149,7 +170,7 @@ def waiting_on_readiness(nodeclaim: Any) -> Event:
     )
 
 
-def terminating(node: Any, nodeclaim: Any, reason: str) -> list[Event]:
+def terminating(node: Node | None, nodeclaim: NodeClaimLike | None, reason: str) -> list[Event]:
     out = []
     if node is not None:
         ref = node_ref(node)
@@ -176,17 +197,52 @@ def terminating(node: Any, nodeclaim: Any, reason: str) -> list[Event]:
     return out
 
 
-def consolidation_candidate(node: Any, nodeclaim: Any, command: str, savings: float) -> list[Event]:
+def consolidation_candidate(
+    node: Node | None, nodeclaim: NodeClaimLike | None, command: str, savings: float
+) -> list[Event]:
     message = f"Consolidation candidate: {command} (savings: ${savings:.2f})"
     return _pair(node, nodeclaim, CONSOLIDATION_CANDIDATE, message, (command,))
 
 
 def consolidation_rejected(
-    node: Any, nodeclaim: Any, command: str, reason: str, savings: float
+    node: Node | None, nodeclaim: NodeClaimLike | None, command: str, reason: str, savings: float
 ) -> list[Event]:
     message = f"Consolidation rejected: {command}, reason: {reason} (savings: ${savings:.2f})"
     return _pair(node, nodeclaim, CONSOLIDATION_REJECTED, message, (command, reason))
 
 
-def consolidation_approved(node: Any, nodeclaim: Any, message: str) -> list[Event]:
+def consolidation_approved(
+    node: Node | None, nodeclaim: NodeClaimLike | None, message: str
+) -> list[Event]:
     return _pair(node, nodeclaim, CONSOLIDATION_APPROVED, message)
+
+
+def nodepool_approved(nodepool: NodePool, message: str) -> Event:
+    """``ConsolidationApproved`` on a NodePool a multi-node move was approved in."""
+    ref = _nodepool_ref(nodepool)
+    return Event(ref, NORMAL, CONSOLIDATION_APPROVED, message, (_uid(ref),))
+
+
+def render(notice: Notice) -> list[Event]:
+    """The events a decision's notice is published as."""
+    if isinstance(notice, Blocked):
+        return blocked(notice.node, notice.nodeclaim, notice.message)
+    if isinstance(notice, Unconsolidatable):
+        return unconsolidatable(notice.node, notice.nodeclaim, notice.message)
+    if isinstance(notice, NodePoolBlocked):
+        return [nodepool_blocked_for_reason(notice.nodepool, notice.reason)]
+    if isinstance(notice, ConsolidationCandidate):
+        return consolidation_candidate(
+            notice.node, notice.nodeclaim, notice.command, notice.savings
+        )
+    if isinstance(notice, ConsolidationRejected):
+        return consolidation_rejected(
+            notice.node, notice.nodeclaim, notice.command, notice.reason, notice.savings
+        )
+    if isinstance(notice, ConsolidationApproved):
+        return consolidation_approved(notice.node, notice.nodeclaim, notice.message)
+    if isinstance(notice, NodePoolConsolidationApproved):
+        return [nodepool_approved(notice.nodepool, notice.message)]
+    if isinstance(notice, PodNotice):
+        return [notice.event]
+    raise TypeError(f"not a disruption notice: {notice!r}")

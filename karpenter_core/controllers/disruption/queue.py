@@ -34,12 +34,12 @@ from karpenter_core.apis.conditions import ConditionSet, condition_of
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON, CONDITION_INITIALIZED
 from karpenter_core.controllers.disruption import events
-from karpenter_core.controllers.disruption.staticdrift import release_reservations
-from karpenter_core.controllers.disruption.types import Candidate, Command
 from karpenter_core.controllers.nodeclaim.launch import disrupted_labels
 from karpenter_core.controllers.nodeclaim.utils import status_patch
 from karpenter_core.controllers.provisioning import events as provisioning_events
 from karpenter_core.controllers.provisioning.provisioner import Provisioner, ProvisioningError
+from karpenter_core.disruption.replacements import release_reservations
+from karpenter_core.disruption.types import Candidate, Command
 from karpenter_core.kube.client import ApiError, Conflict, NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result

@@ -31,9 +31,9 @@ from attrs import frozen
 
 from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
 from karpenter_core.apis.objects import Pod
-from karpenter_core.controllers.disruption.candidates import lifetime_remaining, rescheduling_cost
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.static.provisioning import RESYNC, static_pool
+from karpenter_core.disruption.candidates import lifetime_remaining, rescheduling_cost
 from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result

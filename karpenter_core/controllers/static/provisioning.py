@@ -28,9 +28,9 @@ from attrs import frozen
 
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.v1 import CONDITION_READY, APIError
-from karpenter_core.controllers.disruption.staticdrift import TemplateReplacement, node_limit
 from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.controllers.provisioning.provisioner import CreateError, Provisioner
+from karpenter_core.disruption.replacements import TemplateReplacement, node_limit
 from karpenter_core.kube.client import ApiError
 from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateError

@@ -8,10 +8,12 @@ whatever the budgets say) this is voluntary disruption: it waits for the NodePoo
 disruption budgets, honours PodDisruptionBudgets and ``karpenter.sh/do-not-disrupt``
 pods (it is a *graceful* method), and its decisions carry their own reason, ``Aged``.
 
-Like the built-in methods, it sizes each command with the scheduling simulation of the
+Like the built-in methods, it decides on the pass's snapshot alone (the time, the
+candidates, the budgets) and sizes each command with the scheduling simulation of the
 plugin API (``simulate_scheduling``): when the node's pods fit on the rest of the cluster
 the command deletes it, otherwise it launches the replacements first; a node whose pods
-would have nowhere to go is left alone this pass. Keep the NodePool's budget small
+would have nowhere to go is left alone this pass, and says why (a ``Blocked`` notice the
+controller publishes as a ``DisruptionBlocked`` event). Keep the NodePool's budget small
 (``nodes: "1"``) to recycle one node at a time.
 """
 
@@ -25,7 +27,13 @@ from karpenter_core.plugin_api import CLASS_GRACEFUL, CONSOLIDATION_TYPE_NONE, O
 from karpenter_example_plugin.policy import PolicyError, max_node_age
 
 if TYPE_CHECKING:
-    from karpenter_core.plugin_api import BudgetMap, Candidate, Command, DisruptionContext
+    from karpenter_core.plugin_api import (
+        BudgetMap,
+        Candidate,
+        Decision,
+        DisruptionContext,
+        DisruptionSnapshot,
+    )
 
 __all__ = ["NAME", "ORDER", "REASON", "MaxNodeAge", "due_at"]
 
@@ -53,47 +61,56 @@ def due_at(candidate: Candidate) -> datetime | None:
 
 
 class MaxNodeAge:
-    """A :class:`karpenter_core.plugin_api.Method`: delete the node that has been due longest."""
+    """A :class:`karpenter_core.plugin_api.Method`: delete the node that has been due longest.
+
+    It needs nothing from its ``DisruptionContext``: every pass brings its snapshot."""
 
     reason = REASON
     disruption_class = CLASS_GRACEFUL
     consolidation_type = CONSOLIDATION_TYPE_NONE
 
-    def __init__(self, context: DisruptionContext) -> None:
-        self.context = context
-        self.clock = context.clock
+    def __init__(self, context: DisruptionContext | None = None) -> None:
+        pass
 
-    def _is_due(self, candidate: Candidate, now: datetime) -> bool:
-        due = due_at(candidate)
-        return due is not None and due <= now
-
-    def should_disrupt(self, candidate: Candidate) -> bool:
+    def should_disrupt(self, snapshot: DisruptionSnapshot, candidate: Candidate) -> bool:
         # A static NodePool keeps a fixed node count through its own controller.
         if candidate.owned_by_static_nodepool():
             return False
-        return self._is_due(candidate, self.clock.now())
+        due = due_at(candidate)
+        return due is not None and due <= snapshot.now
 
     def compute_commands(
-        self, budgets: BudgetMap, candidates: Sequence[Candidate]
-    ) -> list[Command]:
+        self, snapshot: DisruptionSnapshot, budgets: BudgetMap, candidates: Sequence[Candidate]
+    ) -> Decision:
         """The oldest due candidate whose NodePool's budget allows one more and whose
         pods fit somewhere, with the replacements they need."""
         # The disruption types load the engine: import them when a pass runs, not when
         # `karpenter plugins` imports this module.
-        from karpenter_core.plugin_api import CandidateDeletingError, Command, simulate_scheduling
+        from karpenter_core.plugin_api import (
+            Blocked,
+            CandidateDeletingError,
+            Command,
+            Decision,
+            simulate_scheduling,
+        )
 
-        now = self.clock.now()
-        due = [(d, c) for c in candidates if (d := due_at(c)) is not None and d <= now]
+        due = [(d, c) for c in candidates if (d := due_at(c)) is not None and d <= snapshot.now]
+        blocked = []
         for _, candidate in sorted(due, key=lambda pair: pair[0]):
             pool = candidate.nodepool_name()
             if budgets.get(pool, 0) <= 0:
                 continue
             try:
-                results = simulate_scheduling(self.context, [candidate])
+                results = simulate_scheduling(snapshot, [candidate])
             except CandidateDeletingError:
                 continue
             if not results.all_non_pending_pods_scheduled():
-                continue  # its pods would have nowhere to go: not this pass
+                # its pods would have nowhere to go: not this pass, and say why
+                why = results.non_pending_pod_scheduling_errors()
+                node, nodeclaim = candidate.state_node.node, candidate.nodeclaim
+                blocked.append(Blocked(node, nodeclaim, why[:1].upper() + why[1:]))
+                continue
             budgets[pool] -= 1
-            return [Command([candidate], results.new_nodeclaims, results)]
-        return []
+            command = Command([candidate], results.new_nodeclaims, results)
+            return Decision((command,), tuple(blocked))
+        return Decision((), tuple(blocked))

@@ -1,6 +1,8 @@
 """A small world for disruption tests: the kit's Environment with no controllers running,
 cluster state fed directly (no informers), the fake catalogue, and a DisruptionContext over
-them.
+them. The decisions are functions of a snapshot: ``world.snapshot()`` takes one as the
+controller does, and the helpers below publish what a decision says, as the controller
+does, so a test can look at the events.
 
 Upstream's default fixture (spec disruption §17): NodePool ``WhenEmptyOrUnderutilized``,
 ``consolidateAfter: 0s``, budget ``100%``; nodes Initialized and Consolidatable; pods owned
@@ -25,9 +27,31 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.controllers.disruption.types import DisruptionContext
+from karpenter_core.controllers.disruption.context import DisruptionContext
+from karpenter_core.controllers.disruption.events import render
+from karpenter_core.controllers.disruption.snapshot import take_snapshot
 from karpenter_core.controllers.provisioning import provisioner_of
+from karpenter_core.disruption.budgets import budget_mapping
+from karpenter_core.disruption.candidates import filter_candidates, get_candidates
+from karpenter_core.disruption.methods.consolidation import Consolidation
+from karpenter_core.disruption.methods.drift import Drift
+from karpenter_core.disruption.methods.emptiness import Emptiness
+from karpenter_core.disruption.methods.spottospot import SPOT_TO_SPOT_FEATURE_GATE
+from karpenter_core.disruption.methods.staticdrift import StaticDrift
+from karpenter_core.disruption.notices import Notice
+from karpenter_core.disruption.simulation import simulate_scheduling
+from karpenter_core.disruption.snapshot import DisruptionSnapshot
+from karpenter_core.disruption.types import (
+    CLASS_GRACEFUL,
+    BudgetMap,
+    Candidate,
+    Command,
+    Decision,
+    PassAware,
+    ValidationError,
+)
 from karpenter_core.kube.client import NotFound
+from karpenter_core.provisioning.scheduler import Results
 from karpenter_core.runtime.options import Options
 from karpenter_core.testing import KWOK_NODE_CLASS, Environment, FakeCloudProvider
 from karpenter_core.testing import builders as b
@@ -41,13 +65,17 @@ FakeProvider = FakeCloudProvider
 
 
 class StubQueue:
-    """A queue that holds nothing unless told (candidate tests)."""
+    """A queue that holds nothing unless told (candidate tests): add provider ids to
+    ``queued``."""
 
     def __init__(self) -> None:
-        self.provider_ids: set[str] = set()
+        self.queued: set[str] = set()
 
     def has_any(self, *provider_ids: str) -> bool:
-        return any(p in self.provider_ids for p in provider_ids)
+        return any(p in self.queued for p in provider_ids)
+
+    def provider_ids(self) -> list[str]:
+        return sorted(self.queued)
 
 
 def _capacity(it: InstanceType | None) -> dict[str, str]:
@@ -93,14 +121,113 @@ class World(Environment):
         self.dctx = DisruptionContext(self.ctx, self.cluster, q, self.provisioner)
         return q
 
+    def method(self, cls: Any) -> Any:
+        """A method of class ``cls`` as its factory builds it (the built-ins' arguments;
+        any other class is given the DisruptionContext, as a plugin's factory would be)."""
+        if isinstance(cls, type) and issubclass(cls, Consolidation):
+            gate = self.ctx.options.gate(SPOT_TO_SPOT_FEATURE_GATE)
+            return cls(self.clock, spot_to_spot=gate)
+        if isinstance(cls, type) and issubclass(cls, (Emptiness, Drift, StaticDrift)):
+            return cls()
+        return cls(self.dctx)
+
     def controller(self, *method_classes: Any, validation_period: float = 0.0) -> Any:
         """A DisruptionController running only ``method_classes`` (in that order) over
         the real queue; validation is immediate unless ``validation_period`` is given."""
         from karpenter_core.controllers.disruption.controller import DisruptionController
 
         q = self.real_queue()
-        methods = [cls(self.dctx) for cls in method_classes]
+        methods = [self.method(cls) for cls in method_classes]
         return DisruptionController(self.dctx, q, methods, validation_period=validation_period)
+
+    # -- decisions, as the controller makes them --
+
+    def snapshot(self, *, simulation: bool = True) -> DisruptionSnapshot:
+        """The snapshot the controller would take now (with the simulation's inputs)."""
+        return take_snapshot(self.dctx, simulation=simulation)
+
+    def publish(self, notices: Sequence[Notice]) -> None:
+        """Publish a decision's notices, as the controller does."""
+        for notice in notices:
+            self.recorder.publish(*render(notice))
+
+    def candidates(
+        self,
+        disruption_class: str = CLASS_GRACEFUL,
+        should_disrupt: Any = None,
+        *,
+        snapshot: DisruptionSnapshot | None = None,
+    ) -> list[Candidate]:
+        """The candidates of a fresh snapshot (kept by ``should_disrupt(candidate)`` when
+        given), their notices published."""
+        snap = snapshot if snapshot is not None else self.snapshot(simulation=False)
+        found = get_candidates(snap, disruption_class)
+        self.publish(found.notices)
+        if should_disrupt is None:
+            return list(found.candidates)
+        notices: list[Notice] = []
+        kept = filter_candidates(found.candidates, should_disrupt, notices)
+        self.publish(notices)
+        return kept
+
+    def method_candidates(self, method: Any, snapshot: DisruptionSnapshot) -> list[Candidate]:
+        """What the controller gives ``method``: its class's candidates (``begin_pass``
+        called with all of them) that it keeps."""
+        found = get_candidates(snapshot, method.disruption_class)
+        self.publish(found.notices)
+        if isinstance(method, PassAware):
+            method.begin_pass(snapshot, found.candidates)
+        notices: list[Notice] = []
+        kept = filter_candidates(
+            found.candidates, lambda c: method.should_disrupt(snapshot, c), notices
+        )
+        self.publish(notices)
+        return kept
+
+    def compute(
+        self,
+        method: Any,
+        budgets: BudgetMap,
+        candidates: Sequence[Candidate] | None = None,
+        *,
+        snapshot: DisruptionSnapshot | None = None,
+    ) -> list[Command]:
+        """``method``'s commands on a fresh snapshot (over its candidates unless given),
+        its notices published; ``budgets`` is spent as the method spends it."""
+        snap = snapshot if snapshot is not None else self.snapshot()
+        cands = candidates if candidates is not None else self.method_candidates(method, snap)
+        decision = method.compute_commands(snap, budgets, cands)
+        if isinstance(decision, Decision):
+            self.publish(decision.notices)
+            return list(decision.commands)
+        return list(decision)
+
+    def validate(self, method: Any, command: Command) -> Command:
+        """``method``'s validation of ``command`` on a fresh snapshot, its notices
+        published (also when it fails)."""
+        try:
+            decision = method.validate(self.snapshot(), command)
+        except ValidationError as e:
+            self.publish(e.notices)
+            raise
+        self.publish(decision.notices)
+        (validated,) = decision.commands
+        return validated  # type: ignore[no-any-return]
+
+    def simulate(self, candidates: Sequence[Candidate], *, consolidation: bool = False) -> Results:
+        """The scheduling simulation of removing ``candidates``, on a fresh snapshot."""
+        notices: list[Notice] = []
+        results = simulate_scheduling(
+            self.snapshot(), candidates, consolidation=consolidation, notices=notices
+        )
+        self.publish(notices)
+        return results
+
+    def budgets(self, reason: str = "Empty") -> BudgetMap:
+        """The budget map for ``reason`` on a fresh snapshot, its notices published."""
+        found = budget_mapping(self.snapshot(simulation=False), reason)
+        self.publish(found.notices)
+        return found.remaining
 
     def launch(self, nodeclaim_name: str) -> None:
         """Launch, register and initialise a NodeClaim the queue created (a kubelet and

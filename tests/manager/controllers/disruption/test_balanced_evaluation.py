@@ -9,25 +9,24 @@ from disruption_harness import World
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import DO_NOT_DISRUPT_ANNOTATION_KEY
-from karpenter_core.controllers.disruption.balanced import (
+from karpenter_core.disruption.methods.balanced import (
     BalancedEvaluator,
     NodePoolTotals,
     NoopEvaluator,
     compute_nodepool_totals,
     evaluate_balanced_move,
-    tracked_nodepool_cost,
 )
-from karpenter_core.controllers.disruption.candidates import get_candidates
-from karpenter_core.controllers.disruption.consolidation import new_command, node_disruption_cost
-from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation
-from karpenter_core.controllers.disruption.types import CLASS_GRACEFUL, Candidate
+from karpenter_core.disruption.methods.consolidation import new_command, node_disruption_cost
+from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
+from karpenter_core.disruption.notices import Notice
+from karpenter_core.disruption.types import CLASS_GRACEFUL, Candidate
 from karpenter_core.state.cost import ClusterCost, cluster_cost_of
 
 # --- with candidates ------------------------------------------------------------------------
 
 
 def candidates(world: World) -> dict[str, Candidate]:
-    return {c.name(): c for c in get_candidates(world.dctx, CLASS_GRACEFUL)}
+    return {c.name(): c for c in world.candidates(CLASS_GRACEFUL)}
 
 
 def priced(c: Candidate, price: float) -> Candidate:
@@ -106,7 +105,7 @@ def track(world: World) -> ClusterCost:
 
 
 def test_without_a_tracker_there_is_no_tracked_cost_to_read(guarded: World) -> None:
-    assert tracked_nodepool_cost(guarded.ctx) is None
+    assert guarded.snapshot().nodepool_costs is None
     cands = list(candidates(guarded).values())
     totals = compute_nodepool_totals(cands, guarded.cluster.state_nodes(), node_disruption_cost)
     assert totals["bal"].total_cost == pytest.approx(sum(c.price for c in cands))
@@ -123,7 +122,7 @@ def test_the_tracked_pool_cost_includes_nodes_that_are_not_candidates(guarded: W
         list(cands.values()),
         guarded.cluster.state_nodes(),
         node_disruption_cost,
-        tracked_nodepool_cost(guarded.ctx),
+        guarded.snapshot().nodepool_cost,
     )
     assert totals["bal"].total_cost == pytest.approx(5 * price)
 
@@ -137,7 +136,7 @@ def test_a_tracker_that_knows_nothing_of_the_pool_falls_back_to_candidate_prices
         cands,
         guarded.cluster.state_nodes(),
         node_disruption_cost,
-        tracked_nodepool_cost(guarded.ctx),
+        guarded.snapshot().nodepool_cost,
     )
     assert totals["bal"].total_cost == pytest.approx(sum(c.price for c in cands))
 
@@ -147,19 +146,18 @@ def test_the_tracked_pool_cost_turns_an_approval_into_a_rejection(guarded: World
     # the pool's cost; against the tracked cost of all five nodes, 20%. The disruption
     # share is the same either way (n0's pods against the whole pool), and is above
     # 0.2 / 0.5 = 40%, so only the fallback reaches the threshold.
-    method = SingleNodeConsolidation(guarded.dctx)
+    method = guarded.method(SingleNodeConsolidation)
     cands = list(candidates(guarded).values())
     (n0,) = cands
-    state_nodes = guarded.cluster.state_nodes()
     move = new_command([n0])
 
-    method.begin_pass(cands, state_nodes)
-    before_ok, before = method.evaluator.approve_command(move)
+    method.begin_pass(guarded.snapshot(), cands)
+    before_ok, before = method.evaluator.approve_command(move, [])
     assert method.evaluator.can_pass_threshold(n0)
 
     track(guarded)
-    method.begin_pass(cands, state_nodes)
-    after_ok, after = method.evaluator.approve_command(move)
+    method.begin_pass(guarded.snapshot(), cands)
+    after_ok, after = method.evaluator.approve_command(move, [])
 
     assert before is not None and after is not None
     assert before["bal"].savings_fraction == pytest.approx(1.0)
@@ -246,9 +244,11 @@ def test_mixed_pools_only_score_the_balanced_one() -> None:
 def test_approving_a_single_node_move_publishes_the_score(pool: World) -> None:
     cands = [priced(c, 4.84) for c in candidates(pool).values()]
     totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
-    ev = BalancedEvaluator(totals, pool.recorder)
-    approved, _ = ev.approve_command(new_command(cands[:1]))
+    ev = BalancedEvaluator(totals)
+    notices: list[Notice] = []
+    approved, _ = ev.approve_command(new_command(cands[:1]), notices)
     assert approved
+    pool.publish(notices)
     (event, _nc_event) = pool.events("ConsolidationApproved")
     assert "k: 2" in event.message and ">= threshold 0.50" in event.message
     labels = {"decision": "approved", "nodepool": "bal", "policy": "Balanced"}
@@ -257,9 +257,11 @@ def test_approving_a_single_node_move_publishes_the_score(pool: World) -> None:
 
 def test_a_rejected_move_is_counted_but_publishes_no_event(pool: World) -> None:
     cands = [priced(c, 4.84) for c in candidates(pool).values()]
-    ev = BalancedEvaluator({"bal": NodePoolTotals(1000.0, 10.0)}, pool.recorder)
-    approved, _ = ev.approve_command(new_command(cands[:1]))
+    ev = BalancedEvaluator({"bal": NodePoolTotals(1000.0, 10.0)})
+    notices: list[Notice] = []
+    approved, _ = ev.approve_command(new_command(cands[:1]), notices)
     assert not approved
+    assert notices == []
     assert pool.events("ConsolidationApproved") == []
     labels = {"decision": "rejected", "nodepool": "bal", "policy": "Balanced"}
     assert metrics.sample("karpenter_consolidation_moves_total", labels) == 1.0
@@ -281,12 +283,13 @@ def test_can_pass_threshold_scores_a_pure_delete(pool: World) -> None:
 def test_multi_node_approval_is_published_on_the_nodepool(pool: World) -> None:
     cands = [priced(c, 4.84) for c in candidates(pool).values()]
     totals = compute_nodepool_totals(cands, pool.cluster.state_nodes(), node_disruption_cost)
-    ev = BalancedEvaluator(totals, pool.recorder)
+    ev = BalancedEvaluator(totals)
     command = new_command(cands[:2])
-    approved, per_pool = ev.approve_command(command)
+    notices: list[Notice] = []
+    approved, per_pool = ev.approve_command(command, notices)
     assert approved and per_pool is not None
-    assert pool.events("ConsolidationApproved") == []  # multi-node: nothing per step
-    ev.emit_multi_node_events(command, per_pool, True)
+    assert notices == []  # multi-node: nothing per step
+    pool.publish(ev.emit_multi_node_events(command, per_pool, True))
     (event,) = pool.events("ConsolidationApproved")
     assert event.kind == "NodePool" and event.name == "bal"
 
@@ -294,5 +297,5 @@ def test_multi_node_approval_is_published_on_the_nodepool(pool: World) -> None:
 def test_noop_evaluator_approves_everything(pool: World) -> None:
     c = priced(candidates(pool)["n0"], 0.0)
     ev = NoopEvaluator()
-    assert ev.approve_command(new_command([c])) == (True, None)
+    assert ev.approve_command(new_command([c]), []) == (True, None)
     assert ev.can_pass_threshold(c)

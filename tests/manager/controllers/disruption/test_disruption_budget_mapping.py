@@ -6,12 +6,10 @@ from __future__ import annotations
 from disruption_harness import World
 
 from karpenter_core import metrics
-from karpenter_core.controllers.disruption.budgets import build_budget_mapping
-from karpenter_core.controllers.disruption.candidates import build_nodepool_catalog
 
 
 def _mapping(world: World, reason: str = "Empty") -> dict[str, int]:
-    return build_budget_mapping(world.dctx, reason, build_nodepool_catalog(world.dctx))
+    return world.budgets(reason)
 
 
 def test_disrupting_nodes_consume_the_budget() -> None:

@@ -6,20 +6,19 @@ import pytest
 from disruption_harness import World
 
 from karpenter_core.apis.objects import Pod
-from karpenter_core.controllers.disruption.candidates import (
+from karpenter_core.disruption.candidates import (
     eviction_cost,
-    get_candidates,
     reschedule_disruption_cost,
     sort_by_savings_ratio,
 )
-from karpenter_core.controllers.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL
+from karpenter_core.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL
 from karpenter_core.testing import fakecatalog
 
 BOTH = (CLASS_GRACEFUL, CLASS_EVENTUAL)
 
 
 def names(world: World, disruption_class: str = CLASS_GRACEFUL) -> list[str]:
-    return [c.name() for c in get_candidates(world.dctx, disruption_class)]
+    return [c.name() for c in world.candidates(disruption_class)]
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ def world() -> World:
 def test_a_plain_initialized_node_is_a_candidate_with_its_facts(world: World) -> None:
     n = world.node("a", instance_type="fake-it-1", zone="test-zone-2", capacity_type="spot")
     world.pod(node=n)
-    (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
+    (c,) = world.candidates(CLASS_GRACEFUL)
     assert c.name() == "a"
     assert c.nodepool_name() == "default"
     assert c.instance_type is not None and c.instance_type.name == "fake-it-1"
@@ -55,7 +54,7 @@ def test_price_is_the_offering_for_the_nodes_zone_and_capacity_type() -> None:
     world.nodepool()
     world.node("a", instance_type="t", zone="z2", capacity_type="spot")
     world.node("b", instance_type="t", zone="z3", capacity_type="spot")
-    prices = {c.name(): c.price for c in get_candidates(world.dctx, CLASS_GRACEFUL)}
+    prices = {c.name(): c.price for c in world.candidates(CLASS_GRACEFUL)}
     # availability is ignored; no matching offering is a price of 0
     assert prices == {"a": 0.5, "b": 0.0}
 
@@ -180,13 +179,13 @@ def test_node_of_a_pool_whose_provider_call_fails_is_excluded(world: World) -> N
 
 def test_node_already_in_the_queue_is_excluded(world: World) -> None:
     world.node("a")
-    world.queue.provider_ids.add(world.pid("a"))
+    world.queue.queued.add(world.pid("a"))
     assert names(world) == []
 
 
 def test_missing_zone_or_capacity_type_or_unknown_type_still_a_candidate(world: World) -> None:
     world.node("a", instance_type="no-such-type")
-    (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
+    (c,) = world.candidates(CLASS_GRACEFUL)
     assert c.instance_type is None
     assert c.price == 0.0
 
@@ -194,7 +193,7 @@ def test_missing_zone_or_capacity_type_or_unknown_type_still_a_candidate(world: 
 def test_should_disrupt_filters(world: World) -> None:
     world.node("a")
     world.node("b")
-    got = get_candidates(world.dctx, CLASS_GRACEFUL, lambda c: c.name() == "b")
+    got = world.candidates(CLASS_GRACEFUL, lambda c: c.name() == "b")
     assert [c.name() for c in got] == ["b"]
 
 
@@ -204,7 +203,7 @@ def test_daemonset_pods_and_terminating_deployment_pods_are_not_reschedulable(
     world.node("a")
     world.pod(node="a", owner="DaemonSet")
     world.pod(node="a", terminating=True)
-    (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
+    (c,) = world.candidates(CLASS_GRACEFUL)
     assert c.reschedulable_pods == ()
     assert c.is_empty()
 
@@ -212,7 +211,7 @@ def test_daemonset_pods_and_terminating_deployment_pods_are_not_reschedulable(
 def test_terminating_statefulset_pod_is_reschedulable(world: World) -> None:
     world.node("a")
     world.pod(node="a", owner="StatefulSet", terminating=True)
-    (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
+    (c,) = world.candidates(CLASS_GRACEFUL)
     assert len(c.reschedulable_pods) == 1
     assert not c.is_empty()
 
@@ -256,7 +255,7 @@ def test_sort_by_savings_ratio_puts_the_priciest_per_disruption_first(world: Wor
     world.node("busy", instance_type="fake-it-4")
     for _ in range(3):
         world.pod(node="busy")
-    ordered = [c.name() for c in sort_by_savings_ratio(get_candidates(world.dctx, CLASS_GRACEFUL))]
+    ordered = [c.name() for c in sort_by_savings_ratio(world.candidates(CLASS_GRACEFUL))]
     assert ordered == ["dear", "busy", "cheap"]
 
 
@@ -267,7 +266,7 @@ def test_lifetime_remaining_scales_disruption_cost(world: World) -> None:
     nc["spec"]["expireAfter"] = "100s"
     world.cluster.update_nodeclaim(world.kube.update(nc))
     world.clock.advance(75)
-    (c,) = get_candidates(world.dctx, CLASS_GRACEFUL)
+    (c,) = world.candidates(CLASS_GRACEFUL)
     # one pod of eviction cost 1, a quarter of its lifetime left
     assert c.disruption_cost == pytest.approx(0.25)
 

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from disruption_harness import START, World
 
-from karpenter_core.controllers.disruption.drift import Drift
-from karpenter_core.controllers.disruption.emptiness import Emptiness
-from karpenter_core.controllers.disruption.staticdrift import StaticDrift
+from karpenter_core.disruption.methods.drift import Drift
+from karpenter_core.disruption.methods.emptiness import Emptiness
+from karpenter_core.disruption.methods.staticdrift import StaticDrift
 from karpenter_core.testing import fakecatalog
 
 

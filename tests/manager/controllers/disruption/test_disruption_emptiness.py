@@ -5,7 +5,7 @@ from __future__ import annotations
 from disruption_harness import World
 
 from karpenter_core import metrics
-from karpenter_core.controllers.disruption.emptiness import Emptiness
+from karpenter_core.disruption.methods.emptiness import Emptiness
 
 
 def _world(**pool: object) -> World:

@@ -6,10 +6,8 @@ import pytest
 from disruption_harness import World
 
 from karpenter_core import metrics
-from karpenter_core.controllers.disruption.candidates import get_candidates
 from karpenter_core.controllers.disruption.queue import QueueError, retry_duration
-from karpenter_core.controllers.disruption.simulation import simulate_scheduling
-from karpenter_core.controllers.disruption.types import (
+from karpenter_core.disruption.types import (
     CLASS_GRACEFUL,
     REASON_DRIFTED,
     REASON_EMPTY,
@@ -27,7 +25,7 @@ class _Method:
 
 
 def _candidates(world: World) -> list[Candidate]:
-    return get_candidates(world.dctx, CLASS_GRACEFUL)
+    return world.candidates(CLASS_GRACEFUL)
 
 
 def _taints(world: World, node: str) -> list[dict]:
@@ -102,7 +100,7 @@ def _replace_command(world: World) -> Command:
     world.node("a", instance_type="fake-it-0")
     world.pod("p", "a", cpu="500m")
     (c,) = _candidates(world)
-    results = simulate_scheduling(world.dctx, [c])
+    results = world.simulate([c])
     assert len(results.new_nodeclaims) == 1
     return Command([c], results.new_nodeclaims, results, _Method(REASON_DRIFTED))  # type: ignore[arg-type]
 
@@ -168,7 +166,7 @@ def test_existing_destinations_are_nominated(world: World) -> None:
     world.node("b", instance_type="fake-it-3")
     world.pod("p", "b")
     c = next(c for c in _candidates(world) if c.name() == "b")
-    results = simulate_scheduling(world.dctx, [c])
+    results = world.simulate([c])
     _start(world, Command([c], (), results, _Method("Underutilized", "single")))  # type: ignore[arg-type]
     assert world.cluster.is_node_nominated(world.pid("a"))
     assert world.events("Nominated")

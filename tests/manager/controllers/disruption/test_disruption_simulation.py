@@ -5,18 +5,12 @@ from __future__ import annotations
 import pytest
 from disruption_harness import World
 
-from karpenter_core.controllers.disruption.candidates import get_candidates
-from karpenter_core.controllers.disruption.simulation import (
-    LISTED_TTL,
-    CandidateDeletingError,
-    pass_scope,
-    simulate_scheduling,
-)
-from karpenter_core.controllers.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL, Candidate
+from karpenter_core.disruption.simulation import CandidateDeletingError, simulate_scheduling
+from karpenter_core.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL, Candidate
 
 
 def candidate(world: World, name: str, cls: str = CLASS_GRACEFUL) -> Candidate:
-    return next(c for c in get_candidates(world.dctx, cls) if c.name() == name)
+    return next(c for c in world.candidates(cls) if c.name() == name)
 
 
 def placed(results: object, node: str) -> list[str]:
@@ -33,7 +27,7 @@ def test_pods_move_to_a_remaining_node_with_room() -> None:
     world.node("b", instance_type="fake-it-3")
     world.pod("p1", "a")
     world.pod("p2", "b")
-    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    results = world.simulate([candidate(world, "b")])
     assert results.all_non_pending_pods_scheduled()
     assert results.new_nodeclaims == []
     assert placed(results, "a") == ["p2"]
@@ -46,7 +40,7 @@ def test_pods_without_room_need_a_new_nodeclaim() -> None:
     world.nodepool()
     world.node("a", instance_type="fake-it-0")
     world.pod("p1", "a", cpu="500m")
-    results = simulate_scheduling(world.dctx, [candidate(world, "a")])
+    results = world.simulate([candidate(world, "a")])
     assert results.all_non_pending_pods_scheduled()
     assert len(results.new_nodeclaims) == 1
     assert [p.name for p in results.new_nodeclaims[0].pods] == ["p1"]
@@ -59,7 +53,7 @@ def test_a_candidate_that_started_deleting_is_an_error() -> None:
     c = candidate(world, "a")
     world.cluster.mark_for_deletion(world.pid("a"))
     with pytest.raises(CandidateDeletingError, match="a"):
-        simulate_scheduling(world.dctx, [c])
+        world.simulate([c])
 
 
 def test_a_pod_only_fitting_on_an_uninitialized_node_is_an_error() -> None:
@@ -68,7 +62,7 @@ def test_a_pod_only_fitting_on_an_uninitialized_node_is_an_error() -> None:
     world.node("young", initialized=False, instance_type="fake-it-3")
     world.node("a", instance_type="fake-it-3")
     world.pod("p1", "a")
-    results = simulate_scheduling(world.dctx, [candidate(world, "a")])
+    results = world.simulate([candidate(world, "a")])
     assert placed(results, "young") == ["p1"]
     assert not results.all_non_pending_pods_scheduled()
     assert "uninitialized nodeclaim/young" in results.non_pending_pod_scheduling_errors()
@@ -79,7 +73,7 @@ def test_pods_held_by_do_not_disrupt_get_no_capacity() -> None:
     world.nodepool()
     world.node("a", termination_grace_period="300s")
     world.pod("held", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})
-    results = simulate_scheduling(world.dctx, [candidate(world, "a", CLASS_EVENTUAL)])
+    results = world.simulate([candidate(world, "a", CLASS_EVENTUAL)])
     assert results.new_nodeclaims == []
     assert results.all_non_pending_pods_scheduled()
 
@@ -90,7 +84,7 @@ def test_pods_behind_a_fully_blocking_pdb_get_no_capacity() -> None:
     world.node("a", termination_grace_period="300s")
     world.pod("held", "a")
     world.pdb(max_unavailable=0)
-    results = simulate_scheduling(world.dctx, [candidate(world, "a", CLASS_EVENTUAL)])
+    results = world.simulate([candidate(world, "a", CLASS_EVENTUAL)])
     assert results.new_nodeclaims == []
 
 
@@ -101,7 +95,7 @@ def test_pending_pods_are_scheduled_too_and_may_stay_pending() -> None:
     world.node("b", instance_type="fake-it-3")
     world.pod("running", "b")
     world.pod("huge", cpu="500")  # pending, fits no instance type
-    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    results = world.simulate([candidate(world, "b")])
     assert placed(results, "a") == ["running"]
     assert results.pod_errors  # the pending pod did not fit
     assert results.all_non_pending_pods_scheduled()
@@ -116,7 +110,7 @@ def test_pods_of_deleting_nodes_are_scheduled_alongside() -> None:
     world.pod("p-leaving", "leaving", cpu="1")
     world.pod("p-b", "b", cpu="1")
     world.cluster.mark_for_deletion(world.pid("leaving"))
-    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    results = world.simulate([candidate(world, "b")])
     assert placed(results, "a") == ["p-b", "p-leaving"]
 
 
@@ -132,45 +126,44 @@ def test_consolidation_keeps_running_pods_off_nodes_inside_consolidate_after() -
         world.kube.patch("nodeclaims", "recent", {"status": nc["status"]}, subresource="status")
     )
     c = candidate(world, "b")
-    gated = simulate_scheduling(world.dctx, [c], consolidation=True)
+    gated = world.simulate([c], consolidation=True)
     assert placed(gated, "recent") == []
     assert len(gated.new_nodeclaims) == 1
     # drift does not gate
-    ungated = simulate_scheduling(world.dctx, [c])
+    ungated = world.simulate([c])
     assert placed(ungated, "recent") == ["p"]
     # once the window has passed the node takes pods again
     world.clock.advance(61)
-    later = simulate_scheduling(world.dctx, [c], consolidation=True)
+    later = world.simulate([c], consolidation=True)
     assert placed(later, "recent") == ["p"]
 
 
-def test_a_pass_shares_listed_objects_for_a_moment_but_never_cluster_state() -> None:
+def test_a_snapshot_simulates_the_objects_listed_when_it_was_taken() -> None:
     world = World()
     world.nodepool()
     world.node("a", termination_grace_period="300s")
     world.pod("held", "a")
     c = candidate(world, "a", CLASS_EVENTUAL)
-    with pass_scope(world.dctx):
-        assert len(simulate_scheduling(world.dctx, [c]).new_nodeclaims) == 1
-        world.pdb(max_unavailable=0)  # listed objects are reused within the pass...
-        assert len(simulate_scheduling(world.dctx, [c]).new_nodeclaims) == 1
-        world.clock.advance(LISTED_TTL + 1)  # ...for a moment only
-        assert simulate_scheduling(world.dctx, [c]).new_nodeclaims == []
-    # outside a pass nothing is reused
-    assert simulate_scheduling(world.dctx, [c]).new_nodeclaims == []
+    snapshot = world.snapshot()
+    assert len(simulate_scheduling(snapshot, [c]).new_nodeclaims) == 1
+    world.pdb(max_unavailable=0)  # a PDB created after the snapshot is not in it...
+    assert len(simulate_scheduling(snapshot, [c]).new_nodeclaims) == 1
+    # ...the next pass's snapshot has it
+    assert world.simulate([c]).new_nodeclaims == []
 
 
-def test_within_a_pass_cluster_state_is_always_fresh() -> None:
+def test_a_snapshot_keeps_cluster_state_as_it_was_and_the_next_one_sees_changes() -> None:
     world = World()
     world.nodepool()
     world.node("a", instance_type="fake-it-3")
     world.node("b", instance_type="fake-it-3")
     world.pod("p", "b")
     c = candidate(world, "b")
-    with pass_scope(world.dctx):
-        assert placed(simulate_scheduling(world.dctx, [c]), "a") == ["p"]
-        world.cluster.mark_for_deletion(world.pid("a"))
-        assert placed(simulate_scheduling(world.dctx, [c]), "a") == []
+    snapshot = world.snapshot()
+    assert placed(simulate_scheduling(snapshot, [c]), "a") == ["p"]
+    world.cluster.mark_for_deletion(world.pid("a"))
+    assert placed(simulate_scheduling(snapshot, [c]), "a") == ["p"]
+    assert placed(world.simulate([c]), "a") == []
 
 
 def test_capacity_buffer_pods_are_scheduled_as_pending_pods() -> None:
@@ -200,7 +193,7 @@ def test_capacity_buffer_pods_are_scheduled_as_pending_pods() -> None:
         }
     )
     world.dctx.provisioner.virtual_pods = lambda: [buffer_pod]  # type: ignore[method-assign]
-    results = simulate_scheduling(world.dctx, [candidate(world, "b")])
+    results = world.simulate([candidate(world, "b")])
     # the buffer's room is kept: it lands next to the moved pod, and consolidation is not
     # refused if it could not (pending pods may stay pending)
     assert "buffer-0" in placed(results, "a") or any(

@@ -11,15 +11,13 @@ from disruption_harness import World
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY
-from karpenter_core.controllers.disruption import consolidation as consolidation_module
-from karpenter_core.controllers.disruption.candidates import get_candidates
-from karpenter_core.controllers.disruption.multinode import MultiNodeConsolidation
-from karpenter_core.controllers.disruption.simulation import simulate_scheduling
-from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation
-from karpenter_core.controllers.disruption.types import (
+from karpenter_core.disruption.methods import consolidation as consolidation_module
+from karpenter_core.disruption.methods.multinode import MultiNodeConsolidation
+from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
+from karpenter_core.disruption.simulation import simulate_scheduling
+from karpenter_core.disruption.types import (
     DECISION_DELETE,
     DECISION_REPLACE,
-    Candidate,
     Command,
     ValidationError,
 )
@@ -27,17 +25,13 @@ from karpenter_core.controllers.disruption.types import (
 ALL = {"default": 100}
 
 
-def candidates(world: World, method: MultiNodeConsolidation) -> list[Candidate]:
-    cands = get_candidates(world.dctx, method.disruption_class, method.should_disrupt)
-    method.begin_pass(
-        get_candidates(world.dctx, method.disruption_class), world.cluster.state_nodes()
-    )
-    return cands
+def method_of(world: World) -> MultiNodeConsolidation:
+    method: MultiNodeConsolidation = world.method(MultiNodeConsolidation)
+    return method
 
 
 def run(world: World, budgets: dict[str, int] | None = None) -> list[Command]:
-    method = MultiNodeConsolidation(world.dctx)
-    return method.compute_commands(dict(budgets or ALL), candidates(world, method))
+    return world.compute(method_of(world), dict(budgets or ALL))
 
 
 def names(cmd: Command) -> list[str]:
@@ -101,9 +95,9 @@ def test_budgets_cap_the_batch() -> None:
     w.nodepool()
     for name in ("a", "b", "c"):
         w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
-    method = MultiNodeConsolidation(w.dctx)
+    method = method_of(w)
     budgets = {"default": 2}
-    (cmd,) = method.compute_commands(budgets, candidates(w, method))
+    (cmd,) = w.compute(method, budgets)
     assert len(cmd.candidates) == 2
     assert budgets == {"default": 0}
 
@@ -113,18 +107,18 @@ def test_a_zero_budget_finds_nothing_and_does_not_memoise() -> None:
     w.nodepool()
     for name in ("a", "b"):
         w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
-    method = MultiNodeConsolidation(w.dctx)
-    assert method.compute_commands({"default": 0}, candidates(w, method)) == []
-    assert not method.is_consolidated()
+    method = method_of(w)
+    assert w.compute(method, {"default": 0}) == []
+    assert not method.is_consolidated(w.snapshot())
 
 
 def test_one_candidate_is_left_to_single_node() -> None:
     w = World()
     w.nodepool()
     w.pod(node=w.node("a", instance_type="fake-it-4"), cpu="500m")
-    method = MultiNodeConsolidation(w.dctx)
-    assert method.compute_commands(dict(ALL), candidates(w, method)) == []
-    assert method.is_consolidated()
+    method = method_of(w)
+    assert w.compute(method, dict(ALL)) == []
+    assert method.is_consolidated(w.snapshot())
 
 
 def test_no_unconsolidatable_events_for_batches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,10 +141,10 @@ def test_the_search_stops_after_a_minute_with_the_best_so_far(
     real = simulate_scheduling
     sizes: list[int] = []
 
-    def slow(dctx: Any, cands: Any, **kw: Any) -> Any:
+    def slow(snapshot: Any, cands: Any, **kw: Any) -> Any:
         sizes.append(len(cands))
-        dctx.clock.advance(40)
-        return real(dctx, cands, **kw)
+        w.clock.advance(40)
+        return real(snapshot, cands, **kw)
 
     monkeypatch.setattr(consolidation_module, "simulate_scheduling", slow)
     (cmd,) = run(w)
@@ -175,13 +169,13 @@ def test_validation_failure_raises_without_events() -> None:
     w.pod(node=big, cpu="2")
     for name in ("s1", "s2"):
         w.pod(node=w.node(name, instance_type="fake-it-1"), cpu="400m")
-    method = MultiNodeConsolidation(w.dctx)
-    (cmd,) = method.compute_commands(dict(ALL), candidates(w, method))
-    assert method.validate(cmd) is cmd
+    method = method_of(w)
+    (cmd,) = w.compute(method, dict(ALL))
+    assert w.validate(method, cmd) is cmd
     w.pod(node="big", cpu="900m")
     w.clock.advance(timedelta(seconds=15).total_seconds())
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        w.validate(method, cmd)
     assert err.value.kind == "scheduling"
     assert w.events("ConsolidationRejected") == []
 

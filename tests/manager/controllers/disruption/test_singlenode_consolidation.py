@@ -12,11 +12,10 @@ from disruption_harness import World
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY, LABEL_TOPOLOGY_ZONE
-from karpenter_core.controllers.disruption import consolidation as consolidation_module
-from karpenter_core.controllers.disruption.candidates import get_candidates
-from karpenter_core.controllers.disruption.simulation import simulate_scheduling
-from karpenter_core.controllers.disruption.singlenode import SingleNodeConsolidation, interleave
-from karpenter_core.controllers.disruption.types import (
+from karpenter_core.disruption.methods import consolidation as consolidation_module
+from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation, interleave
+from karpenter_core.disruption.simulation import simulate_scheduling
+from karpenter_core.disruption.types import (
     DECISION_DELETE,
     DECISION_REPLACE,
     Candidate,
@@ -29,17 +28,13 @@ from karpenter_core.testing import fakecatalog
 ALL = {"default": 100}
 
 
-def candidates(world: World, method: SingleNodeConsolidation) -> list[Candidate]:
-    cands = get_candidates(world.dctx, method.disruption_class, method.should_disrupt)
-    method.begin_pass(
-        get_candidates(world.dctx, method.disruption_class), world.cluster.state_nodes()
-    )
-    return cands
+def method_of(world: World) -> SingleNodeConsolidation:
+    method: SingleNodeConsolidation = world.method(SingleNodeConsolidation)
+    return method
 
 
 def run(world: World, budgets: dict[str, int] | None = None) -> list[Command]:
-    method = SingleNodeConsolidation(world.dctx)
-    return method.compute_commands(dict(budgets or ALL), candidates(world, method))
+    return world.compute(method_of(world), dict(budgets or ALL))
 
 
 def unconsolidatable(world: World) -> list[str]:
@@ -123,10 +118,16 @@ def test_a_node_missing_a_pricing_label_is_unconsolidatable(world: World, key: s
     world.pod(node=world.node("a"))
     patched = world.kube.patch("Node", "a", {"metadata": {"labels": {key: None}}})
     world.cluster.update_node(patched)
-    method = SingleNodeConsolidation(world.dctx)
-    (cand,) = get_candidates(world.dctx, method.disruption_class)
+    method = method_of(world)
+    snapshot = world.snapshot()
+    (cand,) = world.candidates(method.disruption_class, snapshot=snapshot)
     assert key not in cand.labels()
-    assert not method.should_disrupt(cand)
+    assert (
+        world.candidates(
+            method.disruption_class, lambda c: method.should_disrupt(snapshot, c), snapshot=snapshot
+        )
+        == []
+    )
     assert unconsolidatable(world) == [f'Node does not have label "{key}"']
 
 
@@ -205,39 +206,42 @@ def two_nodes_one_deletable(world: World) -> None:
 
 def test_a_zero_budget_blocks_and_does_not_memoise(world: World) -> None:
     two_nodes_one_deletable(world)
-    method = SingleNodeConsolidation(world.dctx)
-    assert method.compute_commands({"default": 0}, candidates(world, method)) == []
-    assert not method.is_consolidated()
-    assert method.compute_commands(dict(ALL), candidates(world, method))
+    method = method_of(world)
+    assert world.compute(method, {"default": 0}) == []
+    assert not method.is_consolidated(world.snapshot())
+    assert world.compute(method, dict(ALL))
 
 
 class CountingSimulation:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, advance: timedelta | None = None) -> None:
+    def __init__(
+        self, world: World, monkeypatch: pytest.MonkeyPatch, advance: timedelta | None = None
+    ) -> None:
+        self.clock = world.clock
         self.calls = 0
         self.real = simulate_scheduling
         self.advance = advance
         monkeypatch.setattr(consolidation_module, "simulate_scheduling", self)
 
-    def __call__(self, dctx, cands, **kw):  # type: ignore[no-untyped-def]
+    def __call__(self, snapshot, cands, **kw):  # type: ignore[no-untyped-def]
         self.calls += 1
         if self.advance is not None:
-            dctx.clock.advance(self.advance.total_seconds())
-        return self.real(dctx, cands, **kw)
+            self.clock.advance(self.advance.total_seconds())
+        return self.real(snapshot, cands, **kw)
 
 
 def test_a_pass_that_finds_nothing_is_not_repeated_until_state_changes(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world.pod(node=world.node("a", instance_type="fake-it-1"))
-    sim = CountingSimulation(monkeypatch)
-    method = SingleNodeConsolidation(world.dctx)
-    assert method.compute_commands(dict(ALL), candidates(world, method)) == []
-    assert method.is_consolidated() and sim.calls == 1
-    assert method.compute_commands(dict(ALL), candidates(world, method)) == []
+    sim = CountingSimulation(world, monkeypatch)
+    method = method_of(world)
+    assert world.compute(method, dict(ALL)) == []
+    assert method.is_consolidated(world.snapshot()) and sim.calls == 1
+    assert world.compute(method, dict(ALL)) == []
     assert sim.calls == 1
     world.clock.advance(1)
     world.cluster.mark_unconsolidated()
-    method.compute_commands(dict(ALL), candidates(world, method))
+    world.compute(method, dict(ALL))
     assert sim.calls == 2
 
 
@@ -247,10 +251,10 @@ def test_the_pass_gives_up_after_three_minutes(monkeypatch: pytest.MonkeyPatch) 
         w.nodepool(pool)
         # 1.5 CPU on a 2-CPU type: fits nowhere else, and no cheaper type holds it
         w.pod(node=w.node(f"{pool}-a", nodepool=pool, instance_type="fake-it-1"), cpu="1.5")
-    sim = CountingSimulation(monkeypatch, advance=timedelta(minutes=2))
-    method = SingleNodeConsolidation(w.dctx)
+    sim = CountingSimulation(w, monkeypatch, advance=timedelta(minutes=2))
+    method = method_of(w)
     budgets = {"p1": 1, "p2": 1, "p3": 1}
-    assert method.compute_commands(budgets, candidates(w, method)) == []
+    assert w.compute(method, budgets) == []
     # 2 minutes per simulation: the third candidate starts after the deadline
     assert sim.calls == 2
     assert (
@@ -261,9 +265,9 @@ def test_the_pass_gives_up_after_three_minutes(monkeypatch: pytest.MonkeyPatch) 
         == 1.0
     )
     assert method.previously_unseen_nodepools == frozenset({"p3"})
-    assert not method.is_consolidated()
+    assert not method.is_consolidated(w.snapshot())
     # the next pass starts with the NodePool it never reached
-    assert method.order(candidates(w, method))[0].nodepool_name() == "p3"
+    assert method.order(w.method_candidates(method, w.snapshot()))[0].nodepool_name() == "p3"
 
 
 def test_order_is_best_ratio_first_interleaved_across_nodepools() -> None:
@@ -274,8 +278,8 @@ def test_order_is_best_ratio_first_interleaved_across_nodepools() -> None:
         n = w.node(name, nodepool=pool)
         for _ in range(pods):
             w.pod(node=n)
-    method = SingleNodeConsolidation(w.dctx)
-    ordered = [c.name() for c in method.order(get_candidates(w.dctx, "graceful"))]
+    method = method_of(w)
+    ordered = [c.name() for c in method.order(w.candidates("graceful"))]
     # equal prices: fewer pods is a better ratio; pools alternate a, b, a, a
     assert ordered == ["a1", "b1", "a3", "a2"]
 
@@ -285,7 +289,7 @@ def test_interleave_puts_named_pools_first() -> None:
     for pool in ("a", "b", "c"):
         w.nodepool(pool)
         w.pod(node=w.node(f"{pool}1", nodepool=pool))
-    cands: Sequence[Candidate] = get_candidates(w.dctx, "graceful")
+    cands: Sequence[Candidate] = w.candidates("graceful")
     assert [c.name() for c in interleave(cands, {"c"})] == ["c1", "a1", "b1"]
 
 
@@ -293,8 +297,8 @@ def test_interleave_puts_named_pools_first() -> None:
 
 
 def command(world: World) -> tuple[SingleNodeConsolidation, Command]:
-    method = SingleNodeConsolidation(world.dctx)
-    (cmd,) = method.compute_commands(dict(ALL), candidates(world, method))
+    method = method_of(world)
+    (cmd,) = world.compute(method, dict(ALL))
     return method, cmd
 
 
@@ -302,7 +306,7 @@ def test_an_unchanged_command_validates(world: World) -> None:
     two_nodes_one_deletable(world)
     method, cmd = command(world)
     world.clock.advance(15)
-    assert method.validate(cmd) is cmd
+    assert world.validate(method, cmd) is cmd
 
 
 def test_a_candidate_nominated_meanwhile_is_no_longer_a_candidate(world: World) -> None:
@@ -310,7 +314,7 @@ def test_a_candidate_nominated_meanwhile_is_no_longer_a_candidate(world: World) 
     method, cmd = command(world)
     world.cluster.nominate_node_for_pod(world.pid("b"))
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "churn"
     (event, _) = world.events("ConsolidationRejected")
     assert event.message == (
@@ -330,7 +334,7 @@ def test_a_budget_closed_meanwhile_fails_on_budget(world: World) -> None:
     method, cmd = command(world)
     world.kube.patch("NodePool", "default", {"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}})
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "budget"
     (event, _) = world.events("ConsolidationRejected")
     assert "reason: budget" in event.message
@@ -342,7 +346,7 @@ def test_a_do_not_disrupt_pod_binding_meanwhile_is_churn(world: World) -> None:
     method, cmd = command(world)
     world.pod(node="b", annotations={"karpenter.sh/do-not-disrupt": "true"})
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "churn"
 
 
@@ -352,7 +356,7 @@ def test_a_pod_under_a_blocking_pdb_binding_meanwhile_is_churn(world: World) -> 
     world.pdb(labels={"app": "guarded"}, max_unavailable=0, disruptions_allowed=0)
     world.pod(node="b", labels={"app": "guarded"})
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "churn"
 
 
@@ -362,7 +366,7 @@ def test_pods_added_elsewhere_that_change_the_result_fail_on_scheduling(world: W
     method, cmd = command(world)
     world.pod(node="a", cpu="1.5")
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "scheduling"
 
 
@@ -377,7 +381,7 @@ def test_a_replacement_whose_types_changed_during_the_wait_fails_on_scheduling(
     assert "fake-it-1" in planned
     world.pod(node="a", cpu="1")
     with pytest.raises(ValidationError) as err:
-        method.validate(cmd)
+        world.validate(method, cmd)
     assert err.value.kind == "scheduling"
 
 

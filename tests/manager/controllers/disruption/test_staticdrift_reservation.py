@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from disruption_harness import World
 
-from karpenter_core.controllers.disruption.staticdrift import StaticDrift, TemplateReplacement
-from karpenter_core.controllers.disruption.types import BudgetMap, Candidate, Command
-from karpenter_core.controllers.disruption.types import ValidationError as VError
 from karpenter_core.controllers.provisioning.provisioner import ProvisioningError
 from karpenter_core.controllers.static import StaticProvisioner
+from karpenter_core.disruption.methods.staticdrift import StaticDrift
+from karpenter_core.disruption.replacements import TemplateReplacement
+from karpenter_core.disruption.snapshot import DisruptionSnapshot
+from karpenter_core.disruption.types import BudgetMap, Candidate, Command, Decision
+from karpenter_core.disruption.types import ValidationError as VError
 from karpenter_core.kube.client import Conflict
 from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.reconciler import ObjectKey
@@ -150,17 +152,16 @@ class _NoopStaticDrift(StaticDrift):
     """Static drift whose commands lose their candidates (decision ``no-op``)."""
 
     def compute_commands(
-        self, budgets: BudgetMap, candidates: Sequence[Candidate]
-    ) -> list[Command]:
-        return [
-            Command([], cmd.replacements) for cmd in super().compute_commands(budgets, candidates)
-        ]
+        self, snapshot: DisruptionSnapshot, budgets: BudgetMap, candidates: Sequence[Candidate]
+    ) -> Decision:
+        decided = super().compute_commands(snapshot, budgets, candidates)
+        return Decision(tuple(Command([], cmd.replacements) for cmd in decided.commands))
 
 
 class _RejectedStaticDrift(StaticDrift):
     """Static drift as a validating method whose commands never validate."""
 
-    def validate(self, cmd: Command) -> Command:
+    def validate(self, snapshot: DisruptionSnapshot, cmd: Command) -> Decision:
         raise VError(VError.CHURN, "candidate went away")
 
 

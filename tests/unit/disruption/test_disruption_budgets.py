@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from karpenter_core.apis.v1 import NodePool
-from karpenter_core.controllers.disruption.budgets import (
+from karpenter_core.disruption.budgets import (
     MAX_INT32,
     allowed_disruptions,
     budget_errors,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karpenter_core.controllers.disruption.multinode import (
+from karpenter_core.disruption.methods.multinode import (
     MAX_BATCH,
     search_prefixes,
 )

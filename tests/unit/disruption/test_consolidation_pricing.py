@@ -15,7 +15,7 @@ from karpenter_core.apis.labels import (
     LABEL_TOPOLOGY_ZONE,
 )
 from karpenter_core.cloudprovider.types import InstanceType, Offering
-from karpenter_core.controllers.disruption.consolidation import (
+from karpenter_core.disruption.methods.consolidation import (
     CANT_REPLACE_WITH_CHEAPER,
     ReplacementPlan,
     filter_by_price,
@@ -23,7 +23,7 @@ from karpenter_core.controllers.disruption.consolidation import (
     launch_price,
     plan_replacement,
 )
-from karpenter_core.controllers.disruption.spottospot import disabled_message, too_few_message
+from karpenter_core.disruption.methods.spottospot import disabled_message, too_few_message
 from karpenter_core.scheduling.requirements import EXISTS, IN, Requirement, Requirements
 from karpenter_core.testing import fakecatalog
 

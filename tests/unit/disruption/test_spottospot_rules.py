@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from karpenter_core.apis.labels import CAPACITY_TYPE_LABEL_KEY, LABEL_INSTANCE_TYPE
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.controllers.disruption.spottospot import (
+from karpenter_core.disruption.methods.spottospot import (
     MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT,
     disabled_message,
     spot_only,

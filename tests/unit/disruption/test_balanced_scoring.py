@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from karpenter_core.controllers.disruption.balanced import (
+from karpenter_core.disruption.methods.balanced import (
     NodePoolTotals,
     ScoreResult,
     evaluate_balanced_move,
     score_message,
     score_move,
 )
-from karpenter_core.controllers.disruption.consolidation import new_command
+from karpenter_core.disruption.methods.consolidation import new_command
 
 # The design document's worked examples: a NodePool costing 58.08 with disruption 90.
 TOTALS = NodePoolTotals(total_cost=58.08, total_disruption_cost=90.0)
