@@ -35,10 +35,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from karpenter_core.apis.base import format_time
 from karpenter_core.apis.v1 import CONDITION_READY, NODECLAIM_READY_DEPENDENTS
-from karpenter_core.runtime.clock import Clock, format_time
+
+if TYPE_CHECKING:
+    from karpenter_core.runtime.clock import Clock
 
 __all__ = [
     "AWAITING_RECONCILIATION",

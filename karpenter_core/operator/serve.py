@@ -419,14 +419,14 @@ class Operator:
         self.informers.start()
 
     def _start_election(self) -> None:
-        from karpenter_core.kube.leaderelection import (
+        from karpenter_core.runtime.clock import WallClock
+        from karpenter_core.runtime.leaderelection import (
             LeaderElectionConfig,
             LeaderElectionError,
             LeaderElector,
             default_identity,
             own_namespace,
         )
-        from karpenter_core.runtime.clock import WallClock
 
         opts = self.options
         if opts.disable_leader_election:

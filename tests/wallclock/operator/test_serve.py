@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from karpenter_core.kube.client import ApiError, KubeClient
-from karpenter_core.kube.leaderelection import LEASE
 from karpenter_core.operator.serve import Operator, ServeConfig, ServeError
+from karpenter_core.runtime.leaderelection import LEASE
 from karpenter_core.runtime.options import Options
 from karpenter_core.sim.apiserver import InMemoryApiServer
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from karpenter_core.kube.client import ApiError, KubeClient
-from karpenter_core.kube.leaderelection import (
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.runtime.leaderelection import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD,
@@ -22,7 +23,6 @@ from karpenter_core.kube.leaderelection import (
     LeadershipLost,
     own_namespace,
 )
-from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.sim.apiserver import InMemoryApiServer
 
 NS = "karpenter"
