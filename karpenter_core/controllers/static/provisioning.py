@@ -37,8 +37,7 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateErro
 from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.state.cluster import Cluster, NodePoolCounts
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import Cluster, NodePoolCounts, cluster_of
 
 __all__ = [
     "LIMIT_REACHED_REQUEUE",
