@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, cast
 
+from karpenter_core.apis.accessors import labels_of, meta_of, namespace_of
 from karpenter_core.kube.client import (
     ADDED,
     BOOKMARK,
@@ -209,11 +210,6 @@ def apply_json_patch(target: Any, operations: Any) -> Any:
 # --------------------------------------------------------------------------- helpers
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _resource_name(rt: ResourceType) -> str:
     return rt.plural if not rt.group else f"{rt.plural}.{rt.group}"
 
@@ -271,9 +267,9 @@ class MemoryWatch:
     def matches(self, obj: Mapping[str, Any]) -> bool:
         # Cluster-scoped objects carry no namespace while their watchers hold "": compare
         # both as "" so those watches see later changes too.
-        if self.namespace is not None and (_meta(obj).get("namespace") or "") != self.namespace:
+        if self.namespace is not None and (meta_of(obj).get("namespace") or "") != self.namespace:
             return False
-        if not self.labels.empty and not self.labels.matches(_meta(obj).get("labels") or {}):
+        if not self.labels.empty and not self.labels.matches(labels_of(obj)):
             return False
         if not self.fields.empty:
             values = {f: self.server._field(self.rt, obj, f) for f in self.fields.fields()}
@@ -296,8 +292,8 @@ class MemoryWatch:
         if was_match and old is not None:
             # Leaving the selection: the watcher is told the object it knew went away, at
             # the resourceVersion of the change.
-            rv = _meta(obj).get("resourceVersion")
-            return WatchEvent(DELETED, {**old, "metadata": {**_meta(old), "resourceVersion": rv}})
+            rv = meta_of(obj).get("resourceVersion")
+            return WatchEvent(DELETED, {**old, "metadata": {**meta_of(old), "resourceVersion": rv}})
         return None
 
     def push(self, event: WatchEvent) -> None:
@@ -494,7 +490,7 @@ class InMemoryApiServer:
         candidates.sort(key=lambda kv: kv[0])
         out: builtins.list[Obj] = []
         for _, obj in candidates:
-            if not labels.empty and not labels.matches(_meta(obj).get("labels") or {}):
+            if not labels.empty and not labels.matches(labels_of(obj)):
                 continue
             if not fields.empty:
                 values = {f: self._field(rt, obj, f) for f in fields.fields()}
@@ -603,7 +599,7 @@ class InMemoryApiServer:
                 namespace_obj = self._objects.get(_NAMESPACE, {}).get("", {}).get(ns)
                 if namespace_obj is None:
                     raise NotFound(f'namespaces "{ns}" not found')
-                if _meta(namespace_obj).get("deletionTimestamp"):
+                if meta_of(namespace_obj).get("deletionTimestamp"):
                     raise Forbidden(
                         f"unable to create new content in namespace {ns} because it is being terminated"
                     )
@@ -678,7 +674,7 @@ class InMemoryApiServer:
             candidate["apiVersion"] = rt.api_version
             candidate["kind"] = rt.kind
             if not cmeta.get("resourceVersion"):
-                cmeta["resourceVersion"] = _meta(old).get("resourceVersion")
+                cmeta["resourceVersion"] = meta_of(old).get("resourceVersion")
             return self._update(rt, candidate, status=subresource == "status")
 
     def delete(
@@ -711,7 +707,7 @@ class InMemoryApiServer:
             old = self._objects.get(rt.key, {}).get(ns, {}).get(name)
             if old is None:
                 raise NotFound(f'{_resource_name(rt)} "{name}" not found')
-            meta = _meta(old)
+            meta = meta_of(old)
             for key, have in (
                 ("uid", meta.get("uid")),
                 ("resourceVersion", meta.get("resourceVersion")),
@@ -726,7 +722,7 @@ class InMemoryApiServer:
     def _delete(
         self, rt: ResourceType, old: Obj, policy: str, grace_period_seconds: int | None
     ) -> Obj | None:
-        meta = _meta(old)
+        meta = meta_of(old)
         grace = 0
         if rt.key == _POD:
             spec = old.get("spec") or {}
@@ -773,8 +769,8 @@ class InMemoryApiServer:
         """Mark the namespace Terminating; the namespace controller then deletes its
         contents and removes it once nothing in it is left (objects with finalizers keep
         it)."""
-        name = _meta(ns_obj)["name"]
-        if not _meta(ns_obj).get("deletionTimestamp"):
+        name = meta_of(ns_obj)["name"]
+        if not meta_of(ns_obj).get("deletionTimestamp"):
             new = deep_copy(ns_obj)
             new["metadata"]["deletionTimestamp"] = format_time(self._clock.now())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -801,10 +797,10 @@ class InMemoryApiServer:
             if pod is None:
                 raise NotFound(f'pods "{name}" not found')
             phase = (pod.get("status") or {}).get("phase")
-            if phase in ("Pending", "Succeeded", "Failed") or _meta(pod).get("deletionTimestamp"):
+            if phase in ("Pending", "Succeeded", "Failed") or meta_of(pod).get("deletionTimestamp"):
                 self._delete(rt, pod, "Background", grace_period_seconds)
                 return
-            labels = _meta(pod).get("labels") or {}
+            labels = labels_of(pod)
             budgets = self._objects.get(_PDB, {}).get(namespace, {})
             pdbs = [
                 budgets[pdb_name]
@@ -822,7 +818,7 @@ class InMemoryApiServer:
 
     def _pdb_selector(self, namespace: str, pdb: Obj) -> LabelSelector:
         """The budget's selector, parsed once per spec."""
-        key = (namespace, _meta(pdb)["name"])
+        key = (namespace, meta_of(pdb)["name"])
         raw = (pdb.get("spec") or {}).get("selector")
         cached = self._pdb_selectors.get(key)
         if cached is not None and cached[0] == raw:
@@ -842,7 +838,7 @@ class InMemoryApiServer:
         if int(status.get("disruptionsAllowed", 0)) <= 0:
             raise TooManyRequests(
                 "Cannot evict pod as it would violate the pod's disruption budget. The disruption "
-                f"budget {_meta(pdb)['name']} needs {desired} healthy pods and has {healthy} currently"
+                f"budget {meta_of(pdb)['name']} needs {desired} healthy pods and has {healthy} currently"
             )
 
     def bind(self, name: str, namespace: str, node_name: str) -> None:
@@ -854,7 +850,7 @@ class InMemoryApiServer:
             pod = self._objects.get(_POD, {}).get(namespace, {}).get(name)
             if pod is None:
                 raise NotFound(f'pods "{name}" not found')
-            if _meta(pod).get("deletionTimestamp"):
+            if meta_of(pod).get("deletionTimestamp"):
                 raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
             current = (pod.get("spec") or {}).get("nodeName")
             if current:
@@ -923,7 +919,7 @@ class InMemoryApiServer:
         return namespace
 
     def _ns_of(self, rt: ResourceType, obj: Mapping[str, Any]) -> str:
-        return str(_meta(obj).get("namespace") or "") if rt.namespaced else ""
+        return namespace_of(obj) if rt.namespaced else ""
 
     def _need_namespace(self, rt: ResourceType, namespace: str | None) -> str:
         if not rt.namespaced:
@@ -1065,7 +1061,7 @@ class InMemoryApiServer:
         old = self._objects.get(rt.key, {}).get(ns, {}).get(name)
         if old is None:
             raise NotFound(f'{_resource_name(rt)} "{name}" not found')
-        ometa = _meta(old)
+        ometa = meta_of(old)
         rv = meta.get("resourceVersion")
         if rv:
             if str(rv) != ometa.get("resourceVersion"):

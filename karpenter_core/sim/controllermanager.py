@@ -32,6 +32,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from karpenter_core.apis.accessors import labels_of, meta_of, namespace_of
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.kube.client import (
     ADDED,
@@ -101,18 +102,13 @@ class Store(Protocol):
         ...
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """The pod's Ready condition is True."""
     return is_true(pod, "Ready")
 
 
 def _pod_healthy(pod: Mapping[str, Any]) -> bool:
-    return pod_ready(pod) and not _meta(pod).get("deletionTimestamp")
+    return pod_ready(pod) and not meta_of(pod).get("deletionTimestamp")
 
 
 def _scaled(value: Any, total: int, what: str) -> int:
@@ -170,7 +166,7 @@ class PodDisruptionBudgets:
             before = (len(track.matched), len(track.healthy))
             track.matched.discard(name)
             track.healthy.discard(name)
-            if pod is not None and track.selector.matches(_meta(pod).get("labels") or {}):
+            if pod is not None and track.selector.matches(labels_of(pod)):
                 track.matched.add(name)
                 if _pod_healthy(pod):
                     track.healthy.add(name)
@@ -193,7 +189,7 @@ class PodDisruptionBudgets:
             return
         track = _PdbTrack(selector)
         for pod_name, pod in self.store.stored(POD, ns).items():
-            if selector.matches(_meta(pod).get("labels") or {}):
+            if selector.matches(labels_of(pod)):
                 track.matched.add(pod_name)
                 if _pod_healthy(pod):
                     track.healthy.add(pod_name)
@@ -222,7 +218,7 @@ class PodDisruptionBudgets:
         except Invalid:
             desired = expected
         allowed = max(0, healthy - desired)
-        generation = _meta(pdb).get("generation")
+        generation = meta_of(pdb).get("generation")
         old_status = pdb.get("status") or {}
         conditions = [
             {
@@ -264,7 +260,7 @@ def _owner_uids(obj: Obj | None) -> set[str]:
         return set()
     return {
         str(r.get("uid"))
-        for r in _meta(obj).get("ownerReferences") or []
+        for r in meta_of(obj).get("ownerReferences") or []
         if isinstance(r, Mapping) and r.get("uid")
     }
 
@@ -300,7 +296,7 @@ class GarbageCollector:
             dep = store.stored(rt.key, ns).get(name)
             if dep is None:
                 continue
-            refs = [r for r in _meta(dep).get("ownerReferences") or [] if isinstance(r, Mapping)]
+            refs = [r for r in meta_of(dep).get("ownerReferences") or [] if isinstance(r, Mapping)]
             remaining = [r for r in refs if r.get("uid") != owner_uid]
             live = [r for r in remaining if store.locate(str(r.get("uid"))) is not None]
             if policy == "Orphan" or live:
@@ -331,7 +327,7 @@ class NamespaceController:
             if not objs:
                 continue
             for obj in list(objs.values()):
-                current = store.stored(key, name).get(_meta(obj)["name"])
+                current = store.stored(key, name).get(meta_of(obj)["name"])
                 if current is not None:
                     store.delete(store.resource(key), current, "Background", 0)
         self.maybe_finish(name)
@@ -339,7 +335,7 @@ class NamespaceController:
     def maybe_finish(self, name: str) -> None:
         store = self.store
         ns_obj = store.stored(NAMESPACE, "").get(name)
-        if ns_obj is None or not _meta(ns_obj).get("deletionTimestamp"):
+        if ns_obj is None or not meta_of(ns_obj).get("deletionTimestamp"):
             return
         if any(store.stored(key, name) for key in store.kinds()):
             return
@@ -360,10 +356,10 @@ class KubeControllerManager:
     def sync(self, objects: Iterable[tuple[ResourceType, Obj]]) -> None:
         """Take in what the server already stores (as the loops' informers list first)."""
         for rt, obj in objects:
-            self.garbage_collector.index(str(_meta(obj).get("uid", "")), None, obj)
-            ns = str(_meta(obj).get("namespace") or "")
+            self.garbage_collector.index(str(meta_of(obj).get("uid", "")), None, obj)
+            ns = namespace_of(obj)
             if rt.key == PDB:
-                self.disruption.pdb_changed(ns, _meta(obj)["name"], obj)
+                self.disruption.pdb_changed(ns, meta_of(obj)["name"], obj)
 
     # -- called by the server, under its lock
 
@@ -386,10 +382,10 @@ class KubeControllerManager:
     def removed(self, rt: ResourceType, obj: Obj, policy: str) -> None:
         """An object left storage: cascade to its dependents; a namespace may now be
         empty."""
-        uid = _meta(obj).get("uid")
+        uid = meta_of(obj).get("uid")
         if uid:
             self.garbage_collector.collect(str(uid), policy)
-        ns = _meta(obj).get("namespace")
+        ns = meta_of(obj).get("namespace")
         if rt.namespaced and ns:
             self.namespaces.maybe_finish(str(ns))
 

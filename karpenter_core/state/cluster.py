@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 
 from karpenter_core import metrics
+from karpenter_core.apis.accessors import meta_of, spec_of
 from karpenter_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     NODE_INITIALIZED_LABEL_KEY,
@@ -132,7 +133,7 @@ def is_managed_nodeclaim(nodeclaim: Mapping[str, Any], cloud_provider: Any) -> b
     cloud provider supports (every NodeClaim counts when no provider is configured)."""
     if cloud_provider is None:
         return True
-    ref = (nodeclaim.get("spec") or {}).get("nodeClassRef") or {}
+    ref = spec_of(nodeclaim).get("nodeClassRef") or {}
     try:
         kinds = cloud_provider.supported_node_classes()
     except Exception:  # a provider that cannot say manages nothing in particular
@@ -144,10 +145,9 @@ def is_managed_nodeclaim(nodeclaim: Mapping[str, Any], cloud_provider: Any) -> b
 
 def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: Any) -> bool:
     """A NodePool is this operator's when its template's NodeClass kind is supported."""
-    ref = (((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-        "nodeClassRef"
-    ) or {}
-    return is_managed_nodeclaim({"spec": {"nodeClassRef": ref}}, cloud_provider)
+    template = spec_of(nodepool).get("template")
+    ref = spec_of(template).get("nodeClassRef") if isinstance(template, Mapping) else None
+    return is_managed_nodeclaim({"spec": {"nodeClassRef": ref or {}}}, cloud_provider)
 
 
 # --- NodePoolState ------------------------------------------------------------------------
@@ -315,7 +315,7 @@ resourceVersion, confirmed by content); raises
 
 
 def _rv(obj: Pod) -> str:
-    return str((obj.raw.get("metadata") or {}).get("resourceVersion") or "")
+    return str(meta_of(obj.raw).get("resourceVersion") or "")
 
 
 def _rv_int(obj: Pod) -> int:
@@ -541,7 +541,7 @@ class Cluster:
             try:
                 out.append(parse(obj))
             except ObjectError as e:
-                meta = obj.get("metadata") or {}
+                meta = meta_of(obj)
                 log.warning(
                     "ignoring %s %s/%s: %s",
                     resource,
@@ -611,9 +611,9 @@ class Cluster:
                 return False
             state_nc = self._nodeclaim_name_to_pid.keys()
             state_nodes = self._node_name_to_pid.keys()
-            ok = all(
-                (nc.get("metadata") or {}).get("name") in state_nc for nc in nodeclaims
-            ) and all((n.get("metadata") or {}).get("name") in state_nodes for n in nodes)
+            ok = all(meta_of(nc).get("name") in state_nc for nc in nodeclaims) and all(
+                meta_of(n).get("name") in state_nodes for n in nodes
+            )
             if ok:
                 self._has_synced = True
             return ok
@@ -783,10 +783,9 @@ class Cluster:
         items = self.kube.list(PODS, field_selector=f"spec.nodeName={node.name}").items
         pods: list[Pod] = []
         for obj in items:
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            key = f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/" + str(
-                (obj.get("metadata") or {}).get("name") or ""
-            )
+            meta = meta_of(obj)
+            rv = str(meta.get("resourceVersion") or "")
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
             with self._lock:
                 cached = self._pods.get(key)
             if cached is not None and rv and _rv(cached) == rv:
@@ -901,7 +900,7 @@ class Cluster:
     def _unchanged_pod(self, obj: Mapping[str, Any]) -> bool:
         """The same version of a pod whose usage is already booked (the periodic re-read of
         thousands of pods then costs no parsing)."""
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         rv = str(meta.get("resourceVersion") or "")
         if not rv:
             return False

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 
 from karpenter_core import metrics
+from karpenter_core.apis.accessors import labels_of, name_of
 from karpenter_core.apis.labels import (
     CAPACITY_TYPE_LABEL_KEY,
     LABEL_INSTANCE_TYPE,
@@ -78,17 +79,6 @@ class OfferingCount:
 class _Tracked:
     nodepool: str
     offering: OfferingKey
-
-
-def _labels(nodeclaim: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = nodeclaim.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    return labels if isinstance(labels, Mapping) else {}
-
-
-def _name(nodeclaim: Mapping[str, Any]) -> str:
-    meta = nodeclaim.get("metadata")
-    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
 
 
 def _find_price(instance_types: Iterable[InstanceType], key: OfferingKey) -> float | None:
@@ -161,8 +151,8 @@ class ClusterCost:
         provider's instance types could not be read); that also increments
         ``karpenter_nodepools_cost_tracker_errors_total`` and the caller should retry.
         """
-        name = _name(nodeclaim)
-        labels = _labels(nodeclaim)
+        name = name_of(nodeclaim)
+        labels = labels_of(nodeclaim)
         if not name or any(not isinstance(labels.get(k), str) for k in NECESSARY_LABELS):
             return None  # the labels come at launch; the next update will carry them
         pool = str(labels[NODEPOOL_LABEL_KEY])

@@ -52,6 +52,7 @@ from attrs import frozen
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import annotations_of, labels_of, meta_of, name_of
 from karpenter_core.apis.conditions import condition_of, conditions_of
 from karpenter_core.cloudprovider.protocol import RepairPolicy
 from karpenter_core.controllers.node.termination.controller import is_managed
@@ -300,16 +301,6 @@ class ConditionChanges:
 # ---------------------------------------------------------------------------------------
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    value = _meta(obj).get("labels")
-    return value if isinstance(value, Mapping) else {}
-
-
 class NodeHealth:
     """The keyed reconciler behind ``node.health`` (keys are Node names)."""
 
@@ -350,10 +341,10 @@ class NodeHealth:
         if now < cond.repair_at:
             return Result.after((cond.repair_at - now).total_seconds())
 
-        nodepool = _labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
+        nodepool = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
         nodes = list(self.ctx.kube.list(NODES))
         if nodepool is not None:
-            peers = [n for n in nodes if _labels(n).get(wk.NODEPOOL_LABEL_KEY) == nodepool]
+            peers = [n for n in nodes if labels_of(n).get(wk.NODEPOOL_LABEL_KEY) == nodepool]
         else:
             peers = nodes
         verdict = judge(cond, policies, peers, now)
@@ -386,7 +377,7 @@ class NodeHealth:
                     WARNING,
                     EVENT_NODE_REPAIR_BLOCKED,
                     message,
-                    (str(_meta(obj).get("uid") or _meta(obj).get("name") or ""),),
+                    (str(meta_of(obj).get("uid") or meta_of(obj).get("name") or ""),),
                     BLOCKED_EVENT_DEDUPE,
                 )
                 for obj in targets
@@ -400,9 +391,8 @@ class NodeHealth:
         cond: UnhealthyCondition,
         now: datetime,
     ) -> Result:
-        name = str(_meta(nodeclaim).get("name") or "")
-        annotations = _meta(nodeclaim).get("annotations")
-        value = termination_timestamp(annotations if isinstance(annotations, Mapping) else {}, now)
+        name = name_of(nodeclaim)
+        value = termination_timestamp(annotations_of(nodeclaim), now)
         if value is not None:
             try:
                 self.ctx.kube.patch(
@@ -424,7 +414,7 @@ class NodeHealth:
                 wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY,
                 value,
             )
-        if _meta(nodeclaim).get("deletionTimestamp"):
+        if meta_of(nodeclaim).get("deletionTimestamp"):
             return Result()
         try:
             self.ctx.kube.delete(NODECLAIMS, name)
@@ -451,7 +441,7 @@ class NodeHealth:
             },
             metrics.REASON_UNHEALTHY,
         )
-        node_labels = _labels(node)
+        node_labels = labels_of(node)
         metrics.NODECLAIMS_UNHEALTHY_DISRUPTED_TOTAL.labels(
             **{
                 metrics.LABEL_CONDITION: condition_label(cond.type),

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import annotations_of, labels_of
 from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.durations import NEVER, parse_go_duration
 from karpenter_core.apis.v1 import (
@@ -52,10 +53,8 @@ from karpenter_core.cloudprovider.types import (
 )
 from karpenter_core.controllers.nodeclaim.lifecycle import min_result
 from karpenter_core.controllers.nodeclaim.utils import (
-    annotations_of,
     deletion_timestamp,
     is_managed,
-    labels,
     managed_nodeclaim,
     status_patch,
 )
@@ -117,7 +116,7 @@ def requirements_drifted(nodepool: dict[str, Any], nodeclaim: dict[str, Any]) ->
             err,
         )
         return ""
-    if Requirements.from_labels(labels(nodeclaim)).compatible(pool_reqs) is not None:
+    if Requirements.from_labels(labels_of(nodeclaim)).compatible(pool_reqs) is not None:
         return REQUIREMENTS_DRIFTED
     return ""
 
@@ -127,7 +126,7 @@ def instance_type_not_found(
 ) -> str:
     """``InstanceTypeNotFound`` when the type is not offered any more, or no offering of it
     matches the NodeClaim."""
-    nc_labels = labels(nodeclaim)
+    nc_labels = labels_of(nodeclaim)
     name = nc_labels.get(wk.LABEL_INSTANCE_TYPE)
     it = next((i for i in instance_types if i.name == name), None)
     if it is None:
@@ -176,7 +175,7 @@ class Disruption:
 
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         key = ObjectKey("", str((obj.get("metadata") or {}).get("name") or ""))
-        pool = "" if event_type == "DELETED" else labels(obj).get(wk.NODEPOOL_LABEL_KEY, "")
+        pool = "" if event_type == "DELETED" else labels_of(obj).get(wk.NODEPOOL_LABEL_KEY, "")
         node_class = None if event_type == "DELETED" else _node_class_of(obj)
         with self._lock:
             old = self._pool_of.pop(key, "")
@@ -240,7 +239,7 @@ class Disruption:
         nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
         if nodeclaim is None or deletion_timestamp(nodeclaim):
             return Result()
-        pool_name = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
+        pool_name = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
         if not pool_name:
             return Result()
         try:

@@ -12,7 +12,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from karpenter_core.controllers.nodeclaim.utils import labels, managed_nodeclaim
+from karpenter_core.apis.accessors import labels_of
+from karpenter_core.controllers.nodeclaim.utils import managed_nodeclaim
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -42,7 +43,7 @@ class Hydration:
         if nodeclaim is None:
             return Result()
         want = nodeclass_label(nodeclaim)
-        if want is None or labels(nodeclaim).get(want[0]) == want[1]:
+        if want is None or labels_of(nodeclaim).get(want[0]) == want[1]:
             return Result()
         with contextlib.suppress(NotFound):
             self.ctx.kube.patch(NODECLAIMS, key.name, {"metadata": {"labels": {want[0]: want[1]}}})

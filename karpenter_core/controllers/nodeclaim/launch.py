@@ -30,6 +30,7 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_LAUNCHED, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import (
@@ -41,7 +42,6 @@ from karpenter_core.cloudprovider.errors import (
 from karpenter_core.controllers.nodeclaim.utils import (
     NODECLAIMS,
     instance_matches,
-    labels,
     termination_mode,
 )
 from karpenter_core.kube.client import NotFound
@@ -72,7 +72,7 @@ def truncate_message(message: str) -> str:
 
 def disrupted_labels(nodeclaim: dict[str, Any], reason: str) -> dict[str, str]:
     """The label set of ``nodeclaims_disrupted_total`` / ``pods_disruption_initiated_total``."""
-    lbl = labels(nodeclaim)
+    lbl = labels_of(nodeclaim)
     return {
         metrics.LABEL_REASON: reason,
         metrics.LABEL_NODEPOOL: lbl.get(wk.NODEPOOL_LABEL_KEY, ""),
@@ -218,9 +218,9 @@ class Launch:
             "launched nodeclaim %s provider-id=%s instance-type=%s zone=%s capacity-type=%s",
             name,
             (created.get("status") or {}).get("providerID"),
-            labels(created).get(wk.LABEL_INSTANCE_TYPE),
-            labels(created).get(wk.LABEL_TOPOLOGY_ZONE),
-            labels(created).get(wk.CAPACITY_TYPE_LABEL_KEY),
+            labels_of(created).get(wk.LABEL_INSTANCE_TYPE),
+            labels_of(created).get(wk.LABEL_TOPOLOGY_ZONE),
+            labels_of(created).get(wk.CAPACITY_TYPE_LABEL_KEY),
         )
         return created
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet, nodeclaim_conditions
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, APIError, NodeClaim
@@ -49,7 +50,6 @@ from karpenter_core.controllers.nodeclaim.utils import (
     all_nodes_for_nodeclaim,
     deletion_timestamp,
     is_managed,
-    labels,
     managed_nodeclaim,
     merge_patch,
     provider_id,
@@ -224,7 +224,7 @@ class NodeClaimLifecycle:
                 # Node termination drains, waits for volumes and removes the Node's
                 # finalizer; the Node's deletion event brings us back here.
                 return Result()
-        pool = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
+        pool = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
         if provider_id(nodeclaim):
             gone = self._delete_instance(nodeclaim)
             stored = copy.deepcopy(nodeclaim)
@@ -263,7 +263,7 @@ class NodeClaimLifecycle:
             metrics.NODECLAIMS_TERMINATION_DURATION_SECONDS.labels(
                 **{metrics.LABEL_NODEPOOL: pool}
             ).observe(since)
-        lbl = labels(nodeclaim)
+        lbl = labels_of(nodeclaim)
         metrics.NODECLAIMS_TERMINATED_TOTAL.labels(
             **{
                 metrics.LABEL_NODEPOOL: pool,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from karpenter_core.apis.accessors import labels_of
 from karpenter_core.controllers.nodeclaim.hydration import nodeclass_label
 from karpenter_core.controllers.nodeclaim.utils import (
     NodeIndex,
-    labels,
     nodeclaim_of_node,
     provider_id,
 )
@@ -49,7 +49,7 @@ class NodeHydration:
             return Result()
         node, nodeclaim = pair
         want = nodeclass_label(nodeclaim)
-        if want is None or labels(node).get(want[0]) == want[1]:
+        if want is None or labels_of(node).get(want[0]) == want[1]:
             return Result()
         with contextlib.suppress(NotFound):
             self.ctx.kube.patch(NODES, key.name, {"metadata": {"labels": {want[0]: want[1]}}})

@@ -24,6 +24,7 @@ from typing import Any
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import (
     API_VERSION,
@@ -38,7 +39,6 @@ from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
     NodeIndex,
     NodeNotFoundError,
-    labels,
     merge_patch,
     node_for_nodeclaim,
     status_patch,
@@ -150,7 +150,7 @@ class Registration:
                 "Invariant violated, matched multiple nodes",
             )
             return Result()
-        node_labels = labels(node)
+        node_labels = labels_of(node)
         taints = (node.get("spec") or {}).get("taints") or []
         if wk.NODE_REGISTERED_LABEL_KEY not in node_labels and not any(
             _is_unregistered_taint(t) for t in taints
@@ -200,7 +200,7 @@ class Registration:
         )
         conds.set_true(CONDITION_REGISTERED)
         nodeclaim.setdefault("status", {})["nodeName"] = node_name
-        nc_labels = labels(nodeclaim)
+        nc_labels = labels_of(nodeclaim)
         metrics.NODES_CREATED_TOTAL.labels(
             **{
                 metrics.LABEL_NODEPOOL: nc_labels.get(wk.NODEPOOL_LABEL_KEY, ""),
@@ -256,7 +256,7 @@ def record_registration(
     Only NodeClaims owned by that very NodePool (owner reference UID) count: a NodePool
     deleted and re-created under the same name starts with a clean record.
     """
-    pool_name = labels(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
+    pool_name = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
     if not pool_name:
         return
     try:

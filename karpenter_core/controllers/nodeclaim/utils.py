@@ -13,6 +13,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import meta_of, name_of
 from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
@@ -25,10 +26,8 @@ __all__ = [
     "NodeIndex",
     "NodeNotFoundError",
     "all_nodes_for_nodeclaim",
-    "annotations_of",
     "deletion_timestamp",
     "is_managed",
-    "labels",
     "managed_group_kinds",
     "node_for_nodeclaim",
     "node_ready_status",
@@ -57,23 +56,8 @@ class DuplicateNodeError(LookupError):
         self.provider_id = provider_id
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    value = _meta(obj).get("labels")
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    value = _meta(obj).get("annotations")
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
 def deletion_timestamp(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("deletionTimestamp") or "")
+    return str(meta_of(obj).get("deletionTimestamp") or "")
 
 
 def provider_id(obj: Mapping[str, Any]) -> str:
@@ -194,13 +178,13 @@ class NodeIndex:
             forward.setdefault(pid, set()).add(item)
 
     def observe(self, event_type: str, nodeclaim: Mapping[str, Any]) -> None:
-        key = ObjectKey("", str(_meta(nodeclaim).get("name") or ""))
+        key = ObjectKey("", name_of(nodeclaim))
         pid = "" if event_type == "DELETED" else provider_id(nodeclaim)
         with self._lock:
             self._move(self._by_pid, self._pid_of, key, pid)
 
     def observe_node(self, event_type: str, node: Mapping[str, Any]) -> None:
-        name = str(_meta(node).get("name") or "")
+        name = name_of(node)
         pid = "" if event_type == "DELETED" else provider_id(node)
         with self._lock:
             self._move(self._nodes_by_pid, self._pid_of_node, name, pid)
@@ -220,7 +204,7 @@ class NodeIndex:
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """Mapper for the NodeClaim watch: index it, and enqueue it."""
         self.observe(event_type, obj)
-        return (ObjectKey("", str(_meta(obj).get("name") or "")),)
+        return (ObjectKey("", name_of(obj)),)
 
     def node_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
         """Mapper for a Node watch: index it; enqueue the NodeClaims with its providerID."""
@@ -295,7 +279,7 @@ def status_patch(stored: Mapping[str, Any], updated: Mapping[str, Any]) -> dict[
     condition lists are replaced whole, so a concurrent writer must make this write fail
     (Conflict) rather than be overwritten."""
     return {
-        "metadata": {"resourceVersion": _meta(stored).get("resourceVersion")},
+        "metadata": {"resourceVersion": meta_of(stored).get("resourceVersion")},
         "status": merge_patch(stored.get("status") or {}, updated.get("status") or {}),
     }
 
@@ -316,7 +300,7 @@ def instance_matches(instance: Any, nodeclaim: Mapping[str, Any]) -> bool:
     pid = provider_id(nodeclaim)
     if pid and inst_pid == pid:
         return True
-    nc_meta = _meta(nodeclaim)
+    nc_meta = meta_of(nodeclaim)
     name = str(nc_meta.get("name") or "")
     uid = str(nc_meta.get("uid") or "")
     if meta is None:
@@ -344,7 +328,7 @@ class OwnWrites:
         self._limit = limit
 
     def record(self, obj: Mapping[str, Any] | None) -> None:
-        rv = str(_meta(obj or {}).get("resourceVersion") or "")
+        rv = str(meta_of(obj or {}).get("resourceVersion") or "")
         if not rv:
             return
         with self._lock:
@@ -354,7 +338,7 @@ class OwnWrites:
 
     def consume(self, obj: Mapping[str, Any]) -> bool:
         """True (once) when ``obj`` is at a resourceVersion we wrote."""
-        rv = str(_meta(obj).get("resourceVersion") or "")
+        rv = str(meta_of(obj).get("resourceVersion") or "")
         with self._lock:
             if rv in self._rvs:
                 self._rvs.discard(rv)

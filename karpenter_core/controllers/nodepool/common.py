@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from enum import Enum
 from typing import Any
 
+from karpenter_core.apis.accessors import meta_of, name_of
 from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_READY, NODEPOOL_READY_DEPENDENTS
 from karpenter_core.cloudprovider.protocol import NodeClassKind
@@ -46,11 +47,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("karpenter.nodepool")
-
-
-def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def node_class_ref(np: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -188,7 +184,7 @@ def nodeclass_watches(ctx: ControllerContext) -> list[Watch]:
         def mapper(
             event_type: str, obj: dict[str, Any], _kind: NodeClassKind = kind
         ) -> Iterable[Hashable]:
-            return _pools_naming(ctx.kube, _kind, str(meta_of(obj).get("name") or ""))
+            return _pools_naming(ctx.kube, _kind, name_of(obj))
 
         watches.append(Watch(rt, mapper=mapper))
     return watches
@@ -202,7 +198,7 @@ def _pools_naming(kube: KubeClient, kind: NodeClassKind, name: str) -> list[Obje
         same_kind = ref.get("group") == kind.group and ref.get("kind") == kind.kind
         # Every pool of an implicit kind: its NodeClass depends on whether *any* exists.
         if same_kind and (ref.get("name") == name or implicit):
-            keys.append(ObjectKey("", str(meta_of(np).get("name") or "")))
+            keys.append(ObjectKey("", name_of(np)))
     return keys
 
 
@@ -236,7 +232,7 @@ def patch_status(
     if optimistic and rv:
         body["metadata"] = {"resourceVersion": rv}
     try:
-        kube.patch("nodepools", str(meta_of(stored).get("name") or ""), body, subresource="status")
+        kube.patch("nodepools", name_of(stored), body, subresource="status")
     except Conflict:
         return PatchOutcome.CONFLICT
     except NotFound:

@@ -9,9 +9,8 @@ the pool's new hash, so a scheme change alone never looks like drift.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
+from karpenter_core.apis.accessors import annotations_of, name_of
 from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import (
     NODEPOOL_HASH_ANNOTATION_KEY,
@@ -20,7 +19,7 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.v1 import CONDITION_DRIFTED, APIError, NodePool
-from karpenter_core.controllers.nodepool.common import managed_nodepool, meta_of
+from karpenter_core.controllers.nodepool.common import managed_nodepool
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -31,11 +30,6 @@ __all__ = ["NAME", "Hash"]
 log = logging.getLogger("karpenter.nodepool")
 
 NAME = "nodepool.hash"
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    ann = meta_of(obj).get("annotations")
-    return ann if isinstance(ann, Mapping) else {}
 
 
 class Hash:
@@ -51,7 +45,7 @@ class Hash:
         except APIError as e:
             log.warning("not hashing nodepool %s: %s", key.name, e)
             return Result()
-        annotations = _annotations(stored)
+        annotations = annotations_of(stored)
         if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION_KEY) != NODEPOOL_HASH_VERSION:
             self._migrate_nodeclaims(key.name, pool_hash)
         wanted = {
@@ -70,7 +64,7 @@ class Hash:
         for nc in self.ctx.kube.list("nodeclaims", label_selector=selector).items:
             if not is_managed_nodeclaim(nc, self.ctx.cloud_provider):
                 continue
-            annotations = _annotations(nc)
+            annotations = annotations_of(nc)
             if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION_KEY) == NODEPOOL_HASH_VERSION:
                 continue
             patch = {NODEPOOL_HASH_VERSION_ANNOTATION_KEY: NODEPOOL_HASH_VERSION}
@@ -79,7 +73,7 @@ class Hash:
             try:
                 self.ctx.kube.patch(
                     "nodeclaims",
-                    str(meta_of(nc).get("name") or ""),
+                    name_of(nc),
                     {"metadata": {"annotations": patch}},
                 )
             except NotFound:

@@ -18,13 +18,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from karpenter_core.apis.accessors import meta_of
 from karpenter_core.apis.v1 import CONDITION_NODE_REGISTRATION_HEALTHY
 from karpenter_core.controllers.nodeclaim.nodepoolhealth import Status, shared
 from karpenter_core.controllers.nodepool.common import (
     UNSUPPORTED,
     PatchOutcome,
     get_nodeclass,
-    meta_of,
     nodepool_conditions,
     patch_status,
 )

@@ -14,12 +14,12 @@ import copy
 import logging
 from typing import Any
 
+from karpenter_core.apis.accessors import meta_of
 from karpenter_core.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpenter_core.apis.validation import validate_nodepool
 from karpenter_core.controllers.nodepool.common import (
     PatchOutcome,
     managed_nodepool,
-    meta_of,
     nodepool_conditions,
     nodepool_reference,
     patch_status,

@@ -13,6 +13,7 @@ import logging
 import threading
 from typing import Any
 
+from karpenter_core.apis.accessors import meta_of
 from karpenter_core.apis.objects import ObjectError
 from karpenter_core.apis.v1 import APIError
 from karpenter_core.controllers.state import pricing
@@ -195,7 +196,7 @@ class _GenerationChanged:
         self._seen: dict[str, Any] = {}
 
     def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         name = str(meta.get("name") or "")
         gen = meta.get("generation")
         with self._lock:

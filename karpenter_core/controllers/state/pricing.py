@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from karpenter_core.apis.v1 import APIError, NodePool
+from karpenter_core.apis.accessors import name_of
+from karpenter_core.apis.v1 import APIError
+from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 from karpenter_core.state.cluster import NODEPOOLS, is_managed_nodepool
@@ -48,11 +50,11 @@ class PricingController:
             return Result(requeue=True)
         failures: list[str] = []
         for raw in items:
-            name = str((raw.get("metadata") or {}).get("name") or "")
+            name = name_of(raw)
             if not name or not is_managed_nodepool(raw, provider):
                 continue
             try:
-                model = NodePool.from_dict(raw)
+                model = parse_nodepool(raw)
             except APIError as e:
                 failures.append(f"nodepool {name} is invalid: {e}")
                 continue

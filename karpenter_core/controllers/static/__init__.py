@@ -20,9 +20,10 @@ pool's budget and node limit).
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
+from karpenter_core.apis.accessors import labels_of, meta_of, name_of
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.labels import NODEPOOL_LABEL_KEY
 from karpenter_core.apis.v1 import CONDITION_READY
@@ -68,11 +69,6 @@ WORKERS = 10
 _UNSEEN = object()
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _replicas(obj: dict[str, Any]) -> Any:
     spec = obj.get("spec")
     return spec.get("replicas") if isinstance(spec, dict) else None
@@ -95,7 +91,7 @@ class NodePoolChanged:
         self._seen: dict[str, tuple[Any, bool]] = {}
 
     def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
-        name = str(_meta(obj).get("name") or "")
+        name = name_of(obj)
         if event_type == "DELETED":
             with self._lock:
                 self._seen.pop(name, None)
@@ -125,7 +121,7 @@ class NodeClaimDeleting:
         self._deleting: dict[str, bool] = {}
 
     def __call__(self, event_type: str, obj: dict[str, Any]) -> bool:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         name = str(meta.get("name") or "")
         if event_type == "DELETED":
             with self._lock:
@@ -141,9 +137,9 @@ class NodeClaimDeleting:
             return True
         return False
 
-    def _record(self, meta: dict[str, Any], name: str, *, gone: bool) -> None:
+    def _record(self, meta: Mapping[str, Any], name: str, *, gone: bool) -> None:
         labels = meta.get("labels")
-        pool = labels.get(NODEPOOL_LABEL_KEY) if isinstance(labels, dict) else None
+        pool = labels.get(NODEPOOL_LABEL_KEY) if isinstance(labels, Mapping) else None
         if self.deletions is not None and pool and name:
             self.deletions.record(str(pool), name, gone=gone)
 
@@ -154,8 +150,7 @@ def _nodeclaim_created(event_type: str, obj: dict[str, Any]) -> bool:
 
 def nodepool_of_nodeclaim(event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
     """A NodeClaim event wakes its NodePool (the reconcilers ignore dynamic pools)."""
-    labels = _meta(obj).get("labels")
-    pool = labels.get(NODEPOOL_LABEL_KEY) if isinstance(labels, dict) else None
+    pool = labels_of(obj).get(NODEPOOL_LABEL_KEY)
     return (ObjectKey("", str(pool)),) if pool else ()
 
 

@@ -42,6 +42,7 @@ from typing import Any
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis import v1
+from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet, condition_of
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.controllers.node.termination import pods as podutil
@@ -80,10 +81,6 @@ def is_managed(node: Mapping[str, Any], node_class_label_keys: frozenset[str]) -
     """Whether the node carries the NodeClass label of one of this provider's kinds."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     return any(k in labels for k in node_class_label_keys)
-
-
-def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
-    return (node.get("metadata") or {}).get("labels") or {}
 
 
 Step = Callable[[dict[str, Any] | None, dict[str, Any], datetime | None], Result | None]
@@ -182,7 +179,7 @@ class NodeTerminationController:
                 nodeclaim, v1.CONDITION_DRAINED
             ):
                 metrics.NODES_DRAINED_TOTAL.labels(
-                    nodepool=_labels(node).get(wk.NODEPOOL_LABEL_KEY, "")
+                    nodepool=labels_of(node).get(wk.NODEPOOL_LABEL_KEY, "")
                 ).inc()
         if failure is not None:
             raise failure
@@ -392,7 +389,7 @@ class NodeTerminationController:
             return Result()
         except Conflict:
             return Result(requeue=True)
-        labels = _labels(node)
+        labels = labels_of(node)
         nodepool = labels.get(wk.NODEPOOL_LABEL_KEY, "")
         now = self.clock.now()
         metrics.NODES_TERMINATED_TOTAL.labels(

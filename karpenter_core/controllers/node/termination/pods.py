@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from karpenter_core.apis import labels as wk
+from karpenter_core.apis.accessors import annotations_of, meta_of, name_of, spec_of
 from karpenter_core.apis.durations import DurationError, parse_go_duration
 from karpenter_core.runtime.clock import format_time, parse_time
 from karpenter_core.runtime.events import NORMAL, WARNING, Event, EventRecorder
@@ -47,16 +48,6 @@ STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 kubelet is gone or wedged, and waiting for it would block the node forever."""
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = pod.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
 def _time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -68,13 +59,13 @@ def _time(value: Any) -> datetime | None:
 
 def pod_ref(pod: Mapping[str, Any]) -> str:
     """``namespace/name``, for messages."""
-    meta = _meta(pod)
+    meta = meta_of(pod)
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
 
 
 def deletion_time(pod: Mapping[str, Any]) -> datetime | None:
     """The pod's deletionTimestamp (when a graceful delete is due), or None."""
-    return _time(_meta(pod).get("deletionTimestamp"))
+    return _time(meta_of(pod).get("deletionTimestamp"))
 
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:
@@ -84,7 +75,7 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
 
 
 def is_terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 def is_active(pod: Mapping[str, Any]) -> bool:
@@ -93,7 +84,7 @@ def is_active(pod: Mapping[str, Any]) -> bool:
 
 
 def _owned_by(pod: Mapping[str, Any], api_version: str, kind: str) -> bool:
-    owners = _meta(pod).get("ownerReferences")
+    owners = meta_of(pod).get("ownerReferences")
     if not isinstance(owners, list):
         return False
     return any(
@@ -112,14 +103,14 @@ def is_owned_by_node(pod: Mapping[str, Any]) -> bool:
 
 
 def is_critical(pod: Mapping[str, Any]) -> bool:
-    return _spec(pod).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+    return spec_of(pod).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
 
 
 def tolerates_disrupted_taint(pod: Mapping[str, Any]) -> bool:
     """True when the pod tolerates ``karpenter.sh/disrupted:NoSchedule``: such a pod asked
     to stay on a disrupted node, so the drain leaves it alone. A malformed toleration
     tolerates nothing."""
-    tolerations = _spec(pod).get("tolerations")
+    tolerations = spec_of(pod).get("tolerations")
     if not isinstance(tolerations, list):
         return False
     for t in tolerations:
@@ -160,15 +151,12 @@ def do_not_disrupt_active(
     ``status.startTime`` (always, when the pod has not started). Anything else is ignored,
     with an ``InvalidDoNotDisruptAnnotation`` event so the owner can fix it.
     """
-    annotations = _meta(pod).get("annotations")
-    if not isinstance(annotations, Mapping):
-        return False
-    value = annotations.get(wk.DO_NOT_DISRUPT_ANNOTATION_KEY)
+    value = annotations_of(pod).get(wk.DO_NOT_DISRUPT_ANNOTATION_KEY)
     if value is None:
         return False
     if value == "true":
         return True
-    uid = str(_meta(pod).get("uid") or "")
+    uid = str(meta_of(pod).get("uid") or "")
     try:
         nanos = parse_go_duration(str(value))
         if nanos <= 0:
@@ -233,7 +221,7 @@ def is_evictable(
 
 def grace_period_seconds(pod: Mapping[str, Any]) -> int | None:
     """``spec.terminationGracePeriodSeconds``, or None when unset or unreadable."""
-    value = _spec(pod).get("terminationGracePeriodSeconds")
+    value = spec_of(pod).get("terminationGracePeriodSeconds")
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
@@ -261,10 +249,10 @@ def pvc_names(pod: Mapping[str, Any]) -> list[str]:
     """Names of the PersistentVolumeClaims the pod mounts (generic ephemeral volumes use
     ``<pod>-<volume>``)."""
     out: list[str] = []
-    volumes = _spec(pod).get("volumes")
+    volumes = spec_of(pod).get("volumes")
     if not isinstance(volumes, list):
         return out
-    pod_name = str(_meta(pod).get("name") or "")
+    pod_name = name_of(pod)
     for v in volumes:
         if not isinstance(v, Mapping):
             continue
