@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from karpenter_core.controllers.disruption.context import DisruptionContext
 from karpenter_core.controllers.disruption.controller import NAME, DisruptionController
@@ -56,7 +55,7 @@ def build_methods(dctx: DisruptionContext, specs: Iterable[DisruptionMethodSpec]
     out: list[Method] = []
     for spec in sorted(by_name.values(), key=lambda s: (s.order, s.name)):
         try:
-            method: Any = spec.factory(dctx)
+            method = spec.factory(dctx)
         except Exception as e:
             log.error(
                 "disruption method %s could not be created: %s: %s", spec.name, type(e).__name__, e

@@ -81,7 +81,7 @@ def node_ref(node: Node) -> dict[str, str]:
     return ref
 
 
-def _ref(kind: str, name: Any, uid: Any) -> dict[str, str]:
+def _ref(kind: str, name: object, uid: object) -> dict[str, str]:
     ref = {"apiVersion": "karpenter.sh/v1", "kind": kind, "name": str(name)}
     if uid:
         ref["uid"] = str(uid)

@@ -10,19 +10,49 @@ that sets ``context.snapshot`` to the pass's snapshot before each call.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, cast
 
 from karpenter_core.controllers.disruption.context import DisruptionContext
 from karpenter_core.disruption.snapshot import DisruptionSnapshot
-from karpenter_core.disruption.types import BudgetMap, Candidate, Command, Decision, Verdict
+from karpenter_core.disruption.types import (
+    BudgetMap,
+    Candidate,
+    Command,
+    Decision,
+    Method,
+    Verdict,
+)
 
 __all__ = ["LegacyMethod", "LegacyValidatingMethod", "adapt", "is_legacy", "method_name"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def _positional_count(fn: Callable[..., Any]) -> int | None:
+class _Legacy(Protocol):
+    """A method written before snapshots (what is called on it)."""
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def disruption_class(self) -> str: ...
+
+    @property
+    def consolidation_type(self) -> str: ...
+
+    def should_disrupt(self, candidate: Candidate) -> object: ...
+
+    def compute_commands(
+        self, budgets: BudgetMap, candidates: Sequence[Candidate]
+    ) -> Iterable[Command]: ...
+
+
+class _LegacyValidating(_Legacy, Protocol):
+    def validate(self, command: Command) -> Command: ...
+
+
+def _positional_count(fn: Callable[..., object]) -> int | None:
     """How many positional parameters a bound method takes (None: any number, or
     unknown)."""
     try:
@@ -44,7 +74,7 @@ def is_legacy(method: object) -> bool:
 class LegacyMethod:
     """A method without the snapshot argument, run with the snapshot contract."""
 
-    def __init__(self, inner: Any, dctx: DisruptionContext) -> None:
+    def __init__(self, inner: _Legacy, dctx: DisruptionContext) -> None:
         self.inner = inner
         self.dctx = dctx
 
@@ -89,19 +119,22 @@ class LegacyMethod:
 class LegacyValidatingMethod(LegacyMethod):
     """A :class:`LegacyMethod` whose commands are validated after the wait."""
 
+    def __init__(self, inner: _LegacyValidating, dctx: DisruptionContext) -> None:
+        super().__init__(inner, dctx)
+        self._validate = inner.validate
+
     def validate(self, snapshot: DisruptionSnapshot, command: Command) -> Decision:
         self._enter(snapshot)
-        validated: Command = self.inner.validate(command)
-        return Decision((validated,))
+        return Decision((self._validate(command),))
 
 
-def adapt(method: Any, dctx: DisruptionContext) -> Any:
+def adapt(method: object, dctx: DisruptionContext) -> Method:
     """``method`` itself when it takes the snapshot, else its adapter."""
     if not is_legacy(method):
-        return method
+        return cast(Method, method)
     if callable(getattr(method, "validate", None)):
-        return LegacyValidatingMethod(method, dctx)
-    return LegacyMethod(method, dctx)
+        return LegacyValidatingMethod(cast(_LegacyValidating, method), dctx)
+    return LegacyMethod(cast(_Legacy, method), dctx)
 
 
 def method_name(method: object) -> str:

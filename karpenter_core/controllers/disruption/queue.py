@@ -23,8 +23,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import attrs
 from attrs import define
@@ -101,7 +100,7 @@ def metric_reason(reason: str) -> str:
     return "".join(out)
 
 
-def _is_disrupted_taint(taint: Any) -> bool:
+def _is_disrupted_taint(taint: Mapping[str, object]) -> bool:
     return bool(taint.get("key") == DISRUPTED_TAINT_KEY and taint.get("effect") == "NoSchedule")
 
 
@@ -201,9 +200,9 @@ class Queue:
         self.provisioner = provisioner
         self._lock = threading.RLock()
         self._by_pid: dict[str, _Entry] = {}
-        self._enqueue: Any = None
+        self._enqueue: Callable[[Hashable], object] | None = None
 
-    def bind(self, enqueue: Any) -> None:
+    def bind(self, enqueue: Callable[[Hashable], object]) -> None:
         """Where started commands are handed to the reconciler (the controller's
         ``enqueue``)."""
         self._enqueue = enqueue
