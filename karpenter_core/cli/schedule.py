@@ -17,6 +17,7 @@ Exit status 0 whenever the input is valid, even if some pods cannot schedule (th
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,11 @@ from karpenter_core.apis.workloads import (
     expand_workloads,
 )
 from karpenter_core.cli.exits import BadInput
+from karpenter_core.runtime.options import (
+    IGNORE_DRA_REQUESTS_ENV,
+    IGNORE_DRA_REQUESTS_FLAG,
+    IGNORE_DRA_REQUESTS_HELP,
+)
 from karpenter_core.state.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when scheduling
@@ -460,6 +466,24 @@ def read_scheduler_config(path: str) -> SchedulerOptions:
         raise InputError(f"{path}: {e}") from None
 
 
+def read_ignore_dra_requests(flag: str | None, environ: Mapping[str, str]) -> bool:
+    """``--ignore-dra-requests``, else ``IGNORE_DRA_REQUESTS``, else true, as ``serve``
+    reads it; a value other than true/false is bad input naming the flag."""
+    from karpenter_core.runtime.options import OptionsError, ignore_dra_requests
+
+    try:
+        return ignore_dra_requests(environ, flag)
+    except OptionsError as e:
+        raise InputError(str(e)) from None
+
+
+def with_dra_setting(options: SchedulerOptions | None, ignore_dra: bool) -> SchedulerOptions:
+    """``options`` (default: upstream's) with ``IGNORE_DRA_REQUESTS`` applied."""
+    from karpenter_core.provisioning.scheduler import DEFAULT_OPTIONS
+
+    return attrs.evolve(options or DEFAULT_OPTIONS, ignore_dra_requests=ignore_dra)
+
+
 def schedule_input(
     inp: ScheduleInput,
     instance_types: Mapping[str, Sequence[Any]],
@@ -618,6 +642,13 @@ def _plugin_manager() -> KarpenterPluginManager:
     "pods without spread constraints (as Karpenter's --scheduler-config).",
 )
 @click.option(
+    IGNORE_DRA_REQUESTS_FLAG,
+    "ignore_dra_requests",
+    default=None,
+    metavar="true|false",
+    help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}; default true]",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(["json", "table"]),
@@ -630,6 +661,7 @@ def command(
     cloud_provider: str | None,
     instance_types_file: str | None,
     scheduler_config: str | None,
+    ignore_dra_requests: str | None,
     output: str,
 ) -> None:
     """Show what Karpenter would launch for the pending pods in these manifests.
@@ -643,7 +675,9 @@ def command(
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
     try:
+        ignore_dra = read_ignore_dra_requests(ignore_dra_requests, os.environ)
         options = read_scheduler_config(scheduler_config) if scheduler_config else None
+        options = with_dra_setting(options, ignore_dra)
         inp = read_input(filenames)
         pm = _plugin_manager()
         instance_types = effective_instance_types(

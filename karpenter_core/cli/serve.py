@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import click
 
-from karpenter_core.runtime.options import Options, OptionsError
+from karpenter_core.runtime.options import IGNORE_DRA_REQUESTS_HELP, Options, OptionsError
 
 _ENV_HELP = {
     "karpenter_service": "Vestigial; accepted for compatibility.",
@@ -46,7 +46,7 @@ _ENV_HELP = {
     "batch_idle_duration": "A batch closes after this long without new pending pods.",
     "preference_policy": "Respect or Ignore preferred affinities and ScheduleAnyway spreads.",
     "min_values_policy": "Strict or BestEffort.",
-    "ignore_dra_requests": "Ignore dynamic resource claims (false enables DRA scheduling).",
+    "ignore_dra_requests": IGNORE_DRA_REQUESTS_HELP,
     "feature_gates": "NAME=true|false,... over the defaults.",
     "scheduler_config": "Path of a kube-scheduler style podTopologySpread defaults file.",
 }

@@ -14,13 +14,23 @@ still written and names the controller).
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
 import click
 
 from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
 from karpenter_core.cli.exits import EXIT_CONTROLLER_FAILED, BadInput, echo_problem
+from karpenter_core.runtime.options import (
+    IGNORE_DRA_REQUESTS_ENV,
+    IGNORE_DRA_REQUESTS_FLAG,
+    IGNORE_DRA_REQUESTS_HELP,
+    OptionsError,
+    ignore_dra_requests,
+)
 from karpenter_core.sim.scenario import (
     Scenario,
     ScenarioError,
@@ -61,9 +71,23 @@ FORMATS = ("text", "json", "html")
     default=None,
     help="Write the report to FILE instead of standard output.",
 )
+@click.option(
+    IGNORE_DRA_REQUESTS_FLAG,
+    "ignore_dra_requests",
+    default=None,
+    metavar="true|false",
+    help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}, read when the "
+    "scenario's options do not set it; default true]",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log the controllers' warnings to stderr.")
 def command(
-    scenario: str, until: str | None, seed: int | None, output: str, out: str | None, verbose: bool
+    scenario: str,
+    until: str | None,
+    seed: int | None,
+    output: str,
+    out: str | None,
+    ignore_dra_requests: str | None,
+    verbose: bool,
 ) -> None:
     """Simulate SCENARIO.yaml: NodePools, workloads and events on a virtual clock, and
     report nodes launched and removed, pod pending times, cost and every decision."""
@@ -71,7 +95,7 @@ def command(
     if out is not None and Path(out).is_dir():  # found now rather than after the run
         raise BadInput(f"--out {out}: is a directory, expected a file")
     try:
-        parsed = load_scenario(scenario)
+        parsed = with_dra_setting(load_scenario(scenario), ignore_dra_requests, os.environ)
         until_s = None if until is None else parse_duration(until, "--until")
         check_run_length(parsed, until_s)
     except ScenarioError as e:
@@ -107,6 +131,31 @@ def command(
         for f in failed:
             echo_problem(f"Error: {f.describe()}", err=True)
         sys.exit(EXIT_CONTROLLER_FAILED)
+
+
+def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str, str]) -> Scenario:
+    """The scenario with ``IGNORE_DRA_REQUESTS`` settled as ``serve`` reads it: the
+    ``--ignore-dra-requests`` flag wins, then the scenario's own ``options``, then the
+    environment variable; a scenario that says nothing and runs without either keeps
+    upstream's default (true). A value other than true/false is a :class:`ScenarioError`."""
+    said = None
+    for key, value in scenario.options.items():
+        if key.upper().replace("-", "_") == IGNORE_DRA_REQUESTS_ENV:
+            said = value
+    try:
+        ignore = ignore_dra_requests(environ, flag, said)
+    except OptionsError as e:
+        where = "--ignore-dra-requests" if flag is not None else f"{scenario.source}: options"
+        raise ScenarioError(f"{where}: {e}") from None
+    if flag is None and said is None and IGNORE_DRA_REQUESTS_ENV not in environ:
+        return scenario
+    options = {
+        k: v
+        for k, v in scenario.options.items()
+        if k.upper().replace("-", "_") != IGNORE_DRA_REQUESTS_ENV
+    }
+    options[IGNORE_DRA_REQUESTS_ENV] = "true" if ignore else "false"
+    return attrs.evolve(scenario, options=options)
 
 
 def _workload_problem(scenario: Scenario) -> str | None:

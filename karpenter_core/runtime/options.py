@@ -25,6 +25,16 @@ FEATURE_GATE_DEFAULTS: Mapping[str, bool] = {
 }
 
 LOG_LEVELS = ("", "debug", "info", "error")
+
+IGNORE_DRA_REQUESTS_ENV = "IGNORE_DRA_REQUESTS"
+IGNORE_DRA_REQUESTS_FLAG = "--ignore-dra-requests"
+IGNORE_DRA_REQUESTS_HELP = (
+    "When set, Karpenter will ignore pods' DRA requests during scheduling simulations. "
+    "NOTE: This flag will be removed once formal DRA support is GA in Karpenter."
+)
+"""Upstream's help text, word for word. With the default (true), pods that use
+ResourceClaims get a DRAError and are not scheduled; ``false`` simulates their claims.
+Upstream has no DRA feature gate: this flag is the only switch."""
 PREFERENCE_POLICIES = ("Respect", "Ignore")
 MIN_VALUES_POLICIES = ("Strict", "BestEffort")
 
@@ -51,6 +61,19 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
             raise OptionsError(f"feature-gates: {part!r} is not NAME=true|false")
         gates[name.strip()] = parse_bool(f"feature-gates {name.strip()}", raw.strip())
     return gates
+
+
+def ignore_dra_requests(
+    environ: Mapping[str, str], flag: str | None = None, fallback: str | None = None
+) -> bool:
+    """``IGNORE_DRA_REQUESTS`` as every command reads it: the ``--ignore-dra-requests``
+    flag, else ``fallback`` (what a simulation scenario's ``options`` say), else the
+    environment variable, else upstream's default, true. Only ``true``/``false`` are
+    accepted (:class:`OptionsError` names the flag otherwise)."""
+    for value in (flag, fallback, environ.get(IGNORE_DRA_REQUESTS_ENV)):
+        if value is not None:
+            return parse_bool("ignore-dra-requests", value)
+    return True
 
 
 def _seconds(name: str, value: str) -> float:
