@@ -17,6 +17,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from karpenter_core import metrics
     from karpenter_core.apis import labels, resources
+    from karpenter_core.apis.accessors import (
+        annotations_of,
+        labels_of,
+        meta_of,
+        name_of,
+        namespace_of,
+        spec_of,
+        status_of,
+    )
     from karpenter_core.apis.base import (
         ObjectMeta,
         format_time,
@@ -223,6 +232,14 @@ _NAMES: dict[str, str] = {
     "NodePool": "karpenter_core.apis.v1",
     "ObjectMeta": "karpenter_core.apis.base",
     "format_time": "karpenter_core.apis.base",
+    # Reading an object's JSON
+    "annotations_of": "karpenter_core.apis.accessors",
+    "labels_of": "karpenter_core.apis.accessors",
+    "meta_of": "karpenter_core.apis.accessors",
+    "name_of": "karpenter_core.apis.accessors",
+    "namespace_of": "karpenter_core.apis.accessors",
+    "spec_of": "karpenter_core.apis.accessors",
+    "status_of": "karpenter_core.apis.accessors",
     "QuantityError": "karpenter_core.apis.quantity",
     "format_quantity": "karpenter_core.apis.quantity",
     "parse_quantity": "karpenter_core.apis.quantity",
@@ -406,6 +423,7 @@ __all__ = [
     "VirtualClock",
     "WallClock",
     "Watch",
+    "annotations_of",
     "condition_of",
     "conditions_of",
     "counter",
@@ -418,7 +436,11 @@ __all__ = [
     "hookimpl",
     "is_true",
     "labels",
+    "labels_of",
+    "meta_of",
     "metrics",
+    "name_of",
+    "namespace_of",
     "parse_go_duration",
     "parse_json",
     "parse_quantity",
@@ -429,6 +451,8 @@ __all__ = [
     "register_resource",
     "resources",
     "simulate_scheduling",
+    "spec_of",
+    "status_of",
     "termination_timestamp",
     "truncate",
 ]

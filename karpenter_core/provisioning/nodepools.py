@@ -11,14 +11,12 @@ shared by provisioning and disruption.
 
 from __future__ import annotations
 
-import copy
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from attrs import frozen
 
+from karpenter_core.apis.parsecache import VersionedParser
 from karpenter_core.apis.v1 import APIError, NodePool
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import TemplateError, template_base
 from karpenter_core.state.cluster import is_managed_nodeclaim
@@ -30,37 +28,15 @@ __all__ = [
     "parse_nodepool",
 ]
 
-_PARSED: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], NodePool]] = OrderedDict()
-_LOCK = threading.Lock()
-_MAX_PARSED = 4096
+_PARSER: VersionedParser[NodePool] = VersionedParser(NodePool.from_dict)
 
 
 def parse_nodepool(obj: Mapping[str, Any]) -> NodePool:
     """The typed NodePool of a stored object, parsed once per version (see the module
-    docstring). Raises :class:`~karpenter_core.apis.v1.APIError` naming the bad field.
-
-    uid and resourceVersion find the earlier parse; the object's content confirms it (a
-    copy is kept to compare with), because uids are unique only within one API server and
-    one process may talk to several (simulations, tests), and a caller may have changed
-    the dict in place."""
-    meta = obj.get("metadata")
-    key = ("", "")
-    if isinstance(meta, Mapping):
-        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
-    if all(key):
-        with _LOCK:
-            found = _PARSED.get(key)
-            if found is not None:
-                _PARSED.move_to_end(key)
-        if found is not None and found[0] == obj:
-            return found[1]
-    model = NodePool.from_dict(obj)
-    if all(key):
-        with _LOCK:
-            _PARSED[key] = (copy.deepcopy(obj), model)
-            while len(_PARSED) > _MAX_PARSED:
-                _PARSED.popitem(last=False)
-    return model
+    docstring and :class:`~karpenter_core.apis.parsecache.VersionedParser`: uid and
+    resourceVersion find the earlier parse, the object's content confirms it). Raises
+    :class:`~karpenter_core.apis.v1.APIError` naming the bad field."""
+    return _PARSER(obj)
 
 
 def manages(nodepool: NodePool, cloud_provider: Any) -> bool:

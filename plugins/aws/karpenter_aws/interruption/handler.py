@@ -26,7 +26,10 @@ from karpenter_core.plugin_api import (
     ControllerContext,
     Event,
     NotFound,
+    annotations_of,
     format_time,
+    labels_of,
+    meta_of,
     record_disruption,
     termination_timestamp,
 )
@@ -98,11 +101,6 @@ def instance_id(provider_id: str) -> str:
         return ""
     last = provider_id.rstrip("/").rsplit("/", 1)[-1]
     return last if last.startswith("i-") else ""
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def _provider_id(obj: Mapping[str, Any], where: str) -> str:
@@ -179,10 +177,10 @@ class InterruptionHandler:
         if text is None:
             return
         recorder = self.ctx.recorder
-        uid = str(_meta(nodeclaim).get("uid") or "")
+        uid = str(meta_of(nodeclaim).get("uid") or "")
         recorder.publish(Event(nodeclaim, text.type, text.reason, text.message, (uid,)))
         if node is not None:
-            node_uid = str(_meta(node).get("uid") or "")
+            node_uid = str(meta_of(node).get("uid") or "")
             node_message = text.node_message or text.message
             recorder.publish(Event(node, text.type, text.reason, node_message, (node_uid,)))
 
@@ -198,7 +196,7 @@ class InterruptionHandler:
             capacity_type = wk.CAPACITY_TYPE_RESERVED
         else:
             return
-        labels = _meta(nodeclaim).get("labels") or {}
+        labels = labels_of(nodeclaim)
         zone = str(labels.get(wk.LABEL_TOPOLOGY_ZONE) or "")
         instance_type = str(labels.get(wk.LABEL_INSTANCE_TYPE) or "")
         if not zone or not instance_type:
@@ -211,12 +209,11 @@ class InterruptionHandler:
 
     def _annotate_termination_timestamp(self, nodeclaim: dict[str, Any]) -> None:
         """Set the termination deadline to now unless one is already due."""
-        annotations = _meta(nodeclaim).get("annotations") or {}
-        value = termination_timestamp(annotations, self.ctx.clock.now())
+        value = termination_timestamp(annotations_of(nodeclaim), self.ctx.clock.now())
         if value is None:
             return
         key = wk.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION_KEY
-        name = str(_meta(nodeclaim).get("name"))
+        name = str(meta_of(nodeclaim).get("name"))
         try:
             patched = self.ctx.kube.patch(
                 NODECLAIMS, name, {"metadata": {"annotations": {key: value}}}
@@ -228,7 +225,7 @@ class InterruptionHandler:
     def _delete(
         self, kind: str, nodeclaim: dict[str, Any], node: dict[str, Any] | None, iid: str
     ) -> None:
-        meta = _meta(nodeclaim)
+        meta = meta_of(nodeclaim)
         if meta.get("deletionTimestamp"):
             return
         name = str(meta.get("name"))
