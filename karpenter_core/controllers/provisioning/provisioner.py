@@ -38,6 +38,7 @@ from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
 from karpenter_core.apis.v1 import CONDITION_NODE_REGISTRATION_HEALTHY, APIError, NodePool
+from karpenter_core.cloudprovider.dynamicresources import DeviceTemplates
 from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
@@ -137,6 +138,8 @@ class Provisioner:
         self.parallel_creates = not isinstance(ctx.clock, VirtualClock)
         """Create a batch's NodeClaims concurrently (wall clock); a virtual clock keeps
         them in order, so generated names are reproducible."""
+        self.device_templates = DeviceTemplates(ctx.plugins.dra_drivers)
+        """The DRA drivers' template devices (asked only while DRA requests are simulated)."""
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -373,7 +376,9 @@ class Provisioner:
 
     def instance_types(self, nodepools: Sequence[NodePool]) -> dict[str, list[Any]]:
         """Instance types per pool; a pool whose provider call fails is left out (the
-        scheduler then reports it as having none)."""
+        scheduler then reports it as having none). While DRA requests are simulated
+        (``IGNORE_DRA_REQUESTS=false``) each type carries the devices the installed DRA
+        drivers say its nodes would publish (:class:`DeviceTemplates`)."""
         out: dict[str, list[Any]] = {}
         for np in nodepools:
             name = np.name
@@ -388,6 +393,8 @@ class Provisioner:
             if not its:
                 log.info("skipping nodepool %s: no resolved instance types found", name)
                 continue
+            if not self.ctx.options.ignore_dra_requests:
+                its = self.device_templates.attach(np, its)
             out[name] = its
         return out
 

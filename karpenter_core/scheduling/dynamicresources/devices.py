@@ -10,7 +10,7 @@ and instance type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from attrs import field, frozen
@@ -53,6 +53,30 @@ class RequestName(NamedTuple):
         return f"{self.parent}/{self.sub}" if self.sub else self.parent
 
 
+def _str_tuple(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _device_tuple(items: Iterable[Device]) -> tuple[Device, ...]:
+    return tuple(items)
+
+
+def _counter_set_tuple(items: Iterable[CounterSet]) -> tuple[CounterSet, ...]:
+    return tuple(items)
+
+
+def _template_tuple(items: Iterable[ResourceSliceTemplate]) -> tuple[ResourceSliceTemplate, ...]:
+    return tuple(items)
+
+
+def _binding_tuple(items: Iterable[AttributeBinding]) -> tuple[AttributeBinding, ...]:
+    return tuple(items)
+
+
+def _device_id_tuple(items: Iterable[DeviceID]) -> tuple[DeviceID, ...]:
+    return tuple(items)
+
+
 @frozen
 class ResourceSliceTemplate:
     """Devices a driver will publish on a node of an instance type (always node-local; a
@@ -60,8 +84,8 @@ class ResourceSliceTemplate:
 
     driver: str
     pool: str
-    devices: tuple[Device, ...] = field(default=(), converter=tuple)
-    shared_counters: tuple[CounterSet, ...] = field(default=(), converter=tuple)
+    devices: tuple[Device, ...] = field(default=(), converter=_device_tuple)
+    shared_counters: tuple[CounterSet, ...] = field(default=(), converter=_counter_set_tuple)
 
 
 @frozen
@@ -70,15 +94,17 @@ class AttributeBinding:
     root, say), though the value is unknown before launch. Needs two devices or more."""
 
     attribute: str
-    devices: tuple[DeviceID, ...] = field(converter=tuple)
+    devices: tuple[DeviceID, ...] = field(converter=_device_id_tuple)
 
 
 @frozen
 class DynamicResources:
     """What a cloud provider says about an instance type's DRA devices."""
 
-    resource_slice_templates: tuple[ResourceSliceTemplate, ...] = field(default=(), converter=tuple)
-    attribute_bindings: tuple[AttributeBinding, ...] = field(default=(), converter=tuple)
+    resource_slice_templates: tuple[ResourceSliceTemplate, ...] = field(
+        default=(), converter=_template_tuple
+    )
+    attribute_bindings: tuple[AttributeBinding, ...] = field(default=(), converter=_binding_tuple)
 
 
 class NodeClaimView(Protocol):
@@ -113,7 +139,7 @@ class NodeClaimDevices:
     """A plain :class:`NodeClaimView` (tests, and callers without a class of their own)."""
 
     id: str
-    instance_types: tuple[str, ...] = field(default=(), converter=tuple)
+    instance_types: tuple[str, ...] = field(default=(), converter=_str_tuple)
     resource_slices: Mapping[str, Sequence[ResourceSliceTemplate]] = field(factory=dict)
     requirements: Requirements = field(factory=Requirements)
     node_name: str = ""
