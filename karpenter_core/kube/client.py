@@ -316,6 +316,19 @@ _BUILTIN: tuple[ResourceType, ...] = (
     _rt("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
     _rt("coordination.k8s.io/v1", "Lease", "leases", True),
     _rt("events.k8s.io/v1", "Event", "events", True, fields=_EVENTS_K8S_FIELDS),
+    # Dynamic Resource Allocation (GA in 1.34): classes and slices are cluster-scoped and
+    # count spec generations; claims have a status subresource (allocation, reservedFor).
+    _rt("resource.k8s.io/v1", "DeviceClass", "deviceclasses", False, generation=True),
+    _rt("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", True, status=True),
+    _rt("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+    _rt(
+        "resource.k8s.io/v1",
+        "ResourceSlice",
+        "resourceslices",
+        False,
+        generation=True,
+        fields=("spec.nodeName", "spec.driver"),
+    ),
     _rt(
         "apiextensions.k8s.io/v1",
         "CustomResourceDefinition",

@@ -8,9 +8,10 @@ graceful pod deletion, the status subresource split, watches from a resourceVers
 bounded history (410 Gone beyond it) and bookmarks, label/field selectors, pod binding, and
 pod eviction against PodDisruptionBudgets.
 
-Three kube-controller-manager loops whose absence would make a simulation meaningless — the
-disruption controller (PDB status), the garbage collector (ownerReference cascades) and the
-namespace controller (deleting a namespace's contents) — are not the API server's: they are
+The kube-controller-manager loops whose absence would make a simulation meaningless — the
+disruption controller (PDB status), the garbage collector (ownerReference cascades), the
+namespace controller (deleting a namespace's contents) and the resource-claim controller
+(pods' ResourceClaims from templates) — are not the API server's: they are
 :mod:`karpenter_core.sim.controllermanager`, which the server calls through a narrow hook
 right after each change is stored (synchronously; that module says why). A server runs them
 unless built with ``kube_controller_manager=False`` (then
@@ -82,6 +83,10 @@ _POD = ("v1", "Pod")
 _NODE = ("v1", "Node")
 _NAMESPACE = ("v1", "Namespace")
 _PDB = ("policy/v1", "PodDisruptionBudget")
+_RESOURCE_CLAIM = ("resource.k8s.io/v1", "ResourceClaim")
+_RESOURCE_SLICE = ("resource.k8s.io/v1", "ResourceSlice")
+_DRA_IMMUTABLE_SPEC = (_RESOURCE_CLAIM, ("resource.k8s.io/v1", "ResourceClaimTemplate"))
+_SLICE_NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -208,6 +213,43 @@ def apply_json_patch(target: Any, operations: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _validate_resource_slice(obj: Obj, old: Obj | None) -> None:
+    """What kube-apiserver checks of a ResourceSlice that a controller could get wrong:
+    driver and pool name set, exactly one way of selecting nodes, and driver, pool name and
+    node name fixed once created (its full validation is not repeated here)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise Invalid("spec: Required value")
+    if not spec.get("driver"):
+        raise Invalid("spec.driver: Required value")
+    pool = spec.get("pool")
+    if not isinstance(pool, Mapping) or not pool.get("name"):
+        raise Invalid("spec.pool.name: Required value")
+    chosen = [f for f in _SLICE_NODE_SELECTION if spec.get(f) not in (None, False, "")]
+    if len(chosen) != 1:
+        raise Invalid(
+            "spec: Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+            "`perDeviceNodeSelection` is required"
+        )
+    if old is not None:
+        ospec = old.get("spec") or {}
+        for path, new_value, old_value in (
+            ("spec.pool.name", pool.get("name"), (ospec.get("pool") or {}).get("name")),
+            ("spec.driver", spec.get("driver"), ospec.get("driver")),
+            ("spec.nodeName", spec.get("nodeName"), ospec.get("nodeName")),
+        ):
+            if new_value != old_value:
+                raise Invalid(f"{path}: Invalid value: {new_value!r}: field is immutable")
+
+
+def _validate_claim_status(new: Obj, old: Obj) -> None:
+    """A ResourceClaim's allocation, once written, may only be removed (deallocation)."""
+    before = (old.get("status") or {}).get("allocation")
+    after = (new.get("status") or {}).get("allocation")
+    if before is not None and after is not None and before != after:
+        raise Invalid("status.allocation: Invalid value: field is immutable")
 
 
 def _resource_name(rt: ResourceType) -> str:
@@ -366,6 +408,9 @@ class _Store:
 
     def commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
         self._server._commit(rt, etype, obj, old)
+
+    def create(self, obj: Obj) -> Obj:
+        return self._server.create(obj)
 
     def delete(self, rt: ResourceType, obj: Obj, policy: str, grace: int | None) -> Obj | None:
         return self._server._delete(rt, obj, policy, grace)
@@ -1018,6 +1063,10 @@ class InMemoryApiServer:
                 label_selector_from_dict(selector) if selector is not None else None
             except SelectorError as e:
                 raise Invalid(f"spec.selector: {e}") from None
+        if rt.key in _DRA_IMMUTABLE_SPEC and old is not None and obj.get("spec") != old.get("spec"):
+            raise Invalid("spec: Invalid value: field is immutable")
+        if rt.key == _RESOURCE_SLICE:
+            _validate_resource_slice(obj, old)
         if rt.api_version == "events.k8s.io/v1" and obj.get("type") not in ("Normal", "Warning"):
             raise Invalid(
                 f'type: Unsupported value: {obj.get("type")!r}: supported values: "Normal", "Warning"'
@@ -1083,6 +1132,8 @@ class InMemoryApiServer:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+            if rt.key == _RESOURCE_CLAIM:
+                _validate_claim_status(result, old)
         else:
             result = new
             result["apiVersion"] = rt.api_version

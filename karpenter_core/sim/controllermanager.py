@@ -1,15 +1,17 @@
-"""The simulated kube-controller-manager: the three loops a cluster without them would make
-a simulation meaningless, run against :class:`~karpenter_core.sim.apiserver.InMemoryApiServer`.
+"""The simulated kube-controller-manager: the loops a cluster without them would make a
+simulation meaningless, run against :class:`~karpenter_core.sim.apiserver.InMemoryApiServer`.
 
 * the **disruption controller** keeps each PodDisruptionBudget's status (``currentHealthy``,
   ``desiredHealthy``, ``disruptionsAllowed``...) in step with the pods it selects;
 * the **garbage collector** deletes (or, with ``Orphan``, releases) the dependents of an
   owner that is gone, following ``ownerReferences``;
 * the **namespace controller** deletes a Terminating namespace's contents and removes the
-  namespace once nothing in it is left.
+  namespace once nothing in it is left;
+* the **resource-claim controller** makes each pod's ResourceClaims from its
+  ResourceClaimTemplates and drops reservations that outlived their pods (:class:`ResourceClaims`).
 
 The real control plane of the contract and integration tests runs kube-controller-manager
-with exactly these three controllers (``docs/testing.md``).
+with exactly these controllers (``docs/testing.md``).
 
 They run **synchronously**, called by the server through a narrow hook
 (:class:`KubeControllerManager` is the server's ``ControllerManagerHook``) right after each
@@ -34,6 +36,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from karpenter_core.apis.accessors import labels_of, meta_of, namespace_of
 from karpenter_core.apis.conditions import is_true
+from karpenter_core.apis.resource import (
+    CLAIM_GENERATED,
+    CLAIM_NOT_NEEDED,
+    APIError,
+    pod_claim_names,
+)
 from karpenter_core.kube.client import (
     ADDED,
     DELETED,
@@ -55,6 +63,7 @@ __all__ = [
     "KubeControllerManager",
     "NamespaceController",
     "PodDisruptionBudgets",
+    "ResourceClaims",
     "Store",
     "pdb_selector",
     "pod_ready",
@@ -64,6 +73,12 @@ __all__ = [
 POD = ("v1", "Pod")
 NAMESPACE = ("v1", "Namespace")
 PDB = ("policy/v1", "PodDisruptionBudget")
+RESOURCE_CLAIM = ("resource.k8s.io/v1", "ResourceClaim")
+RESOURCE_CLAIM_TEMPLATE = ("resource.k8s.io/v1", "ResourceClaimTemplate")
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+"""Set by the resource-claim controller on a claim it generates: the pod's entry name."""
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
+"""kube-scheduler's finalizer on a claim it allocated: the claim is deallocated first."""
 
 
 class Store(Protocol):
@@ -91,6 +106,11 @@ class Store(Protocol):
 
     def commit(self, rt: ResourceType, etype: str, obj: Obj, old: Obj | None) -> None:
         """Store a change (a new resourceVersion, watch events, the hook again)."""
+        ...
+
+    def create(self, obj: Obj) -> Obj:
+        """Create as the API does (generated name, uid, validation, the hook again); returns
+        a copy of what was stored."""
         ...
 
     def delete(self, rt: ResourceType, obj: Obj, policy: str, grace: int | None) -> Obj | None:
@@ -342,16 +362,287 @@ class NamespaceController:
         store.remove(store.resource(NAMESPACE), ns_obj)
 
 
+# --------------------------------------------------------------------------- resource claims
+
+
+def _pod_done(pod: Mapping[str, Any]) -> bool:
+    """The pod will not run (again): terminal, or deleted before it was bound."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in ("Succeeded", "Failed") or (
+        bool(meta_of(pod).get("deletionTimestamp")) and not (pod.get("spec") or {}).get("nodeName")
+    )
+
+
+def _owning_pod(claim: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(name, uid)`` of the pod a claim was generated for (its controller ownerReference)."""
+    for ref in meta_of(claim).get("ownerReferences") or ():
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("controller")
+            and ref.get("apiVersion") == "v1"
+            and ref.get("kind") == "Pod"
+        ):
+            return str(ref.get("name") or ""), str(ref.get("uid") or "")
+    return None
+
+
+def _generate_name(pod_name: str, claim_name: str) -> str:
+    """The resourceclaim controller's ``generateName`` for a pod's claim: ``<pod>-<claim>-``,
+    both parts shortened in proportion when longer than 57 characters."""
+    name = f"{pod_name}-{claim_name}-"
+    if len(name) > 57:
+        total = len(name)
+        name = f"{pod_name[: len(pod_name) * 57 // total]}-{claim_name[: len(claim_name) * 57 // total]}"
+    return name
+
+
+class ResourceClaims:
+    """The resource-claim controller (``resourceclaim-controller``, issue 11): the
+    ResourceClaims of pods made from templates, and reservations that outlive their pods.
+
+    * A pod (not being deleted) whose ``spec.resourceClaims`` entry names a
+      ``resourceClaimTemplateName`` gets its own claim, made from the template:
+      ``generateName`` ``<pod>-<entry>-``, the template's labels and annotations plus
+      ``resource.kubernetes.io/pod-claim-name``, a controller ownerReference to the pod (the
+      garbage collector deletes it with the pod); the claim's name is recorded in the pod's
+      ``status.resourceClaimStatuses``. A pod whose template does not exist yet waits for it.
+    * A bound pod whose claim is allocated but does not list it in ``reservedFor`` is added.
+    * A ``reservedFor`` entry whose pod is gone, replaced or done is removed; a claim left
+      reserved for nobody is deallocated when it carries the scheduler's
+      ``resource.kubernetes.io/delete-protection`` finalizer (which then goes), and a claim
+      generated for a pod that is done is deleted.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._waiting: dict[tuple[str, str], set[str]] = {}  # (ns, template) -> pod names
+        self._reserving: dict[str, set[tuple[str, str]]] = {}  # pod uid -> claims (ns, name)
+
+    # -- pods
+
+    def pod_changed(self, ns: str, name: str, pod: Obj | None, old: Obj | None) -> None:
+        if pod is None:
+            uid = str(meta_of(old).get("uid", "")) if old is not None else ""
+            for key in sorted(self._reserving.get(uid, ())):
+                self.sync_claim(*key)
+            return
+        spec = pod.get("spec") or {}
+        if not spec.get("resourceClaims"):
+            return
+        if not meta_of(pod).get("deletionTimestamp") and self._create_claims(ns, name, pod):
+            return  # the status write ran this again for the new version
+        if _pod_done(pod):
+            for key in sorted(self._reserving.get(str(meta_of(pod).get("uid", "")), ())):
+                self.sync_claim(*key)
+        elif spec.get("nodeName"):
+            self._reserve(ns, pod)
+
+    def _create_claims(self, ns: str, name: str, pod: Obj) -> bool:
+        """Create the missing claims of ``pod``; True when its status was written."""
+        try:
+            entries = pod_claim_names(pod)
+        except APIError:
+            return False
+        recorded: list[dict[str, Any]] = []
+        uid = str(meta_of(pod).get("uid", ""))
+        claims = self.store.stored(RESOURCE_CLAIM, ns)
+        for entry in entries:
+            if entry.template_name is None or entry.state == CLAIM_NOT_NEEDED:
+                continue
+            if entry.state == CLAIM_GENERATED:
+                existing = claims.get(entry.claim_name or "")
+                if existing is not None and _owning_pod(existing) == (name, uid):
+                    continue
+            claim = self._find_claim(claims, name, uid, entry.name)
+            if claim is None:
+                template = self.store.stored(RESOURCE_CLAIM_TEMPLATE, ns).get(entry.template_name)
+                if template is None:
+                    self._waiting.setdefault((ns, entry.template_name), set()).add(name)
+                    continue
+                claim = self.store.create(self._claim_from(template, ns, name, uid, entry.name))
+            recorded.append({"name": entry.name, "resourceClaimName": meta_of(claim)["name"]})
+        if not recorded:
+            return False
+        new = deep_copy(pod)
+        status = new.setdefault("status", {})
+        names = {r["name"] for r in recorded}
+        kept = [
+            s
+            for s in status.get("resourceClaimStatuses") or ()
+            if not (isinstance(s, Mapping) and s.get("name") in names)
+        ]
+        status["resourceClaimStatuses"] = kept + recorded
+        self.store.commit(self.store.resource(POD), MODIFIED, new, pod)
+        return True
+
+    @staticmethod
+    def _find_claim(claims: Mapping[str, Obj], pod_name: str, uid: str, entry: str) -> Obj | None:
+        """A claim made for this entry earlier whose name the pod's status lost."""
+        for claim in claims.values():
+            annotations = meta_of(claim).get("annotations") or {}
+            if (
+                _owning_pod(claim) == (pod_name, uid)
+                and annotations.get(POD_CLAIM_ANNOTATION) == entry
+            ):
+                return claim
+        return None
+
+    @staticmethod
+    def _claim_from(template: Obj, ns: str, pod_name: str, uid: str, entry: str) -> Obj:
+        tspec = template.get("spec") or {}
+        tmeta = tspec.get("metadata") or {}
+        annotations = dict(tmeta.get("annotations") or {})
+        annotations[POD_CLAIM_ANNOTATION] = entry
+        metadata: dict[str, Any] = {
+            "generateName": _generate_name(pod_name, entry),
+            "namespace": ns,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod_name,
+                    "uid": uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        if tmeta.get("labels"):
+            metadata["labels"] = dict(tmeta["labels"])
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": metadata,
+            "spec": deep_copy(tspec.get("spec") or {}),
+        }
+
+    def _reserve(self, ns: str, pod: Obj) -> None:
+        """A bound pod is a consumer of each of its allocated claims."""
+        try:
+            entries = pod_claim_names(pod)
+        except APIError:
+            return
+        meta = meta_of(pod)
+        uid = str(meta.get("uid", ""))
+        claims = self.store.stored(RESOURCE_CLAIM, ns)
+        for entry in entries:
+            claim = claims.get(entry.claim_name or "")
+            if claim is None or entry.claim_name is None:
+                continue
+            if entry.owned and _owning_pod(claim) != (meta["name"], uid):
+                continue
+            status = claim.get("status") or {}
+            reserved = status.get("reservedFor") or []
+            if status.get("allocation") is None or any(
+                isinstance(r, Mapping) and r.get("uid") == uid for r in reserved
+            ):
+                continue
+            new = deep_copy(claim)
+            new["status"]["reservedFor"] = [
+                *reserved,
+                {"resource": "pods", "name": meta["name"], "uid": uid},
+            ]
+            self.store.commit(self.store.resource(RESOURCE_CLAIM), MODIFIED, new, claim)
+
+    # -- templates and claims
+
+    def template_changed(self, ns: str, name: str, template: Obj | None) -> None:
+        if template is None:
+            return
+        for pod_name in sorted(self._waiting.pop((ns, name), ())):
+            pod = self.store.stored(POD, ns).get(pod_name)
+            if pod is not None:
+                self.pod_changed(ns, pod_name, pod, None)
+
+    def claim_changed(self, ns: str, name: str, claim: Obj | None, old: Obj | None) -> None:
+        key = (ns, name)
+        before = _consumer_uids(old)
+        after = _consumer_uids(claim)
+        for uid in before - after:
+            keys = self._reserving.get(uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._reserving[uid]
+        for uid in after - before:
+            self._reserving.setdefault(uid, set()).add(key)
+        if claim is not None:
+            self.sync_claim(ns, name)
+
+    def sync_claim(self, ns: str, name: str) -> None:
+        """Drop reservations of pods that are gone, replaced or done; deallocate a claim
+        reserved for nobody (the scheduler's finalizer says it may); delete a generated claim
+        whose pod is done."""
+        store = self.store
+        rt = store.resource(RESOURCE_CLAIM)
+        claim = store.stored(RESOURCE_CLAIM, ns).get(name)
+        if claim is None:
+            return
+        pods = store.stored(POD, ns)
+        status = claim.get("status") or {}
+        reserved = [r for r in status.get("reservedFor") or () if isinstance(r, Mapping)]
+        valid = []
+        for r in reserved:
+            if r.get("resource") == "pods" and not r.get("apiGroup"):
+                pod = pods.get(str(r.get("name") or ""))
+                if pod is None or meta_of(pod).get("uid") != r.get("uid") or _pod_done(pod):
+                    continue
+            valid.append(r)
+        finalizers = list(meta_of(claim).get("finalizers") or ())
+        deleting = bool(meta_of(claim).get("deletionTimestamp"))
+        if len(valid) < len(reserved) or (deleting and not valid and CLAIM_FINALIZER in finalizers):
+            new = deep_copy(claim)
+            new_status = new.setdefault("status", {})
+            new_status["reservedFor"] = valid
+            if not valid:
+                new_status.pop("reservedFor", None)
+                if CLAIM_FINALIZER in finalizers:
+                    new_status.pop("allocation", None)
+                    finalizers.remove(CLAIM_FINALIZER)
+                    new["metadata"]["finalizers"] = finalizers
+                    if not finalizers:
+                        new["metadata"].pop("finalizers", None)
+            if not new_status:
+                new.pop("status", None)
+            if deleting and not finalizers:
+                store.remove(rt, new)
+                return
+            store.commit(rt, MODIFIED, new, claim)
+            claim = store.stored(RESOURCE_CLAIM, ns).get(name)
+            if claim is None:
+                return
+        if valid or deleting:
+            return
+        owner = _owning_pod(claim)
+        if owner is None:
+            return
+        pod = pods.get(owner[0])
+        if pod is not None and (meta_of(pod).get("uid") != owner[1] or _pod_done(pod)):
+            store.delete(rt, claim, "Background", None)
+
+
+def _consumer_uids(claim: Obj | None) -> set[str]:
+    if claim is None:
+        return set()
+    return {
+        str(r.get("uid"))
+        for r in (claim.get("status") or {}).get("reservedFor") or ()
+        if isinstance(r, Mapping) and r.get("resource") == "pods" and r.get("uid")
+    }
+
+
 # --------------------------------------------------------------------------- the hook
 
 
 class KubeControllerManager:
-    """The three loops behind the server's hook (see the module docstring)."""
+    """The loops behind the server's hook (see the module docstring)."""
 
     def __init__(self, store: Store) -> None:
         self.disruption = PodDisruptionBudgets(store)
         self.garbage_collector = GarbageCollector(store)
         self.namespaces = NamespaceController(store)
+        self.resource_claims = ResourceClaims(store)
 
     def sync(self, objects: Iterable[tuple[ResourceType, Obj]]) -> None:
         """Take in what the server already stores (as the loops' informers list first)."""
@@ -360,6 +651,8 @@ class KubeControllerManager:
             ns = namespace_of(obj)
             if rt.key == PDB:
                 self.disruption.pdb_changed(ns, meta_of(obj)["name"], obj)
+            elif rt.key == RESOURCE_CLAIM:
+                self.resource_claims.claim_changed(ns, meta_of(obj)["name"], obj, None)
 
     # -- called by the server, under its lock
 
@@ -372,8 +665,16 @@ class KubeControllerManager:
         self.garbage_collector.index(uid, None if etype == ADDED else old, None if removed else obj)
         if rt.key == POD:
             self.disruption.pod_changed(ns, meta["name"], None if removed else obj)
+            # last: its writes run this hook again, after the loops above saw this version
+            self.resource_claims.pod_changed(ns, meta["name"], None if removed else obj, old)
         elif rt.key == PDB:
             self.disruption.pdb_changed(ns, meta["name"], None if removed else obj)
+        elif rt.key == RESOURCE_CLAIM:
+            self.resource_claims.claim_changed(
+                ns, meta["name"], None if removed else obj, None if etype == ADDED else old
+            )
+        elif rt.key == RESOURCE_CLAIM_TEMPLATE and etype == ADDED:
+            self.resource_claims.template_changed(ns, meta["name"], obj)
 
     def owner_deleting(self, uid: str, policy: str) -> None:
         """A ``Foreground`` delete: the dependents go before the owner."""
@@ -395,6 +696,6 @@ class KubeControllerManager:
 
 
 def register(server: InMemoryApiServer) -> KubeControllerManager:
-    """Run the three loops on ``server``'s writes from now on (they first take in what it
+    """Run the loops on ``server``'s writes from now on (they first take in what it
     stores already); returns them. A server runs them once: registering twice is an error."""
     return server.attach_controller_manager()

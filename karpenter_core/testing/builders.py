@@ -29,6 +29,8 @@ __all__ = [
     "condition",
     "daemonset",
     "deployment",
+    "device",
+    "device_class",
     "namespace",
     "node",
     "node_class_ref",
@@ -40,10 +42,14 @@ __all__ = [
     "owner_reference",
     "pdb",
     "pod",
+    "pod_claim",
     "pod_template",
     "pods",
     "replicaset",
     "requirement",
+    "resource_claim",
+    "resource_claim_template",
+    "resource_slice",
     "unschedulable_pod",
 ]
 
@@ -735,3 +741,143 @@ def capacity_buffer(
         "metadata": _meta(_name("buffer", name), namespace=namespace),
         "spec": spec,
     }
+
+
+# ---------------------------------------------------------------------- DRA (resource.k8s.io/v1)
+
+RESOURCE_API_VERSION = "resource.k8s.io/v1"
+
+
+def _attribute(value: bool | int | str) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        return {"int": value}
+    return {"string": value}
+
+
+def device(
+    name: str,
+    attributes: Mapping[str, bool | int | str] | None = None,
+    *,
+    capacity: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A device of a ResourceSlice: typed attributes from Python values (``{"model":
+    "a100", "index": 0}``) and capacities as quantities."""
+    out: dict[str, Any] = {"name": name}
+    if attributes:
+        out["attributes"] = {k: _attribute(v) for k, v in attributes.items()}
+    if capacity:
+        out["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+    return out
+
+
+def device_class(name: str = "gpu", *expressions: str, driver: str | None = None) -> dict[str, Any]:
+    """A DeviceClass whose devices pass every CEL ``expressions`` (``driver``: the usual
+    ``device.driver == "<driver>"``)."""
+    exprs = list(expressions)
+    if driver is not None:
+        exprs.insert(0, f'device.driver == "{driver}"')
+    spec: dict[str, Any] = {}
+    if exprs:
+        spec["selectors"] = [{"cel": {"expression": e}} for e in exprs]
+    return {
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "DeviceClass",
+        "metadata": _meta(name),
+        "spec": spec,
+    }
+
+
+def _claim_spec(
+    device_class_name: str, count: int, requests: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    reqs = _dicts(requests) or [
+        {"name": "devices", "exactly": {"deviceClassName": device_class_name, "count": count}}
+    ]
+    return {"devices": {"requests": reqs}}
+
+
+def resource_claim_template(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    device_class_name: str = "gpu",
+    count: int = 1,
+    requests: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A ResourceClaimTemplate: one request ``devices`` for ``count`` devices of the class,
+    or the given ``requests``."""
+    return {
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": _meta(_name("claim-template", name), namespace=namespace),
+        "spec": {"spec": _claim_spec(device_class_name, count, requests)},
+    }
+
+
+def resource_claim(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    device_class_name: str = "gpu",
+    count: int = 1,
+    requests: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A ResourceClaim (shareable by name), shaped as :func:`resource_claim_template`."""
+    return {
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": _meta(_name("claim", name), namespace=namespace),
+        "spec": _claim_spec(device_class_name, count, requests),
+    }
+
+
+def resource_slice(
+    name: str | None = None,
+    *,
+    driver: str = "gpu.example.com",
+    pool: str | None = None,
+    devices: Sequence[Mapping[str, Any] | str] = (),
+    node_name: str | None = None,
+    node_selector: Mapping[str, Any] | None = None,
+    generation: int = 0,
+    slice_count: int = 1,
+) -> dict[str, Any]:
+    """A ResourceSlice: node-local with ``node_name`` (pool named after the node unless
+    given), else for the nodes ``node_selector`` selects, else for all nodes. Devices may
+    be bare names."""
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "pool": {
+            "name": pool or node_name or "pool",
+            "generation": generation,
+            "resourceSliceCount": slice_count,
+        },
+        "devices": [device(d) if isinstance(d, str) else dict(d) for d in devices],
+    }
+    if node_name is not None:
+        spec["nodeName"] = node_name
+    elif node_selector is not None:
+        spec["nodeSelector"] = dict(node_selector)
+    else:
+        spec["allNodes"] = True
+    return {
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": _meta(_name("slice", name)),
+        "spec": spec,
+    }
+
+
+def pod_claim(
+    name: str, *, template: str | None = None, claim: str | None = None
+) -> dict[str, Any]:
+    """One entry of a pod's ``spec.resourceClaims``: from a ResourceClaimTemplate (a claim
+    per pod) or naming a shared ResourceClaim. Give it with ``pod(spec={"resourceClaims":
+    [...]})``."""
+    if (template is None) == (claim is None):
+        raise ValueError("pod_claim: give exactly one of template and claim")
+    if template is not None:
+        return {"name": name, "resourceClaimTemplateName": template}
+    return {"name": name, "resourceClaimName": claim}
