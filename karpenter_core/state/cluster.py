@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import frozen
 
@@ -112,6 +112,7 @@ UNSYNCED_LOG_AFTER = 30.0
 UNSYNCED_LOG_EVERY = 10.0
 
 Listener = Callable[[str, str], None]
+T = TypeVar("T")
 
 
 def nomination_window(batch_max_duration: float) -> float:
@@ -128,7 +129,9 @@ class NodeNotFoundError(LookupError):
         self.node_name = node_name
 
 
-def is_managed_nodeclaim(nodeclaim: Mapping[str, Any], cloud_provider: Any) -> bool:
+def is_managed_nodeclaim(
+    nodeclaim: Mapping[str, Any], cloud_provider: CloudProvider | None
+) -> bool:
     """A NodeClaim is this operator's when its ``spec.nodeClassRef`` names a NodeClass kind the
     cloud provider supports (every NodeClaim counts when no provider is configured)."""
     if cloud_provider is None:
@@ -143,7 +146,7 @@ def is_managed_nodeclaim(nodeclaim: Mapping[str, Any], cloud_provider: Any) -> b
     return any(ref.get("group") == k.group and ref.get("kind") == k.kind for k in kinds)
 
 
-def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: Any) -> bool:
+def is_managed_nodepool(nodepool: Mapping[str, Any], cloud_provider: CloudProvider | None) -> bool:
     """A NodePool is this operator's when its template's NodeClass kind is supported."""
     template = spec_of(nodepool).get("template")
     ref = spec_of(template).get("nodeClassRef") if isinstance(template, Mapping) else None
@@ -348,7 +351,7 @@ class Cluster:
         self._reset_locked()
 
     @classmethod
-    def from_context(cls, ctx: Any) -> Cluster:
+    def from_context(cls, ctx: ControllerContext) -> Cluster:
         """A Cluster for a ``ControllerContext`` (kube, clock, cloud provider, batch window)."""
         return cls(
             ctx.kube,
@@ -533,9 +536,7 @@ class Cluster:
             prebuilt_state_nodes=state_nodes,
         )
 
-    def _list(
-        self, resource: tuple[str, str], parse: Callable[[Mapping[str, Any]], Any]
-    ) -> list[Any]:
+    def _list(self, resource: tuple[str, str], parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
         out = []
         for obj in self.kube.list(resource).items:
             try:

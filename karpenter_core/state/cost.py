@@ -35,7 +35,9 @@ from karpenter_core.kube.client import NotFound
 from karpenter_core.state.cluster import NODEPOOLS
 
 if TYPE_CHECKING:
+    from karpenter_core.cloudprovider.protocol import CloudProvider
     from karpenter_core.cloudprovider.types import InstanceType
+    from karpenter_core.kube.client import KubeClient
     from karpenter_core.runtime.context import ControllerContext
 
 __all__ = [
@@ -107,7 +109,7 @@ class ClusterCost:
     re-pricing finds it.
     """
 
-    def __init__(self, kube: Any, cloud_provider: Any) -> None:
+    def __init__(self, kube: KubeClient, cloud_provider: CloudProvider) -> None:
         self.kube = kube
         self.cloud_provider = cloud_provider
         self._lock = threading.Lock()

@@ -14,8 +14,8 @@ state merges them (``pkg/controllers/state/cluster.go``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 from attrs import field, frozen
@@ -45,11 +45,16 @@ from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateN
 __all__ = ["IN_TREE_TO_CSI", "ClusterSnapshot"]
 
 
+T = TypeVar("T")
+K = TypeVar("K", Pod, PersistentVolumeClaim)
+
+
 def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    # Any, not a TypeVar: attrs' mypy plugin types __init__ from the converter's argument
     return tuple(items)
 
 
-def _by_key(items: Iterable[Any]) -> dict[str, Any]:
+def _by_key(items: Iterable[K]) -> dict[str, K]:
     return {i.key: i for i in items}
 
 
@@ -76,13 +81,14 @@ class ClusterSnapshot:
     prebuilt_state_nodes: tuple[StateNode, ...] | None = field(default=None, kw_only=True)
     """Existing capacity already merged by live cluster state (with its deletion marks and
     nominations); when given, it is used instead of merging ``nodes`` and ``nodeclaims``."""
-    _cache: dict[str, Any] = field(factory=dict, init=False, repr=False, eq=False)
+    _cache: dict[str, object] = field(factory=dict, init=False, repr=False, eq=False)
 
-    def _index(self, name: str, build: Any) -> Any:
+    def _index(self, name: str, build: Callable[[], T]) -> T:
+        """``build()``, once per snapshot (lazily built indexes)."""
         v = self._cache.get(name)
         if v is None:
             v = self._cache[name] = build()
-        return v
+        return cast(T, v)
 
     # -- lookups --
 
