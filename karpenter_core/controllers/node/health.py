@@ -137,11 +137,6 @@ class Verdict:
         return allowed_unhealthy(self.total)
 
 
-def _node_name(node: Mapping[str, Any]) -> str:
-    meta = node.get("metadata")
-    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
-
-
 def _matches(node: Mapping[str, Any], policy: RepairPolicy) -> Mapping[str, Any] | None:
     cond = condition_of(node, policy.condition_type)
     if cond is None or str(cond.get("status") or "") != policy.condition_status:
@@ -180,7 +175,7 @@ def find_unhealthy_condition(
             log.warning(
                 "node %s: condition %s=%s has no readable lastTransitionTime (%r); "
                 "not considering it for repair",
-                _node_name(node),
+                name_of(node),
                 policy.condition_type,
                 policy.condition_status,
                 raw,
@@ -284,7 +279,7 @@ class ConditionChanges:
         self._seen: dict[str, frozenset[tuple[str, str, str]]] = {}
 
     def __call__(self, event_type: str, node: dict[str, Any]) -> bool:
-        name = _node_name(node)
+        name = name_of(node)
         with self._lock:
             if event_type == DELETED:
                 self._seen.pop(name, None)
@@ -365,7 +360,7 @@ class NodeHealth:
             f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the {scope} "
             f"({verdict.unhealthy} of {verdict.total}, at most {verdict.allowed} allowed)"
         )
-        log.info("node %s: not repairing: %s", _node_name(node), message)
+        log.info("node %s: not repairing: %s", name_of(node), message)
         targets: list[Mapping[str, Any]] = [node, nodeclaim]
         if nodepool is not None:
             with contextlib.suppress(NotFound):
@@ -422,7 +417,7 @@ class NodeHealth:
             return Result()
         log.info(
             "deleting unhealthy node %s (nodeclaim %s): %s=%s since %s",
-            _node_name(node),
+            name_of(node),
             name,
             cond.type,
             cond.status,
@@ -436,7 +431,7 @@ class NodeHealth:
                 **nodeclaim,
                 "status": {
                     **(status if isinstance(status, Mapping) else {}),
-                    "nodeName": _node_name(node),
+                    "nodeName": name_of(node),
                 },
             },
             metrics.REASON_UNHEALTHY,
