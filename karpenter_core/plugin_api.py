@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         parse_quantity,
         parse_quantity_format,
     )
+    from karpenter_core.apis.resource import Device
     from karpenter_core.apis.v1 import (
         NodeClaim,
         NodeClaimStatus,
@@ -175,6 +176,10 @@ if TYPE_CHECKING:
         ItemExponentialFailureRateLimiter,
         RateLimiter,
     )
+    from karpenter_core.scheduling.nodeselector import (
+        node_selector_matches,
+        term_matches,
+    )
     from karpenter_core.scheduling.requirements import (
         DOES_NOT_EXIST,
         EXISTS,
@@ -261,6 +266,11 @@ _NAMES: dict[str, str] = {
     "NOT_IN": "karpenter_core.scheduling.requirements",
     "Requirement": "karpenter_core.scheduling.requirements",
     "Requirements": "karpenter_core.scheduling.requirements",
+    # DRA drivers: a device of a ResourceSlice (checks a driver's device specs), and node
+    # selectors tested against a concrete node (a driver's pools)
+    "Device": "karpenter_core.apis.resource",
+    "node_selector_matches": "karpenter_core.scheduling.nodeselector",
+    "term_matches": "karpenter_core.scheduling.nodeselector",
     # Disruption methods
     "CLASS_EVENTUAL": "karpenter_core.hookspecs",
     "CLASS_GRACEFUL": "karpenter_core.hookspecs",
@@ -371,6 +381,7 @@ __all__ = [
     "CreateError",
     "DRADriverSpec",
     "Decision",
+    "Device",
     "DisruptionContext",
     "DisruptionMethodSpec",
     "DisruptionSnapshot",
@@ -441,6 +452,7 @@ __all__ = [
     "metrics",
     "name_of",
     "namespace_of",
+    "node_selector_matches",
     "parse_go_duration",
     "parse_json",
     "parse_quantity",
@@ -453,6 +465,7 @@ __all__ = [
     "simulate_scheduling",
     "spec_of",
     "status_of",
+    "term_matches",
     "termination_timestamp",
     "truncate",
 ]

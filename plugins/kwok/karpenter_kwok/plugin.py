@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from karpenter_core.plugin_api import CloudProviderSpec, ProviderSetting, hookimpl
+from karpenter_core.plugin_api import (
+    CloudProviderSpec,
+    ControllerSpec,
+    DRADriverSpec,
+    ProviderSetting,
+    hookimpl,
+)
+from karpenter_kwok import dra
 from karpenter_kwok.labels import KWOK_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_kwok.provider import (
     INSTANCE_TYPES_FILE_ENV,
@@ -68,6 +75,15 @@ SETTINGS = (
         "(0s disables the cache).",
         default="3m",
     ),
+    ProviderSetting(
+        dra.CONFIG_SETTING,
+        "The KWOK DRA driver: DRAConfig documents (upstream's dra-kwok-driver CRD: a driver "
+        "and pools of devices for the nodes their nodeSelectorTerms match), inline YAML/JSON "
+        "or the path of a file; Karpenter predicts the devices of each instance type and "
+        "KWOK nodes publish them as ResourceSlices once Ready (docs/dra.md).",
+        default="",
+        env=dra.CONFIG_ENV,
+    ),
 )
 
 
@@ -88,3 +104,16 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             "four test zones; launches create Nodes for KWOK (or the simulated kubelet).",
         )
     ]
+
+
+@hookimpl
+def karpenter_dra_drivers() -> list[DRADriverSpec]:
+    """The drivers of the KWOK DRA configuration in effect (the ``dra-config`` setting the
+    KWOK provider was built with, else ``KWOK_DRA_CONFIG``)."""
+    return dra.driver_specs()
+
+
+@hookimpl
+def karpenter_controllers() -> list[ControllerSpec]:
+    """The KWOK DRA driver's ResourceSlice publisher (runs when drivers are configured)."""
+    return dra.controller_specs()

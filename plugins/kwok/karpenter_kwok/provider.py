@@ -81,6 +81,9 @@ from karpenter_core.plugin_api import (
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
+from karpenter_kwok.dra import CONFIG_ENV as DRA_CONFIG_ENV
+from karpenter_kwok.dra import CONFIG_SETTING as DRA_CONFIG_SETTING
+from karpenter_kwok.dra import DRAConfig, DRAConfigError, load_config, set_active_config
 from karpenter_kwok.faults import (
     FaultRule,
     FaultSettingError,
@@ -181,8 +184,11 @@ class KwokCloudProvider:
         faults: KwokFaults | None = None,
         seed: int = 0,
         unavailable_offerings_ttl: float = DEFAULT_UNAVAILABLE_OFFERINGS_TTL,
+        dra_config: DRAConfig | None = None,
     ) -> None:
         self._instance_types = tuple(instance_types)
+        self.dra_config = dra_config or DRAConfig()
+        """The KWOK DRA driver's configuration (:mod:`karpenter_kwok.dra`)."""
         self._by_name = {it.name: it for it in self._instance_types}
         self.kube = kube
         self.clock = clock
@@ -241,6 +247,15 @@ class KwokCloudProvider:
             ) from None
         ttl_text = settings.get(UNAVAILABLE_OFFERINGS_TTL_SETTING, "") or "3m"
         ttl = parse_duration_seconds(ttl_text, f"setting {UNAVAILABLE_OFFERINGS_TTL_SETTING}")
+        try:
+            dra_config = load_config(
+                settings.get(DRA_CONFIG_SETTING) or env.get(DRA_CONFIG_ENV),
+                f"setting {DRA_CONFIG_SETTING}",
+            )
+        except DRAConfigError as e:
+            raise FaultSettingError(str(e)) from None
+        # the DRA drivers the plugin's hook registers are those of this provider's settings
+        set_active_config(dra_config)
         return cls(
             load_instance_types(path),
             kube=kube,
@@ -249,6 +264,7 @@ class KwokCloudProvider:
             faults=faults,
             seed=seed,
             unavailable_offerings_ttl=ttl,
+            dra_config=dra_config,
         )
 
     # ------------------------------------------------------------------ catalogue

@@ -134,6 +134,7 @@ def test_hookimpl_returns_one_launching_spec() -> None:
         ("insufficient-capacity", None),
         ("never-register", None),
         ("unavailable-offerings-ttl", None),
+        ("dra-config", "KWOK_DRA_CONFIG"),
     ]
 
 
