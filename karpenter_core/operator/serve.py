@@ -91,6 +91,42 @@ CACHED_KINDS = (
 )
 """Also the kinds controllers read from memory (:class:`CachedClient`) rather than the API."""
 
+DRA_KINDS = (
+    ("resource.k8s.io/v1", "ResourceSlice"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "DeviceClass"),
+)
+"""Cached as well while DRA requests are simulated (``IGNORE_DRA_REQUESTS=false``): every
+scheduling pass reads the published devices, the claims holding them and the classes
+(upstream's manager cache watches them then; the API server must serve resource.k8s.io/v1,
+GA since Kubernetes 1.34)."""
+
+
+def cached_kinds(options: Options) -> tuple[tuple[str, str], ...]:
+    """The kinds whose informers every replica keeps warm with these options."""
+    return CACHED_KINDS + (() if options.ignore_dra_requests else DRA_KINDS)
+
+
+def dra_api_problem(client: KubeClient) -> str | None:
+    """None when the API server serves the DRA kinds (needed with
+    ``IGNORE_DRA_REQUESTS=false``: their caches would never sync otherwise), else why not.
+    A client without discovery (the in-memory server) serves them."""
+    has_resource: Callable[[ResourceType], bool] | None = getattr(client, "has_resource", None)
+    if has_resource is None:
+        return None
+    for kind in DRA_KINDS:
+        rt = resource_for(kind)
+        try:
+            served = has_resource(rt)
+        except ApiError as e:
+            return f"cannot check {rt.api_version} {rt.kind}: {e}"
+        if not served:
+            return (
+                f"IGNORE_DRA_REQUESTS=false needs the API server to serve {rt.api_version} "
+                f"{rt.kind} (Kubernetes 1.34 or newer); it does not"
+            )
+    return None
+
 
 def _leader_gauge() -> Any:
     """controller-runtime's ``leader_election_master_status{name}``: 1 on the replica that
@@ -334,6 +370,10 @@ class Operator:
         if problem is not None:
             missing = next((rt for rt in kinds if _crd_name(rt) in problem), kinds[0])
             raise ServeError(problem + _crd_hint(missing.group))
+        if not self.options.ignore_dra_requests:
+            problem = dra_api_problem(self.client)
+            if problem is not None:
+                raise ServeError(problem)
 
     def _start_servers(self) -> None:
         from karpenter_core import metrics
@@ -414,8 +454,9 @@ class Operator:
 
         assert self.client is not None
         self.informers = SharedInformers(self.client)
-        self._cached = [self.informers.informer(kind) for kind in CACHED_KINDS]
-        self.reader = CachedClient(self.client, self.informers, CACHED_KINDS)
+        kinds = cached_kinds(self.options)
+        self._cached = [self.informers.informer(kind) for kind in kinds]
+        self.reader = CachedClient(self.client, self.informers, kinds)
         self.informers.start()
 
     def _start_election(self) -> None:

@@ -169,6 +169,20 @@ def test_only_kwok_may_create_nodes(helm: Path) -> None:
         assert (("", "nodes", "create", None) in cluster) == (provider == "kwok"), provider
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_dra_grants_follow_the_settings(helm: Path, provider: str) -> None:
+    """ignoreDRARequests=false adds the read grants of ``dra`` in rbac_expected.yaml; the
+    KWOK DRA driver's dra-config setting adds ``kwok-dra-driver`` (KWOK only)."""
+    base = expected_rbac(provider)["cluster"]
+    read = expand(EXPECTED_RBAC["dra"]["cluster"])
+    write = expand(EXPECTED_RBAC["kwok-dra-driver"]["cluster"])
+    name = f"cloudProvider.name={provider}"
+    dra_on = rendered_rbac(render(helm, name, "settings.ignoreDRARequests=false"))["cluster"]
+    assert dra_on == base | read
+    driver = rendered_rbac(render(helm, name, "cloudProvider.settings.dra-config=dra.yaml"))
+    assert driver["cluster"] == (base | write if provider == "kwok" else base)
+
+
 def test_core_cluster_role_grants_nothing_on_dra_by_default(
     default_docs: list[dict[str, Any]],
 ) -> None:
