@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import fcntl
 import hashlib
+import http.client
 import json
 import math
 import os
@@ -406,6 +407,8 @@ class ControlPlane:
         self.processes: list[_Process] = []
         self.api_port = 0
         self.etcd_port = 0
+        self.scheduler_port = 0
+        self._metrics_conn: http.client.HTTPSConnection | None = None
 
     @property
     def server(self) -> str:
@@ -624,8 +627,11 @@ class ControlPlane:
 
     def scheduler_args(self) -> list[str]:
         """kube-scheduler's command line; writes its config file (see
-        :func:`scheduler_config`) into the work directory."""
+        :func:`scheduler_config`) into the work directory. ``/metrics`` is readable
+        without credentials (this plane runs no delegated authentication for it), so a
+        test can see which events kube-scheduler has handled (:meth:`scheduler_metrics`)."""
         config = self.workdir / "kube-scheduler.yaml"
+        self.scheduler_port = _free_port()
         # JSON is YAML: kube-scheduler reads it as is, with no YAML writer needed here
         config.write_text(
             json.dumps(
@@ -637,10 +643,37 @@ class ControlPlane:
             str(self.binaries / "kube-scheduler"),
             f"--config={config}",
             "--bind-address=127.0.0.1",
-            f"--secure-port={_free_port()}",
+            f"--secure-port={self.scheduler_port}",
             f"--cert-dir={self.workdir / 'scheduler-certs'}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             "--v=0",
         ]
+
+    def scheduler_metrics(self) -> str:
+        """kube-scheduler's ``/metrics`` (Prometheus text), over one kept-alive connection:
+        a TLS handshake per read would cost ten times the read."""
+        try:
+            return self._read_scheduler_metrics()
+        except (OSError, http.client.HTTPException):
+            self._close_metrics()  # the server dropped the idle connection: a fresh one
+            return self._read_scheduler_metrics()
+
+    def _read_scheduler_metrics(self) -> str:
+        if self._metrics_conn is None:
+            self._metrics_conn = http.client.HTTPSConnection(
+                "127.0.0.1", self.scheduler_port, timeout=10, context=self._ssl_context()
+            )
+        self._metrics_conn.request("GET", "/metrics")
+        response = self._metrics_conn.getresponse()
+        body = response.read().decode()
+        if response.status != 200:
+            raise ControlPlaneError(f"kube-scheduler /metrics: HTTP {response.status}")
+        return body
+
+    def _close_metrics(self) -> None:
+        if self._metrics_conn is not None:
+            self._metrics_conn.close()
+            self._metrics_conn = None
 
     def _start_scheduler(self) -> None:
         self._spawn("kube-scheduler", self.scheduler_args())
@@ -655,6 +688,7 @@ class ControlPlane:
                 )
 
     def stop(self) -> None:
+        self._close_metrics()
         for p in reversed(self.processes):
             p.stop()
         self.processes.clear()
