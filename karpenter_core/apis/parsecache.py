@@ -1,35 +1,45 @@
 """Parse each stored version of an API object once.
 
 Objects arrive as the API server's JSON (watch events, periodic re-reads, the object a
-create returned); the engine wants the typed model. A :class:`VersionedParser` remembers the
-model of each stored version, keyed by uid and resourceVersion (both change whenever the
-object does), and hands out the same model when the same version comes again.
+create returned); the engine wants the typed model. A :class:`VersionedParser` remembers,
+per object (uid), the model of the newest version it parsed (its resourceVersion changes
+whenever the object does) and hands out that same model when that version comes again.
 
-The key finds the earlier parse; the object's content confirms it (a copy is kept to
-compare with), because uids are unique only within one API server and one process may talk
-to several (simulations, tests), and a caller may have changed the dict in place. An object
-without a uid or a resourceVersion (hand-written, not stored) is parsed every time.
+The uid and resourceVersion find the earlier parse; the content confirms it: the model's
+lossless ``to_dict()`` must equal the object, because uids are unique only within one API
+server and one process may talk to several (simulations, tests), and a caller may have
+changed the dict in place. Confirming against the model instead of a kept copy of the
+JSON means the cache holds nothing but models, which cluster state holds anyway for the
+live objects; keeping only the newest version per object bounds it by the objects seen,
+not their versions. An object without a uid or a resourceVersion (hand-written, not
+stored) is parsed every time.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["VersionedParser"]
-
-M = TypeVar("M")
+__all__ = ["DEFAULT_MAX_ENTRIES", "VersionedParser"]
 
 DEFAULT_MAX_ENTRIES = 4096
+"""Objects (uids) remembered; the least recently seen is forgotten first."""
+
+
+class _RoundTrips(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+M = TypeVar("M", bound=_RoundTrips)
 
 
 class VersionedParser(Generic[M]):
-    """``parse(obj)``, once per stored version (see the module docstring); the newest
-    ``max_entries`` versions are remembered. Errors of ``parse`` propagate and nothing is
-    remembered for that object. Thread-safe."""
+    """``parse(obj)``, once per stored version (see the module docstring). ``parse`` must
+    return a model whose ``to_dict()`` gives back the object it read (the API models'
+    round trip is lossless). Errors of ``parse`` propagate and nothing is remembered for
+    that version. Thread-safe."""
 
     def __init__(
         self, parse: Callable[[Mapping[str, Any]], M], *, max_entries: int = DEFAULT_MAX_ENTRIES
@@ -37,24 +47,26 @@ class VersionedParser(Generic[M]):
         self._parse = parse
         self._max = max_entries
         self._lock = threading.Lock()
-        self._parsed: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], M]] = OrderedDict()
+        self._parsed: OrderedDict[str, tuple[str, M]] = OrderedDict()  # uid -> (rv, model)
 
     def __call__(self, obj: Mapping[str, Any]) -> M:
         meta = obj.get("metadata")
-        key = ("", "")
-        if isinstance(meta, Mapping):
-            key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
-        if not all(key):
+        if not isinstance(meta, Mapping):
+            return self._parse(obj)
+        uid = str(meta.get("uid") or "")
+        rv = str(meta.get("resourceVersion") or "")
+        if not uid or not rv:
             return self._parse(obj)
         with self._lock:
-            found = self._parsed.get(key)
+            found = self._parsed.get(uid)
             if found is not None:
-                self._parsed.move_to_end(key)
-        if found is not None and found[0] == obj:
+                self._parsed.move_to_end(uid)
+        if found is not None and found[0] == rv and found[1].to_dict() == obj:
             return found[1]
         model = self._parse(obj)
         with self._lock:
-            self._parsed[key] = (copy.deepcopy(obj), model)
+            self._parsed[uid] = (rv, model)
+            self._parsed.move_to_end(uid)
             while len(self._parsed) > self._max:
                 self._parsed.popitem(last=False)
         return model

@@ -69,14 +69,36 @@ def test_objects_that_were_never_stored_are_parsed_every_time(missing: str) -> N
     assert len(parser) == 0
 
 
-def test_only_the_newest_versions_are_remembered() -> None:
+def test_only_the_most_recently_seen_objects_are_remembered() -> None:
     parse = Counting()
     parser = VersionedParser(parse, max_entries=2)
-    for rv in ("1", "2", "3"):
-        parser(stored(rv=rv))
+    for uid in ("u-1", "u-2", "u-3"):
+        parser(stored(uid=uid))
     assert len(parser) == 2
-    parser(stored(rv="1"))  # forgotten: parsed again
+    parser(stored(uid="u-1"))  # forgotten: parsed again
     assert parse.calls == 4
+
+
+def test_only_the_newest_version_of_an_object_is_kept() -> None:
+    parse = Counting()
+    parser = VersionedParser(parse)
+    parser(stored(rv="7"))
+    newer = parser(stored(rv="8"))
+    assert len(parser) == 1
+    assert parser(stored(rv="8")) is newer
+    assert parse.calls == 2
+
+
+def test_an_object_whose_round_trip_differs_is_parsed_again_and_read_right() -> None:
+    """A null field is "unset" to the model, so its to_dict() cannot confirm the object:
+    that costs a parse, never a wrong model."""
+    parse = Counting()
+    parser = VersionedParser(parse)
+    obj = stored()
+    obj["status"]["imageID"] = None
+    first, second = parser(obj), parser(obj)
+    assert parse.calls == 2
+    assert first == second
 
 
 def test_a_parse_error_is_raised_and_not_remembered() -> None:
