@@ -42,10 +42,11 @@ from karpenter_core.cloudprovider.dynamicresources import DeviceTemplates
 from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
+from karpenter_core.controllers.provisioning.dra import DRAReader
 from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
 from karpenter_core.provisioning.nodepools import eligible_nodepools
-from karpenter_core.provisioning.scheduler import Results, SchedulerOptions, schedule
+from karpenter_core.provisioning.scheduler import DRAInputs, Results, SchedulerOptions, schedule
 from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
@@ -140,6 +141,7 @@ class Provisioner:
         them in order, so generated names are reproducible."""
         self.device_templates = DeviceTemplates(ctx.plugins.dra_drivers)
         """The DRA drivers' template devices (asked only while DRA requests are simulated)."""
+        self.dra_reader = DRAReader(ctx.kube)
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -398,6 +400,14 @@ class Provisioner:
             out[name] = its
         return out
 
+    def dra_inputs(self, deleting_pod_uids: Iterable[str] = ()) -> DRAInputs | None:
+        """The cluster's DeviceClasses, ResourceClaims, claim templates and ResourceSlices
+        for a solve, with the UIDs of the pods leaving nodes that go away (their devices are
+        free, their claims allocated again); None while DRA requests are ignored."""
+        if self.ctx.options.ignore_dra_requests:
+            return None
+        return self.dra_reader.read(deleting_pod_uids)
+
     def schedule(self) -> Results | None:
         """One scheduling pass over pending pods and pods of deleting nodes; records
         decisions, events and metrics. None when there was nothing to schedule. (The
@@ -423,7 +433,13 @@ class Provisioner:
             return None
         instance_types = self.instance_types(nodepools)
         results = schedule(
-            snapshot, pods, nodepools, instance_types, self.scheduler_options(), controller=NAME
+            snapshot,
+            pods,
+            nodepools,
+            instance_types,
+            self.scheduler_options(),
+            controller=NAME,
+            dra=self.dra_inputs(p.uid for p in deleting),
         )
         by_name = {np.name: np for np in nodepools}
         for name, why in sorted(results.skipped_nodepools.items()):

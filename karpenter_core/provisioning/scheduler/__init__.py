@@ -15,6 +15,7 @@ from karpenter_core import metrics
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.provisioning.scheduler.dra import DRAInputs, DRASimulation
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.scheduler import (
     DEFAULT_OPTIONS,
@@ -85,6 +86,7 @@ def schedule(
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions = DEFAULT_OPTIONS,
     controller: str | None = None,
+    dra: DRAInputs | None = None,
 ) -> Results:
     """Solve where ``pods`` go given the cluster ``snapshot``.
 
@@ -95,11 +97,15 @@ def schedule(
     Every solve is timed in ``karpenter_scheduler_scheduling_duration_seconds`` under
     ``controller`` (by default the controller whose reconcile is running), so provisioning
     and disruption simulations are measured alike.
+
+    With ``options.ignore_dra_requests`` off, pods' ResourceClaims are simulated against
+    ``dra`` (the cluster's DeviceClasses, claims, claim templates and ResourceSlices; none
+    when omitted) and the instance types' template devices (:mod:`.dra`).
     """
     name = current_controller() if controller is None else controller
     start = time.perf_counter()
     try:
-        return _schedule_without_gc(snapshot, pods, nodepools, instance_types, options, name)
+        return _schedule_without_gc(snapshot, pods, nodepools, instance_types, options, name, dra)
     finally:
         metrics.SCHEDULER_SCHEDULING_DURATION_SECONDS.labels(controller=name).observe(
             max(0.0, time.perf_counter() - start)
@@ -113,13 +119,14 @@ def _schedule_without_gc(
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions,
     controller: str,
+    dra: DRAInputs | None = None,
 ) -> Results:
     # The solve allocates many small, short-lived objects and creates no garbage cycles worth
     # collecting mid-solve; pausing the cyclic collector saves a sizeable share of the time.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _schedule(snapshot, pods, nodepools, instance_types, options, controller)
+        return _schedule(snapshot, pods, nodepools, instance_types, options, controller, dra)
     finally:
         if was_enabled:
             gc.enable()
@@ -132,6 +139,7 @@ def _schedule(
     instance_types: Mapping[str, Sequence[InstanceType]],
     options: SchedulerOptions,
     controller: str,
+    dra: DRAInputs | None = None,
 ) -> Results:
     pools = order_nodepools(nodepools)
     pods = apply_default_spreads(snapshot, pods, options)
@@ -143,6 +151,11 @@ def _schedule(
         daemon_pods = snapshot.daemonset_pods()
         volume_reqs = volume_requirements_by_pod(snapshot, pods)
     topology = build_topology(snapshot, state_nodes, pools, instance_types, pods, options)
+    simulation = (
+        DRASimulation(dra or DRAInputs(), state_nodes, instance_types)
+        if not options.ignore_dra_requests
+        else None
+    )
     scheduler = Scheduler(
         pools,
         instance_types,
@@ -153,6 +166,7 @@ def _schedule(
         volume_requirements=volume_reqs,
         pod_volumes=snapshot.pod_volumes if snapshot is not None else None,
         controller=controller,
+        dra=simulation,
     )
     results = scheduler.solve(pods)
     results.truncate_instance_types(
@@ -167,6 +181,7 @@ __all__ = [
     "MIN_VALUES_POLICY_STRICT",
     "PREFERENCE_POLICY_IGNORE",
     "PREFERENCE_POLICY_RESPECT",
+    "DRAInputs",
     "Results",
     "Scheduler",
     "SchedulerOptions",

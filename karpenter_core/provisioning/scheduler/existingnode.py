@@ -8,7 +8,7 @@ the node's remaining resources after the DaemonSet pods that will still arrive o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
 from karpenter_core.provisioning.scheduler import resourcelist as rl
@@ -16,8 +16,13 @@ from karpenter_core.provisioning.scheduler.errors import PodError
 from karpenter_core.provisioning.scheduler.nodeclaim import Placement
 from karpenter_core.provisioning.scheduler.podinfo import PodData
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.scheduling.dynamicresources import AllocationError
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.scheduling.taints import tolerates
+
+if TYPE_CHECKING:
+    from karpenter_core.apis.resource import ResourceClaim
+    from karpenter_core.provisioning.scheduler.dra import DRASimulation
 
 EXCEEDS_NODE_RESOURCES = PodError("exceeds node resources")
 
@@ -29,8 +34,10 @@ class ExistingNode:
         topology: TopologyAdapter,
         taints: Sequence[Any],
         daemon_requests: Mapping[str, int],
+        dra: DRASimulation | None = None,
     ) -> None:
         self.state_node = state_node
+        self.dra = dra
         self.name: str = state_node.name()
         self.topology = topology
         self.taints = tuple(taints)
@@ -55,7 +62,11 @@ class ExistingNode:
         return self._initialized
 
     def can_add(
-        self, pod: Any, data: PodData, pod_volumes: Mapping[str, frozenset[str]] | None = None
+        self,
+        pod: Any,
+        data: PodData,
+        pod_volumes: Mapping[str, frozenset[str]] | None = None,
+        claims: Sequence[ResourceClaim] = (),
     ) -> Placement | object:
         key = tuple(pod.tolerations)
         if key in self._tolerates_cache:
@@ -102,6 +113,14 @@ class ExistingNode:
                     last = cerr
                     continue
                 reqs.add(*topo.values())
+            if claims and self.dra is not None:
+                # The node's requirements are what they are: the allocation only has to
+                # succeed (the allocator checks the claims' topology against the node).
+                result = self.dra.allocate_on_node(self.state_node, self.requirements, claims)
+                if isinstance(result, AllocationError):
+                    last = PodError("allocating dynamic resources", result)
+                    continue
+                return Placement(reqs, allocation=result)
             return Placement(reqs)
         return last
 
@@ -113,6 +132,9 @@ class ExistingNode:
         pod_volumes: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.pods.append(pod)
+        result = placement.allocation
+        if result is not None and result.allocation is not None:
+            result.allocation.commit()
         for k, v in data.requests.items():
             self.remaining[k] = self.remaining.get(k, 0) - v
         self.requirements = placement.requirements

@@ -13,7 +13,7 @@ import itertools
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpenter_core.apis.labels import (
     CAPACITY_TYPE_LABEL_KEY,
@@ -55,26 +55,39 @@ from karpenter_core.provisioning.scheduler.offerings import (
 from karpenter_core.provisioning.scheduler.podinfo import PodData
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
+from karpenter_core.scheduling.dynamicresources import AllocationError, AllocationResult
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+
+if TYPE_CHECKING:
+    from karpenter_core.apis.resource import ResourceClaim
+    from karpenter_core.provisioning.scheduler.dra import DRASimulation
 
 _hostname_ids = itertools.count(1)
 _nodeclaim_seq = itertools.count()
 
 
 class Placement:
-    """What a NodeClaim (or node) would look like with the pod added."""
+    """What a NodeClaim (or node) would look like with the pod added; ``allocation`` is the
+    pod's DRA device allocation there, committed when the pod is placed."""
 
-    __slots__ = ("instance_types", "offerings", "requirements")
+    __slots__ = ("allocation", "instance_types", "offerings", "requirements")
 
     def __init__(
         self,
         requirements: Requirements,
         instance_types: list[ITInfo] | None = None,
         offerings: list[Any] | None = None,
+        allocation: AllocationResult | None = None,
     ) -> None:
         self.requirements = requirements
         self.instance_types = instance_types or []
         self.offerings = offerings or []
+        self.allocation = allocation
+
+
+NO_DRA_INSTANCE_TYPE = PodError(
+    "no instance type satisfies both scheduling and dynamic resource requirements"
+)
 
 
 def with_min_values(req: Requirement, n: int) -> Requirement:
@@ -246,9 +259,11 @@ class NodeClaim:
         reserved_capacity: bool,
         strict_reservations: bool,
         optset: OptionSet | None = None,
+        dra: DRASimulation | None = None,
     ) -> None:
         """``optset``, when given, indexes exactly ``options`` (the scheduler shares one
-        per pool and limits state instead of rebuilding it for every NodeClaim)."""
+        per pool and limits state instead of rebuilding it for every NodeClaim). ``dra``
+        simulates the pods' ResourceClaims (None: DRA requests are not simulated)."""
         self.template = template
         self.nodepool_name = template.nodepool_name
         self.hostname = f"hostname-placeholder-{next(_hostname_ids):04d}"
@@ -275,6 +290,10 @@ class NodeClaim:
         if optset is None and options is template.instance_type_options:
             optset = template.optset
         self._optset: OptionSet | None = optset
+        self.dra = dra
+        self.dra_reserved = False
+        """Devices are reserved for this NodeClaim: instance types it loses release theirs."""
+        self._option_names: tuple[list[ITInfo], list[str]] | None = None
 
     # -- the filtering pipeline --
 
@@ -312,8 +331,20 @@ class NodeClaim:
         self._merge_cache[key] = (data.requirements, result)
         return result
 
+    def option_names(self) -> list[str]:
+        """The names of the remaining instance types (remembered until they change)."""
+        cached = self._option_names
+        if cached is None or cached[0] is not self.options:
+            cached = self._option_names = (self.options, [i.name for i in self.options])
+        return cached[1]
+
     def can_add(
-        self, pod: Any, data: PodData, relax_min_values: bool, want_error: bool = True
+        self,
+        pod: Any,
+        data: PodData,
+        relax_min_values: bool,
+        want_error: bool = True,
+        claims: Sequence[ResourceClaim] = (),
     ) -> Placement | object:
         # ``reject_shared`` tells the solver whether a rejection would repeat for every
         # NodeClaim with this template and requirement signature (taints, requirements,
@@ -339,7 +370,7 @@ class NodeClaim:
         shared = True
         for volume_reqs in data.volume_alternatives():
             result = self._try_volume_alternative(
-                pod, data, base, volume_reqs, total, relax_min_values, want_error
+                pod, data, base, volume_reqs, total, relax_min_values, want_error, claims
             )
             if isinstance(result, Placement):
                 return result
@@ -357,6 +388,7 @@ class NodeClaim:
         total: dict[str, int],
         relax_min_values: bool,
         want_error: bool,
+        claims: Sequence[ResourceClaim] = (),
     ) -> Placement | object:
         allow = self.index.allow_undefined
         reqs = base
@@ -366,6 +398,24 @@ class NodeClaim:
                 return PodError("incompatible volume requirements", verr)
             reqs = base.copy()
             reqs.add(*volume_reqs.values())
+        allocation: AllocationResult | None = None
+        if claims and self.dra is not None:
+            # Before topology and instance-type filtering, so the requirements the devices
+            # bring (a zonal slice's zone) narrow both (upstream's order).
+            result = self.dra.allocate_on_nodeclaim(
+                self.hostname, self.nodepool_name, reqs, self.option_names(), claims
+            )
+            if isinstance(result, AllocationError):
+                self.reject_shared = False
+                return PodError("allocating dynamic resources", result)
+            if len(result.requirements):
+                derr = reqs.compatible(result.requirements, allow)
+                if derr is not None:
+                    self.reject_shared = False
+                    return PodError("incompatible dynamic resource requirements", derr)
+                reqs = reqs.copy()
+                reqs.add(*result.requirements.values())
+            allocation = result
         topo = self.topology.add_requirements(
             pod, self.template.taints, data.strict_requirements, reqs, allow
         )
@@ -394,6 +444,11 @@ class NodeClaim:
         )
         if not survivors:
             return ferr if ferr is not None else _NO_FIT
+        if allocation is not None:
+            supported = set(allocation.instance_types)
+            survivors = [i for i in survivors if i.name in supported]
+            if not survivors:
+                return NO_DRA_INSTANCE_TYPE
         if reqs is base:
             reqs = base.copy()
         if relax_min_values and unsatisfiable:
@@ -402,7 +457,7 @@ class NodeClaim:
         offerings = self._offerings_to_reserve(survivors, reqs)
         if not isinstance(offerings, list):
             return offerings
-        return Placement(reqs, survivors, offerings)
+        return Placement(reqs, survivors, offerings, allocation)
 
     def _offerings_to_reserve(
         self, survivors: Sequence[ITInfo], reqs: Requirements
@@ -435,6 +490,8 @@ class NodeClaim:
 
     def add(self, pod: Any, data: PodData, placement: Placement) -> None:
         self.pods.append(pod)
+        if self.dra is not None:
+            self._commit_devices(placement)
         if placement.instance_types is not self.options:
             old = self._optset
             new = placement.instance_types
@@ -464,6 +521,21 @@ class NodeClaim:
                 [o for o in self.reserved_offerings if reservation_id_of(o) not in kept],
             )
             self.reserved_offerings = list(placement.offerings)
+
+    def _commit_devices(self, placement: Placement) -> None:
+        """Commit the pod's device allocation, then release what the instance types this
+        placement drops had reserved (upstream releases the allocation's pruned types;
+        types dropped by a later pod's placement are released too)."""
+        assert self.dra is not None
+        result = placement.allocation
+        if result is not None and result.allocation is not None:
+            result.allocation.commit()
+            self.dra_reserved = True
+        if self.dra_reserved and placement.instance_types is not self.options:
+            kept = {i.name for i in placement.instance_types}
+            pruned = [name for name in self.option_names() if name not in kept]
+            if pruned:
+                self.dra.release(self.hostname, pruned)
 
     # -- finalisation and output --
 

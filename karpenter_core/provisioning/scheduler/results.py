@@ -18,6 +18,7 @@ from karpenter_core.provisioning.scheduler.instancetypes import min_values_check
 if TYPE_CHECKING:  # the solver modules import Results; these names are for the types only
     from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
     from karpenter_core.provisioning.scheduler.nodeclaim import NodeClaim
+    from karpenter_core.scheduling.dynamicresources import ResourceClaimAllocationMetadata
 
 
 @define
@@ -34,6 +35,12 @@ class Results:
     effective_zones: dict[str, str] = field(factory=dict)
     """Pending pod key -> the zone its constraints leave it: a zone name, ``flexible`` or
     ``none`` (``scheduler_pending_pods_by_effective_zone_count``)."""
+    dra_claim_allocations: dict[tuple[str, str], ResourceClaimAllocationMetadata] = field(
+        factory=dict
+    )
+    """What the solve allocated to each ResourceClaim ``(namespace, name)``: the NodeClaim
+    (hostname placeholder, or the existing node's provider ID) and its devices per instance
+    type (upstream's ``DRAClaimAllocationMetadata``); empty unless DRA is simulated."""
 
     def pending_pods_by_effective_zone(self) -> dict[str, int]:
         """How many pending pods each effective zone has."""

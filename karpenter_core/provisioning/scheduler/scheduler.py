@@ -21,8 +21,10 @@ from karpenter_core.apis.labels import (
     LABEL_HOSTNAME,
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
+    REQUESTED_DRA_DRIVERS_ANNOTATION_KEY,
 )
 from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.resource import ResourceClaim
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler import resourcelist as rl
@@ -30,6 +32,7 @@ from karpenter_core.provisioning.scheduler.daemons import (
     DaemonOverheadGroup,
     build_daemon_overhead_groups,
 )
+from karpenter_core.provisioning.scheduler.dra import ClaimError, DRASimulation
 from karpenter_core.provisioning.scheduler.errors import (
     CombinedError,
     DRAError,
@@ -164,6 +167,7 @@ class Scheduler:
         under_consolidate_after: Callable[[Any], bool] | None = None,
         deleting_node_names: Iterable[str] = (),
         controller: str | None = None,
+        dra: DRASimulation | None = None,
     ) -> None:
         """``reference=True`` turns off every shortcut (memoised topology answers, skipped
         NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
@@ -175,8 +179,13 @@ class Scheduler:
         onto such recently changed nodes, except pods leaving deleting nodes.
 
         ``controller`` labels the solve's metrics; by default the controller whose
-        reconcile is running (:func:`karpenter_core.runtime.scope.current_controller`)."""
+        reconcile is running (:func:`karpenter_core.runtime.scope.current_controller`).
+
+        ``dra`` simulates the pods' ResourceClaims (:mod:`.dra`); without it, and with
+        ``ignore_dra_requests`` off, their claims are not looked at."""
         self.options = options
+        self.dra = dra if not options.ignore_dra_requests else None
+        self._pods: dict[str, Any] = {}
         self.controller = current_controller() if controller is None else controller
         self.reference = reference
         self.index = InstanceTypeIndex()
@@ -261,7 +270,7 @@ class Scheduler:
                 )
             ]
             daemon_requests = rl.total(p.scheduling_requests for p in daemons)
-            node = ExistingNode(sn, self.topology, taints, daemon_requests)
+            node = ExistingNode(sn, self.topology, taints, daemon_requests, self.dra)
             node.under_consolidate_after = bool(
                 under_consolidate_after is not None and under_consolidate_after(sn)
             )
@@ -294,6 +303,7 @@ class Scheduler:
         errors: dict[str, object] = {}
         by_ident: dict[str, Any] = {}
         schedulable = []
+        self._pods = by_ident
         for p in pods:
             ident = pod_identity(p)
             by_ident[ident] = p
@@ -343,6 +353,10 @@ class Scheduler:
             queue.push(pod)
         gauges.finish()
         for nc in self.new_nodeclaims:
+            if self.dra is not None:
+                drivers = self.dra.drivers(nc.hostname)
+                if drivers:
+                    nc.annotations[REQUESTED_DRA_DRIVERS_ANNOTATION_KEY] = ",".join(drivers)
             nc.finalize()
         return Results(
             new_nodeclaims=list(self.new_nodeclaims),
@@ -352,6 +366,7 @@ class Scheduler:
             skipped_nodepools=dict(self.skipped_templates),
             min_values_skipped_nodepools=frozenset(self.skipped_for_min_values),
             effective_zones=zones,
+            dra_claim_allocations=self.dra.claim_allocations() if self.dra is not None else {},
         )
 
     def effective_zones(self, pods: Sequence[Any]) -> dict[str, str]:
@@ -380,7 +395,8 @@ class Scheduler:
             err = self._add(view, ident)
             if err is None:
                 return None
-            if is_reserved_offering_error(err) or isinstance(err, DRAError):
+            if is_reserved_offering_error(err) or isinstance(err, DRAError | ClaimError):
+                # Neither goes away by giving up a preference.
                 return err
             if not self.preferences.relax(view):
                 return err
@@ -389,18 +405,27 @@ class Scheduler:
 
     def _add(self, pod: Any, ident: str) -> object | None:
         data = self.pod_data[ident]
-        if self.options.ignore_dra_requests and getattr(pod, "has_dra_requirements", False):
-            return DRA_ERROR
+        claims: Sequence[ResourceClaim] = ()
+        if getattr(pod, "has_dra_requirements", False):
+            if self.options.ignore_dra_requests:
+                return DRA_ERROR
+            if self.dra is not None:
+                resolved = self.dra.claims(self._pods.get(ident, pod), ident)
+                if isinstance(resolved, ClaimError):
+                    return resolved
+                claims = resolved
         self.topology.begin_scan(pod)
-        if self._add_to_existing_node(pod, data):
+        if self._add_to_existing_node(pod, data, claims):
             return None
-        if self._add_to_inflight_nodeclaim(pod, data):
+        if self._add_to_inflight_nodeclaim(pod, data, claims):
             return None
         if not self.templates:
             return self._no_templates_error
-        return self._add_to_new_nodeclaim(pod, data)
+        return self._add_to_new_nodeclaim(pod, data, claims)
 
-    def _add_to_existing_node(self, pod: Any, data: PodData) -> bool:
+    def _add_to_existing_node(
+        self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
+    ) -> bool:
         if not self.existing_nodes:
             return False
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
@@ -411,7 +436,7 @@ class Scheduler:
                 continue
             if blockers and any(b.get(node.hostname) for b in blockers):
                 continue
-            result = node.can_add(pod, data, volumes)
+            result = node.can_add(pod, data, volumes, claims)
             if isinstance(result, Placement):
                 node.add(pod, data, result, volumes)
                 return True
@@ -438,17 +463,20 @@ class Scheduler:
         candidates.sort(key=_scan_order)
         return candidates
 
-    def _add_to_inflight_nodeclaim(self, pod: Any, data: PodData) -> bool:
+    def _add_to_inflight_nodeclaim(
+        self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
+    ) -> bool:
         """First in-flight NodeClaim that takes the pod, fewest pods first (upstream order;
-        among equal counts upstream's order is unspecified, ours groups by signature)."""
-        shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
+        among equal counts upstream's order is unspecified, ours groups by signature).
+        A pod with claims is tried on each: the devices left differ per NodeClaim."""
+        shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference and not claims
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
         if unblocked is not None:
             for nc in unblocked:
                 if rejected and nc.signature() in rejected:
                     continue
-                result = nc.can_add(pod, data, False, want_error=False)
+                result = nc.can_add(pod, data, False, want_error=False, claims=claims)
                 if isinstance(result, Placement):
                     self._commit(nc, pod, data, result)
                     return True
@@ -460,7 +488,7 @@ class Scheduler:
                 if sig in rejected:
                     continue
                 for nc in group:
-                    result = nc.can_add(pod, data, False, want_error=False)
+                    result = nc.can_add(pod, data, False, want_error=False, claims=claims)
                     if isinstance(result, Placement):
                         self._commit(nc, pod, data, result)
                         return True
@@ -514,7 +542,9 @@ class Scheduler:
         self._affordable[name] = (remaining, options, optset)
         return options, optset
 
-    def _add_to_new_nodeclaim(self, pod: Any, data: PodData) -> object | None:
+    def _add_to_new_nodeclaim(
+        self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
+    ) -> object | None:
         errors: list[object] = []
         for template in self.templates:
             options: list[ITInfo] = template.instance_type_options
@@ -545,8 +575,9 @@ class Scheduler:
                 self.options.reserved_capacity,
                 self.options.strict_reserved_offerings,
                 optset,
+                self.dra,
             )
-            result = nc.can_add(pod, data, self.relax_min_values, want_error=True)
+            result = nc.can_add(pod, data, self.relax_min_values, want_error=True, claims=claims)
             if not isinstance(result, Placement):
                 errors.append(NodePoolError(template.nodepool_name, result))
                 if is_reserved_offering_error(result):

@@ -100,6 +100,10 @@ class AllocationTracker:
             self._template.get(nodeclaim, {}).pop(instance_type, None)
         return freed
 
+    def cluster_reservations(self, nodeclaim: str, instance_type: str) -> frozenset[DeviceID]:
+        """The in-cluster devices the NodeClaim reserved for ``instance_type``."""
+        return frozenset(self._cluster_by_nodeclaim.get(nodeclaim, {}).get(instance_type, ()))
+
     def reserved_by(self, nodeclaim: str) -> dict[str, frozenset[DeviceID]]:
         """The NodeClaim's reservations per instance type (in-cluster and template)."""
         out: dict[str, set[DeviceID]] = {}

@@ -37,11 +37,12 @@ from attrs import define, field, frozen
 from karpenter_core.apis.resource import (
     ALLOCATION_RESULTS_MAX_SIZE,
     DeviceClass,
+    NodeSelector,
     ResourceClaim,
     ResourceSlice,
 )
 from karpenter_core.scheduling.dynamicresources.allocationtracker import AllocationTracker
-from karpenter_core.scheduling.dynamicresources.cel import CELError
+from karpenter_core.scheduling.dynamicresources.cel import CELError, CompiledSelector, evaluate
 from karpenter_core.scheduling.dynamicresources.constraint import (
     AttributeBindings,
     BindingContext,
@@ -51,15 +52,15 @@ from karpenter_core.scheduling.dynamicresources.devices import (
     DeviceWithID,
     NodeClaimView,
     RequestName,
+    ResourceSliceTemplate,
     node_selector_requirements,
 )
-from karpenter_core.scheduling.dynamicresources.pool import Pool, filter_pools, gather_pools
+from karpenter_core.scheduling.dynamicresources.pool import Pool, PoolIndex, filter_pools
 from karpenter_core.scheduling.dynamicresources.request import (
     AllocationError,
     ClaimData,
     ClaimKey,
     RequestData,
-    device_matches_selectors,
     unsupported,
     validate_claim_request,
 )
@@ -169,6 +170,27 @@ def allocated_devices(
     return out
 
 
+NODE_NAME_FIELD = "metadata.name"
+
+
+def allocated_nodes(selector: NodeSelector | None) -> frozenset[str] | None:
+    """The nodes an allocation's node selector names by ``matchFields`` on
+    ``metadata.name`` (how kube-scheduler pins an allocation of node-local devices), or None
+    when some term does not pin it to named nodes."""
+    if selector is None or not selector.node_selector_terms:
+        return None
+    names: set[str] = set()
+    for term in selector.node_selector_terms:
+        pinned = [f for f in term.match_fields if f.key == NODE_NAME_FIELD and f.operator == "In"]
+        if not pinned:
+            return None
+        allowed = set(pinned[0].values)
+        for f in pinned[1:]:
+            allowed &= set(f.values)
+        names |= allowed
+    return frozenset(names)
+
+
 class Allocator:
     """DRA device allocation for one scheduling pass.
 
@@ -199,6 +221,49 @@ class Allocator:
         self.clock = clock
         self.pool_cache: dict[str, list[Pool]] = {}
         self.claim_metadata: dict[ClaimKey, ResourceClaimAllocationMetadata] = {}
+        self.pool_index = PoolIndex(self.in_cluster_slices)
+        # A pass asks the same questions many times (every NodeClaim a pod is tried on):
+        # template devices are built once per template, and a selector is evaluated once
+        # per device (the devices are the same objects for the whole pass).
+        self._template_devices: dict[int, tuple[ResourceSliceTemplate, list[DeviceWithID]]] = {}
+        self._evaluated: dict[tuple[CompiledSelector, int, str], bool | CELError] = {}
+        self._bound_types = {
+            (nodepool, it)
+            for by_pool in self.attribute_bindings.graph.values()
+            for nodepool, by_type in by_pool.items()
+            for it in by_type
+        }
+
+    def matches(
+        self, device: DeviceWithID, selectors: Sequence[CompiledSelector]
+    ) -> bool | CELError:
+        """Whether the device passes every selector (AND); the first evaluation error is
+        returned as it is. Answers are remembered for the pass."""
+        for selector in selectors:
+            key = (selector, id(device.device), device.id.driver)
+            matched = self._evaluated.get(key)
+            if matched is None:
+                matched = evaluate(selector, device.id.driver, device.device)
+                self._evaluated[key] = matched
+            if matched is not True:
+                return matched
+        return True
+
+    def template_devices(self, template: ResourceSliceTemplate) -> list[DeviceWithID]:
+        """The template's devices with their identities (the same objects for the pass)."""
+        hit = self._template_devices.get(id(template))
+        if hit is not None and hit[0] is template:
+            return hit[1]
+        devices = [
+            DeviceWithID(d, DeviceID(template.driver, template.pool, d.name, True))
+            for d in template.devices
+        ]
+        self._template_devices[id(template)] = (template, devices)
+        return devices
+
+    def has_bindings(self, nodepool: str, instance_type: str) -> bool:
+        """The cloud provider declared attribute bindings for this instance type here."""
+        return (nodepool, instance_type) in self._bound_types
 
     def claim_allocation(self, key: ClaimKey) -> ResourceClaimAllocationMetadata | None:
         """What this pass allocated for the claim ``(namespace, name)``, or None."""
@@ -239,6 +304,15 @@ class Allocator:
                 pending.append(claim)
                 continue
             if allocation is not None:
+                nodes = allocated_nodes(allocation.node_selector)
+                if nodes is not None and nodeclaim.node_name not in nodes:
+                    where = ", ".join(sorted(nodes)) or "no node"
+                    return AllocationError(
+                        f'ResourceClaim "{claim.namespace}/{claim.name}": allocated on node '
+                        f"{where}, which this "
+                        + ("node is not" if nodeclaim.node_name else "new NodeClaim cannot be"),
+                        claim=claim.name,
+                    )
                 reqs = node_selector_requirements(allocation.node_selector)
                 if reqs is not None:
                     if not effective.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN_LABELS):
@@ -291,20 +365,22 @@ class Allocator:
 
         cached = self.pool_cache.get(nodeclaim.id)
         if cached is not None:
-            pools = filter_pools(cached, effective, nodeclaim.node_name)
+            pools = filter_pools(cached, effective, nodeclaim.node_name, self.pool_index.devices_of)
         else:
-            pools = gather_pools(self.in_cluster_slices, effective, nodeclaim.node_name)
+            pools = self.pool_index.gather(effective, nodeclaim.node_name)
 
         templates: dict[str, list[DeviceWithID]] = {}
         for it, slices in nodeclaim.resource_slices.items():
+            if len(slices) == 1:
+                templates[it] = self.template_devices(slices[0])
+                continue
             devices = templates.setdefault(it, [])
             for s in slices:
-                for d in s.devices:
-                    devices.append(DeviceWithID(d, DeviceID(s.driver, s.pool, d.name, True)))
+                devices.extend(self.template_devices(s))
 
         data: list[ClaimData] = []
         for claim in pending:
-            cd = validate_claim_request(claim, self.device_classes, pools, templates)
+            cd = validate_claim_request(claim, self.device_classes, pools, templates, self.matches)
             if isinstance(cd, AllocationError):
                 return cd
             data.append(cd)
@@ -354,6 +430,10 @@ class _Search:
         self.taken: set[DeviceID] = set()
         self.match_cache: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.cel_error: tuple[ClaimData, RequestData, CELError] | None = None
+        # The furthest the search got, (claim, request, devices placed for it), and that
+        # request: what to blame when every instance type fails.
+        self.frontier: tuple[int, int, int] = (-1, -1, -1)
+        self.frontier_request: tuple[ClaimData, RequestData, int] | None = None
         self.steps = 0
         self.deadline = allocator.clock() + allocator.timeout
 
@@ -363,26 +443,32 @@ class _Search:
         survivors: list[str] = []
         devices_by_it: dict[str, list[DeviceID]] = {}
         metas = [ResourceClaimAllocationMetadata(self.nodeclaim_id) for _ in self.claims]
+        # Instance types without template devices or attribute bindings can only differ by
+        # what this NodeClaim reserved for each of them: those that agree (and see the same
+        # requirements) get the same answer, so it is searched for once.
+        outcomes: dict[tuple[int, frozenset[DeviceID]], list[_Chosen] | None] = {}
+        nodepool = self.nodeclaim.nodepool
         for it in self.nodeclaim.instance_types:
-            self.instance_type = it
-            self.pools = self.initial_pools
-            self.chosen = []
-            self.taken = set()
-            ctx = BindingContext(self.a.attribute_bindings, self.nodeclaim.nodepool, it)
-            for cd in self.claims:
-                for constraint in cd.constraints:
-                    constraint.reset()
-                    constraint.binding = ctx
-            try:
-                found = self.dfs(0, 0, -1, 0)
-            except _Abort as abort:
-                return abort.error
-            if not found:
+            group: tuple[int, frozenset[DeviceID]] | None = None
+            if it not in self.templates and not self.a.has_bindings(nodepool, it):
+                reserved = self.a.tracker.cluster_reservations(self.nodeclaim_id, it)
+                group = (id(self.requirements), reserved)
+            outcome: list[_Chosen] | None
+            if group is not None and group in outcomes:
+                outcome = outcomes[group]
+            else:
+                searched = self.search(it)
+                if isinstance(searched, AllocationError):
+                    return searched
+                outcome = searched
+                if group is not None:
+                    outcomes[group] = outcome
+            if outcome is None:
                 continue
             survivors.append(it)
-            devices_by_it[it] = [c.device.id for c in self.chosen]
+            devices_by_it[it] = [c.device.id for c in outcome]
             it_reqs = Requirements()
-            for c in self.chosen:
+            for c in outcome:
                 meta = metas[c.claim]
                 if c.device.topology is not None:
                     contributed = meta.contributed_requirements.setdefault(it, Requirements())
@@ -393,21 +479,11 @@ class _Search:
                 meta.devices.setdefault(it, []).append(DeviceAllocation(c.device.id, c.request))
             # Later instance types must agree with what earlier ones needed: a NodeClaim
             # cannot say "type A in zone a or type B in zone b".
-            self.requirements = self.requirements.copy()
-            self.requirements.add(*it_reqs.values())
+            if len(it_reqs):
+                self.requirements = self.requirements.copy()
+                self.requirements.add(*it_reqs.values())
         if not survivors:
-            if self.cel_error is not None:
-                cd, rd, err = self.cel_error
-                return AllocationError(
-                    f'claim "{cd.name}" request "{rd.name}": {err}',
-                    claim=cd.name,
-                    request=str(rd.name),
-                )
-            names = ", ".join(f'"{cd.name}"' for cd in self.claims)
-            return AllocationError(
-                f"no instance type can satisfy the allocation of claim(s) {names}",
-                claim=self.claims[0].name if len(self.claims) == 1 else "",
-            )
+            return self.failure()
         total = added.copy()
         claims: dict[ClaimKey, ResourceClaimAllocationMetadata] = {}
         for cd, meta in zip(self.claims, metas, strict=True):
@@ -419,9 +495,58 @@ class _Search:
             self.nodeclaim_id,
             devices_by_it,
             claims,
-            filter_pools(self.initial_pools, self.requirements, self.node_name),
+            filter_pools(
+                self.initial_pools, self.requirements, self.node_name, self.a.pool_index.devices_of
+            ),
         )
         return AllocationResult(tuple(survivors), total, allocation)
+
+    def search(self, it: str) -> list[_Chosen] | AllocationError | None:
+        """The devices chosen on instance type ``it`` (None: it cannot satisfy the claims)."""
+        self.instance_type = it
+        self.pools = self.initial_pools
+        self.chosen = []
+        self.taken = set()
+        ctx = BindingContext(self.a.attribute_bindings, self.nodeclaim.nodepool, it)
+        for cd in self.claims:
+            for constraint in cd.constraints:
+                constraint.reset()
+                constraint.binding = ctx
+        try:
+            found = self.dfs(0, 0, -1, 0)
+        except _Abort as abort:
+            return abort.error
+        return list(self.chosen) if found else None
+
+    def failure(self) -> AllocationError:
+        """Why no instance type can satisfy the claims: a selector that failed to evaluate,
+        else the request the search got furthest into, with how many of its devices could
+        be found together."""
+        if self.cel_error is not None:
+            cd, rd, err = self.cel_error
+            return AllocationError(
+                f'claim "{cd.name}" request "{rd.name}": {err}',
+                claim=cd.name,
+                request=str(rd.name),
+            )
+        if self.frontier_request is not None:
+            cd, rd, needed = self.frontier_request
+            found = self.frontier[2]
+            kinds = len(self.nodeclaim.instance_types)
+            where = "the node" if self.node_name else f"any of {kinds} instance type(s)"
+            what = f"all {needed}" if rd.is_all else f"{needed}"
+            return AllocationError(
+                f'claim "{cd.name}" request "{rd.name.parent}": no instance type can satisfy '
+                f"the allocation: it needs {what} device(s), at most {found} matching, free "
+                f"device(s) could be allocated together on {where}",
+                claim=cd.name,
+                request=rd.name.parent,
+            )
+        names = ", ".join(f'"{cd.name}"' for cd in self.claims)
+        return AllocationError(
+            f"no instance type can satisfy the allocation of claim(s) {names}",
+            claim=self.claims[0].name if len(self.claims) == 1 else "",
+        )
 
     # The search ------------------------------------------------------------------------------
 
@@ -441,6 +566,10 @@ class _Search:
             return False
         if slot >= slots:
             return self.dfs(ci, ri + 1, -1, 0)
+        mark = (ci, ri, slot)
+        if mark > self.frontier:
+            self.frontier = mark
+            self.frontier_request = (cd, rd, slots)
         if rd.is_all:
             fixed = len(rd.all_devices)
             if slot < fixed:
@@ -486,7 +615,7 @@ class _Search:
         cached = self.match_cache.get(key)
         if cached is not None:
             return cached
-        matched = device_matches_selectors(d, rd.selectors)
+        matched = self.a.matches(d, rd.selectors)
         if isinstance(matched, CELError):
             # Kubernetes aborts on a selector error; the search treats the device as not
             # matching and reports the error if nothing else fits.
@@ -527,7 +656,9 @@ class _Search:
             saved = (self.requirements, self.pools)
             self.requirements = self.requirements.copy()
             self.requirements.add(*d.topology.values())
-            self.pools = filter_pools(self.pools, self.requirements, self.node_name)
+            self.pools = filter_pools(
+                self.pools, self.requirements, self.node_name, self.a.pool_index.devices_of
+            )
         self.taken.add(device_id)
         self.chosen.append(_Chosen(ci, d, rd.name))
         if self.dfs(ci, ri, si, slot + 1):
@@ -556,11 +687,13 @@ def _unsimulated(d: DeviceWithID) -> str:
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "DEFAULT_TIMEOUT",
+    "NODE_NAME_FIELD",
     "Allocation",
     "AllocationResult",
     "Allocator",
     "DeviceAllocation",
     "ResourceClaimAllocationMetadata",
     "allocated_devices",
+    "allocated_nodes",
     "claim_reserved_only_by",
 ]

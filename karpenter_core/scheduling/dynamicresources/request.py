@@ -10,7 +10,7 @@ incomplete or invalid pool, or a feature Karpenter does not simulate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import define, field, frozen
 
@@ -115,12 +115,19 @@ def device_matches_selectors(
     return True
 
 
+Matcher = Callable[[DeviceWithID, Sequence[CompiledSelector]], "bool | CELError"]
+"""How a device is tested against selectors (:func:`device_matches_selectors`, or the
+allocator's remembering version)."""
+
+
 def _matching(
-    devices: Sequence[DeviceWithID], selectors: Sequence[CompiledSelector]
+    devices: Sequence[DeviceWithID],
+    selectors: Sequence[CompiledSelector],
+    matcher: Matcher = device_matches_selectors,
 ) -> list[DeviceWithID] | CELError:
     out: list[DeviceWithID] = []
     for d in devices:
-        matched = device_matches_selectors(d, selectors)
+        matched = matcher(d, selectors)
         if isinstance(matched, CELError):
             return matched
         if matched:
@@ -161,6 +168,7 @@ def _request_data(
     device_classes: Mapping[str, DeviceClass],
     pools: Sequence[Pool],
     template_devices: Mapping[str, Sequence[DeviceWithID]],
+    matcher: Matcher = device_matches_selectors,
 ) -> RequestData | AllocationError:
     if req.admin_access:
         return unsupported(claim, request, "admin access (adminAccess: true)")
@@ -198,14 +206,14 @@ def _request_data(
                 claim=claim,
                 request=request,
             )
-        matched = _matching(pool.devices, selectors)
+        matched = _matching(pool.devices, selectors, matcher)
         if isinstance(matched, CELError):
             return AllocationError(
                 f'claim "{claim}" request "{request}": {matched}', claim, request
             )
         rd.all_devices.extend(matched)
     for instance_type, devices in template_devices.items():
-        matched = _matching(devices, selectors)
+        matched = _matching(devices, selectors, matcher)
         if isinstance(matched, CELError):
             return AllocationError(
                 f'claim "{claim}" request "{request}": {matched}', claim, request
@@ -221,6 +229,7 @@ def validate_claim_request(
     device_classes: Mapping[str, DeviceClass],
     pools: Sequence[Pool],
     template_devices: Mapping[str, Sequence[DeviceWithID]],
+    matcher: Matcher = device_matches_selectors,
 ) -> ClaimData | AllocationError:
     """Read ``claim`` for the search over ``pools`` and each instance type's template devices."""
     name = claim.name
@@ -234,13 +243,17 @@ def validate_claim_request(
             return AllocationError(f'claim "{name}": unsupported constraint type', claim=name)
     for r in claim.spec.devices.requests:
         if r.exactly is not None:
-            rd = _request_data(name, r.name, r.exactly, device_classes, pools, template_devices)
+            rd = _request_data(
+                name, r.name, r.exactly, device_classes, pools, template_devices, matcher
+            )
             if isinstance(rd, AllocationError):
                 return rd
         elif r.first_available:
             rd = RequestData(RequestName(r.name))
             for sub in r.first_available:
-                sd = _request_data(name, sub.name, sub, device_classes, pools, template_devices)
+                sd = _request_data(
+                    name, sub.name, sub, device_classes, pools, template_devices, matcher
+                )
                 if isinstance(sd, AllocationError):
                     return sd
                 sd.name = RequestName(r.name, sub.name)
