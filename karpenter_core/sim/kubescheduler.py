@@ -26,7 +26,13 @@ kube-scheduler's order, stopping at a node's first failure:
    bound, non-terminal pods request;
 6. PodTopologySpread — ``DoNotSchedule`` constraints only;
 7. InterPodAffinity — required affinity, required anti-affinity, and existing pods'
-   required anti-affinity.
+   required anti-affinity;
+8. DynamicResources — a pod's ResourceClaims (:mod:`karpenter_core.sim.dra`): its PreFilter
+   fails a pod whose claims are missing, not created yet or name a DeviceClass that does
+   not exist; the filter rejects a node an allocated claim does not select ("resourceclaim
+   not available on the node") or whose reachable, unallocated devices cannot satisfy the
+   rest ("cannot allocate all claims"); binding first writes each claim's allocation (with
+   kube-scheduler's ``delete-protection`` finalizer) and reservation.
 
 Feasible nodes are scored by NodeResourcesFit alone (``LeastAllocated`` by default, or
 ``MostAllocated``), ties going to the node name that sorts first, and the pod is bound
@@ -59,8 +65,11 @@ Approximations, on purpose (that test excludes exactly these):
   ``ScheduleAnyway`` spread, preferred (anti-)affinity, preferred node affinity and
   ``PreferNoSchedule`` taints do not score; where several nodes fit, the choice may
   differ from kube-scheduler's.
-- No volume filters (binding, zone, limits, restrictions), no DRA, no extenders, no
-  ``nominatedNodeName``.
+- No volume filters (binding, zone, limits, restrictions), no extenders, no
+  ``nominatedNodeName``; DRA allocates in-cluster devices with Karpenter's allocator
+  (:mod:`karpenter_core.scheduling.dynamicresources`), so the features it does not simulate
+  (admin access, consumable capacity, partitionable devices, device taints,
+  ``distinctAttribute``) leave a pod unschedulable; no extended resources backed by DRA.
 - A NotReady node counts as tainted ``node.kubernetes.io/not-ready`` (the node lifecycle
   controller's work, folded in here).
 - Every pass retries every pending pod at once; kube-scheduler backs pods off and
@@ -117,6 +126,7 @@ from karpenter_core.scheduling.taints import (
     Taint,
     Toleration,
 )
+from karpenter_core.sim.dra import DynamicResources, PodClaims, write_claims
 
 if TYPE_CHECKING:
     from karpenter_core.runtime.context import ControllerContext
@@ -478,6 +488,7 @@ def _class_key(pod: Pod) -> Hashable:
                 pod.affinity,
                 list(pod.topology_spread_constraints),
                 raw_spec.get("schedulerName"),
+                raw_spec.get("resourceClaims"),
             ],
             sort_keys=True,
             default=str,
@@ -547,8 +558,20 @@ class KubeScheduler:
         self._pod_cache = Informer(kube, "pods")
         self._node_cache = Informer(kube, "nodes")
         self._namespace_cache = Informer(kube, "namespaces")
+        # DynamicResources: the devices nodes publish, the claims holding them, the classes
+        self._dra_caches = (
+            Informer(kube, "resourceslices"),
+            Informer(kube, "resourceclaims"),
+            Informer(kube, "deviceclasses"),
+        )
+        self._dra: DynamicResources | None = None
         self._changed = False
-        for informer in (self._pod_cache, self._node_cache, self._namespace_cache):
+        for informer in (
+            self._pod_cache,
+            self._node_cache,
+            self._namespace_cache,
+            *self._dra_caches,
+        ):
             informer.add_handler(self._on_change, replay=False)
         self._pods: dict[str, _PodInfo | None] = {}
         self._nodes: dict[str, _NodeStatic | None] = {}
@@ -564,7 +587,12 @@ class KubeScheduler:
         """Bring the caches up to date. Changes are noted in ``_changed`` (the event
         handler), which only a pass clears: a read between passes (:meth:`feasibility`)
         must not make the next pass think nothing happened."""
-        for informer in (self._node_cache, self._pod_cache, self._namespace_cache):
+        for informer in (
+            self._node_cache,
+            self._pod_cache,
+            self._namespace_cache,
+            *self._dra_caches,
+        ):
             try:
                 informer.pump(0)
             except ApiError as e:
@@ -588,6 +616,11 @@ class KubeScheduler:
         self._settled = True
         state, pending = self._pass_state()
         pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
+        self._dra = (
+            DynamicResources(*(c.objects() for c in self._dra_caches))
+            if any(i.pod.has_dra_requirements for i in pending)
+            else None
+        )
         classes: dict[Hashable, _PodClass] = {}
         failed: set[Hashable] = set()
         for info in pending:
@@ -691,6 +724,11 @@ class KubeScheduler:
             message = f"0/{len(state.nodes)} nodes are available: {MESSAGE_AFFINITY_CONFLICT}."
             self._mark(pod, "Unschedulable", message)
             return None
+        claims = self._claims(pod) if state.nodes else None
+        if isinstance(claims, str):
+            # DynamicResources' PreFilter fails the pod before any node is tried
+            self._mark(pod, "Unschedulable", f"0/{len(state.nodes)} nodes are available: {claims}.")
+            return None
         ctx = _PodContext(pod, cls, state)
         reasons: dict[str, int] = {}
         best: _NodeState | None = None
@@ -698,6 +736,9 @@ class KubeScheduler:
         nodes = state.nodes
         for node in nodes:
             failed = self._filter(ctx, cls, node)
+            if not failed and claims is not None and self._dra is not None:
+                dra_failure = self._dra.filter(claims, node.node.raw)
+                failed = [dra_failure] if dra_failure else []
             if failed:
                 for r in failed:
                     reasons[r] = reasons.get(r, 0) + 1
@@ -709,6 +750,9 @@ class KubeScheduler:
             self._mark(pod, "Unschedulable", _fit_error(len(nodes), reasons))
             return None
         try:
+            if claims is not None and self._dra is not None:
+                # Reserve, then PreBind: the claims' allocations and reservations first
+                write_claims(self.kube, self._dra.reserve(claims, best.node.raw))
             self.kube.bind(pod.name, pod.namespace, best.name)
         except ApiError as e:
             log.info("kube-scheduler: binding %s to %s failed: %s", pod.key, best.name, e)
@@ -719,6 +763,14 @@ class KubeScheduler:
         if cls.anti_affinity:
             state.holders.append((cls.anti_affinity, best.labels))
         return True
+
+    def _claims(self, pod: Pod) -> PodClaims | str | None:
+        """DynamicResources' PreFilter: the pod's claims (None: it has none), or why no
+        node can take it now."""
+        if self._dra is None or not pod.has_dra_requirements:
+            return None
+        claims = self._dra.prefilter(pod.raw)
+        return None if isinstance(claims, PodClaims) and claims.empty else claims
 
     # ------------------------------------------------------------------ filters
 
@@ -977,6 +1029,9 @@ def register(
         watches=[
             Watch("pods", mapper=_pass_key, predicate=_pod_event_matters),
             Watch("nodes", mapper=_pass_key),
+            Watch("resourceslices", mapper=_pass_key),
+            Watch("resourceclaims", mapper=_pass_key),
+            Watch("deviceclasses", mapper=_pass_key),
         ],
     )
     return scheduler
