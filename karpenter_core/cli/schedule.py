@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # imported lazily at run time: the solver is only loaded when
     from karpenter_core.cloudprovider.overlay import BoundOverlay
     from karpenter_core.cloudprovider.types import InstanceType
     from karpenter_core.plugins import KarpenterPluginManager
-    from karpenter_core.provisioning.scheduler import SchedulerOptions
+    from karpenter_core.provisioning.scheduler import DRAInputs, SchedulerOptions
 
 __all__ = [
     "InputError",
@@ -94,6 +94,20 @@ class ScheduleInput:
     ignored_kinds: Mapping[str, int] = field(factory=dict)
     sources: Mapping[str, str] = field(factory=dict)
     """Object identity (``NodePool default``) -> the file it was read from."""
+    dra_objects: Mapping[str, tuple[Any, ...]] = field(factory=dict)
+    """DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices by kind."""
+
+    def dra_inputs(self) -> DRAInputs:
+        """What the scheduler simulates pods' ResourceClaims against."""
+        from karpenter_core.provisioning.scheduler import DRAInputs
+
+        objs = self.dra_objects
+        return DRAInputs.of(
+            objs.get("DeviceClass", ()),
+            objs.get("ResourceClaim", ()),
+            objs.get("ResourceClaimTemplate", ()),
+            objs.get("ResourceSlice", ()),
+        )
 
 
 # --- reading manifests -----------------------------------------------------------------------
@@ -114,7 +128,12 @@ _CORE_KINDS: dict[str, str] = {
     "Namespace": "v1",
     "Service": "v1",
     "ReplicationController": "v1",
+    "DeviceClass": "resource.k8s.io/v1",
+    "ResourceClaim": "resource.k8s.io/v1",
+    "ResourceClaimTemplate": "resource.k8s.io/v1",
+    "ResourceSlice": "resource.k8s.io/v1",
 }
+_DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 _WORKLOAD_VERSIONS = {kind: version for version, kind in WORKLOAD_KINDS}
 _CRD_KINDS = ("NodePool", "NodeClaim", "NodeOverlay")
 
@@ -133,6 +152,8 @@ def _identity(obj: Mapping[str, Any]) -> str:
         "NodePool",
         "NodeClaim",
         "NodeOverlay",
+        "DeviceClass",
+        "ResourceSlice",
     )
     namespace = elide(str(meta.get("namespace") or "default")) if namespaced else ""
     return object_ref(elide(kind), namespace, name)
@@ -173,6 +194,21 @@ def _karpenter_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:
     }[kind]
     try:
         return model.from_dict(obj, defaults=True)
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
+def _dra_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:
+    from karpenter_core.apis import resource
+
+    model: Any = {
+        "DeviceClass": resource.DeviceClass,
+        "ResourceClaim": resource.ResourceClaim,
+        "ResourceClaimTemplate": resource.ResourceClaimTemplate,
+        "ResourceSlice": resource.ResourceSlice,
+    }[kind]
+    try:
+        return model.from_dict(obj)
     except ValueError as e:
         raise InputError(f"{where}: {e}") from None
 
@@ -222,6 +258,9 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
             continue
         if kind in _CRD_KINDS:
             parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
+            continue
+        if kind in _DRA_KINDS:
+            parsed.setdefault(kind, []).append(_dra_object(kind, obj, where))
             continue
         try:
             parsed.setdefault(kind, []).append(parse_core_object(kind, obj))
@@ -290,6 +329,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         nodeoverlays=parsed.get("NodeOverlay", []),
         ignored_kinds=ignored,
         sources=sources,
+        dra_objects={kind: tuple(parsed.get(kind, ())) for kind in _DRA_KINDS},
     )
 
 
@@ -430,6 +470,30 @@ def _apply_plugin_overlays(
     return out
 
 
+def with_device_templates(
+    inp: ScheduleInput,
+    instance_types: Mapping[str, Sequence[Any]],
+    pm: KarpenterPluginManager,
+) -> dict[str, list[Any]]:
+    """The instance types with the template devices the installed DRA drivers describe for
+    each NodePool (as the provisioner adds them while DRA requests are simulated)."""
+    from karpenter_core.cloudprovider.dynamicresources import DeviceTemplates
+    from karpenter_core.plugins import PluginError, dra_drivers
+
+    try:
+        drivers = list(dra_drivers(pm).values())
+    except PluginError as e:
+        raise InputError(str(e)) from None
+    out = {k: list(v) for k, v in instance_types.items()}
+    if not drivers:
+        return out
+    templates = DeviceTemplates(drivers)
+    for np in inp.nodepools:
+        if np.name in out:
+            out[np.name] = templates.attach(np, out[np.name])
+    return out
+
+
 def _nodepool_error(inp: ScheduleInput, error: ValueError) -> InputError:
     """A scheduler ``ValueError`` about a NodePool, as bad input naming its file."""
     message = str(error)
@@ -526,7 +590,9 @@ def schedule_input(
         }
     elif pods:
         try:
-            results = schedule(snapshot, pods, nodepools, its, options or DEFAULT_OPTIONS)
+            results = schedule(
+                snapshot, pods, nodepools, its, options or DEFAULT_OPTIONS, dra=inp.dra_inputs()
+            )
         except ValueError as e:
             raise _nodepool_error(inp, e) from None
         result = results.to_json_dict()
@@ -669,6 +735,9 @@ def command(
     Reads NodePools, NodeOverlays, Pods, Nodes, NodeClaims, DaemonSets,
     PodDisruptionBudgets, PVCs, PVs, StorageClasses and CSINodes; Deployments,
     ReplicaSets, StatefulSets and Jobs become the pods their controllers would create.
+    With --ignore-dra-requests=false, pods' ResourceClaims are simulated against the
+    DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices given and the
+    devices the installed DRA drivers describe for each instance type.
     Pods without spec.nodeName are scheduled. Exit status is 0 even when some pods
     cannot be scheduled (see podErrors) and 1 only for bad input.
     """
@@ -685,12 +754,22 @@ def command(
             load_instance_types(inp.nodepools, cloud_provider, instance_types_file, pm),
             plugin_overlays(pm),
         )
+        if not ignore_dra:
+            instance_types = with_device_templates(inp, instance_types, pm)
         result = schedule_input(inp, instance_types, options)
     except InputError as e:
         raise BadInput(str(e)) from None
     if inp.ignored_kinds:
         kinds = ", ".join(f"{k} ({n})" for k, n in sorted(inp.ignored_kinds.items()))
         click.echo(f"note: ignored objects of kinds the scheduler does not read: {kinds}", err=True)
+    dra_pods = [p.key for p in inp.snapshot.pending_pods() if p.has_dra_requirements]
+    if ignore_dra and dra_pods:
+        click.echo(
+            f"note: {len(dra_pods)} pod(s) use ResourceClaims, not simulated while "
+            f"{IGNORE_DRA_REQUESTS_ENV} is true (upstream's default): pass "
+            f"{IGNORE_DRA_REQUESTS_FLAG}=false to simulate them",
+            err=True,
+        )
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     else:
