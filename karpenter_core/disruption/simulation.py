@@ -31,12 +31,14 @@ from karpenter_core.disruption.types import Candidate
 from karpenter_core.provisioning import validate_pod
 from karpenter_core.provisioning.scheduler import (
     MIN_VALUES_POLICY_STRICT,
+    DRAInputs,
     Results,
     Scheduler,
     apply_default_spreads,
     build_topology,
     order_nodepools,
 )
+from karpenter_core.provisioning.scheduler.dra import DRASimulation
 from karpenter_core.provisioning.scheduler.errors import PodError
 from karpenter_core.provisioning.scheduler.scheduler import pod_identity
 from karpenter_core.provisioning.scheduler.volumetopology import volume_requirements_by_pod
@@ -162,10 +164,15 @@ def simulate_scheduling(
     # a replacement keeps room for them, and they may stay pending like any pending pod
     for p in inputs.virtual_pods:
         add(p)
+    # Pods that would leave their node: the candidates' and those of deleting nodes. Their
+    # claims' devices are free in the simulation, and their claims allocated again where
+    # the pods go (design "Disruption / Consolidation Re-allocation Semantics").
+    moving_uids: set[str] = set()
     for c in candidates:
         for p in c.reschedulable_pods:
             if pdbs.is_currently_reschedulable(p, now, sink):
                 add(p)
+                moving_uids.add(p.uid)
     deleting_names = {n.name() for n in deleting}
     deleting_keys: set[str] = set()
     for n in deleting:
@@ -173,6 +180,7 @@ def simulate_scheduling(
             if pdbs.is_currently_reschedulable(p, now, sink):
                 deleting_keys.add(p.key)
                 add(p)
+                moving_uids.add(p.uid)
 
     nodepools = list(inputs.nodepools)
     instance_types = inputs.instance_types
@@ -201,6 +209,16 @@ def simulate_scheduling(
         topology = build_topology(
             solve_snapshot, state_nodes, pools, instance_types, spread, options
         )
+        # The candidates are not in ``state_nodes``: their ResourceSlices are no capacity.
+        dra = (
+            DRASimulation(
+                (inputs.dra or DRAInputs()).with_deleting_pods(moving_uids),
+                state_nodes,
+                instance_types,
+            )
+            if not options.ignore_dra_requests
+            else None
+        )
         scheduler = Scheduler(
             pools,
             instance_types,
@@ -213,6 +231,7 @@ def simulate_scheduling(
             under_consolidate_after=gate,
             deleting_node_names=deleting_names if consolidation else (),
             controller=controller,
+            dra=dra,
         )
         results = scheduler.solve(spread)
         results.truncate_instance_types(

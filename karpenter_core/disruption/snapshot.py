@@ -25,7 +25,7 @@ from attrs import field, frozen
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
-from karpenter_core.provisioning.scheduler import SchedulerOptions
+from karpenter_core.provisioning.scheduler import DRAInputs, SchedulerOptions
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import StateNode
 from karpenter_core.utils.pod import PdbLimits
@@ -49,7 +49,9 @@ class SimulationInputs:
     ``nodepools`` are the NodePools that may launch (managed, Ready, dynamic) and
     ``instance_types`` theirs; ``options`` the provisioner's scheduler options;
     ``virtual_pods`` the CapacityBuffers' pods (scheduled as pending pods);
-    ``controller`` the metrics label of the solve."""
+    ``controller`` the metrics label of the solve; ``dra`` the cluster's DRA objects
+    (DeviceClasses, claims, claim templates, ResourceSlices) while DRA requests are
+    simulated, else None."""
 
     cluster: ClusterSnapshot
     nodepools: tuple[NodePool, ...]
@@ -57,6 +59,7 @@ class SimulationInputs:
     options: SchedulerOptions
     virtual_pods: tuple[Pod, ...] = ()
     controller: str = ""
+    dra: DRAInputs | None = None
     defaulted_nodepools: Mapping[str, NodePool] = field(init=False)
     """``nodepools`` with the API server's defaults, by name (``consolidateAfter``)."""
 

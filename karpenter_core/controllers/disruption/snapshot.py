@@ -99,7 +99,8 @@ def with_simulation(dctx: DisruptionContext, snapshot: DisruptionSnapshot) -> Di
     """``snapshot`` with the simulation's inputs: the cluster's pods and DaemonSets and the
     objects listed for the solve (PDBs, volumes, namespaces, Services, pod controllers),
     over the snapshot's own state nodes; the NodePools that may launch and their instance
-    types; the provisioner's scheduler options; the CapacityBuffers' virtual pods."""
+    types; the provisioner's scheduler options; the CapacityBuffers' virtual pods; the
+    cluster's DRA objects while DRA requests are simulated."""
     if snapshot.simulation is not None:
         return snapshot
     listed = dctx.cluster.snapshot()
@@ -119,5 +120,6 @@ def with_simulation(dctx: DisruptionContext, snapshot: DisruptionSnapshot) -> Di
         options=provisioner.scheduler_options(),
         virtual_pods=tuple(provisioner.virtual_pods()),
         controller=current_controller(),
+        dra=provisioner.dra_inputs(),
     )
     return snapshot.with_simulation(inputs)
