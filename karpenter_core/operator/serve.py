@@ -94,12 +94,13 @@ CACHED_KINDS = (
 DRA_KINDS = (
     ("resource.k8s.io/v1", "ResourceSlice"),
     ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
     ("resource.k8s.io/v1", "DeviceClass"),
 )
 """Cached as well while DRA requests are simulated (``IGNORE_DRA_REQUESTS=false``): every
-scheduling pass reads the published devices, the claims holding them and the classes
-(upstream's manager cache watches them then; the API server must serve resource.k8s.io/v1,
-GA since Kubernetes 1.34)."""
+scheduling pass reads the published devices, the claims holding them, the templates of
+claims not created yet and the classes (upstream's manager cache watches them then; the
+API server must serve resource.k8s.io/v1, GA since Kubernetes 1.34)."""
 
 
 def cached_kinds(options: Options) -> tuple[tuple[str, str], ...]:

@@ -26,11 +26,17 @@ class Discovery:
 def test_the_dra_kinds_are_cached_only_when_dra_requests_are_simulated() -> None:
     assert cached_kinds(Options()) == CACHED_KINDS
     assert cached_kinds(Options(ignore_dra_requests=False)) == CACHED_KINDS + DRA_KINDS
-    assert {kind for _, kind in DRA_KINDS} == {"ResourceSlice", "ResourceClaim", "DeviceClass"}
+    assert {kind for _, kind in DRA_KINDS} == {
+        "ResourceSlice",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "DeviceClass",
+    }
 
 
 def test_an_api_server_without_resource_k8s_io_v1_is_refused() -> None:
-    assert dra_api_problem(Discovery("resourceslices", "resourceclaims", "deviceclasses")) is None
+    served = ("resourceslices", "resourceclaims", "resourceclaimtemplates", "deviceclasses")
+    assert dra_api_problem(Discovery(*served)) is None
     problem = dra_api_problem(Discovery("resourceslices"))
     assert problem == (
         "IGNORE_DRA_REQUESTS=false needs the API server to serve resource.k8s.io/v1 "
