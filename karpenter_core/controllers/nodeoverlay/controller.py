@@ -34,6 +34,7 @@ from typing import Any
 
 from attrs import frozen
 
+from karpenter_core.apis.accessors import name_of
 from karpenter_core.apis.base import APIError
 from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_READY
@@ -53,7 +54,7 @@ from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.state.informers import cluster_of, is_managed_nodepool
+from karpenter_core.state.cluster import cluster_of, is_managed_nodepool
 
 __all__ = [
     "CONFLICT_MESSAGE",
@@ -115,7 +116,7 @@ def runtime_errors(obj: Mapping[str, Any]) -> list[str]:
     try:
         return [str(e) for e in validate_nodeoverlay(obj)]
     except Exception as e:  # a validator bug must not take the controller down
-        log.exception("validating nodeoverlay %s failed", _name(obj))
+        log.exception("validating nodeoverlay %s failed", name_of(obj))
         return [f"validation could not complete: {e}"]
 
 
@@ -129,11 +130,6 @@ class Verdict(Enum):
 class _Outcome:
     verdict: Verdict
     message: str = ""
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
 
 
 class NodeOverlayController:
@@ -151,7 +147,7 @@ class NodeOverlayController:
         pools: list[NodePoolInstanceTypes] = []
         failures: list[str] = []
         for raw in self.ctx.kube.list(NODEPOOLS).items:
-            name = _name(raw)
+            name = name_of(raw)
             if not name or not is_managed_nodepool(raw, self.provider):
                 continue
             try:
@@ -174,7 +170,7 @@ class NodeOverlayController:
         valid: list[Overlay] = []
         invalid: dict[str, _Outcome] = {}
         for raw in items:
-            name = _name(raw)
+            name = name_of(raw)
             errors = runtime_errors(raw)
             overlay: Overlay | None = None
             if not errors:
@@ -223,7 +219,7 @@ class NodeOverlayController:
         """Set ``ValidationSucceeded`` on every overlay; False when a write met a conflict or
         a vanished overlay (the evaluation is then stale and must run again)."""
         for stored in items:
-            name = _name(stored)
+            name = name_of(stored)
             outcome = outcomes.get(name, _Outcome(Verdict.VALID))
             updated = copy.deepcopy(stored)
             conditions = ConditionSet(

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from karpenter_core import metrics
+from karpenter_core.apis.accessors import annotations_of, labels_of, meta_of, name_of, spec_of
 from karpenter_core.apis.labels import (
     CAPACITY_BUFFER_FAKE_POD_ANNOTATION_KEY,
     LABEL_INSTANCE_TYPE,
@@ -52,8 +53,7 @@ from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.state.cluster import Cluster
-from karpenter_core.state.informers import cluster_of
+from karpenter_core.state.cluster import Cluster, cluster_of
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.utils.pod import PdbLimits
 
@@ -81,16 +81,6 @@ class ProvisioningError(RuntimeError):
 
 class CreateError(RuntimeError):
     """One NodeClaim could not be created (limits exceeded, API error, ...)."""
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 # ------------------------------------------------------------------ CapacityBuffer
@@ -266,19 +256,19 @@ class Provisioner:
         resourceVersion is reused (parsing thousands of pending pods every pass adds up)."""
         out = []
         for obj in objs:
-            meta = _meta(obj)
+            meta = meta_of(obj)
             rv = meta.get("resourceVersion")
             if rv:
                 cached = self.cluster.pod(
                     f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
                 )
-                if cached is not None and _meta(cached.raw).get("resourceVersion") == rv:
+                if cached is not None and meta_of(cached.raw).get("resourceVersion") == rv:
                     out.append(cached)
                     continue
             try:
                 out.append(Pod.from_dict(obj))
             except ObjectError as e:
-                meta = _meta(obj)
+                meta = meta_of(obj)
                 log.warning(
                     "ignoring pod %s/%s: %s", meta.get("namespace", ""), meta.get("name", ""), e
                 )
@@ -632,13 +622,13 @@ class Provisioner:
                 f"getting current resource usage, nodepool {pool!r} not found"
             ) from None
         exceeded = limits_exceeded(
-            _spec(latest).get("limits"), self.cluster.nodepool_resources(pool)
+            spec_of(latest).get("limits"), self.cluster.nodepool_resources(pool)
         )
         if exceeded is not None:
             raise CreateError(exceeded)
         manifest = nc.to_nodeclaim_dict()
         created = self.ctx.kube.create(manifest)
-        name = str(_meta(created).get("name") or "")
+        name = name_of(created)
         self.cluster.mark_pod_scheduling_decisions((), {}, {name: _real(nc.pods)})
         its = [
             v
@@ -648,8 +638,8 @@ class Provisioner:
         ]
         shown = ", ".join(its[:5]) + (f" and {len(its) - 5} other(s)" if len(its) > 5 else "")
         log.info("created nodeclaim %s for nodepool %s (instance types: %s)", name, pool, shown)
-        labels = _meta(created).get("labels") or {}
-        annotations = _meta(created).get("annotations") or {}
+        labels = labels_of(created)
+        annotations = annotations_of(created)
         metrics.NODECLAIMS_CREATED_TOTAL.labels(
             reason=reason,
             nodepool=str(labels.get(NODEPOOL_LABEL_KEY, pool)),
