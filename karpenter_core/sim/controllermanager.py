@@ -30,6 +30,7 @@ the simulated kubelet); an :class:`InMemoryApiServer` built with its default
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,6 +47,7 @@ from karpenter_core.kube.client import (
     ADDED,
     DELETED,
     MODIFIED,
+    ApiError,
     Invalid,
     Obj,
     ResourceType,
@@ -69,6 +71,8 @@ __all__ = [
     "pod_ready",
     "register",
 ]
+
+log = logging.getLogger("karpenter.sim.kube-controller-manager")
 
 POD = ("v1", "Pod")
 NAMESPACE = ("v1", "Namespace")
@@ -459,7 +463,13 @@ class ResourceClaims:
                 if template is None:
                     self._waiting.setdefault((ns, entry.template_name), set()).add(name)
                     continue
-                claim = self.store.create(self._claim_from(template, ns, name, uid, entry.name))
+                try:
+                    claim = self.store.create(self._claim_from(template, ns, name, uid, entry.name))
+                except ApiError as e:  # the template's spec is no valid claim: the pod waits
+                    log.info(
+                        "resourceclaim-controller: pod %s/%s, claim %s: %s", ns, name, entry.name, e
+                    )
+                    continue
             recorded.append({"name": entry.name, "resourceClaimName": meta_of(claim)["name"]})
         if not recorded:
             return False
