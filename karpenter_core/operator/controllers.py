@@ -92,6 +92,14 @@ def _dra(ctx: ControllerContext) -> str | None:
     return None
 
 
+def _device_allocation(manager: Manager, ctx: ControllerContext) -> None:
+    """Upstream's ``dynamicresources.deviceallocation`` controller indexes the devices the
+    cluster's ResourceClaims hold, for the provisioner. Here the provisioner reads the
+    claims themselves each pass (``controllers/provisioning/dra.py``: from the informer
+    cache under ``serve``, which keeps ResourceClaims with ``IGNORE_DRA_REQUESTS=false``,
+    each parsed once per resourceVersion), so there is nothing more to run."""
+
+
 Register = Callable[[Manager, ControllerContext], None]
 
 
@@ -179,8 +187,8 @@ CONTROLLER_PACKAGES: tuple[ControllerPackage, ...] = (
     ),
     ControllerPackage(
         "dynamicresources",
-        None,  # dynamic resource allocation is not built yet
-        ("dynamicresources.deviceallocation",),
+        _device_allocation,  # the provisioner reads the claims' allocations itself
+        (),
         gate=_dra,
         optional=True,
     ),

@@ -79,11 +79,15 @@ def test_strict_mode_refuses_a_package_that_should_run_but_is_not_built() -> Non
         )
 
 
-def test_dynamic_resource_allocation_is_reported_missing_when_asked_for() -> None:
+def test_dynamic_resource_allocation_needs_no_controller_of_its_own() -> None:
+    """Upstream's deviceallocation index of allocated devices is the provisioner's own
+    reading of the claims here: asking for DRA registers the package, and nothing runs."""
     c = ctx(Options(ignore_dra_requests=False))
     dra = [p for p in CONTROLLER_PACKAGES if p.name == "dynamicresources"]
-    reg = register_all(Manager(c.clock, c.kube), c, packages=dra)
-    assert reg.missing == (("dynamicresources", "not implemented in this version"),)
+    manager = Manager(c.clock, c.kube)
+    reg = register_all(manager, c, packages=dra, strict=True)
+    assert (reg.registered, reg.missing) == ((("dynamicresources", ()),), ())
+    assert manager.controllers == []
 
 
 def test_a_register_that_raises_is_reported_with_the_error() -> None:

@@ -1,7 +1,7 @@
 """Shared harness for ``karpenter serve`` end-to-end tests on a real control plane.
 
 etcd + kube-apiserver + kube-controller-manager (deployment, replicaset, disruption,
-garbage-collector and namespace controllers) + kube-scheduler, built from the pinned upstream modules (see
+garbage-collector, namespace and resourceclaim controllers) + kube-scheduler, built from the pinned upstream modules (see
 ``controlplane.py``). Karpenter runs as real ``karpenter serve --cloud-provider kwok``
 subprocesses against it (:class:`Serve`).
 
@@ -68,6 +68,8 @@ CONTROLLERS = (
     "disruption-controller",
     "garbage-collector-controller",
     "namespace-controller",
+    # a pod's ResourceClaims from its ResourceClaimTemplates (DRA)
+    "resourceclaim-controller",
 )
 WAIT = 180.0
 
