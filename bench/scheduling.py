@@ -12,6 +12,14 @@ glance; the ``--json`` rows keep exactly the issue's keys.
     python bench/scheduling.py                 # table
     python bench/scheduling.py --json          # machine-readable
     python bench/scheduling.py --sizes 5000,20000
+    python bench/scheduling.py --dra           # DRA cases (issue 11), median of 3
+
+The DRA cases (``--dra``) run the same diverse pods on the same catalogue, where a quarter
+of the types carry GPU template devices (2, 4 or 8, ``a100`` or ``h100``), three ways:
+without claims and DRA requests ignored (upstream's default), without claims and DRA
+simulated (the cost of the templates alone), and with 20% of the pods claiming 1-4 GPUs of
+one model through a CEL selector (``--dra-fraction``). Each is the median of
+``--repeat`` runs (default 3).
 """
 
 from __future__ import annotations
@@ -28,13 +36,16 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.resource import Device, DeviceAttribute, DeviceClass, ResourceClaim
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler import (
     PREFERENCE_POLICY_IGNORE,
     PREFERENCE_POLICY_RESPECT,
+    DRAInputs,
     SchedulerOptions,
     schedule,
 )
+from karpenter_core.scheduling.dynamicresources import DynamicResources, ResourceSliceTemplate
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.testing import builders as b
 from karpenter_core.testing.fakecatalog import instance_types, register_labels
@@ -362,6 +373,154 @@ def run_one(name: str, pods: Sequence[Pod], policy: str, its: list[Any]) -> dict
     }
 
 
+# --- DRA cases ------------------------------------------------------------------------------------
+
+GPU_DRIVER = "gpu.example.com"
+GPU_MODELS = ("a100", "h100")
+GPU_CLASS = DeviceClass.from_dict(
+    {
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]},
+    }
+)
+
+
+def dra_catalogue(its: Sequence[Any]) -> list[Any]:
+    """``its`` with GPU template devices on every fourth type: 2, 4 or 8 GPUs of one
+    model, each with an ``index`` and a ``memory`` attribute."""
+    import attrs
+
+    out = []
+    for i, it in enumerate(its):
+        if i % 4 != 3:
+            out.append(it)
+            continue
+        count = (2, 4, 8)[(i // 4) % 3]
+        model = GPU_MODELS[(i // 4) % 2]
+        devices = tuple(
+            Device(
+                name=f"gpu-{d}",
+                attributes={
+                    "model": DeviceAttribute.of(model),
+                    "index": DeviceAttribute.of(d),
+                    "memory": DeviceAttribute.of(80 if model == "h100" else 40),
+                },
+            )
+            for d in range(count)
+        )
+        templates = (ResourceSliceTemplate(GPU_DRIVER, f"{it.name}-gpus", devices),)
+        out.append(attrs.evolve(it, dynamic_resources=DynamicResources(templates)))
+    return out
+
+
+def with_claims(
+    pods: Sequence[Pod], fraction: float, seed: int = 7
+) -> tuple[list[Pod], list[ResourceClaim]]:
+    """``pods`` with every ``1/fraction``-th pod claiming 1-4 GPUs of one model (a CEL
+    selector on the ``model`` attribute), through a ResourceClaim of its own."""
+    rng = random.Random(seed)
+    step = max(1, round(1 / fraction)) if fraction > 0 else 0
+    out: list[Pod] = []
+    claims: list[ResourceClaim] = []
+    for i, pod in enumerate(pods):
+        if not step or i % step != step - 1:
+            out.append(pod)
+            continue
+        name = f"claim-{pod.name}"
+        model = rng.choice(GPU_MODELS)
+        selector = f'device.attributes["{GPU_DRIVER}"].model == "{model}"'
+        claims.append(
+            ResourceClaim.from_dict(
+                {
+                    "metadata": {"name": name, "namespace": pod.namespace},
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "gpus",
+                                    "exactly": {
+                                        "deviceClassName": "gpu",
+                                        "count": rng.randint(1, 4),
+                                        "selectors": [{"cel": {"expression": selector}}],
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                }
+            )
+        )
+        raw = json.loads(json.dumps(pod.raw))
+        spec = raw["spec"]
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+        spec["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+        out.append(Pod.from_dict(raw))
+    return out, claims
+
+
+def run_dra(
+    name: str,
+    pods: Sequence[Pod],
+    its: list[Any],
+    *,
+    ignore_dra_requests: bool,
+    claims: Sequence[ResourceClaim] = (),
+    repeat: int = 3,
+) -> dict[str, Any]:
+    """The median of ``repeat`` solves of ``pods`` (a fresh scheduler each)."""
+    pool = nodepool()
+    options = SchedulerOptions(
+        preference_policy=PREFERENCE_POLICY_RESPECT, ignore_dra_requests=ignore_dra_requests
+    )
+    dra = None if ignore_dra_requests else DRAInputs.of([GPU_CLASS], claims)
+    times: list[float] = []
+    results = None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        results = schedule(
+            ClusterSnapshot(pods=list(pods)), pods, [pool], {"default": its}, options, dra=dra
+        )
+        times.append(time.perf_counter() - start)
+    assert results is not None
+    elapsed = sorted(times)[len(times) // 2]
+    if results.pod_errors:
+        first = next(iter(results.pod_errors.items()))
+        print(
+            f"{name}: {len(results.pod_errors)} pods did not schedule, e.g. {first[0]}: {first[1]}",
+            file=sys.stderr,
+        )
+    return {
+        "name": name,
+        "pods": len(pods),
+        "podsPerSecond": round(len(pods) / elapsed, 1) if elapsed > 0 else float("inf"),
+        "nodeClaims": len(results.new_nodeclaims),
+        "peakRssMB": round(peak_rss_mb(), 1),
+        "unscheduled": len(results.pod_errors),
+        "seconds": round(elapsed, 3),
+        "claims": len(claims),
+    }
+
+
+def dra_rows(size: int, fraction: float, repeat: int) -> list[dict[str, Any]]:
+    """The three DRA cases at ``size`` diverse pods (see the module docstring)."""
+    its = dra_catalogue(instance_types(400))
+    plain = PodFactory(42).diverse(size)
+    claiming, claims = with_claims(plain, fraction)
+    return [
+        run_dra(f"dra-off-{size}", plain, its, ignore_dra_requests=True, repeat=repeat),
+        run_dra(f"dra-on-noclaims-{size}", plain, its, ignore_dra_requests=False, repeat=repeat),
+        run_dra(
+            f"dra-claims-{size}",
+            claiming,
+            its,
+            ignore_dra_requests=False,
+            claims=claims,
+            repeat=repeat,
+        ),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
@@ -372,6 +531,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-preferences", action="store_true", help="skip the 4000 preference-pod runs"
     )
+    parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="run the DRA cases instead (default size 2000; --sizes to change)",
+    )
+    parser.add_argument(
+        "--dra-fraction", type=float, default=0.2, help="share of pods with claims (DRA cases)"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per DRA case (median)")
     args = parser.parse_args(argv)
     if args.sizes is None:
         sizes: tuple[int, ...] = DEFAULT_SIZES
@@ -385,6 +553,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if any(s < 1 for s in sizes):
             parser.error("--sizes: every size must be at least 1")
     register_labels()
+    if args.dra:
+        rows = []
+        for size in sizes if args.sizes is not None else (2000,):
+            for row in dra_rows(size, args.dra_fraction, max(1, args.repeat)):
+                rows.append(row)
+                if not args.json:
+                    _print_row(row, header=len(rows) == 1)
+        if args.json:
+            keys = ("name", "pods", "podsPerSecond", "nodeClaims", "peakRssMB", "claims")
+            print(json.dumps([{k: r[k] for k in keys} for r in rows], indent=2))
+        return 0
     its = instance_types(400)
     rows = []
     for size in sizes:

@@ -291,9 +291,9 @@ class NodeClaim:
             optset = template.optset
         self._optset: OptionSet | None = optset
         self.dra = dra
-        self.dra_reserved = False
-        """Devices are reserved for this NodeClaim: instance types it loses release theirs."""
-        self._option_names: tuple[list[ITInfo], list[str]] | None = None
+        self.dra_types: set[str] = set()
+        """Instance types devices are reserved on for this NodeClaim: those it loses release
+        theirs."""
 
     # -- the filtering pipeline --
 
@@ -330,13 +330,6 @@ class NodeClaim:
             result = merged
         self._merge_cache[key] = (data.requirements, result)
         return result
-
-    def option_names(self) -> list[str]:
-        """The names of the remaining instance types (remembered until they change)."""
-        cached = self._option_names
-        if cached is None or cached[0] is not self.options:
-            cached = self._option_names = (self.options, [i.name for i in self.options])
-        return cached[1]
 
     def can_add(
         self,
@@ -398,24 +391,6 @@ class NodeClaim:
                 return PodError("incompatible volume requirements", verr)
             reqs = base.copy()
             reqs.add(*volume_reqs.values())
-        allocation: AllocationResult | None = None
-        if claims and self.dra is not None:
-            # Before topology and instance-type filtering, so the requirements the devices
-            # bring (a zonal slice's zone) narrow both (upstream's order).
-            result = self.dra.allocate_on_nodeclaim(
-                self.hostname, self.nodepool_name, reqs, self.option_names(), claims
-            )
-            if isinstance(result, AllocationError):
-                self.reject_shared = False
-                return PodError("allocating dynamic resources", result)
-            if len(result.requirements):
-                derr = reqs.compatible(result.requirements, allow)
-                if derr is not None:
-                    self.reject_shared = False
-                    return PodError("incompatible dynamic resource requirements", derr)
-                reqs = reqs.copy()
-                reqs.add(*result.requirements.values())
-            allocation = result
         topo = self.topology.add_requirements(
             pod, self.template.taints, data.strict_requirements, reqs, allow
         )
@@ -444,11 +419,22 @@ class NodeClaim:
         )
         if not survivors:
             return ferr if ferr is not None else _NO_FIT
-        if allocation is not None:
-            supported = set(allocation.instance_types)
-            survivors = [i for i in survivors if i.name in supported]
-            if not survivors:
-                return NO_DRA_INSTANCE_TYPE
+        allocation: AllocationResult | None = None
+        if claims and self.dra is not None:
+            placed = self._allocate_devices(
+                pod,
+                data,
+                reqs,
+                survivors,
+                unsatisfiable,
+                total,
+                relax_min_values,
+                want_error,
+                claims,
+            )
+            if not isinstance(placed, tuple):
+                return placed
+            reqs, survivors, unsatisfiable, allocation = placed
         if reqs is base:
             reqs = base.copy()
         if relax_min_values and unsatisfiable:
@@ -458,6 +444,68 @@ class NodeClaim:
         if not isinstance(offerings, list):
             return offerings
         return Placement(reqs, survivors, offerings, allocation)
+
+    def _allocate_devices(
+        self,
+        pod: Any,
+        data: PodData,
+        reqs: Requirements,
+        survivors: list[ITInfo],
+        unsatisfiable: dict[str, int],
+        total: dict[str, int],
+        relax_min_values: bool,
+        want_error: bool,
+        claims: Sequence[ResourceClaim],
+    ) -> tuple[Requirements, list[ITInfo], dict[str, int], AllocationResult] | object:
+        """Allocate the pod's claims on the instance types that passed the other filters;
+        keep those the allocation succeeded on, with the requirements the devices bring
+        (a zonal slice's zone) merged in. Upstream allocates before topology and filtering
+        and narrows both with the devices' requirements; the allocation is asked here, on
+        fewer instance types, and topology and filtering run again when it narrows the
+        requirements, so the outcome is the same (the allocator even sees the topology's
+        domain, so it picks devices the NodeClaim can use)."""
+        assert self.dra is not None
+        allow = self.index.allow_undefined
+        result = self.dra.allocate_on_nodeclaim(
+            self.hostname, self.nodepool_name, reqs, [i.name for i in survivors], claims
+        )
+        if isinstance(result, AllocationError):
+            return PodError("allocating dynamic resources", result)
+        narrowed = len(result.requirements) and not _implied(reqs, result.requirements)
+        if narrowed:
+            derr = reqs.compatible(result.requirements, allow)
+            if derr is not None:
+                return PodError("incompatible dynamic resource requirements", derr)
+            reqs = reqs.copy()
+            reqs.add(*result.requirements.values())
+            topo = self.topology.add_requirements(
+                pod, self.template.taints, data.strict_requirements, reqs, allow
+            )
+            if not isinstance(topo, Requirements):
+                return topo
+            if topo is not reqs:
+                terr = reqs.compatible(topo, allow)
+                if terr is not None:
+                    return terr
+                reqs.add(*topo.values())
+            survivors, unsatisfiable, ferr = filter_instance_types(
+                self.index,
+                survivors,
+                reqs,
+                pod,
+                data.requests,
+                self.daemon_groups,
+                total,
+                relax_min_values,
+                want_error,
+            )
+            if not survivors:
+                return ferr if ferr is not None else _NO_FIT
+        supported = set(result.instance_types)
+        kept = [i for i in survivors if i.name in supported]
+        if not kept:
+            return NO_DRA_INSTANCE_TYPE
+        return reqs, kept, unsatisfiable, result
 
     def _offerings_to_reserve(
         self, survivors: Sequence[ITInfo], reqs: Requirements
@@ -530,11 +578,12 @@ class NodeClaim:
         result = placement.allocation
         if result is not None and result.allocation is not None:
             result.allocation.commit()
-            self.dra_reserved = True
-        if self.dra_reserved and placement.instance_types is not self.options:
+            self.dra_types.update(result.instance_types)
+        if self.dra_types and placement.instance_types is not self.options:
             kept = {i.name for i in placement.instance_types}
-            pruned = [name for name in self.option_names() if name not in kept]
+            pruned = [name for name in self.dra_types if name not in kept]
             if pruned:
+                self.dra_types.difference_update(pruned)
                 self.dra.release(self.hostname, pruned)
 
     # -- finalisation and output --
@@ -646,6 +695,12 @@ class NodeClaim:
 
     def min_values_relaxed(self) -> bool:
         return self.annotations.get(NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY) == "true"
+
+
+def _implied(reqs: Requirements, extra: Requirements) -> bool:
+    """Every requirement of ``extra`` is already one of ``reqs`` (adding it changes
+    nothing)."""
+    return all(reqs.has(k) and reqs.get(k) == r for k, r in extra.items())
 
 
 class _NoFit:

@@ -467,9 +467,10 @@ class Scheduler:
         self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
     ) -> bool:
         """First in-flight NodeClaim that takes the pod, fewest pods first (upstream order;
-        among equal counts upstream's order is unspecified, ours groups by signature).
-        A pod with claims is tried on each: the devices left differ per NodeClaim."""
-        shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference and not claims
+        among equal counts upstream's order is unspecified, ours groups by signature). A
+        rejection by devices is never shared (the devices left differ per NodeClaim): the
+        allocation comes after every check whose answer is."""
+        shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
         if unblocked is not None:

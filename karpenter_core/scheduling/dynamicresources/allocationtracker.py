@@ -100,6 +100,14 @@ class AllocationTracker:
             self._template.get(nodeclaim, {}).pop(instance_type, None)
         return freed
 
+    def has_reservations(self, nodeclaim: str) -> bool:
+        """The NodeClaim reserved devices (in the cluster or of templates)."""
+        return bool(self._cluster_by_nodeclaim.get(nodeclaim) or self._template.get(nodeclaim))
+
+    def template_reservations(self, nodeclaim: str, instance_type: str) -> frozenset[DeviceID]:
+        """The template devices the NodeClaim reserved on ``instance_type``."""
+        return frozenset(self._template.get(nodeclaim, {}).get(instance_type, ()))
+
     def cluster_reservations(self, nodeclaim: str, instance_type: str) -> frozenset[DeviceID]:
         """The in-cluster devices the NodeClaim reserved for ``instance_type``."""
         return frozenset(self._cluster_by_nodeclaim.get(nodeclaim, {}).get(instance_type, ()))

@@ -28,14 +28,17 @@ request, never silently ignored.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple
 
 from attrs import define, field, frozen
 
 from karpenter_core.apis.resource import (
     ALLOCATION_RESULTS_MAX_SIZE,
+    Device,
     DeviceClass,
     NodeSelector,
     ResourceClaim,
@@ -75,8 +78,7 @@ DEFAULT_MAX_STEPS = 1_000_000
 """Devices one :meth:`Allocator.allocate` may try before giving up."""
 
 
-@frozen
-class DeviceAllocation:
+class DeviceAllocation(NamedTuple):
     """One device chosen for a claim's request."""
 
     device: DeviceID
@@ -137,6 +139,7 @@ class Allocation:
             if key in a.claim_metadata:
                 raise RuntimeError(f"claim {key[0]}/{key[1]} is already allocated")
             a.claim_metadata[key] = meta
+            a.claims_by_nodeclaim.setdefault(self.nodeclaim, []).append(meta)
 
 
 @frozen
@@ -210,6 +213,7 @@ class Allocator:
         timeout: float = DEFAULT_TIMEOUT,
         max_steps: int = DEFAULT_MAX_STEPS,
         clock: Callable[[], float] = time.monotonic,
+        reference: bool = False,
     ) -> None:
         self.in_cluster_slices = tuple(in_cluster_slices)
         self.tracker = AllocationTracker(allocated)
@@ -221,12 +225,20 @@ class Allocator:
         self.clock = clock
         self.pool_cache: dict[str, list[Pool]] = {}
         self.claim_metadata: dict[ClaimKey, ResourceClaimAllocationMetadata] = {}
+        self.claims_by_nodeclaim: dict[str, list[ResourceClaimAllocationMetadata]] = {}
+        self.reference = reference
+        """Search every instance type on its own (tests compare the shortcuts against it)."""
         self.pool_index = PoolIndex(self.in_cluster_slices)
         # A pass asks the same questions many times (every NodeClaim a pod is tried on):
         # template devices are built once per template, and a selector is evaluated once
         # per device (the devices are the same objects for the whole pass).
         self._template_devices: dict[int, tuple[ResourceSliceTemplate, list[DeviceWithID]]] = {}
         self._evaluated: dict[tuple[CompiledSelector, int, str], bool | CELError] = {}
+        self._shapes: dict[
+            int,
+            tuple[list[DeviceWithID], tuple[tuple[Any, ...], Mapping[DeviceID, int]] | None],
+        ] = {}
+        self._contents: dict[int, tuple[Device, str]] = {}
         self._bound_types = {
             (nodepool, it)
             for by_pool in self.attribute_bindings.graph.values()
@@ -261,6 +273,35 @@ class Allocator:
         self._template_devices[id(template)] = (template, devices)
         return devices
 
+    def template_shape(
+        self, devices: list[DeviceWithID]
+    ) -> tuple[tuple[Any, ...], Mapping[DeviceID, int]] | None:
+        """What an instance type's template devices look like to a search (driver and
+        content of each, in order: pool names aside) and each device's position; None when
+        two share an identity (their positions would be ambiguous)."""
+        hit = self._shapes.get(id(devices))
+        if hit is not None and hit[0] is devices:
+            return hit[1]
+        positions = {d.id: i for i, d in enumerate(devices)}
+        shape: tuple[tuple[Any, ...], Mapping[DeviceID, int]] | None = None
+        if len(positions) == len(devices):
+            key = tuple((d.id.driver, self._content(d.device)) for d in devices)
+            shape = (key, positions)
+        self._shapes[id(devices)] = (devices, shape)
+        return shape
+
+    def _content(self, device: Device) -> str:
+        hit = self._contents.get(id(device))
+        if hit is not None and hit[0] is device:
+            return hit[1]
+        text = json.dumps(device.to_dict(), sort_keys=True, default=str)
+        self._contents[id(device)] = (device, text)
+        return text
+
+    def has_any_bindings(self) -> bool:
+        """The cloud provider declared attribute bindings for some instance type."""
+        return bool(self._bound_types)
+
     def has_bindings(self, nodepool: str, instance_type: str) -> bool:
         """The cloud provider declared attribute bindings for this instance type here."""
         return (nodepool, instance_type) in self._bound_types
@@ -274,9 +315,7 @@ class Allocator:
         reserved, and relax the requirements of claims they alone narrowed."""
         pruned = list(instance_types)
         self.tracker.release_instance_types(nodeclaim, pruned)
-        for meta in self.claim_metadata.values():
-            if meta.nodeclaim != nodeclaim:
-                continue
+        for meta in self.claims_by_nodeclaim.get(nodeclaim, ()):
             changed = False
             for it in pruned:
                 if meta.contributed_requirements.pop(it, None):
@@ -404,6 +443,64 @@ class _Chosen:
     request: RequestName
 
 
+class _Outcome:
+    """What one search chose, ready to be recorded for every instance type it answers for
+    (the lists are shared, never changed after)."""
+
+    __slots__ = (
+        "chosen",
+        "ids",
+        "per_claim",
+        "positions",
+        "template_claims",
+        "templates",
+        "topology",
+        "topology_per_claim",
+    )
+
+    def __init__(self, chosen: list[_Chosen], claims: int) -> None:
+        self.chosen = chosen
+        self.ids = [c.device.id for c in chosen]
+        self.per_claim: list[list[DeviceAllocation]] = [[] for _ in range(claims)]
+        self.template_claims: set[int] = set()
+        self.topology: Requirements | None = None
+        self.topology_per_claim: dict[int, Requirements] = {}
+        self.positions: Mapping[DeviceID, int] = {}
+        for c in chosen:
+            self.per_claim[c.claim].append(DeviceAllocation(c.device.id, c.request))
+            if c.device.id.template:
+                self.template_claims.add(c.claim)
+            topo = c.device.topology
+            if topo is not None:
+                if self.topology is None:
+                    self.topology = Requirements()
+                self.topology.add(*topo.values())
+                self.topology_per_claim.setdefault(c.claim, Requirements()).add(*topo.values())
+        self.templates = bool(self.template_claims)
+
+    def on(self, devices: Sequence[DeviceWithID]) -> _Outcome:
+        """The same choice on another instance type with alike template devices (by
+        position): the in-cluster devices are the same, the template ones its own."""
+        out = _Outcome.__new__(_Outcome)
+        positions = self.positions
+        chosen: list[_Chosen] = []
+        per_claim: list[list[DeviceAllocation]] = [[] for _ in self.per_claim]
+        for c in self.chosen:
+            if c.device.id.template:
+                c = _Chosen(c.claim, devices[positions[c.device.id]], c.request)
+            chosen.append(c)
+            per_claim[c.claim].append(DeviceAllocation(c.device.id, c.request))
+        out.chosen = chosen
+        out.ids = [c.device.id for c in chosen]
+        out.per_claim = per_claim
+        out.template_claims = self.template_claims
+        out.templates = self.templates
+        out.topology = self.topology
+        out.topology_per_claim = self.topology_per_claim
+        out.positions = positions
+        return out
+
+
 class _Search:
     """The mutable state of one :meth:`Allocator.allocate` search."""
 
@@ -428,7 +525,7 @@ class _Search:
         self.instance_type = ""
         self.chosen: list[_Chosen] = []
         self.taken: set[DeviceID] = set()
-        self.match_cache: dict[tuple[DeviceID, int, int, int], bool] = {}
+        self.match_cache: dict[tuple[int, str, int, int, int], bool] = {}
         self.cel_error: tuple[ClaimData, RequestData, CELError] | None = None
         # The furthest the search got, (claim, request, devices placed for it), and that
         # request: what to blame when every instance type fails.
@@ -443,45 +540,106 @@ class _Search:
         survivors: list[str] = []
         devices_by_it: dict[str, list[DeviceID]] = {}
         metas = [ResourceClaimAllocationMetadata(self.nodeclaim_id) for _ in self.claims]
-        # Instance types without template devices or attribute bindings can only differ by
-        # what this NodeClaim reserved for each of them: those that agree (and see the same
-        # requirements) get the same answer, so it is searched for once.
-        outcomes: dict[tuple[int, frozenset[DeviceID]], list[_Chosen] | None] = {}
+        # Instance types whose searches cannot differ get one search: those without template
+        # devices, and those whose template devices are alike (same drivers and devices, pool
+        # names aside: selectors and constraints never see them), when neither has attribute
+        # bindings and this NodeClaim reserved the same devices (by position) on each, under
+        # the same requirements. The others' choices are the first one's, device for device.
+        outcomes: dict[tuple[Any, ...], _Outcome | None] = {}
         nodepool = self.nodeclaim.nodepool
-        for it in self.nodeclaim.instance_types:
-            group: tuple[int, frozenset[DeviceID]] | None = None
-            if it not in self.templates and not self.a.has_bindings(nodepool, it):
-                reserved = self.a.tracker.cluster_reservations(self.nodeclaim_id, it)
-                group = (id(self.requirements), reserved)
-            outcome: list[_Chosen] | None
+        tracker = self.a.tracker
+        reserving = tracker.has_reservations(self.nodeclaim_id)
+        bindings = self.a.has_any_bindings()
+        empty: frozenset[DeviceID] = frozenset()
+        instance_types: Sequence[str] = self.nodeclaim.instance_types
+        shortcuts = not self.a.reference
+        if (
+            shortcuts
+            and not reserving
+            and not bindings
+            and len(instance_types) > len(self.templates)
+        ):
+            # The instance types without template devices all get the same answer. When it
+            # is "no" (requirements the later types add only narrow it further), they are
+            # left out at once instead of one by one.
+            plain = next((it for it in instance_types if it not in self.templates), None)
+            if plain is not None:
+                before = self.requirements
+                searched = self.search(plain)
+                if isinstance(searched, AllocationError):
+                    return searched
+                # A success may have narrowed the requirements: the instance types are
+                # searched in order below, as if this one had not been asked.
+                self.requirements = before
+                if searched is None:
+                    instance_types = [it for it in instance_types if it in self.templates]
+        fast = not reserving and not bindings
+        templates = self.templates
+        template_shape = self.a.template_shape
+        n_claims = len(metas)
+        for it in instance_types:
+            group: tuple[Any, ...] | None = None
+            devices = templates.get(it)
+            shape: tuple[tuple[Any, ...], Mapping[DeviceID, int]] | None = None
+            if not shortcuts:
+                pass
+            elif fast:
+                # Nothing reserved, no bindings: alike devices under the same requirements.
+                if devices is None:
+                    group = (id(self.requirements),)
+                else:
+                    shape = template_shape(devices)
+                    if shape is not None:
+                        group = (id(self.requirements), shape[0])
+            elif not bindings or not self.a.has_bindings(nodepool, it):
+                cluster = (
+                    tracker.cluster_reservations(self.nodeclaim_id, it) if reserving else empty
+                )
+                if devices is None:
+                    group = (id(self.requirements), cluster)
+                else:
+                    shape = self.a.template_shape(devices)
+                    if shape is not None:
+                        held = (
+                            tracker.template_reservations(self.nodeclaim_id, it)
+                            if reserving
+                            else empty
+                        )
+                        where = shape[1]
+                        positions = frozenset(where[d] for d in held if d in where)
+                        group = (id(self.requirements), cluster, shape[0], positions)
+            outcome: _Outcome | None
             if group is not None and group in outcomes:
                 outcome = outcomes[group]
+                if outcome is not None and outcome.templates and devices is not None:
+                    assert shape is not None
+                    outcome = outcome.on(devices)
             else:
                 searched = self.search(it)
                 if isinstance(searched, AllocationError):
                     return searched
-                outcome = searched
+                outcome = _Outcome(searched, n_claims) if searched is not None else None
                 if group is not None:
+                    if outcome is not None and shape is not None:
+                        outcome.positions = shape[1]
                     outcomes[group] = outcome
             if outcome is None:
                 continue
             survivors.append(it)
-            devices_by_it[it] = [c.device.id for c in outcome]
-            it_reqs = Requirements()
-            for c in outcome:
-                meta = metas[c.claim]
-                if c.device.topology is not None:
-                    contributed = meta.contributed_requirements.setdefault(it, Requirements())
-                    contributed.add(*c.device.topology.values())
-                    it_reqs.add(*c.device.topology.values())
-                if c.device.id.template:
-                    meta.used_template_devices = True
-                meta.devices.setdefault(it, []).append(DeviceAllocation(c.device.id, c.request))
-            # Later instance types must agree with what earlier ones needed: a NodeClaim
-            # cannot say "type A in zone a or type B in zone b".
-            if len(it_reqs):
+            devices_by_it[it] = outcome.ids
+            for meta, allocations in zip(metas, outcome.per_claim, strict=True):
+                if allocations:
+                    meta.devices[it] = allocations
+            if outcome.templates:
+                for ci in outcome.template_claims:
+                    metas[ci].used_template_devices = True
+            if outcome.topology is not None:
+                for ci, reqs in outcome.topology_per_claim.items():
+                    metas[ci].contributed_requirements[it] = reqs
+                # Later instance types must agree with what earlier ones needed: a NodeClaim
+                # cannot say "type A in zone a or type B in zone b".
                 self.requirements = self.requirements.copy()
-                self.requirements.add(*it_reqs.values())
+                self.requirements.add(*outcome.topology.values())
         if not survivors:
             return self.failure()
         total = added.copy()
@@ -611,7 +769,8 @@ class _Search:
     def matches(
         self, ci: int, ri: int, si: int, cd: ClaimData, rd: RequestData, d: DeviceWithID
     ) -> bool:
-        key = (d.id, ci, ri, si)
+        # By the device object: template devices of two instance types may share an id.
+        key = (id(d.device), d.id.driver, ci, ri, si)
         cached = self.match_cache.get(key)
         if cached is not None:
             return cached

@@ -11,6 +11,7 @@ from dra_builders import (
     GPU_DRIVER,
     api_slice,
     claim,
+    device,
     exact,
     nodeclaim,
     template,
@@ -150,3 +151,80 @@ def test_instance_types_without_templates_share_one_search() -> None:
     assert result.instance_types == tuple(names)
     assert result.allocation is not None
     assert set(result.allocation.devices_by_instance_type) == set(names)
+
+
+def _catalogue(rng: random.Random) -> dict[str, list]:  # type: ignore[type-arg]
+    """Instance types, some alike (same devices in pools of their own), some bare."""
+    shapes = [
+        [("gpu-0", "a"), ("gpu-1", "a")],
+        [("gpu-0", "b"), ("gpu-1", "b"), ("gpu-2", "b"), ("gpu-3", "b")],
+        [("gpu-0", "a")],
+    ]
+    out: dict[str, list] = {}  # type: ignore[type-arg]
+    for i in range(rng.randint(3, 12)):
+        if rng.random() < 0.3:
+            continue  # no templates
+        shape = rng.choice(shapes)
+        devices = [device(n, {"model": m}) for n, m in shape]
+        out[f"it-{i}"] = [template(GPU_DRIVER, f"it-{i}-pool", *devices)]
+    return out
+
+
+def _summary(result: object) -> object:
+    if isinstance(result, AllocationError):
+        return ("error", result.claim, result.request)
+    assert isinstance(result, AllocationResult)
+    alloc = result.allocation
+    devices = (
+        {it: sorted(map(str, ids)) for it, ids in alloc.devices_by_instance_type.items()}
+        if alloc is not None
+        else None
+    )
+    return (result.instance_types, str(result.requirements), devices)
+
+
+def test_searching_alike_instance_types_once_changes_no_answer() -> None:
+    """The shortcuts (one search per group of alike instance types, the bare ones left out
+    at once) give what searching every instance type gives, through commits and releases."""
+
+    rng = random.Random(11)
+    for _ in range(150):
+        templates = _catalogue(rng)
+        names = [f"it-{i}" for i in range(14)]
+        rng.shuffle(names)
+        slices = []
+        if rng.random() < 0.5:
+            slices.append(
+                api_slice("s", devices=["c0", "c1"], all_nodes=rng.random() < 0.5, zone=["z1"])
+            )
+        allocators = [
+            Allocator(slices, device_classes=CLASSES),
+            Allocator(slices, device_classes=CLASSES, reference=True),
+        ]
+        for step in range(4):
+            model = rng.choice(["a", "b"])
+            count = rng.randint(1, 3)
+            c = claim(
+                f"c{step}",
+                exact("r", "gpu", count, f'device.attributes["{GPU_DRIVER}"].model == "{model}"'),
+            )
+            nc_id = rng.choice(["nc-1", "nc-2"])
+            nc = nodeclaim(
+                *names,
+                id=nc_id,
+                templates={k: v for k, v in templates.items() if k in names},
+                requirements=zone_reqs("z1", "z2"),
+            )
+            results = [a.allocate(nc, [c]) for a in allocators]
+            assert _summary(results[0]) == _summary(results[1])
+            if isinstance(results[0], AllocationResult) and rng.random() < 0.7:
+                for r in results:
+                    assert isinstance(r, AllocationResult)
+                    if r.allocation is not None:
+                        r.allocation.commit()
+                dropped = rng.sample(
+                    list(results[0].instance_types), k=len(results[0].instance_types) // 2
+                )
+                for a in allocators:
+                    a.release_instance_types(nc_id, dropped)
+                names = [n for n in names if n not in dropped or rng.random() < 0.2]
