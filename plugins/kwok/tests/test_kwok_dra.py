@@ -244,7 +244,9 @@ def test_a_kwok_nodes_slices_are_upstreams() -> None:
 
 
 def test_matching_pools_share_one_pool_per_driver_and_node() -> None:
-    text = GPU_CONFIG + """
+    text = (
+        GPU_CONFIG
+        + """
   - name: nics
     nodeSelectorTerms:
     - matchExpressions:
@@ -253,6 +255,7 @@ def test_matching_pools_share_one_pool_per_driver_and_node() -> None:
     - devices: [{name: nic-0}]
     - devices: [{name: nic-1}]
 """
+    )
     slices = slices_for_node(config(text), kwok_node("n1", **{"kubernetes.io/os": "linux"}))
     assert sorted(s["metadata"]["name"] for s in slices) == [
         "gpu-example-com-n1-a100",
