@@ -62,12 +62,14 @@ SKIP_ENV = "KARPENTER_SKIP_CONTROLPLANE"
 # A directory holding prebuilt etcd / kube-* binaries to use instead of building.
 BINARIES_ENV = "KARPENTER_CONTROLPLANE_BIN"
 
-# The kube-controller-manager loops the contract tests rely on; the rest (node lifecycle,
-# pod GC of pods on missing nodes, service accounts, ...) would act on the tests' fake nodes.
+# The kube-controller-manager loops the contract tests rely on, the ones the in-memory
+# server simulates (karpenter_core/sim/controllermanager.py); the rest (node lifecycle, pod
+# GC of pods on missing nodes, service accounts, ...) would act on the tests' fake nodes.
 DEFAULT_CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
     "disruption-controller",
+    "resourceclaim-controller",
 )
 
 
