@@ -483,15 +483,16 @@ class _Outcome:
         position): the in-cluster devices are the same, the template ones its own."""
         out = _Outcome.__new__(_Outcome)
         positions = self.positions
-        chosen: list[_Chosen] = []
+        ids: list[DeviceID] = []
         per_claim: list[list[DeviceAllocation]] = [[] for _ in self.per_claim]
         for c in self.chosen:
-            if c.device.id.template:
-                c = _Chosen(c.claim, devices[positions[c.device.id]], c.request)
-            chosen.append(c)
-            per_claim[c.claim].append(DeviceAllocation(c.device.id, c.request))
-        out.chosen = chosen
-        out.ids = [c.device.id for c in chosen]
+            device_id = c.device.id
+            if device_id.template:
+                device_id = devices[positions[device_id]].id
+            ids.append(device_id)
+            per_claim[c.claim].append(DeviceAllocation(device_id, c.request))
+        out.chosen = self.chosen  # the first type's: only ever mapped from, never recorded
+        out.ids = ids
         out.per_claim = per_claim
         out.template_claims = self.template_claims
         out.templates = self.templates
@@ -576,7 +577,9 @@ class _Search:
         fast = not reserving and not bindings
         templates = self.templates
         template_shape = self.a.template_shape
+        shapes = self.a._shapes
         n_claims = len(metas)
+        single = n_claims == 1
         for it in instance_types:
             group: tuple[Any, ...] | None = None
             devices = templates.get(it)
@@ -588,7 +591,12 @@ class _Search:
                 if devices is None:
                     group = (id(self.requirements),)
                 else:
-                    shape = template_shape(devices)
+                    known = shapes.get(id(devices))
+                    shape = (
+                        known[1]
+                        if known is not None and known[0] is devices
+                        else template_shape(devices)
+                    )
                     if shape is not None:
                         group = (id(self.requirements), shape[0])
             elif not bindings or not self.a.has_bindings(nodepool, it):
@@ -627,9 +635,13 @@ class _Search:
                 continue
             survivors.append(it)
             devices_by_it[it] = outcome.ids
-            for meta, allocations in zip(metas, outcome.per_claim, strict=True):
-                if allocations:
-                    meta.devices[it] = allocations
+            if single:
+                if outcome.ids:
+                    metas[0].devices[it] = outcome.per_claim[0]
+            else:
+                for meta, allocations in zip(metas, outcome.per_claim, strict=True):
+                    if allocations:
+                        meta.devices[it] = allocations
             if outcome.templates:
                 for ci in outcome.template_claims:
                     metas[ci].used_template_devices = True
