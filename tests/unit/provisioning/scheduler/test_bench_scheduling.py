@@ -141,3 +141,19 @@ def test_table_output_shows_the_ffd_column(capsys: pytest.CaptureFixture[str]) -
     header, row = capsys.readouterr().out.splitlines()
     assert header.split()[4] == "ffd"
     assert row.split()[0] == "diverse-10" and row.split()[4] == "2"
+
+
+def test_dra_cases_place_every_pod_and_every_claim(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dra``: a quarter of the types carry GPUs, a fifth of the pods claim 1-4 of one
+    model; every pod is placed in the three cases, and every claim is allocated."""
+    bench = _bench()
+    assert bench.main(["--dra", "--sizes", "50", "--repeat", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["dra-off-50", "dra-on-noclaims-50", "dra-claims-50"]
+    assert [r["claims"] for r in rows] == [0, 0, 10]
+    its = bench.dra_catalogue(bench.instance_types(400))
+    assert sum(1 for it in its if it.dynamic_resources is not None) == 100
+    pods, claims = bench.with_claims(bench.PodFactory(42).diverse(50), 0.2)
+    *_, results = bench.run_dra("c", pods, its, ignore_dra_requests=False, claims=claims)
+    assert results.pod_errors == {}
+    assert set(results.dra_claim_allocations) == {c.key for c in claims}
