@@ -11,10 +11,14 @@ and instance type, so it is only ever taken there.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from attrs import define, field
 
 from karpenter_core.scheduling.dynamicresources.devices import DeviceID
+
+_EMPTY: frozenset[DeviceID] = frozenset()
+_NONE: dict[str, set[DeviceID]] = {}
 
 
 @define
@@ -104,13 +108,13 @@ class AllocationTracker:
         """The NodeClaim reserved devices (in the cluster or of templates)."""
         return bool(self._cluster_by_nodeclaim.get(nodeclaim) or self._template.get(nodeclaim))
 
-    def template_reservations(self, nodeclaim: str, instance_type: str) -> frozenset[DeviceID]:
-        """The template devices the NodeClaim reserved on ``instance_type``."""
-        return frozenset(self._template.get(nodeclaim, {}).get(instance_type, ()))
+    def template_reservations(self, nodeclaim: str, instance_type: str) -> AbstractSet[DeviceID]:
+        """The template devices the NodeClaim reserved on ``instance_type`` (read only)."""
+        return self._template.get(nodeclaim, _NONE).get(instance_type, _EMPTY)
 
-    def cluster_reservations(self, nodeclaim: str, instance_type: str) -> frozenset[DeviceID]:
-        """The in-cluster devices the NodeClaim reserved for ``instance_type``."""
-        return frozenset(self._cluster_by_nodeclaim.get(nodeclaim, {}).get(instance_type, ()))
+    def cluster_reservations(self, nodeclaim: str, instance_type: str) -> AbstractSet[DeviceID]:
+        """The in-cluster devices the NodeClaim reserved for ``instance_type`` (read only)."""
+        return self._cluster_by_nodeclaim.get(nodeclaim, _NONE).get(instance_type, _EMPTY)
 
     def reserved_by(self, nodeclaim: str) -> dict[str, frozenset[DeviceID]]:
         """The NodeClaim's reservations per instance type (in-cluster and template)."""

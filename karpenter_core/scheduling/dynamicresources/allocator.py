@@ -239,6 +239,8 @@ class Allocator:
             tuple[list[DeviceWithID], tuple[tuple[Any, ...], Mapping[DeviceID, int]] | None],
         ] = {}
         self._contents: dict[int, tuple[Device, str]] = {}
+        self.mapped: dict[Any, Any] = {}
+        """Choices mapped onto alike instance types (see ``_Outcome.on``)."""
         self._bound_types = {
             (nodepool, it)
             for by_pool in self.attribute_bindings.graph.values()
@@ -450,6 +452,7 @@ class _Outcome:
     __slots__ = (
         "chosen",
         "ids",
+        "pattern",
         "per_claim",
         "positions",
         "template_claims",
@@ -466,6 +469,7 @@ class _Outcome:
         self.topology: Requirements | None = None
         self.topology_per_claim: dict[int, Requirements] = {}
         self.positions: Mapping[DeviceID, int] = {}
+        self.pattern: tuple[tuple[int, int | DeviceID, RequestName], ...] | None = None
         for c in chosen:
             self.per_claim[c.claim].append(DeviceAllocation(c.device.id, c.request))
             if c.device.id.template:
@@ -478,19 +482,36 @@ class _Outcome:
                 self.topology_per_claim.setdefault(c.claim, Requirements()).add(*topo.values())
         self.templates = bool(self.template_claims)
 
-    def on(self, devices: Sequence[DeviceWithID]) -> _Outcome:
+    def on(self, devices: Sequence[DeviceWithID], memo: dict[Any, Any]) -> _Outcome:
         """The same choice on another instance type with alike template devices (by
-        position): the in-cluster devices are the same, the template ones its own."""
+        position): the in-cluster devices are the same, the template ones its own.
+
+        The same choice on the same type recurs across a pass (every pod asking for alike
+        devices), so answers are remembered in ``memo``: their lists are shared, which is
+        safe as nothing changes them once recorded."""
+        pattern = self.pattern
+        if pattern is None:
+            positions = self.positions
+            pattern = self.pattern = tuple(
+                (
+                    c.claim,
+                    positions[c.device.id] if c.device.id.template else c.device.id,
+                    c.request,
+                )
+                for c in self.chosen
+            )
+        key = (id(devices), len(self.per_claim), pattern)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is devices:
+            out: _Outcome = hit[1]
+            return out
         out = _Outcome.__new__(_Outcome)
-        positions = self.positions
         ids: list[DeviceID] = []
         per_claim: list[list[DeviceAllocation]] = [[] for _ in self.per_claim]
-        for c in self.chosen:
-            device_id = c.device.id
-            if device_id.template:
-                device_id = devices[positions[device_id]].id
+        for claim, where, request in pattern:
+            device_id = devices[where].id if isinstance(where, int) else where
             ids.append(device_id)
-            per_claim[c.claim].append(DeviceAllocation(device_id, c.request))
+            per_claim[claim].append(DeviceAllocation(device_id, request))
         out.chosen = self.chosen  # the first type's: only ever mapped from, never recorded
         out.ids = ids
         out.per_claim = per_claim
@@ -498,7 +519,9 @@ class _Outcome:
         out.templates = self.templates
         out.topology = self.topology
         out.topology_per_claim = self.topology_per_claim
-        out.positions = positions
+        out.positions = self.positions
+        out.pattern = pattern
+        memo[key] = (devices, out)
         return out
 
 
@@ -600,28 +623,25 @@ class _Search:
                     if shape is not None:
                         group = (id(self.requirements), shape[0])
             elif not bindings or not self.a.has_bindings(nodepool, it):
-                cluster = (
-                    tracker.cluster_reservations(self.nodeclaim_id, it) if reserving else empty
-                )
+                reserved = tracker.cluster_reservations(self.nodeclaim_id, it)
+                cluster = frozenset(reserved) if reserved else empty
                 if devices is None:
                     group = (id(self.requirements), cluster)
                 else:
                     shape = self.a.template_shape(devices)
                     if shape is not None:
-                        held = (
-                            tracker.template_reservations(self.nodeclaim_id, it)
-                            if reserving
-                            else empty
-                        )
+                        held = tracker.template_reservations(self.nodeclaim_id, it)
                         where = shape[1]
-                        positions = frozenset(where[d] for d in held if d in where)
+                        positions = (
+                            frozenset(where[d] for d in held if d in where) if held else empty
+                        )
                         group = (id(self.requirements), cluster, shape[0], positions)
             outcome: _Outcome | None
             if group is not None and group in outcomes:
                 outcome = outcomes[group]
                 if outcome is not None and outcome.templates and devices is not None:
                     assert shape is not None
-                    outcome = outcome.on(devices)
+                    outcome = outcome.on(devices, self.a.mapped)
             else:
                 searched = self.search(it)
                 if isinstance(searched, AllocationError):
