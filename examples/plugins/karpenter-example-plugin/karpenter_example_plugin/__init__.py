@@ -5,7 +5,7 @@
 - :mod:`~karpenter_example_plugin.recycling`: the ``max-node-age`` disruption method
   (``karpenter_disruption_methods``);
 - :mod:`~karpenter_example_plugin.nvme`: the ``nvme.example.com`` DRA driver
-  (``karpenter_dra_drivers``; listed, not yet used by the scheduler);
+  (``karpenter_dra_drivers``; its devices are simulated with ``IGNORE_DRA_REQUESTS=false``);
 - :mod:`~karpenter_example_plugin.controller`: the ``example.recycle-schedule``
   controller (``karpenter_controllers``);
 - :mod:`~karpenter_example_plugin.plugin`: the hook implementations, the entry point.

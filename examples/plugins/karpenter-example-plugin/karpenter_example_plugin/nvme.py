@@ -4,9 +4,10 @@ A node of a type with 16 or more CPUs would publish one local NVMe disk per 16 C
 most 8) through this driver's ResourceSlice, so a pod's ResourceClaim for
 ``nvme.example.com`` devices could be satisfied there.
 
-Not wired into scheduling yet: karpenter-core collects DRA drivers and ``karpenter
-plugins`` lists them, but the scheduler does not allocate ResourceClaims against them
-(that is karpenter-core's issue 11). Until then this driver changes no decision.
+With ``IGNORE_DRA_REQUESTS=false`` karpenter-core asks this driver for the devices of each
+instance type when it resolves a NodePool's instance types, and the scheduler allocates
+pods' ResourceClaims for ``nvme.example.com`` devices against them (docs/dra.md); with the
+default (true) the driver is not asked and changes no decision.
 """
 
 from __future__ import annotations
