@@ -23,12 +23,12 @@ from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.hostports import HostPort, host_ports_of
 from karpenter_core.apis.labelselector import LabelSelector, SelectorError, label_selector_matches
 from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.names import label_key_problem
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
-from karpenter_core.scheduling.hostports import HostPort, host_ports_of
-from karpenter_core.scheduling.taints import Taint, Toleration
+from karpenter_core.apis.taints import Taint, Toleration
 
 __all__ = [
     "CORE_PARSERS",

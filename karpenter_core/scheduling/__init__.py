@@ -1,10 +1,18 @@
 """Scheduling primitives: the requirements algebra, taints/tolerations, host ports, volumes."""
 
-from karpenter_core.scheduling.hostports import (
+from karpenter_core.apis.hostports import (
     HostPort,
     HostPortConflictError,
     HostPortUsage,
     host_ports_of,
+)
+from karpenter_core.apis.taints import (
+    KNOWN_EPHEMERAL_TAINTS,
+    Taint,
+    TaintsError,
+    Toleration,
+    is_known_ephemeral,
+    tolerates,
 )
 from karpenter_core.scheduling.requirements import (
     ALLOW_UNDEFINED_WELL_KNOWN_LABELS,
@@ -24,14 +32,6 @@ from karpenter_core.scheduling.requirements import (
     has_preferred_node_affinity,
     pod_requirements,
     strict_pod_requirements,
-)
-from karpenter_core.scheduling.taints import (
-    KNOWN_EPHEMERAL_TAINTS,
-    Taint,
-    TaintsError,
-    Toleration,
-    is_known_ephemeral,
-    tolerates,
 )
 from karpenter_core.scheduling.volumes import (
     VolumeLimitError,

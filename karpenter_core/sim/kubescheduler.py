@@ -91,12 +91,19 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
+from karpenter_core.apis.hostports import HostPortUsage
 from karpenter_core.apis.objects import Node, ObjectError, Pod
+from karpenter_core.apis.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    TAINT_NODE_NOT_READY,
+    Taint,
+    Toleration,
+)
 from karpenter_core.kube.client import ApiError, KubeClient, Obj
 from karpenter_core.kube.informer import Informer, object_key
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.reconciler import Result, Watch
-from karpenter_core.scheduling.hostports import HostPortUsage
 from karpenter_core.scheduling.podaffinity import (
     POD_AFFINITY,
     POD_ANTI_AFFINITY,
@@ -118,13 +125,6 @@ from karpenter_core.scheduling.spread import (
     node_included,
     skew_limit,
     spread_constraints,
-)
-from karpenter_core.scheduling.taints import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    TAINT_NODE_NOT_READY,
-    Taint,
-    Toleration,
 )
 from karpenter_core.sim.dra import DynamicResources, PodClaims, write_claims
 

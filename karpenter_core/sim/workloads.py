@@ -24,12 +24,12 @@ from typing import Any
 from attrs import define
 
 from karpenter_core.apis.conditions import is_true
+from karpenter_core.apis.taints import Taint, Toleration, tolerates
 from karpenter_core.apis.workloads import template_hash
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result, Watch
-from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
 
 __all__ = ["WorkloadController", "register"]
 

@@ -17,6 +17,7 @@ from typing import Literal
 
 from attrs import frozen
 
+from karpenter_core.apis.hostports import HostPortUsage
 from karpenter_core.apis.labels import (
     LABEL_HOSTNAME,
     NODE_INITIALIZED_LABEL_KEY,
@@ -24,10 +25,9 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import ONE, Node, ObjectError, Pod, _resources, _timestamp
+from karpenter_core.apis.taints import Taint, is_known_ephemeral
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, NodeClaim
 from karpenter_core.apis.v1 import Taint as ModelTaint
-from karpenter_core.scheduling.hostports import HostPortUsage
-from karpenter_core.scheduling.taints import Taint, is_known_ephemeral
 from karpenter_core.scheduling.volumes import VolumeUsage
 
 __all__ = ["NODES_RESOURCE", "NodeClaimView", "StateNode"]

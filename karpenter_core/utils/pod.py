@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY, DO_NOT_DISRUPT_ANNOTATION_KEY
 from karpenter_core.apis.objects import Pod, PodDisruptionBudget
+from karpenter_core.apis.taints import Taint, tolerates
 from karpenter_core.runtime.clock import format_time
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
-from karpenter_core.scheduling.taints import Taint, tolerates
 
 __all__ = [
     "STUCK_TERMINATING_AFTER",

@@ -21,12 +21,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "karpenter_core"
 
-DATA_MODEL = "apis+scheduling"
-"""``apis`` and ``scheduling`` are one layer (ARCHITECTURE §2: both "import nothing from
-the rest"): the API objects parse their taints, tolerations and host ports with
-``scheduling``'s types, and ``scheduling`` reads ``apis``' labels, selectors and DRA
-models. Splitting them would move those value types into ``apis``."""
-
 PURE = ("karpenter_core.disruption",)
 """Decisions computed from a snapshot (``karpenter_core.disruption``)."""
 
@@ -131,8 +125,6 @@ def _layer(module: str) -> str | None:
     parts = module.split(".")
     if len(parts) == 1:
         return None
-    if parts[1] in ("apis", "scheduling"):
-        return DATA_MODEL
     if parts[1] == "controllers" and len(parts) > 2:
         return ".".join(parts[1:3])
     return parts[1]

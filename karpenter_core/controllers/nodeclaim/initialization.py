@@ -19,6 +19,7 @@ from typing import Any
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.conditions import ConditionSet
+from karpenter_core.apis.taints import Taint, is_known_ephemeral
 from karpenter_core.apis.v1 import CONDITION_INITIALIZED, CONDITION_REGISTERED
 from karpenter_core.controllers.nodeclaim.utils import (
     DuplicateNodeError,
@@ -30,7 +31,6 @@ from karpenter_core.controllers.nodeclaim.utils import (
 )
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
-from karpenter_core.scheduling.taints import Taint, is_known_ephemeral
 
 __all__ = [
     "Initialization",

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from karpenter_core.apis.hostports import HostPortUsage
 from karpenter_core.apis.labels import WELL_KNOWN_LABELS
+from karpenter_core.apis.taints import Toleration, tolerates
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.instancetypes import ITInfo
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import NodeClaimTemplate
-from karpenter_core.scheduling.hostports import HostPortUsage
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
-from karpenter_core.scheduling.taints import Toleration, tolerates
 
 PREFER_NO_SCHEDULE_TOLERATION = Toleration.from_dict(
     {"operator": "Exists", "effect": "PreferNoSchedule"}

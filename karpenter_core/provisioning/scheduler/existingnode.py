@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
+from karpenter_core.apis.taints import tolerates
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.errors import PodError
 from karpenter_core.provisioning.scheduler.nodeclaim import Placement
@@ -18,7 +19,6 @@ from karpenter_core.provisioning.scheduler.podinfo import PodData
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.scheduling.dynamicresources import AllocationError
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
-from karpenter_core.scheduling.taints import tolerates
 
 if TYPE_CHECKING:
     from karpenter_core.apis.resource import ResourceClaim

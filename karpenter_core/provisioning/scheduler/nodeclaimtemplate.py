@@ -24,6 +24,7 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.resources import parse_resource_list
+from karpenter_core.apis.taints import Taint
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.instancetypes import (
@@ -33,7 +34,6 @@ from karpenter_core.provisioning.scheduler.instancetypes import (
     sort_by_cpu,
 )
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
-from karpenter_core.scheduling.taints import Taint
 
 SIMULATION_KEYS = frozenset({NODE_REGISTERED_LABEL_KEY, NODE_INITIALIZED_LABEL_KEY})
 MAX_INSTANCE_TYPES = 600
@@ -204,7 +204,7 @@ class NodeClaimTemplate:
 
     def tolerates(self, tolerations: Sequence[Any]) -> object | None:
         """Taint check for a pod's tolerations, cached: templates never change their taints."""
-        from karpenter_core.scheduling.taints import tolerates
+        from karpenter_core.apis.taints import tolerates
 
         key = tuple(tolerations)
         if key in self._tolerates_cache:

@@ -35,7 +35,7 @@ from typing import Any, Final, Protocol
 
 from attrs import define, field
 
-from karpenter_core.scheduling.taints import Toleration
+from karpenter_core.apis.taints import Toleration
 
 PREFERENCE_POLICY_RESPECT: Final = "Respect"
 PREFERENCE_POLICY_IGNORE: Final = "Ignore"

@@ -65,7 +65,7 @@ from karpenter_core.provisioning.scheduler.topology import Topology, parse_sched
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.runtime.scope import current_controller
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
-from karpenter_core.scheduling.taints import tolerates
+from karpenter_core.apis.taints import tolerates
 from karpenter_core.state.statenode import StateNode
 
 PREFERENCE_POLICY_RESPECT = "Respect"
@@ -617,7 +617,7 @@ def _scan_order(nc: NodeClaim) -> tuple[int, int]:
 
 
 def _single_group(infos: Sequence[ITInfo]) -> DaemonOverheadGroup:
-    from karpenter_core.scheduling.hostports import HostPortUsage
+    from karpenter_core.apis.hostports import HostPortUsage
 
     g = DaemonOverheadGroup((), {}, HostPortUsage())
     g.instance_types = list(infos)

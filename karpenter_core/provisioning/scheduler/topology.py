@@ -45,6 +45,7 @@ from attrs import define
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from karpenter_core.apis.names import label_key_problem
+from karpenter_core.apis.taints import Taint
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler.preferences import (
     DO_NOT_SCHEDULE,
@@ -84,7 +85,6 @@ from karpenter_core.scheduling.requirements import (
     Requirements,
 )
 from karpenter_core.scheduling.spread import SpreadConstraint
-from karpenter_core.scheduling.taints import Taint
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from karpenter_core.apis.taints import Taint, Toleration, tolerates
 from karpenter_core.scheduling.spread import IGNORE
-from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
 
 
 class TopologyDomainGroup:

@@ -18,6 +18,7 @@ from typing import Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
 from karpenter_core.apis.labelselector import LabelSelector
+from karpenter_core.apis.taints import Taint
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod, pod_id
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologynodefilter import MATCH_ALL, TopologyNodeFilter
@@ -28,7 +29,6 @@ from karpenter_core.scheduling.requirements import (
     Requirements,
 )
 from karpenter_core.scheduling.spread import MAX_INT32, global_minimum, skew_limit
-from karpenter_core.scheduling.taints import Taint
 
 __all__ = ["MAX_INT32", "TopologyGroup", "TopologyType", "group_signature"]
 

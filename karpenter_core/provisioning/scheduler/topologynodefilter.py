@@ -13,10 +13,10 @@ from typing import Any
 
 from attrs import define, field
 
+from karpenter_core.apis.taints import Taint, Toleration, tolerates
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod
 from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.scheduling.spread import IGNORE, node_included
-from karpenter_core.scheduling.taints import Taint, Toleration, tolerates
 
 _INVALID_TERM = "<invalid>"
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from karpenter_core.apis import v1
+from karpenter_core.apis.hostports import HostPort
 from karpenter_core.apis.objects import Node, Pod
-from karpenter_core.scheduling.hostports import HostPort
 from karpenter_core.state.statenode import StateNode
 from karpenter_core.testing import builders as b
 

@@ -44,6 +44,7 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis import v1
 from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet, condition_of
+from karpenter_core.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
@@ -53,7 +54,6 @@ from karpenter_core.runtime.clock import parse_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
-from karpenter_core.scheduling.taints import DISRUPTED_NO_SCHEDULE_TAINT
 
 __all__ = [
     "DRAIN_REQUEUE",

@@ -14,9 +14,9 @@ from typing import Any
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.accessors import annotations_of, meta_of, name_of, spec_of
 from karpenter_core.apis.durations import DurationError, parse_go_duration
+from karpenter_core.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, Toleration
 from karpenter_core.runtime.clock import format_time, parse_time
 from karpenter_core.runtime.events import NORMAL, WARNING, Event, EventRecorder
-from karpenter_core.scheduling.taints import DISRUPTED_NO_SCHEDULE_TAINT, Toleration
 
 __all__ = [
     "CRITICAL_PRIORITY_CLASSES",

@@ -18,12 +18,12 @@ from typing import Any
 
 from attrs import frozen
 
+from karpenter_core.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, Taint
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.controllers.node.termination.eviction import EvictionQueue
 from karpenter_core.kube.client import KubeClient
 from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.events import EventRecorder
-from karpenter_core.scheduling.taints import DISRUPTED_NO_SCHEDULE_TAINT, Taint
 
 __all__ = [
     "EXCLUDE_FROM_LOAD_BALANCERS_LABEL",

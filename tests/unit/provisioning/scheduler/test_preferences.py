@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.taints import Toleration
 from karpenter_core.provisioning.scheduler.preferences import (
     PodSchedulingView,
     Preferences,
 )
 from karpenter_core.scheduling.requirements import pod_requirements
-from karpenter_core.scheduling.taints import Toleration
 
 ZONE = "topology.kubernetes.io/zone"
 

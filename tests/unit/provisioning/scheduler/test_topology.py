@@ -25,6 +25,7 @@ from karpenter_core.apis.labels import (
     WELL_KNOWN_LABELS,
 )
 from karpenter_core.apis.objects import Node, Pod
+from karpenter_core.apis.taints import Taint, tolerates
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType, Offering
 from karpenter_core.provisioning.scheduler.preferences import (
@@ -40,7 +41,6 @@ from karpenter_core.scheduling.requirements import (
     pod_requirements,
     strict_pod_requirements,
 )
-from karpenter_core.scheduling.taints import Taint, tolerates
 from karpenter_core.testing import builders as b
 
 ZONE = LABEL_TOPOLOGY_ZONE

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from karpenter_core.apis.labelselector import LabelSelector, SelectorError
+from karpenter_core.apis.taints import Taint, Toleration
 from karpenter_core.provisioning.scheduler.topologydomaingroup import TopologyDomainGroup
 from karpenter_core.provisioning.scheduler.topologygroup import (
     MAX_INT32,
@@ -22,7 +23,6 @@ from karpenter_core.provisioning.scheduler.topologynodefilter import (
     make_topology_node_filter,
 )
 from karpenter_core.scheduling.requirements import Requirement, Requirements
-from karpenter_core.scheduling.taints import Taint, Toleration
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.scheduling.taints import (
+from karpenter_core.apis.taints import (
     KNOWN_EPHEMERAL_TAINTS,
     NO_EXECUTE,
     NO_SCHEDULE,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.scheduling.hostports import (
+from karpenter_core.apis.hostports import (
     HostPort,
     HostPortConflictError,
     HostPortUsage,
