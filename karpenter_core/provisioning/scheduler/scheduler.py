@@ -25,6 +25,7 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.resource import ResourceClaim
+from karpenter_core.apis.taints import tolerates
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler import resourcelist as rl
@@ -65,7 +66,6 @@ from karpenter_core.provisioning.scheduler.topology import Topology, parse_sched
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.runtime.scope import current_controller
 from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
-from karpenter_core.apis.taints import tolerates
 from karpenter_core.state.statenode import StateNode
 
 PREFERENCE_POLICY_RESPECT = "Respect"
