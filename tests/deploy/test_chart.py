@@ -266,12 +266,21 @@ def test_selecting_another_provider_wires_its_settings_and_rbac(helm: Path) -> N
     assert crd["metadata"]["name"] == "ec2nodeclasses.karpenter.k8s.aws"
 
 
+def test_selecting_azure_installs_the_aksnodeclass_crd(helm: Path) -> None:
+    docs = render(helm, "cloudProvider.name=azure", "cloudProvider.settings.cluster-name=prod")
+    rules = one(docs, "ClusterRole", "karpenter-core")["rules"]
+    assert grants(rules, "karpenter.azure.com", "aksnodeclasses/status", "patch")
+    crd = one(docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "aksnodeclasses.karpenter.azure.com"
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha2", "v1beta1"]
+
+
 def test_the_nodeclass_crd_can_be_left_out_and_providers_without_one_get_none(
     helm: Path,
 ) -> None:
     for args in (
         ("cloudProvider.installNodeClassCRD=false",),
-        ("cloudProvider.name=azure", "cloudProvider.settings.cluster-name=prod"),
+        ("cloudProvider.name=gcp", "cloudProvider.settings.cluster-name=prod"),
     ):
         docs = render(helm, *args)
         assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"], args

@@ -7,6 +7,9 @@ launch VMs yet (``can_launch=False``).
 
 from __future__ import annotations
 
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+
 from karpenter_azure.labels import AKS_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_azure.provider import NAME, AzureCloudProvider
 from karpenter_core.plugin_api import CloudProviderSpec, ProviderContext, ProviderSetting, hookimpl
@@ -51,6 +54,15 @@ SETTINGS = (
 )
 
 
+CRD_FILE = "karpenter.azure.com_aksnodeclasses.yaml"
+
+
+def crds() -> tuple[Traversable, ...]:
+    """The AKSNodeClass CRD (package data), when the installed package ships it."""
+    crd = files("karpenter_azure") / "crds" / CRD_FILE
+    return (crd,) if crd.is_file() else ()
+
+
 def make_provider(context: ProviderContext) -> AzureCloudProvider:
     """The spec's factory: this skeleton needs only its resolved settings."""
     return AzureCloudProvider(context.settings)
@@ -67,6 +79,7 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
             settings=SETTINGS,
             can_launch=False,
+            crds=crds(),
             description="Azure AKS (AKSNodeClass); labels and settings only, launching not implemented yet",
         )
     ]

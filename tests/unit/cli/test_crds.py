@@ -402,9 +402,21 @@ def test_the_installed_aws_plugin_contributes_its_ec2nodeclass_crd() -> None:
     assert err == ""
 
 
-def test_a_skeleton_without_its_crd_says_so() -> None:
+def test_the_installed_azure_plugin_contributes_its_aksnodeclass_crd() -> None:
     pytest.importorskip("karpenter_azure")
+    shipped = files("karpenter_azure") / "crds" / "karpenter.azure.com_aksnodeclasses.yaml"
     code, out, err = run("--cloud-provider", "azure", env={"KARPENTER_PLUGINS": "azure,kwok"})
     assert code == 0
+    docs = documents(out)
+    assert names(out)[:-1] == CORE_NAMES
+    assert docs[-1] == yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    assert docs[-1]["spec"]["names"]["kind"] == "AKSNodeClass"
+    assert err == ""
+
+
+def test_a_skeleton_without_its_crd_says_so() -> None:
+    pytest.importorskip("karpenter_gcp")
+    code, out, err = run("--cloud-provider", "gcp", env={"KARPENTER_PLUGINS": "gcp,kwok"})
+    assert code == 0
     assert names(out) == CORE_NAMES
-    assert "note: cloud provider 'azure' ships no CRD for its NodeClass AKSNodeClass" in err
+    assert "note: cloud provider 'gcp' ships no CRD for its NodeClass GCENodeClass" in err
