@@ -1,15 +1,20 @@
-"""``karpenter validate``: check NodePool, NodeClaim, NodeOverlay and CapacityBuffer manifests.
+"""``karpenter validate``: check NodePool, NodeClaim, NodeOverlay, CapacityBuffer and NodeClass
+manifests.
 
 Runs what an API server with the Karpenter CRDs would reject (schema and CEL rules) plus the
 runtime validation the controllers apply before an object becomes Ready, and prints one line
-per problem: ``<file>: <Kind>/<name>: <field path>: <message>``. Other kinds are skipped
-(and said so on stderr), so a directory of mixed manifests can be checked as is.
+per problem: ``<file>: <Kind>/<name>: <field path>: <message>``. A NodeClass of an installed
+cloud provider that ships its CRD (``EC2NodeClass``, ``KWOKNodeClass``) is checked against that
+CRD's schema and CEL rules (:mod:`karpenter_core.apis.crds.openapi`), as the API server checks
+it on create. Other kinds are skipped (and said so on stderr), so a directory of mixed
+manifests can be checked as is.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +22,9 @@ from karpenter_core.apis.limits import elide
 from karpenter_core.apis.manifests import ManifestError, load_file, manifest_files
 from karpenter_core.apis.validation import is_supported, validate
 from karpenter_core.cli.exits import EXIT_BAD_INPUT, BadInput, echo_problem
+
+if TYPE_CHECKING:
+    from karpenter_core.apis.crds.openapi import CRDSchema
 
 
 @click.command(name="validate")
@@ -57,6 +65,7 @@ def command(
     if not files:
         raise BadInput("no manifest files (.yaml, .yml, .json) found in " + ", ".join(filenames))
 
+    node_classes = _NodeClassSchemas()
     failed = False
     checked: Counter[str] = Counter()
     invalid = 0
@@ -89,6 +98,16 @@ def command(
                     invalid += 1
                     failed = True
                     continue
+                crd = node_classes.find(loaded.api_version, kind)
+                if crd is not None:
+                    checked[kind] += 1
+                    errors = [str(e) for e in _validate_node_class(crd, loaded.obj)]
+                    if errors:
+                        invalid += 1
+                        failed = True
+                        for err in dict.fromkeys(errors):
+                            echo_problem(f"{loaded.source}: {loaded.display}: {err}")
+                    continue
                 skipped += 1
                 if not quiet:
                     echo_problem(
@@ -106,6 +125,8 @@ def command(
                 for err in errors:
                     echo_problem(f"{loaded.source}: {loaded.display}: {err}")
 
+    for line in node_classes.problems():
+        echo_problem(line, err=True)
     total = sum(checked.values())
     if not failed and total == 0 and skipped == 0:
         # kubectl apply says "no objects passed to apply" here: nothing was checked at all.
@@ -116,6 +137,58 @@ def command(
         click.echo(f"FAILED: {invalid} of {total} object(s) invalid ({summary}){extra}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     click.echo(f"OK: {total} object(s) valid ({summary}) in {len(files)} file(s){extra}")
+
+
+class _NodeClassSchemas:
+    """The CRDs of the installed cloud providers' NodeClass kinds, loaded on first use (a run
+    over NodePools alone never loads the plugins)."""
+
+    def __init__(self) -> None:
+        self._crds: list[CRDSchema] | None = None
+        self._load_problem: str | None = None
+
+    def _load(self) -> list[CRDSchema]:
+        from karpenter_core.apis.crds.openapi import CRDSchema
+        from karpenter_core.plugins import (
+            PluginError,
+            cloud_provider_crds,
+            collect,
+            get_plugin_manager,
+            serves,
+        )
+
+        out: list[CRDSchema] = []
+        try:
+            specs = [spec for _, spec in collect(get_plugin_manager(), "karpenter_cloud_providers")]
+            for spec in specs:
+                for crd in cloud_provider_crds(spec):
+                    if any(serves(crd.manifest, nc) for nc in spec.node_classes):
+                        out.append(CRDSchema(crd.manifest))
+        except PluginError as e:
+            # NodeClasses are then skipped like any other kind; say why once.
+            self._load_problem = f"NodeClass CRDs not loaded, NodeClasses not checked: {e}"
+        return out
+
+    def find(self, api_version: str, kind: str) -> CRDSchema | None:
+        if self._crds is None:
+            self._crds = self._load()
+        return next((c for c in self._crds if c.serves(api_version, kind)), None)
+
+    def problems(self) -> list[str]:
+        """Lines about the CRDs themselves (a plugin that did not load, a rule that does not
+        compile), each once: the CRD's problem, not a manifest's."""
+        out = [self._load_problem] if self._load_problem else []
+        for crd in self._crds or ():
+            out += [f"CRD {crd.name}: {p}" for p in crd.problems]
+        return out
+
+
+def _validate_node_class(crd: CRDSchema, obj: object) -> list[object]:
+    from karpenter_core.apis.validation import _validate_metadata
+
+    if not isinstance(obj, dict):
+        return []
+    return [*_validate_metadata(obj), *crd.validate(obj)]
 
 
 def _is_set(value: object) -> bool:
