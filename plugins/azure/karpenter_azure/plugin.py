@@ -11,8 +11,15 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 
 from karpenter_azure.labels import AKS_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
+from karpenter_azure.nodeclass import CRD_FILE  # registers the AKSNodeClass resource type
 from karpenter_azure.provider import NAME, AzureCloudProvider
-from karpenter_core.plugin_api import CloudProviderSpec, ProviderContext, ProviderSetting, hookimpl
+from karpenter_core.plugin_api import (
+    CloudProviderSpec,
+    ControllerSpec,
+    ProviderContext,
+    ProviderSetting,
+    hookimpl,
+)
 
 SETTINGS = (
     ProviderSetting(
@@ -51,10 +58,20 @@ SETTINGS = (
         default="overlay",
         env="NETWORK_PLUGIN_MODE",
     ),
+    ProviderSetting(
+        "kubernetes-version",
+        "The cluster's Kubernetes version (1.31), used to pick node images when the API "
+        "server's /version is not reachable through the kube client.",
+        env="KUBERNETES_VERSION",
+    ),
+    ProviderSetting(
+        "node-image-version",
+        "The community-gallery image version node images resolve to (without Azure access "
+        "the latest version cannot be looked up).",
+        default="latest",
+        env="NODE_IMAGE_VERSION",
+    ),
 )
-
-
-CRD_FILE = "karpenter.azure.com_aksnodeclasses.yaml"
 
 
 def crds() -> tuple[Traversable, ...]:
@@ -83,3 +100,11 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             description="Azure AKS (AKSNodeClass); labels and settings only, launching not implemented yet",
         )
     ]
+
+
+@hookimpl
+def karpenter_controllers() -> list[ControllerSpec]:
+    """nodeclass.status (with ``azure``)."""
+    from karpenter_azure.controllers import CONTROLLERS
+
+    return list(CONTROLLERS)
