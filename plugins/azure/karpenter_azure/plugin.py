@@ -1,8 +1,8 @@
 """Hook implementations of karpenter-azure (entry point ``azure`` in group ``karpenter``).
 
-The Azure provider is a skeleton: it registers its NodeClass kind, well-known labels and
-settings so NodePools written for upstream Karpenter on AKS validate, but it cannot
-launch VMs yet (``can_launch=False``).
+The Azure provider registers its NodeClass kind and CRD, well-known labels, settings and
+the AKSNodeClass status controller (docs/azure.md), so NodePools and AKSNodeClasses written
+for upstream Karpenter on AKS validate; it cannot launch VMs yet (``can_launch=False``).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             settings=SETTINGS,
             can_launch=False,
             crds=crds(),
-            description="Azure AKS (AKSNodeClass); labels and settings only, launching not implemented yet",
+            description="Azure AKS (AKSNodeClass): CRD, validation, drift hash and status "
+            "controller; launching not implemented yet",
         )
     ]
 
