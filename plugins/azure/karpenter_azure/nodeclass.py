@@ -428,8 +428,8 @@ def _cel(spec: Mapping[str, Any], errors: list[str]) -> None:
     }
     for path, rules in _RULES.items():
         target = targets[path]
-        if target is None:
-            continue
+        if not isinstance(target, list if path.endswith("Overrides") else Mapping):
+            continue  # absent, or a type error the schema check reported
         for rule, message in rules:
             if not rule(target):
                 errors.append(f"{path}: Invalid value: {message}")
@@ -448,8 +448,8 @@ def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
     defaulted = apply_defaults(spec)
     errors: list[str] = []
     _structural(_spec_schema(), defaulted, "spec", errors)
-    if not errors:  # rules assume well-typed values, as CEL does after the schema check
-        _cel(defaulted, errors)
+    # like the API server, rules run beside schema errors (each skips ill-typed input)
+    _cel(defaulted, errors)
     return errors
 
 

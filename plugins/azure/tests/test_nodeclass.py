@@ -427,3 +427,24 @@ def test_from_dict_raises_with_every_error_and_exposes_the_resolved_view() -> No
     )
     assert (nc.vnet_subnet_id, nc.max_pods, dict(nc.tags)) == (subnet(), 50, {"team": "a"})
     assert nc.encryption_at_host and not nc.trusted_launch
+
+
+def test_schema_errors_and_rule_violations_are_reported_together() -> None:
+    """As the API server (and ``karpenter validate``) reports them: both kinds at once,
+    and a rule never fails on a value of the wrong type."""
+    assert validate_spec({"osDiskSizeGB": 10, "fipsMode": "FIPS", "imageFamily": "Ubuntu2404"}) == [
+        "spec.osDiskSizeGB: should be greater than or equal to 30",
+        "spec: Invalid value: FIPS is not yet supported for Ubuntu2404",
+    ]
+    assert validate_spec(
+        {
+            "tags": ["a"],
+            "kubelet": "x",
+            "localDNS": {"mode": "Required", "vnetDNSOverrides": {}, "kubeDNSOverrides": 1},
+        }
+    ) == [
+        "spec.tags: expected object, got array",
+        "spec.kubelet: expected object, got string",
+        "spec.localDNS.vnetDNSOverrides: expected array, got object",
+        "spec.localDNS.kubeDNSOverrides: expected array, got integer",
+    ]
