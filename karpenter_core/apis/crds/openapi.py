@@ -287,6 +287,9 @@ class _Walker:
                         blocking=True,
                     )
             return
+        any_of = [sub for sub in schema.get("anyOf") or () if isinstance(sub, Mapping)]
+        if any_of:
+            self._check_any_of(value, any_of, path)
         if not self._check_type(value, schema, path):
             return
         if isinstance(value, Mapping):
@@ -301,6 +304,21 @@ class _Walker:
         rules = schema.get("x-kubernetes-validations")
         if rules:
             self.rules.append((value, schema, rules, path))
+
+    def _check_any_of(self, value: Any, branches: list[Schema], path: str) -> None:
+        """``anyOf``: when no branch accepts the value, the API server says so and reports the
+        first branch's errors."""
+        first: _Walker | None = None
+        for branch in branches:
+            sub = _Walker(self.problems)
+            sub.walk(value, branch, path)
+            if not sub.errors:
+                return
+            first = first or sub
+        self.add("<nil>", f'Invalid value: "": "{path}" must validate at least one schema (anyOf)')
+        if first is not None:
+            self.errors += first.errors
+            self.blocking = self.blocking or first.blocking
 
     def _check_type(self, value: Any, schema: Schema, path: str) -> bool:
         if schema.get("x-kubernetes-int-or-string"):
@@ -337,7 +355,7 @@ class _Walker:
             self.add(path, f"Too many: {n}: must have at most {max_props} items", blocking=True)
         min_props = schema.get("minProperties")
         if min_props is not None and n < min_props:
-            self.invalid(path, value, f"should have at least {min_props} properties")
+            self.invalid(path, n, f"should have at least {min_props} properties")
         for key in sorted(value, key=str):
             key_s = str(key)
             if key_s in props:
@@ -352,7 +370,7 @@ class _Walker:
             self.add(path, f"Too many: {n}: must have at most {max_items} items", blocking=True)
         min_items = schema.get("minItems")
         if min_items is not None and n < min_items:
-            self.invalid(path, value, f"should have at least {min_items} items")
+            self.invalid(path, n, f"should have at least {min_items} items")
         items = schema.get("items")
         if isinstance(items, Mapping):
             for i, item in enumerate(value):
@@ -378,7 +396,7 @@ class _Walker:
                     if v is None:
                         v = (item_props.get(name) or {}).get("default")
                     parts[name] = v
-                k = json.dumps(parts, sort_keys=True)
+                k = json.dumps(parts, sort_keys=True, separators=(",", ":"))
                 if k in seen_keys:
                     self.add(f"{path}[{i}]", f"Duplicate value: {k}")
                 seen_keys.add(k)
@@ -393,21 +411,26 @@ class _Walker:
                 blocking=True,
             )
         if isinstance(value, str):
+            # Length and pattern are one validator, which stops at its first failure.
             min_len = schema.get("minLength")
-            if min_len is not None and len(value) < min_len:
-                self.invalid(path, value, f"should be at least {min_len} chars long")
             max_len = schema.get("maxLength")
+            pattern = schema.get("pattern")
+            compiled = _pattern(pattern) if isinstance(pattern, str) else None
             if max_len is not None and len(value) > max_len:
                 self.add(path, f"Too long: may not be more than {max_len} bytes", blocking=True)
-            pattern = schema.get("pattern")
-            if isinstance(pattern, str):
-                compiled = _pattern(pattern)
-                if compiled is not None and not compiled.search(value):
-                    self.invalid(path, value, f"should match '{pattern}'")
+            elif min_len is not None and len(value) < min_len:
+                self.invalid(path, value, f"should be at least {min_len} chars long")
+            elif compiled is not None and not compiled.search(value):
+                self.invalid(path, value, f"should match '{pattern}'")
             fmt = schema.get("format")
             check = _FORMATS.get(fmt) if isinstance(fmt, str) else None
             if check is not None and not check(value):
-                self.invalid(path, value, f"must be of type {fmt}: {_show(value)}")
+                self.add(
+                    path,
+                    f"Invalid value: {_show(value)}: {path} in body must be of type {fmt}: "
+                    f"{_show(value)}",
+                    blocking=True,
+                )
         elif not isinstance(value, bool) and isinstance(value, int | float):
             self._check_number(value, schema, path)
 
