@@ -93,3 +93,34 @@ def test_validate_command_checks_metadata_name(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["validate", "-f", str(f)])
     assert result.exit_code == 1
     assert "metadata.name: Required value: name or generateName is required" in result.stdout
+
+
+def test_a_rule_that_does_not_compile_is_reported_once_as_the_crds_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import karpenter_core.plugins as plugins
+
+    real = plugins.cloud_provider_crds
+
+    def broken(spec: Any) -> list[plugins.ProviderCRD]:
+        out = []
+        for crd in real(spec):
+            manifest = copy.deepcopy(dict(crd.manifest))
+            if manifest["spec"]["names"]["kind"] == "EC2NodeClass":
+                schema = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+                schema["properties"]["spec"]["x-kubernetes-validations"].append(
+                    {"rule": "self.role ==", "message": "broken"}
+                )
+            out.append(plugins.ProviderCRD(crd.provider, crd.file, crd.text, manifest))
+        return out
+
+    monkeypatch.setattr(plugins, "cloud_provider_crds", broken)
+    f = tmp_path / "classes.yaml"
+    f.write_text(yaml.safe_dump_all([manifest("valid-minimal"), manifest("alias-malformed")]))
+    result = CliRunner().invoke(main, ["validate", "-f", str(f)])
+    assert result.exit_code == 1  # the invalid manifest, not the CRD
+    assert len(result.stdout.splitlines()) == 1
+    problems = [line for line in result.stderr.splitlines() if "does not compile" in line]
+    assert len(problems) == 1
+    assert "CRD ec2nodeclasses.karpenter.k8s.aws: x-kubernetes-validations rule" in problems[0]
+    assert "'self.role =='" in problems[0]
