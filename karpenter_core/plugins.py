@@ -395,8 +395,19 @@ def dra_drivers(pm: pluggy.PluginManager) -> dict[str, DRADriverSpec]:
 
 def controllers(pm: pluggy.PluginManager) -> list[ControllerSpec]:
     """Every plugin controller, in plugin registration order. Controller names share one
-    namespace with the core's; a clash is reported when they are registered."""
-    found = _unique_by_name(collect(pm, "karpenter_controllers"), "controller", lambda s: s.name)
+    namespace with the core's; a clash is reported when they are registered.
+
+    Controllers of different cloud providers may share a name (each provider has its own
+    ``nodeclass.status``, as upstream's providers do): only the selected provider's run,
+    so two of them never meet in one operator. Within one provider, or among controllers
+    for every provider, a name is still taken once."""
+
+    def key(spec: ControllerSpec) -> str:
+        if spec.cloud_provider is None:
+            return spec.name
+        return f"{spec.name} (cloud provider {spec.cloud_provider})"
+
+    found = _unique_by_name(collect(pm, "karpenter_controllers"), "controller", key)
     return [spec for _, spec in found.values()]
 
 

@@ -26,6 +26,7 @@ from karpenter_core.plugins import (
     PluginError,
     allowed_plugin_names,
     cloud_providers,
+    controllers,
     disruption_methods,
     dra_drivers,
     get_cloud_provider,
@@ -377,3 +378,36 @@ def test_builtin_names_are_only_replaceable_for_methods_and_overlays(
     fake_plugins("fam2", ALL_FAMILIES_PLUGIN.replace("{prefix}", "fam"))
     with pytest.raises(PluginError, match=r"DRA driver 'fam\.example\.com' is registered twice"):
         dra_drivers(get_plugin_manager(NO_FILTER))
+
+
+PROVIDER_CONTROLLER_PLUGIN = """
+from karpenter_core.hookspecs import ControllerSpec
+from karpenter_core.plugins import hookimpl
+
+
+@hookimpl
+def karpenter_controllers():
+    return [ControllerSpec("nodeclass.status", lambda ctx: None, cloud_provider={provider})]
+"""
+
+
+def test_providers_may_each_have_a_controller_of_one_name(fake_plugins: FakePlugins) -> None:
+    """Each provider has its own nodeclass.status (as upstream's do); only the selected
+    provider's runs, so the two never meet in one operator."""
+    fake_plugins("acme", PROVIDER_CONTROLLER_PLUGIN.replace("{provider}", "'acme'"))
+    fake_plugins("other", PROVIDER_CONTROLLER_PLUGIN.replace("{provider}", "'other'"))
+    found = controllers(get_plugin_manager(NO_FILTER))
+    assert sorted((c.name, c.cloud_provider) for c in found) == [
+        ("nodeclass.status", "acme"),
+        ("nodeclass.status", "other"),
+    ]
+
+
+@pytest.mark.parametrize("provider", ["'acme'", "None"])
+def test_one_controller_name_twice_for_the_same_providers_clashes(
+    fake_plugins: FakePlugins, provider: str
+) -> None:
+    fake_plugins("one", PROVIDER_CONTROLLER_PLUGIN.replace("{provider}", provider))
+    fake_plugins("two", PROVIDER_CONTROLLER_PLUGIN.replace("{provider}", provider))
+    with pytest.raises(PluginError, match=r"'nodeclass\.status.*' is registered twice"):
+        controllers(get_plugin_manager(NO_FILTER))
