@@ -31,6 +31,7 @@ from attrs import frozen
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.crds import schema as S
+from karpenter_core.apis.crds.openapi import DATE_TIME_RE, type_ok
 from karpenter_core.apis.crds.schema import Schema, object_schema
 from karpenter_core.apis.durations import CronError, parse_cron
 from karpenter_core.apis.limits import (
@@ -75,27 +76,6 @@ def _show(value: Any) -> str:
     return shown(value)
 
 
-def _type_ok(value: Any, type_: str) -> bool:
-    if type_ == "object":
-        return isinstance(value, Mapping)
-    if type_ == "array":
-        return isinstance(value, list | tuple)
-    if type_ == "string":
-        return isinstance(value, str)
-    if type_ == "boolean":
-        return isinstance(value, bool)
-    if type_ == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if type_ == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return True
-
-
-_DATE_TIME_RE = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
-)
 _PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
@@ -142,12 +122,12 @@ class _Walker:
 
     def _check_type(self, value: Any, schema: Mapping[str, Any], path: str) -> bool:
         if schema.get("x-kubernetes-int-or-string"):
-            if isinstance(value, str) or _type_ok(value, "integer"):
+            if isinstance(value, str) or type_ok(value, "integer"):
                 return True
             self.add(path, f"Invalid value: {_show(value)}: must be an integer or a string")
             return False
         type_ = schema.get("type")
-        if type_ and not _type_ok(value, type_):
+        if type_ and not type_ok(value, type_):
             if value is None:
                 self.add(path, f"Invalid value: null: must be of type {type_}")
             else:
@@ -235,7 +215,7 @@ class _Walker:
             pattern = schema.get("pattern")
             if pattern is not None and not _pattern(pattern).search(value):
                 self.add(path, f"Invalid value: {_show(value)}: should match '{pattern}'")
-            if schema.get("format") == "date-time" and not _DATE_TIME_RE.match(value):
+            if schema.get("format") == "date-time" and not DATE_TIME_RE.match(value):
                 self.add(path, f"Invalid value: {_show(value)}: must be an RFC 3339 date-time")
         elif not isinstance(value, bool) and isinstance(value, int | float):
             minimum = schema.get("minimum")

@@ -131,7 +131,9 @@ def _show(value: Any) -> str:
     return shown(value)
 
 
-def _type_ok(value: Any, type_: str) -> bool:
+def type_ok(value: Any, type_: str) -> bool:
+    """Whether ``value`` (decoded JSON) is of the OpenAPI ``type_`` (an integral float is an
+    integer, a bool is not a number)."""
     if type_ == "object":
         return isinstance(value, Mapping)
     if type_ == "array":
@@ -163,7 +165,7 @@ def _pattern(p: str) -> re.Pattern[str] | None:
 
 # --- formats (the ones kube-openapi's strfmt registry checks for CRDs) -----------------------
 
-_DATE_TIME = re.compile(
+DATE_TIME_RE = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
@@ -211,8 +213,8 @@ def _byte(s: str) -> bool:
 
 
 _FORMATS: dict[str, Any] = {
-    "date-time": lambda s: bool(_DATE_TIME.match(s)),
-    "datetime": lambda s: bool(_DATE_TIME.match(s)),
+    "date-time": lambda s: bool(DATE_TIME_RE.match(s)),
+    "datetime": lambda s: bool(DATE_TIME_RE.match(s)),
     "date": lambda s: bool(_DATE.match(s)),
     "hostname": lambda s: len(s) <= 255 and bool(_HOSTNAME.match(s)),
     "ipv4": _ip(4),
@@ -322,7 +324,7 @@ class _Walker:
 
     def _check_type(self, value: Any, schema: Schema, path: str) -> bool:
         if schema.get("x-kubernetes-int-or-string"):
-            if isinstance(value, str) or _type_ok(value, "integer"):
+            if isinstance(value, str) or type_ok(value, "integer"):
                 return True
             actual = _type_name(value)
             self.add(
@@ -333,7 +335,7 @@ class _Walker:
             )
             return False
         type_ = schema.get("type")
-        if type_ and not _type_ok(value, type_):
+        if type_ and not type_ok(value, type_):
             actual = _type_name(value)
             self.add(
                 path,
