@@ -84,6 +84,11 @@ if TYPE_CHECKING:
         fits,
         truncate,
     )
+    from karpenter_core.cloudprovider.unavailable import (
+        UNAVAILABLE_OFFERINGS_TTL,
+        UnavailableOfferings,
+        offering_key,
+    )
     from karpenter_core.controllers.disruption.context import DisruptionContext
     from karpenter_core.controllers.node.health import (
         termination_timestamp,
@@ -231,6 +236,9 @@ _NAMES: dict[str, str] = {
     "NodeClaimNotFoundError": "karpenter_core.cloudprovider.errors",
     "NodeClassNotReadyError": "karpenter_core.cloudprovider.errors",
     "UnevaluatedNodePoolError": "karpenter_core.cloudprovider.errors",
+    "UNAVAILABLE_OFFERINGS_TTL": "karpenter_core.cloudprovider.unavailable",
+    "UnavailableOfferings": "karpenter_core.cloudprovider.unavailable",
+    "offering_key": "karpenter_core.cloudprovider.unavailable",
     # The API model
     "NodeClaim": "karpenter_core.apis.v1",
     "NodeClaimStatus": "karpenter_core.apis.v1",
@@ -361,6 +369,7 @@ __all__ = [
     "ORDER_MULTI_NODE_CONSOLIDATION",
     "ORDER_SINGLE_NODE_CONSOLIDATION",
     "ORDER_STATIC_DRIFT",
+    "UNAVAILABLE_OFFERINGS_TTL",
     "WARNING",
     "WEIGHT_NODEOVERLAY",
     "AlreadyExists",
@@ -427,6 +436,7 @@ __all__ = [
     "SimulationError",
     "SingletonReconciler",
     "TimerHandle",
+    "UnavailableOfferings",
     "Unconsolidatable",
     "UnevaluatedNodePoolError",
     "ValidatingMethod",
@@ -453,6 +463,7 @@ __all__ = [
     "name_of",
     "namespace_of",
     "node_selector_matches",
+    "offering_key",
     "parse_go_duration",
     "parse_json",
     "parse_quantity",

@@ -47,7 +47,6 @@ from karpenter_aws.nodeclass import EC2NodeClass
 from karpenter_aws.offerings import PriceSource, build_offerings, compatible_with_ami_family
 from karpenter_aws.pricing import describe_error
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_core.plugin_api import (
     DOES_NOT_EXIST,
     IN,
@@ -58,6 +57,7 @@ from karpenter_core.plugin_api import (
     QuantityError,
     Requirement,
     Requirements,
+    UnavailableOfferings,
     parse_quantity,
 )
 from karpenter_core.plugin_api import labels as core_labels

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from karpenter_aws import labels as aws_labels
-from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_core.plugin_api import (
     DOES_NOT_EXIST,
     IN,
@@ -30,6 +29,7 @@ from karpenter_core.plugin_api import (
     Offerings,
     Requirement,
     Requirements,
+    UnavailableOfferings,
 )
 from karpenter_core.plugin_api import labels as core_labels
 

@@ -68,7 +68,6 @@ from karpenter_aws.nodeclass import (
     get_nodeclass,
 )
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_aws.userdata import Taint, UserDataOptions
 from karpenter_core.plugin_api import (
     ApiError,
@@ -86,6 +85,7 @@ from karpenter_core.plugin_api import (
     RepairPolicy,
     Requirements,
     Result,
+    UnavailableOfferings,
     WallClock,
     Watch,
 )

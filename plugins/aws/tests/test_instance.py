@@ -35,7 +35,6 @@ from karpenter_aws.instance import (
     spot_offering_filter,
 )
 from karpenter_aws.launchtemplate import TemplateInputs
-from karpenter_aws.unavailable import UnavailableOfferings
 from karpenter_aws.userdata import UserDataOptions
 
 from karpenter_core.apis import labels as wk
@@ -45,6 +44,7 @@ from karpenter_core.cloudprovider.errors import (
     NodeClaimNotFoundError,
 )
 from karpenter_core.cloudprovider.types import InstanceType, Offering
+from karpenter_core.cloudprovider.unavailable import UnavailableOfferings
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 

@@ -27,10 +27,10 @@ from karpenter_aws.instancetypes import (
 from karpenter_aws.nodeclass import AMIStatus, EC2NodeClass, KubeletConfiguration, SubnetStatus
 from karpenter_aws.pricing import PricingProvider
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.unavailable import UNAVAILABLE_OFFERINGS_TTL, UnavailableOfferings
 
 from karpenter_core.apis import labels as core_labels
 from karpenter_core.cloudprovider.types import InstanceType, Offering
+from karpenter_core.cloudprovider.unavailable import UNAVAILABLE_OFFERINGS_TTL, UnavailableOfferings
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 

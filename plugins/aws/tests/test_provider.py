@@ -33,7 +33,6 @@ from karpenter_aws.provider import (
     _tenancy,
 )
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.unavailable import UnavailableOfferings
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim, NodePool
@@ -43,6 +42,7 @@ from karpenter_core.cloudprovider.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from karpenter_core.cloudprovider.unavailable import UnavailableOfferings
 from karpenter_core.kube.client import create_with_status
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext

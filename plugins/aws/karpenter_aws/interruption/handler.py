@@ -50,7 +50,7 @@ NODES = "nodes"
 
 
 class UnavailableOfferingsLike(Protocol):
-    """The part of ``karpenter_aws.unavailable.UnavailableOfferings`` interruption uses."""
+    """The part of ``karpenter_core.cloudprovider.unavailable.UnavailableOfferings`` interruption uses."""
 
     def mark(self, instance_type: str, zone: str, capacity_type: str, reason: str) -> None: ...
 

@@ -21,7 +21,6 @@ from karpenter_aws.interruption import controller as ctl
 from karpenter_aws.interruption import messages as m
 from karpenter_aws.labels import LABEL_CAPACITY_RESERVATION_ID
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.unavailable import UnavailableOfferings
 from test_interruption_messages import (
     health,
     rebalance,
@@ -32,6 +31,7 @@ from test_interruption_messages import (
 
 from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
+from karpenter_core.cloudprovider.unavailable import UnavailableOfferings
 from karpenter_core.kube.client import InternalError, NotFound, create_with_status
 from karpenter_core.runtime.clock import VirtualClock, WallClock
 from karpenter_core.runtime.context import ControllerContext

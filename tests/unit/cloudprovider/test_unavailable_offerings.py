@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from karpenter_aws.unavailable import UNAVAILABLE_OFFERINGS_TTL, UnavailableOfferings, offering_key
 
+from karpenter_core.cloudprovider.unavailable import (
+    UNAVAILABLE_OFFERINGS_TTL,
+    UnavailableOfferings,
+    offering_key,
+)
 from karpenter_core.runtime.clock import VirtualClock
 
 

@@ -1,7 +1,8 @@
 """Offerings recently found out of capacity (the ICE cache).
 
-When EC2 answers a launch with an insufficient-capacity error for an instance type in a
-zone and capacity type, that offering is marked unavailable for a few minutes (upstream
+When a cloud answers a launch with an insufficient-capacity error for an instance type in a
+zone and capacity type (EC2's InsufficientInstanceCapacity, Azure's SkuNotAvailable or
+AllocationFailed, GCE's ZONE_RESOURCE_POOL_EXHAUSTED), that offering is marked unavailable for a few minutes (upstream
 ``UnavailableOfferingsTTL``, 3 min) so the scheduler stops choosing it and the next launch
 tries something else. Marks expire on their own: capacity comes back.
 
@@ -11,6 +12,9 @@ Three kinds of entries, as upstream ``pkg/cache/unavailableofferings.go``:
 - a whole capacity type (spot is off when its service-linked role cannot be created);
 - a subnet out of IP addresses (a zone is unavailable only when *all* the NodeClass's
   subnets in it are).
+
+Every provider plugin shares this one implementation (``karpenter_core.plugin_api``
+exports it), so the scheduler sees the same expiry semantics whatever the cloud.
 
 Built offerings are cached, so readers need to know when any of this changed:
 :meth:`UnavailableOfferings.seq` returns a number that grows whenever an entry concerning
@@ -24,14 +28,14 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from karpenter_core.plugin_api import Clock
+from karpenter_core.runtime.clock import Clock
 
 __all__ = ["UNAVAILABLE_OFFERINGS_TTL", "UnavailableOfferings", "offering_key"]
 
 UNAVAILABLE_OFFERINGS_TTL = 180.0
 """Seconds an insufficient-capacity mark lasts (upstream: 3 minutes)."""
 
-log = logging.getLogger("karpenter.aws.unavailable")
+log = logging.getLogger("karpenter.cloudprovider.unavailable")
 
 
 def offering_key(
