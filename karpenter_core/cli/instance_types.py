@@ -30,6 +30,9 @@ from karpenter_core.plugins import (
 )
 
 INSTANCE_TYPES_FILE_SETTING = "instance-types-file-path"
+REGION_SETTING = "region"
+"""The setting ``--region`` fills: every provider with regions declares one (AWS reads it
+from ``AWS_REGION``, Azure from ``LOCATION``, GCP from ``GCP_REGION``)."""
 DEFAULT_CLOUD_PROVIDER = "kwok"
 
 TABLE_COLUMNS = ("NAME", "CPU", "MEMORY", "PODS", "ARCH", "OS", "ON-DEMAND", "SPOT", "ZONES")
@@ -87,6 +90,19 @@ def render_table(instance_types: Sequence[InstanceType]) -> str:
     return "\n".join(lines)
 
 
+def region_settings(pm: KarpenterPluginManager, name: str, region: str | None) -> dict[str, str]:
+    """``{"region": region}`` for a provider that has regions; BadInput for one that has
+    none (kwok), so ``--region`` is never silently ignored."""
+    if region is None:
+        return {}
+    spec = cloud_providers(pm).get(name)
+    if spec is not None and not any(s.name == REGION_SETTING for s in spec.settings):
+        raise BadInput(f"cloud provider {name!r} has no regions; --region does not apply to it")
+    if not region.strip():
+        raise BadInput("--region must not be empty")
+    return {REGION_SETTING: region.strip()}
+
+
 def _provider_settings(
     pm: KarpenterPluginManager, name: str, instance_types_file: str | None
 ) -> dict[str, str]:
@@ -103,12 +119,13 @@ def _provider_settings(
 
 
 def list_instance_types(
-    provider_name: str, instance_types_file: str | None = None
+    provider_name: str, instance_types_file: str | None = None, region: str | None = None
 ) -> list[InstanceType]:
     """The provider's instance types (for any NodePool); errors as ``ClickException``."""
     try:
         pm = get_plugin_manager()
         settings = _provider_settings(pm, provider_name, instance_types_file)
+        settings.update(region_settings(pm, provider_name, region))
         provider = get_cloud_provider(provider_name, settings, pm=pm)
         return list(provider.get_instance_types(None))
     except PluginError as exc:
@@ -146,6 +163,13 @@ def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]
     help="Instance types file for providers that read one (KWOK JSON format for kwok).",
 )
 @click.option(
+    "--region",
+    default=None,
+    metavar="REGION",
+    help="Region whose catalogue to list, for providers with regions (aws, azure, gcp); "
+    "with no credentials they answer from their bundled snapshot.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(["table", "json", "yaml"]),
@@ -153,9 +177,11 @@ def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]
     show_default=True,
     help="Output format.",
 )
-def command(cloud_provider: str, instance_types_file: str | None, output: str) -> None:
+def command(
+    cloud_provider: str, instance_types_file: str | None, region: str | None, output: str
+) -> None:
     """List the instance types a cloud provider offers, with capacity and prices."""
-    instance_types = list_instance_types(cloud_provider, instance_types_file)
+    instance_types = list_instance_types(cloud_provider, instance_types_file, region)
     if output == "json":
         click.echo(json.dumps(to_documents(instance_types), indent=2))
     elif output == "yaml":
@@ -168,6 +194,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "command",
     "list_instance_types",
+    "region_settings",
     "render_table",
     "table_row",
     "to_documents",

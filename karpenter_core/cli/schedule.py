@@ -341,14 +341,22 @@ def load_instance_types(
     cloud_provider: str | None = None,
     instance_types_file: str | None = None,
     pm: KarpenterPluginManager | None = None,
+    region: str | None = None,
 ) -> dict[str, list[Any]]:
     """Instance types per NodePool name, from the provider plugin (default kwok) or from a
     file in the KWOK instance-types JSON format (read by the kwok provider); ``pm`` is the
-    plugin manager to find it in (default: the installed plugins)."""
-    from karpenter_core.plugins import PluginError, get_cloud_provider
+    plugin manager to find it in (default: the installed plugins); ``region`` fills the
+    provider's ``region`` setting."""
+    from click import ClickException
 
-    settings: dict[str, str] = {}
+    from karpenter_core.cli.instance_types import region_settings
+    from karpenter_core.plugins import PluginError, get_cloud_provider, get_plugin_manager
+
     name = cloud_provider or DEFAULT_CLOUD_PROVIDER
+    try:
+        settings = region_settings(pm or get_plugin_manager(), name, region)
+    except ClickException as e:
+        raise InputError(e.message) from None
     if instance_types_file is not None:
         if cloud_provider not in (None, DEFAULT_CLOUD_PROVIDER):
             raise InputError("--instance-types and --cloud-provider cannot be used together")
@@ -700,6 +708,13 @@ def _plugin_manager() -> KarpenterPluginManager:
     help="Instance types from a file in the KWOK instance-types JSON format.",
 )
 @click.option(
+    "--region",
+    default=None,
+    metavar="REGION",
+    help="Region of the provider's catalogue (aws, azure, gcp; their bundled snapshot when "
+    "there are no credentials).",
+)
+@click.option(
     "--scheduler-config",
     "scheduler_config",
     default=None,
@@ -726,6 +741,7 @@ def command(
     filenames: tuple[str, ...],
     cloud_provider: str | None,
     instance_types_file: str | None,
+    region: str | None,
     scheduler_config: str | None,
     ignore_dra_requests: str | None,
     output: str,
@@ -751,7 +767,9 @@ def command(
         pm = _plugin_manager()
         instance_types = effective_instance_types(
             inp,
-            load_instance_types(inp.nodepools, cloud_provider, instance_types_file, pm),
+            load_instance_types(
+                inp.nodepools, cloud_provider, instance_types_file, pm, region=region
+            ),
             plugin_overlays(pm),
         )
         if not ignore_dra:

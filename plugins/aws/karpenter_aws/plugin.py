@@ -29,6 +29,12 @@ CATALOGUE_ONLY_CLUSTER = "-"
 
 SETTINGS = (
     ProviderSetting(
+        "region",
+        "The AWS region (AWS_DEFAULT_REGION and the profile's region are read too when "
+        "this is empty); `karpenter instance-types --region` sets it.",
+        env="AWS_REGION",
+    ),
+    ProviderSetting(
         "cluster-name",
         "The Kubernetes cluster name, used to discover and tag resources (required to "
         "serve a cluster; listing instance types works without it).",
@@ -100,7 +106,7 @@ def make_provider(context: ProviderContext) -> AWSCloudProvider:
     session = boto3.session.Session()
     # AWS_REGION is what the Go SDK (and upstream's docs) use; boto3 reads only
     # AWS_DEFAULT_REGION and profiles, so honour both.
-    region = (os.environ.get("AWS_REGION") or "").strip() or None
+    region = (raw.get("region") or os.environ.get("AWS_REGION") or "").strip() or None
     clients = AWSClients.create(region, session=session)
     if session.get_credentials() is None:
         raise ValueError(

@@ -142,3 +142,22 @@ def test_unknown_output_format_is_rejected() -> None:
     result = run("-o", "xml")
     assert result.exit_code == 2
     assert "xml" in result.output
+
+
+def test_region_is_refused_by_providers_without_regions() -> None:
+    result = run("--cloud-provider", "kwok", "--region", "eastus")
+    assert result.exit_code == 1
+    assert (
+        result.output.strip()
+        == "Error: cloud provider 'kwok' has no regions; --region does not apply to it"
+    )
+
+
+def test_region_fills_the_providers_region_setting() -> None:
+    from karpenter_core.cli import instance_types as cli
+    from karpenter_core.plugins import get_plugin_manager
+
+    assert cli.region_settings(get_plugin_manager(), "aws", " us-west-2 ") == {
+        "region": "us-west-2"
+    }
+    assert cli.region_settings(get_plugin_manager(), "aws", None) == {}

@@ -406,6 +406,11 @@ def test_unknown_cloud_provider_is_bad_input(tmp_path: Path) -> None:
     )
 
 
+def test_region_for_a_provider_without_regions_is_bad_input(tmp_path: Path) -> None:
+    f = write(tmp_path, "m.yaml", NODEPOOL)
+    assert "'kwok' has no regions" in _one_line_error(run("-f", str(f), "--region", "eastus"))
+
+
 def test_cloud_provider_and_instance_types_are_exclusive(tmp_path: Path) -> None:
     f = write(tmp_path, "m.yaml", NODEPOOL)
     result = run("-f", str(f), "--cloud-provider", "kwok", "--instance-types", str(f))
