@@ -1,0 +1,818 @@
+"""A fake Azure Resource Manager over real HTTPS, for testing the official SDKs end to end.
+
+The Azure SDKs are exercised for real (their serializers, LRO pollers, retry policy,
+managed-identity credential): only the server is fake. It models what Karpenter's launch
+path calls:
+
+- the App Service managed-identity token endpoint (``IDENTITY_ENDPOINT``), which
+  ``DefaultAzureCredential`` uses when ``IDENTITY_ENDPOINT``/``IDENTITY_HEADER`` are set;
+  every ARM call must then carry its bearer token;
+- network interfaces and virtual machines (PUT/GET/DELETE) and VM extensions (PUT/GET),
+  each PUT/DELETE a long-running operation: ``201``/``202`` with ``Azure-AsyncOperation``
+  and ``Retry-After: 0``; the first status poll answers ``InProgress`` and the next one
+  the outcome, so polling is exercised deterministically and without waiting;
+- Resource Graph ``POST /providers/Microsoft.ResourceGraph/resources`` with a tiny
+  evaluator for ``Resources | where ...`` queries (``==``, ``=~``, ``tags has_cs``,
+  ``not(...)``), paged with ``$skipToken``;
+- faults: the next VM create in a (size, zone) failing with an ARM error code synchronously
+  or in its LRO, any route failing (429 with ``Retry-After``, 500...), token failures.
+
+Deleting a VM removes the NIC and extensions it owns when the VM asked for it
+(``deleteOption: Delete``), and a NIC still used by a VM cannot be deleted (``NicInUse``),
+as in Azure. Other test helpers add routes with :meth:`FakeARM.route`.
+
+Usage::
+
+    arm = FakeARM().start()
+    os.environ.update(arm.env())   # or pass arm.env() to a subprocess
+    ...
+    arm.vms["aks-default-abcde"]["properties"]["hardwareProfile"]["vmSize"]
+    arm.stop()
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+import ipaddress
+import itertools
+import json
+import re
+import shutil
+import ssl
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from attrs import define, field, frozen
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+__all__ = ["FakeARM", "FakeRequest", "Handler", "Response", "arm_error"]
+
+Response = tuple[int, Mapping[str, str], Any]
+"""A handler's answer: status, headers, body (dict/list → JSON, str/bytes → raw, None)."""
+
+Handler = Callable[["FakeRequest"], Response]
+
+IDENTITY_HEADER = "fake-arm-identity-header"
+ACCESS_TOKEN = "fake-arm-access-token"
+
+_RG = r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)"
+_VM = _RG + r"/providers/Microsoft\.Compute/virtualMachines/(?P<name>[^/]+)"
+_NIC = _RG + r"/providers/Microsoft\.Network/networkInterfaces/(?P<name>[^/]+)"
+_EXT = _VM + r"/extensions/(?P<ext>[^/]+)"
+
+
+@frozen
+class FakeRequest:
+    """One request as a handler sees it (``path`` without the query string)."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+    match: Mapping[str, str] = field(factory=dict)
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON (None when empty)."""
+        return json.loads(self.body) if self.body else None
+
+
+def arm_error(status: int, code: str, message: str) -> Response:
+    """An ARM error answer, in the ``{"error": {"code", "message"}}`` shape."""
+    return status, {}, {"error": {"code": code, "message": message}}
+
+
+@define
+class _Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    code: str
+    message: str
+    headers: Mapping[str, str]
+    times: int
+
+
+@define
+class _VMFault:
+    code: str
+    message: str
+    sku: str | None
+    zone: str | None
+    asynchronous: bool
+    status: int
+
+
+@define
+class _Operation:
+    """An LRO: ``polls_left`` InProgress answers, then the outcome; ``on_done`` runs once
+    when the outcome is first reported (the resource changes state then)."""
+
+    polls_left: int
+    error: tuple[str, str] | None
+    on_done: Callable[[], None] | None
+    done: bool = False
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _make_cert(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1/localhost; returns (cert, key) paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-arm")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    x509.DNSName("localhost"),
+                ]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+class FakeARM:
+    """The fake server and its inventory (see the module docstring).
+
+    Inventory dicts are keyed by resource name (one resource group is all a test needs)
+    and hold the resource as ARM returns it; tests may read them, and may seed them to
+    model resources created elsewhere. Access is guarded by :attr:`lock`.
+    """
+
+    def __init__(self, *, lro_polls: int = 1, graph_page_size: int = 1000) -> None:
+        self.lock = threading.RLock()
+        self.lro_polls = lro_polls
+        self.graph_page_size = graph_page_size
+        self.vms: dict[str, dict[str, Any]] = {}
+        self.nics: dict[str, dict[str, Any]] = {}
+        self.extensions: dict[tuple[str, str], dict[str, Any]] = {}
+        self.requests: list[FakeRequest] = []
+        self.token_requests = 0
+        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self._faults: list[_Fault] = []
+        self._vm_faults: list[_VMFault] = []
+        self._ext_faults: list[tuple[str, str, bool]] = []
+        self._token_failures = 0
+        self._ops: dict[str, _Operation] = {}
+        self._op_ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._dir: Path | None = None
+        self._builtin: list[tuple[str, re.Pattern[str], Handler]] = [
+            ("GET", re.compile(r"/msi/token"), self._token),
+            ("GET", re.compile(r"/fakearm/operations/(?P<op>[^/]+)"), self._operation),
+            ("POST", re.compile(r"/providers/Microsoft\.ResourceGraph/resources"), self._graph),
+            ("PUT", re.compile(_EXT), self._put_extension),
+            ("GET", re.compile(_EXT), self._get_extension),
+            ("PUT", re.compile(_VM), self._put_vm),
+            ("GET", re.compile(_VM), self._get_vm),
+            ("DELETE", re.compile(_VM), self._delete_vm),
+            ("PUT", re.compile(_NIC), self._put_nic),
+            ("GET", re.compile(_NIC), self._get_nic),
+            ("DELETE", re.compile(_NIC), self._delete_nic),
+        ]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeARM:
+        """Start serving on an ephemeral 127.0.0.1 port; returns self."""
+        self._dir = Path(tempfile.mkdtemp(prefix="fakearm-"))
+        cert, key = _make_cert(self._dir)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        fake = self
+
+        class _Handler(_RequestHandler):
+            arm = fake
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server.daemon_threads = True
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="fake-arm", daemon=True)
+        self._thread.start()
+        (self._dir / "environment.json").write_text(
+            json.dumps(
+                {
+                    "name": "AzurePublicCloud",
+                    "resourceManagerEndpoint": self.url + "/",
+                    "activeDirectoryEndpoint": self.url + "/",
+                    "tokenAudience": "https://management.azure.com/",
+                }
+            ),
+            encoding="utf-8",
+        )
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and remove the certificate directory."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> FakeARM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``https://127.0.0.1:<port>`` (no trailing slash)."""
+        if self._server is None:
+            raise RuntimeError("FakeARM is not started")
+        return f"https://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def ca_file(self) -> str:
+        """The PEM file clients must trust (the self-signed server certificate)."""
+        if self._dir is None:
+            raise RuntimeError("FakeARM is not started")
+        return str(self._dir / "cert.pem")
+
+    @property
+    def environment_file(self) -> str:
+        """The cloud-environment JSON naming this server as the ARM endpoint."""
+        if self._dir is None:
+            raise RuntimeError("FakeARM is not started")
+        return str(self._dir / "environment.json")
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that make the SDKs (in-process or a subprocess) trust
+        this server, get managed-identity tokens from it and use it as ARM."""
+        return {
+            "REQUESTS_CA_BUNDLE": self.ca_file,
+            "SSL_CERT_FILE": self.ca_file,
+            "IDENTITY_ENDPOINT": self.url + "/msi/token",
+            "IDENTITY_HEADER": IDENTITY_HEADER,
+            "AZURE_ENVIRONMENT_FILEPATH": self.environment_file,
+        }
+
+    # ------------------------------------------------------------------ extension API
+
+    def route(self, method: str, path_regex: str, handler: Handler) -> None:
+        """Serve ``method`` on paths fully matching ``path_regex`` with ``handler``.
+
+        Added routes are tried before the built-in ones (so they may override them);
+        named groups of the regex are in ``request.match``. Requests must carry the
+        fake's bearer token, as for built-in ARM routes.
+        """
+        with self.lock:
+            self._routes.append((method.upper(), re.compile(path_regex), handler))
+
+    def fail_next(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        status: int = 500,
+        code: str = "InternalServerError",
+        message: str = "injected failure",
+        headers: Mapping[str, str] | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` matching requests with an ARM error (before any
+        route runs, so nothing is created)."""
+        with self.lock:
+            self._faults.append(
+                _Fault(
+                    method.upper(),
+                    re.compile(path_regex),
+                    status,
+                    code,
+                    message,
+                    dict(headers or {}),
+                    times,
+                )
+            )
+
+    def throttle_next(self, method: str, path_regex: str, *, retry_after: str = "0") -> None:
+        """Answer the next matching request ``429 TooManyRequests`` with ``Retry-After``."""
+        self.fail_next(
+            method,
+            path_regex,
+            status=429,
+            code="TooManyRequests",
+            message="throttled",
+            headers={"Retry-After": retry_after},
+        )
+
+    def fail_next_vm_create(
+        self,
+        code: str,
+        message: str = "",
+        *,
+        sku: str | None = None,
+        zone: str | None = None,
+        asynchronous: bool = False,
+        status: int = 409,
+    ) -> None:
+        """Fail the next VM create matching ``sku`` (vmSize) and ``zone`` (ARM zone "1"
+        or a label "westus2-1"; "" = no zone; None = any) with ARM error ``code``:
+        synchronously (``status``, nothing created) or in its LRO (the VM is left in
+        provisioning state Failed, as Azure does)."""
+        with self.lock:
+            self._vm_faults.append(_VMFault(code, message or code, sku, zone, asynchronous, status))
+
+    def fail_next_extension(
+        self, code: str, message: str = "", *, asynchronous: bool = True
+    ) -> None:
+        """Fail the next VM extension create (in its LRO by default)."""
+        with self.lock:
+            self._ext_faults.append((code, message or code, asynchronous))
+
+    def fail_tokens(self, times: int = 1) -> None:
+        """Answer the next ``times`` token requests 500."""
+        with self.lock:
+            self._token_failures += times
+
+    def requests_to(self, method: str, path_regex: str) -> list[FakeRequest]:
+        """Recorded requests (token and operation polls included) matching."""
+        pattern = re.compile(path_regex)
+        with self.lock:
+            return [
+                r
+                for r in self.requests
+                if r.method == method.upper() and pattern.fullmatch(r.path) is not None
+            ]
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle(self, request: FakeRequest) -> Response:
+        with self.lock:
+            self.requests.append(request)
+            for fault in self._faults:
+                if fault.method == request.method and fault.pattern.fullmatch(request.path):
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self._faults.remove(fault)
+                    status, headers, body = arm_error(fault.status, fault.code, fault.message)
+                    return status, {**headers, **fault.headers}, body
+            routes = list(self._routes) + self._builtin
+        for method, pattern, handler in routes:
+            if method != request.method:
+                continue
+            m = pattern.fullmatch(request.path)
+            if m is None:
+                continue
+            if handler != self._token and not self._authorized(request):
+                return arm_error(401, "InvalidAuthenticationToken", "missing or bad token")
+            req = FakeRequest(
+                request.method,
+                request.path,
+                request.query,
+                request.headers,
+                request.body,
+                {k: v for k, v in m.groupdict().items() if v is not None},
+            )
+            return handler(req)
+        return arm_error(
+            404, "NoRouteFound", f"fake ARM has no route {request.method} {request.path}"
+        )
+
+    @staticmethod
+    def _authorized(request: FakeRequest) -> bool:
+        auth = {k.lower(): v for k, v in request.headers.items()}.get("authorization", "")
+        return auth == f"Bearer {ACCESS_TOKEN}"
+
+    # ------------------------------------------------------------------ LROs
+
+    def _begin(
+        self,
+        status: int,
+        body: Any,
+        *,
+        error: tuple[str, str] | None = None,
+        on_done: Callable[[], None] | None = None,
+        polls: int | None = None,
+    ) -> Response:
+        op_id = f"op-{next(self._op_ids)}"
+        self._ops[op_id] = _Operation(self.lro_polls if polls is None else polls, error, on_done)
+        headers = {
+            "Azure-AsyncOperation": f"{self.url}/fakearm/operations/{op_id}?api-version=2024-01-01",
+            "Retry-After": "0",
+        }
+        return status, headers, body
+
+    def _operation(self, req: FakeRequest) -> Response:
+        with self.lock:
+            op = self._ops.get(req.match["op"])
+            if op is None:
+                return arm_error(404, "OperationNotFound", req.match["op"])
+            if op.polls_left > 0:
+                op.polls_left -= 1
+                return 200, {"Retry-After": "0"}, {"status": "InProgress"}
+            if not op.done:
+                op.done = True
+                if op.on_done is not None:
+                    op.on_done()
+            if op.error is not None:
+                code, message = op.error
+                return 200, {}, {"status": "Failed", "error": {"code": code, "message": message}}
+            return 200, {}, {"status": "Succeeded"}
+
+    # ------------------------------------------------------------------ token
+
+    def _token(self, req: FakeRequest) -> Response:
+        with self.lock:
+            self.token_requests += 1
+            if self._token_failures > 0:
+                self._token_failures -= 1
+                return 500, {}, {"error": "unavailable", "error_description": "injected failure"}
+        header = {k.lower(): v for k, v in req.headers.items()}.get("x-identity-header")
+        if header != IDENTITY_HEADER:
+            return 401, {}, {"error": "unauthorized", "error_description": "bad identity header"}
+        expires = int(dt.datetime.now(dt.UTC).timestamp()) + 3600
+        return (
+            200,
+            {},
+            {
+                "access_token": ACCESS_TOKEN,
+                "expires_on": str(expires),
+                "resource": req.query.get("resource", ""),
+                "token_type": "Bearer",
+            },
+        )
+
+    # ------------------------------------------------------------------ NICs
+
+    def _nic_id(self, m: Mapping[str, str]) -> str:
+        return (
+            f"/subscriptions/{m['sub']}/resourceGroups/{m['rg']}"
+            f"/providers/Microsoft.Network/networkInterfaces/{m['name']}"
+        )
+
+    def _put_nic(self, req: FakeRequest) -> Response:
+        body = req.json or {}
+        m = req.match
+        with self.lock:
+            existing = m["name"] in self.nics
+            props = copy.deepcopy(body.get("properties") or {})
+            props["provisioningState"] = "Succeeded"
+            for i, ipc in enumerate(props.get("ipConfigurations") or []):
+                ipc.setdefault("properties", {})
+                ipc["properties"]["privateIPAddress"] = f"10.224.0.{(len(self.nics) + 4) % 250}"
+                ipc["id"] = f"{self._nic_id(m)}/ipConfigurations/{ipc.get('name') or i}"
+            nic = {
+                "id": self._nic_id(m),
+                "name": m["name"],
+                "type": "Microsoft.Network/networkInterfaces",
+                "location": body.get("location", ""),
+                "resourceGroup": m["rg"],
+                "subscriptionId": m["sub"],
+                "tags": dict(body.get("tags") or {}),
+                "properties": props,
+            }
+            self.nics[m["name"]] = nic
+            answer = copy.deepcopy(nic)
+        return self._begin(200 if existing else 201, answer, polls=0)
+
+    def _get_nic(self, req: FakeRequest) -> Response:
+        with self.lock:
+            nic = self.nics.get(req.match["name"])
+            if nic is None:
+                return arm_error(
+                    404, "NotFound", f"network interface {req.match['name']} not found"
+                )
+            return 200, {}, copy.deepcopy(nic)
+
+    def _delete_nic(self, req: FakeRequest) -> Response:
+        name = req.match["name"]
+        with self.lock:
+            if name not in self.nics:
+                return 204, {}, None
+            nic_id = self.nics[name]["id"].lower()
+            for vm in self.vms.values():
+                for ref in vm["properties"].get("networkProfile", {}).get("networkInterfaces", []):
+                    if str(ref.get("id", "")).lower() == nic_id:
+                        return arm_error(
+                            400,
+                            "NicInUse",
+                            f"Network Interface {nic_id} is used by existing resource {vm['id']}",
+                        )
+
+            def gone() -> None:
+                self.nics.pop(name, None)
+
+        return self._begin(202, None, on_done=gone, polls=0)
+
+    # ------------------------------------------------------------------ VMs
+
+    def _vm_fault_for(self, body: Mapping[str, Any]) -> _VMFault | None:
+        size = ((body.get("properties") or {}).get("hardwareProfile") or {}).get("vmSize")
+        zones = body.get("zones") or []
+        arm_zone = str(zones[0]) if zones else ""
+        for fault in self._vm_faults:
+            if fault.sku is not None and fault.sku != size:
+                continue
+            if fault.zone is not None:
+                wanted = fault.zone.rsplit("-", 1)[-1] if fault.zone else ""
+                if wanted != arm_zone:
+                    continue
+            self._vm_faults.remove(fault)
+            return fault
+        return None
+
+    def _put_vm(self, req: FakeRequest) -> Response:
+        body = req.json or {}
+        m = req.match
+        name = m["name"]
+        with self.lock:
+            if name in self.vms:
+                # An update: merge tags, keep the rest (enough for idempotent re-PUTs).
+                vm = self.vms[name]
+                vm["tags"] = dict(body.get("tags") or vm.get("tags") or {})
+                return self._begin(200, copy.deepcopy(vm), polls=0)
+            fault = self._vm_fault_for(body)
+            if fault is not None and not fault.asynchronous:
+                return arm_error(fault.status, fault.code, fault.message)
+            nic_refs = (
+                (body.get("properties") or {})
+                .get("networkProfile", {})
+                .get("networkInterfaces", [])
+            )
+            for ref in nic_refs:
+                nic_name = str(ref.get("id", "")).rsplit("/", 1)[-1]
+                if nic_name not in self.nics:
+                    return arm_error(
+                        400, "InvalidResourceReference", f"Resource {ref.get('id')} not found"
+                    )
+            props = copy.deepcopy(body.get("properties") or {})
+            props["provisioningState"] = "Creating"
+            props["timeCreated"] = _now()
+            props["vmId"] = f"00000000-0000-0000-0000-{next(self._op_ids):012d}"
+            vm = {
+                "id": (
+                    f"/subscriptions/{m['sub']}/resourceGroups/{m['rg']}"
+                    f"/providers/Microsoft.Compute/virtualMachines/{name}"
+                ),
+                "name": name,
+                "type": "Microsoft.Compute/virtualMachines",
+                "location": body.get("location", ""),
+                "resourceGroup": m["rg"],
+                "subscriptionId": m["sub"],
+                "tags": dict(body.get("tags") or {}),
+                "properties": props,
+            }
+            for key in ("zones", "identity"):
+                if body.get(key):
+                    vm[key] = copy.deepcopy(body[key])
+            self.vms[name] = vm
+            error = (fault.code, fault.message) if fault is not None else None
+
+            def finished() -> None:
+                if name in self.vms:
+                    self.vms[name]["properties"]["provisioningState"] = (
+                        "Failed" if error else "Succeeded"
+                    )
+
+            answer = copy.deepcopy(vm)
+        return self._begin(201, answer, error=error, on_done=finished)
+
+    def _get_vm(self, req: FakeRequest) -> Response:
+        with self.lock:
+            vm = self.vms.get(req.match["name"])
+            if vm is None:
+                return arm_error(
+                    404,
+                    "ResourceNotFound",
+                    f"The Resource 'Microsoft.Compute/virtualMachines/{req.match['name']}' "
+                    f"under resource group '{req.match['rg']}' was not found.",
+                )
+            return 200, {}, copy.deepcopy(vm)
+
+    def _delete_vm(self, req: FakeRequest) -> Response:
+        name = req.match["name"]
+        with self.lock:
+            vm = self.vms.get(name)
+            if vm is None:
+                return 204, {}, None
+            vm["properties"]["provisioningState"] = "Deleting"
+
+            def gone() -> None:
+                removed = self.vms.pop(name, None)
+                if removed is None:
+                    return
+                for key in [k for k in self.extensions if k[0] == name]:
+                    del self.extensions[key]
+                refs = removed["properties"].get("networkProfile", {}).get("networkInterfaces", [])
+                for ref in refs:
+                    if (ref.get("properties") or {}).get("deleteOption") == "Delete":
+                        self.nics.pop(str(ref.get("id", "")).rsplit("/", 1)[-1], None)
+
+        return self._begin(202, None, on_done=gone)
+
+    # ------------------------------------------------------------------ extensions
+
+    def _put_extension(self, req: FakeRequest) -> Response:
+        body = req.json or {}
+        m = req.match
+        key = (m["name"], m["ext"])
+        with self.lock:
+            if m["name"] not in self.vms:
+                return arm_error(404, "ParentResourceNotFound", f"VM {m['name']} not found")
+            fault = self._ext_faults.pop(0) if self._ext_faults else None
+            if fault is not None and not fault[2]:
+                return arm_error(409, fault[0], fault[1])
+            ext = {
+                "id": f"{self.vms[m['name']]['id']}/extensions/{m['ext']}",
+                "name": m["ext"],
+                "type": "Microsoft.Compute/virtualMachines/extensions",
+                "location": body.get("location", ""),
+                "tags": dict(body.get("tags") or {}),
+                "properties": {
+                    **copy.deepcopy(body.get("properties") or {}),
+                    "provisioningState": "Creating",
+                },
+            }
+            self.extensions[key] = ext
+            error = (fault[0], fault[1]) if fault is not None else None
+
+            def finished() -> None:
+                if key in self.extensions:
+                    self.extensions[key]["properties"]["provisioningState"] = (
+                        "Failed" if error else "Succeeded"
+                    )
+
+            answer = copy.deepcopy(ext)
+        return self._begin(201, answer, error=error, on_done=finished)
+
+    def _get_extension(self, req: FakeRequest) -> Response:
+        with self.lock:
+            ext = self.extensions.get((req.match["name"], req.match["ext"]))
+            if ext is None:
+                return arm_error(404, "NotFound", f"extension {req.match['ext']} not found")
+            return 200, {}, copy.deepcopy(ext)
+
+    # ------------------------------------------------------------------ Resource Graph
+
+    def _graph(self, req: FakeRequest) -> Response:
+        body = req.json or {}
+        try:
+            predicate = _compile_query(str(body.get("query") or ""))
+        except ValueError as e:
+            return arm_error(400, "BadRequest", f"fake Resource Graph: {e}")
+        subs = {s.lower() for s in body.get("subscriptions") or []}
+        options = body.get("options") or {}
+        with self.lock:
+            rows = [
+                _graph_row(r)
+                for r in itertools.chain(self.vms.values(), self.nics.values())
+                if (not subs or r["subscriptionId"].lower() in subs)
+            ]
+        rows = [r for r in rows if predicate(r)]
+        rows.sort(key=lambda r: r["id"].lower())
+        start = 0
+        token = options.get("$skipToken")
+        if token:
+            try:
+                start = int(base64.b64decode(token).decode())
+            except ValueError:
+                return arm_error(400, "BadRequest", "bad $skipToken")
+        top = int(options.get("$top") or self.graph_page_size)
+        page = rows[start : start + min(top, self.graph_page_size)]
+        answer: dict[str, Any] = {
+            "totalRecords": len(rows),
+            "count": len(page),
+            "resultTruncated": "false",
+            "data": page,
+            "facets": [],
+        }
+        if start + len(page) < len(rows):
+            answer["$skipToken"] = base64.b64encode(str(start + len(page)).encode()).decode()
+        return 200, {}, answer
+
+
+def _graph_row(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """A resource as Resource Graph returns it: lower-case type and resource group."""
+    row = copy.deepcopy(dict(resource))
+    row["type"] = str(resource["type"]).lower()
+    row["resourceGroup"] = str(resource["resourceGroup"]).lower()
+    row.setdefault("tags", {})
+    return row
+
+
+_CLAUSE_EQ = re.compile(r"(?P<field>\w+)\s*(?P<op>==|=~)\s*'(?P<value>(?:[^'\\]|\\.)*)'")
+_CLAUSE_HAS = re.compile(r"(?P<neg>not\s*\(\s*)?tags\s+has_cs\s+'(?P<value>(?:[^'\\]|\\.)*)'\s*\)?")
+
+
+def _unquote(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def _compile_query(query: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A predicate for ``Resources | where ... | where ...``; ``ValueError`` for anything
+    this tiny evaluator does not understand (so a query change is noticed)."""
+    parts = [p.strip() for p in query.split("|")]
+    if not parts or parts[0].lower() != "resources":
+        raise ValueError(f"query must start with Resources: {query!r}")
+    checks: list[Callable[[Mapping[str, Any]], bool]] = []
+    for part in parts[1:]:
+        if not part.startswith("where "):
+            raise ValueError(f"unsupported operator {part!r}")
+        clause = part[len("where ") :].strip()
+        if m := _CLAUSE_EQ.fullmatch(clause):
+            fld, op, value = m["field"], m["op"], _unquote(m["value"])
+            if op == "==":
+                checks.append(lambda r, f=fld, v=value: str(r.get(f, "")) == v)
+            else:
+                checks.append(lambda r, f=fld, v=value: str(r.get(f, "")).lower() == v.lower())
+        elif m := _CLAUSE_HAS.fullmatch(clause):
+            value, negate = _unquote(m["value"]), bool(m["neg"])
+
+            def has(r: Mapping[str, Any], v: str = value, neg: bool = negate) -> bool:
+                tags = r.get("tags") or {}
+                found = any(v in k or v in str(val) for k, val in tags.items())
+                return found != neg
+
+            checks.append(has)
+        else:
+            raise ValueError(f"unsupported where clause {clause!r}")
+    return lambda r: all(c(r) for c in checks)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    arm: FakeARM
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read :attr:`FakeARM.requests` instead."""
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        request = FakeRequest(
+            self.command,
+            parts.path,
+            dict(parse_qsl(parts.query, keep_blank_values=True)),
+            {k: v for k, v in self.headers.items()},
+            body,
+        )
+        try:
+            status, headers, payload = self.arm.handle(request)
+        except Exception as e:  # a bug in a handler must reach the test, not hang it
+            status, headers, payload = arm_error(500, "FakeARMHandlerError", repr(e))
+        if payload is None:
+            data = b""
+        elif isinstance(payload, bytes):
+            data = payload
+        elif isinstance(payload, str):
+            data = payload.encode()
+        else:
+            data = json.dumps(payload).encode()
+        self.send_response(status)
+        sent = {k.lower() for k in headers}
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if data and "content-type" not in sent:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-ms-request-id", f"fake-{id(request):x}")
+        self.end_headers()
+        if data and self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _serve
