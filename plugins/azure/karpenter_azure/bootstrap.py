@@ -56,6 +56,7 @@ __all__ = [
     "BootstrapError",
     "KubeletConfiguration",
     "SubnetParts",
+    "TaintLike",
     "base_kubelet_flags",
     "ca_bundle_base64",
     "containerd_config",
