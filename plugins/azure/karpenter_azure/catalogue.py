@@ -1,0 +1,478 @@
+"""The offline Azure catalogue: Resource SKUs and prices bundled as package data.
+
+``karpenter instance-types --cloud-provider azure`` and ``karpenter schedule`` must work
+with no credentials and no network, and ``karpenter serve`` must have prices when the
+retail prices API is unreachable. Both read what this module loads from
+``karpenter_azure/data/``:
+
+``data/regions/<region>.json.gz``
+    A region's snapshot: its virtual-machine Resource SKUs (the REST JSON of
+    ``Microsoft.Compute/skus``, as ``az vm list-skus -o json`` prints it), on-demand and
+    spot USD/hour per ARM SKU name, when the SKUs were recorded and when the prices were
+    retrieved, and where both came from. :func:`load_snapshot` reads one;
+    :data:`REGIONS` names them.
+``data/prices.json.gz``
+    On-demand USD/hour for every public region (column per region), the pricing
+    fallback for regions that have no full snapshot (:func:`bundled_prices`).
+``data/gpu-skus.json`` / ``data/known-skus.json.gz``
+    The GPU VM sizes AKS supports (manufacturer, operating systems) and the VM sizes
+    known to work, read by :mod:`karpenter_azure.instancetypes`.
+
+Provenance of the bundled data (this machine had no access to live Azure APIs when it
+was assembled, so nothing here was fetched live):
+
+- Resource SKUs for **southcentralus** (20 SKUs, recorded 2025-06-03) and
+  **westcentralus** (12 SKUs, recorded 2024-12-13) are the SKU records upstream
+  karpenter-provider-azure keeps as test fixtures, recorded from Azure's Resource SKUs
+  API (``pkg/fake/zz_generated.sku.<region>.go``), converted to the REST JSON shape. No
+  fuller public dump of Resource SKUs was found; these are the bundled region set.
+- On-demand prices (57 regions, retrieved 2026-06-18T03:43:41Z) are Azure's published
+  retail prices (Linux, consumption, USD) as upstream's generated table
+  ``pkg/providers/pricing/zz_generated.pricing.go`` records them.
+- Spot prices: none were available offline, so the bundled snapshots have no spot
+  table and :class:`karpenter_azure.pricing.PricingProvider` prices spot at the
+  on-demand price until a live refresh, which is what upstream does with its
+  generated table.
+- The GPU table and the known VM sizes are upstream's ``pkg/utils/supported-gpus.yaml``
+  and ``pkg/providers/instancetype/known_skus.yaml``.
+
+Refreshing (with Azure credentials and network; ``DefaultAzureCredential`` as the
+provider uses, so ``az login`` or a service principal's environment variables work)::
+
+    python -m karpenter_azure.catalogue refresh --region eastus --region westus2 \\
+        --subscription-id SUB [--output-dir karpenter_azure/data]
+
+reads each region's Resource SKUs and retail prices (on-demand and spot) and rewrites
+``data/regions/<region>.json.gz`` and the region's column of ``data/prices.json.gz``.
+Without network at the place of the build, the same files come from saved responses::
+
+    az vm list-skus --location eastus --resource-type virtualMachines -o json > skus.json
+    curl -o p1.json "https://prices.azure.com/api/retail/prices?api-version=2023-01-01-preview&\\$filter=..."
+    python -m karpenter_azure.catalogue import --region eastus --skus skus.json \\
+        --prices p1.json p2.json ...
+
+``python -m karpenter_azure.catalogue list`` prints the bundled regions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from karpenter_azure.skus import Sku, SkuError, skus_from_json
+
+__all__ = [
+    "PRICE_REGIONS",
+    "REGIONS",
+    "SCHEMA",
+    "CatalogueError",
+    "PriceTable",
+    "Snapshot",
+    "bundled_prices",
+    "data_dir",
+    "gpu_skus",
+    "known_skus",
+    "load_snapshot",
+    "main",
+    "write_snapshot",
+]
+
+log = logging.getLogger("karpenter.azure.catalogue")
+
+SCHEMA = 1
+"""Version of the snapshot file format."""
+
+_SUFFIX = ".json.gz"
+
+
+class CatalogueError(ValueError):
+    """No bundled catalogue for a region, or a snapshot file that cannot be used."""
+
+
+def data_dir() -> Traversable:
+    """The package's ``data/`` directory (a zip entry when installed zipped)."""
+    return files("karpenter_azure") / "data"
+
+
+def _read_json_gz(entry: Traversable) -> Any:
+    with entry.open("rb") as raw:
+        return json.loads(gzip.decompress(raw.read()).decode("utf-8"))
+
+
+def _write_json_gz(path: Path, data: Any) -> None:
+    """Compact, deterministic gzip JSON (mtime 0: same content, same bytes)."""
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    tmp.replace(path)
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(0, UTC)
+
+
+def _format_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _prices(value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in value.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+    }
+
+
+def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
+    return dict(value)
+
+
+@frozen
+class Snapshot:
+    """One region's bundled catalogue: SKUs and prices, and how old they are."""
+
+    region: str
+    skus: tuple[Sku, ...] = field(converter=tuple)
+    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
+    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    generated_at: datetime
+    """When the prices were retrieved (what the pricing provider reports as their age)."""
+    skus_recorded_at: datetime
+    provenance: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "region": self.region,
+            "generatedAt": _format_time(self.generated_at),
+            "skusRecordedAt": _format_time(self.skus_recorded_at),
+            "provenance": self.provenance,
+            "skus": [s.to_dict() for s in self.skus],
+            "onDemand": dict(sorted(self.on_demand.items())),
+            "spot": dict(sorted(self.spot.items())),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Snapshot:
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            raise CatalogueError(f"{where}: not a schema-{SCHEMA} Azure catalogue snapshot")
+        try:
+            skus = skus_from_json(data.get("skus"))
+        except SkuError as err:
+            raise CatalogueError(f"{where}: {err}") from None
+        return cls(
+            region=str(data.get("region", "")),
+            skus=skus,
+            on_demand=_prices(data.get("onDemand")),
+            spot=_prices(data.get("spot")),
+            generated_at=_parse_time(data.get("generatedAt")),
+            skus_recorded_at=_parse_time(data.get("skusRecordedAt")),
+            provenance=str(data.get("provenance", "")),
+        )
+
+
+@frozen
+class PriceTable:
+    """Bundled prices of one region (spot empty when none were bundled)."""
+
+    region: str
+    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
+    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    generated_at: datetime
+    provenance: str = ""
+
+
+def _region_entries() -> dict[str, Traversable]:
+    folder = data_dir() / "regions"
+    if not folder.is_dir():
+        return {}
+    return {
+        entry.name[: -len(_SUFFIX)]: entry
+        for entry in folder.iterdir()
+        if entry.name.endswith(_SUFFIX)
+    }
+
+
+REGIONS: tuple[str, ...] = tuple(sorted(_region_entries()))
+"""Regions with a bundled snapshot (SKUs and prices)."""
+
+
+@functools.cache
+def _price_table() -> Mapping[str, Any]:
+    entry = data_dir() / "prices.json.gz"
+    if not entry.is_file():
+        return {}
+    data = _read_json_gz(entry)
+    return data if isinstance(data, Mapping) else {}
+
+
+PRICE_REGIONS: tuple[str, ...] = tuple(sorted((_price_table().get("regions") or {}).keys()))
+"""Regions with bundled on-demand prices (every region :data:`REGIONS` names, and more)."""
+
+
+def _unknown_region(region: str) -> CatalogueError:
+    return CatalogueError(
+        f"no bundled Azure catalogue for region {region!r}; bundled regions: "
+        f"{', '.join(REGIONS) or 'none'} (add one with: python -m karpenter_azure.catalogue "
+        f"refresh --region {region or 'REGION'})"
+    )
+
+
+@functools.cache
+def load_snapshot(region: str) -> Snapshot:
+    """The bundled snapshot of ``region``. Raises :class:`CatalogueError` naming the
+    bundled regions when there is none."""
+    entry = _region_entries().get(region)
+    if entry is None:
+        raise _unknown_region(region)
+    where = f"bundled catalogue {region}"
+    try:
+        data = _read_json_gz(entry)
+    except (OSError, ValueError) as err:
+        raise CatalogueError(f"{where}: cannot be read: {err}") from None
+    return Snapshot.from_dict(data, where)
+
+
+def bundled_prices(region: str) -> PriceTable | None:
+    """The bundled prices of ``region``: its snapshot's when it has one, else its column
+    of the all-regions on-demand table; None when neither knows the region."""
+    if region in _region_entries():
+        snap = load_snapshot(region)
+        return PriceTable(
+            region=region,
+            on_demand=snap.on_demand,
+            spot=snap.spot,
+            generated_at=snap.generated_at,
+            provenance=snap.provenance,
+        )
+    table = _price_table()
+    column = (table.get("regions") or {}).get(region)
+    names = table.get("names") or []
+    if not isinstance(column, list) or len(column) != len(names):
+        return None
+    return PriceTable(
+        region=region,
+        on_demand={n: float(p) for n, p in zip(names, column, strict=True) if p is not None},
+        spot={},
+        generated_at=_parse_time(table.get("generatedAt")),
+        provenance=str(table.get("provenance", "")),
+    )
+
+
+@functools.cache
+def gpu_skus() -> Mapping[str, tuple[str, frozenset[str]]]:
+    """Lower-case VM size -> (GPU manufacturer, operating systems AKS supports it on)."""
+    entry = data_dir() / "gpu-skus.json"
+    data = json.loads(entry.read_text(encoding="utf-8")) if entry.is_file() else {}
+    return {
+        str(name).lower(): (str(info.get("gpu", "")), frozenset(info.get("os") or ()))
+        for name, info in (data.get("skus") or {}).items()
+        if isinstance(info, Mapping)
+    }
+
+
+@functools.cache
+def known_skus() -> frozenset[str]:
+    """VM sizes known to work with AKS (others are priced last, as upstream)."""
+    entry = data_dir() / "known-skus.json.gz"
+    data = _read_json_gz(entry) if entry.is_file() else {}
+    return frozenset(str(n) for n in data.get("names") or ())
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def write_snapshot(snapshot: Snapshot, output_dir: str | Path) -> Path:
+    """Write ``snapshot`` as ``<output_dir>/regions/<region>.json.gz`` and put its
+    on-demand prices in ``<output_dir>/prices.json.gz``; returns the snapshot's path."""
+    out = Path(output_dir)
+    path = out / "regions" / f"{snapshot.region}{_SUFFIX}"
+    _write_json_gz(path, snapshot.to_dict())
+    _update_price_table(out / "prices.json.gz", snapshot)
+    return path
+
+
+def _update_price_table(path: Path, snapshot: Snapshot) -> None:
+    columns: dict[str, dict[str, float]] = {}
+    meta: dict[str, Any] = {}
+    if path.is_file():
+        data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        names = data.get("names") or []
+        for region, column in (data.get("regions") or {}).items():
+            columns[region] = {n: p for n, p in zip(names, column, strict=False) if p is not None}
+        meta = {k: data[k] for k in ("generatedAt", "provenance") if k in data}
+    columns[snapshot.region] = dict(snapshot.on_demand)
+    names = sorted({n for column in columns.values() for n in column})
+    _write_json_gz(
+        path,
+        {
+            "schema": SCHEMA,
+            "generatedAt": meta.get("generatedAt", _format_time(snapshot.generated_at)),
+            "provenance": meta.get("provenance", snapshot.provenance),
+            "names": names,
+            "regions": {r: [c.get(n) for n in names] for r, c in sorted(columns.items())},
+        },
+    )
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def _default_output_dir() -> Path:
+    return Path(str(data_dir()))
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from azure.identity import DefaultAzureCredential
+    from azure.mgmt.compute import ComputeManagementClient
+
+    from karpenter_azure.pricing import PricingError, fetch_prices, pricing_endpoint
+    from karpenter_azure.skus import list_skus
+
+    subscription = args.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "")
+    if not subscription:
+        print("refresh: --subscription-id (or AZURE_SUBSCRIPTION_ID) is required", file=sys.stderr)
+        return 2
+    client = ComputeManagementClient(
+        DefaultAzureCredential(), subscription, base_url=args.arm_endpoint
+    )
+    endpoint = args.pricing_endpoint or pricing_endpoint()
+    failed = 0
+    for region in args.region:
+        now = datetime.now(UTC)
+        try:
+            skus = list_skus(client, region)
+            on_demand, spot = fetch_prices(region, endpoint=endpoint)
+        except (SkuError, PricingError) as err:
+            print(f"refresh {region}: {err}", file=sys.stderr)
+            failed += 1
+            continue
+        snapshot = Snapshot(
+            region=region,
+            skus=skus,
+            on_demand=on_demand,
+            spot=spot,
+            generated_at=now,
+            skus_recorded_at=now,
+            provenance=(
+                f"Resource SKUs (Microsoft.Compute/skus) and retail prices ({endpoint}) "
+                f"read live on {_format_time(now)}"
+            ),
+        )
+        path = write_snapshot(snapshot, args.output_dir)
+        print(
+            f"{region}: {len(skus)} SKUs, {len(on_demand)} on-demand and {len(spot)} spot prices -> {path}"
+        )
+    return 1 if failed else 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from karpenter_azure.pricing import PricingError, prices_from_pages
+
+    try:
+        skus = skus_from_json(json.loads(Path(args.skus).read_text(encoding="utf-8")))
+    except (OSError, ValueError, SkuError) as err:
+        print(f"import: {args.skus}: {err}", file=sys.stderr)
+        return 1
+    pages: list[Any] = []
+    for page in args.prices or ():
+        try:
+            pages.append(json.loads(Path(page).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            print(f"import: {page}: {err}", file=sys.stderr)
+            return 1
+    try:
+        on_demand, spot = prices_from_pages(pages, region=args.region)
+    except PricingError as err:
+        print(f"import: {err}", file=sys.stderr)
+        return 1
+    skus = [s for s in skus if s.resource_type.lower() == "virtualmachines"]
+    now = datetime.now(UTC)
+    recorded = _parse_time(args.recorded_at) if args.recorded_at else now
+    snapshot = Snapshot(
+        region=args.region,
+        skus=skus,
+        on_demand=on_demand,
+        spot=spot,
+        generated_at=recorded,
+        skus_recorded_at=recorded,
+        provenance=args.provenance
+        or f"imported from {Path(args.skus).name} and {len(pages)} saved retail-price pages",
+    )
+    path = write_snapshot(snapshot, args.output_dir)
+    print(
+        f"{args.region}: {len(skus)} SKUs, {len(on_demand)} on-demand and {len(spot)} spot prices -> {path}"
+    )
+    return 0
+
+
+def _list(_: argparse.Namespace) -> int:
+    for region in REGIONS:
+        snap = load_snapshot(region)
+        print(
+            f"{region}: {len(snap.skus)} SKUs (recorded {_format_time(snap.skus_recorded_at)}), "
+            f"{len(snap.on_demand)} on-demand / {len(snap.spot)} spot prices "
+            f"(retrieved {_format_time(snap.generated_at)})"
+        )
+    print(f"on-demand prices for {len(PRICE_REGIONS)} regions")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m karpenter_azure.catalogue",
+        description="The bundled Azure catalogue (Resource SKUs and prices).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    refresh = sub.add_parser("refresh", help="rewrite regions' snapshots from the live APIs")
+    refresh.add_argument("--region", action="append", required=True, help="repeatable")
+    refresh.add_argument("--subscription-id", default="")
+    refresh.add_argument("--output-dir", type=Path, default=_default_output_dir())
+    refresh.add_argument("--arm-endpoint", default="https://management.azure.com")
+    refresh.add_argument("--pricing-endpoint", default="")
+    refresh.set_defaults(run=_refresh)
+    imp = sub.add_parser("import", help="write a snapshot from saved API responses")
+    imp.add_argument("--region", required=True)
+    imp.add_argument("--skus", required=True, help="az vm list-skus -o json output")
+    imp.add_argument("--prices", nargs="*", help="saved retail prices API pages")
+    imp.add_argument("--recorded-at", default="", help="when the responses were saved (ISO)")
+    imp.add_argument("--provenance", default="")
+    imp.add_argument("--output-dir", type=Path, default=_default_output_dir())
+    imp.set_defaults(run=_import)
+    lst = sub.add_parser("list", help="print the bundled regions")
+    lst.set_defaults(run=_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the catalogue command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    run = args.run
+    return int(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
