@@ -188,6 +188,7 @@ class FakeARM:
         self._vm_faults: list[_VMFault] = []
         self._ext_faults: list[tuple[str, str, bool]] = []
         self._token_failures = 0
+        self._token_status = 500
         self._ops: dict[str, _Operation] = {}
         self._op_ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -363,10 +364,12 @@ class FakeARM:
         with self.lock:
             self._ext_faults.append((code, message or code, asynchronous))
 
-    def fail_tokens(self, times: int = 1) -> None:
-        """Answer the next ``times`` token requests 500."""
+    def fail_tokens(self, times: int = 1, *, status: int = 500) -> None:
+        """Answer the next ``times`` token requests with ``status`` (the credential
+        retries 5xx with backoff, not 4xx)."""
         with self.lock:
             self._token_failures += times
+            self._token_status = status
 
     def requests_to(self, method: str, path_regex: str) -> list[FakeRequest]:
         """Recorded requests (token and operation polls included) matching."""
@@ -460,7 +463,11 @@ class FakeARM:
             self.token_requests += 1
             if self._token_failures > 0:
                 self._token_failures -= 1
-                return 500, {}, {"error": "unavailable", "error_description": "injected failure"}
+                return (
+                    self._token_status,
+                    {},
+                    {"error": "invalid_request", "error_description": "injected failure"},
+                )
         header = {k.lower(): v for k, v in req.headers.items()}.get("x-identity-header")
         if header != IDENTITY_HEADER:
             return 401, {}, {"error": "unauthorized", "error_description": "bad identity header"}
