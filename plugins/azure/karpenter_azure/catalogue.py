@@ -87,6 +87,7 @@ __all__ = [
     "known_skus",
     "load_snapshot",
     "main",
+    "refresh_region",
     "write_snapshot",
 ]
 
@@ -345,46 +346,63 @@ def _default_output_dir() -> Path:
     return Path(str(data_dir()))
 
 
-def _refresh(args: argparse.Namespace) -> int:
-    from azure.identity import DefaultAzureCredential
-    from azure.mgmt.compute import ComputeManagementClient
-
-    from karpenter_azure.pricing import PricingError, fetch_prices, pricing_endpoint
+def refresh_region(
+    region: str,
+    compute_client: Any,
+    *,
+    pricing_endpoint: str | None = None,
+    session: Any = None,
+    clock: Any = None,
+) -> Snapshot:
+    """A fresh snapshot of ``region`` from the live APIs: its Resource SKUs through
+    ``compute_client`` (``azure.mgmt.compute.ComputeManagementClient``) and its retail
+    prices. Raises :class:`karpenter_azure.skus.SkuError` or
+    :class:`karpenter_azure.pricing.PricingError`."""
+    from karpenter_azure.pricing import fetch_prices
+    from karpenter_azure.pricing import pricing_endpoint as default_endpoint
     from karpenter_azure.skus import list_skus
+
+    endpoint = pricing_endpoint or default_endpoint()
+    skus = list_skus(compute_client, region)
+    on_demand, spot = fetch_prices(region, endpoint=endpoint, session=session)
+    now = clock.now() if clock is not None else datetime.now(UTC)
+    return Snapshot(
+        region=region,
+        skus=skus,
+        on_demand=on_demand,
+        spot=spot,
+        generated_at=now,
+        skus_recorded_at=now,
+        provenance=(
+            f"Resource SKUs (Microsoft.Compute/skus) and retail prices ({endpoint}) "
+            f"read live on {_format_time(now)}"
+        ),
+    )
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from karpenter_azure.clients import AzureClients
+    from karpenter_azure.pricing import PricingError
 
     subscription = args.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "")
     if not subscription:
         print("refresh: --subscription-id (or AZURE_SUBSCRIPTION_ID) is required", file=sys.stderr)
         return 2
-    client = ComputeManagementClient(
-        DefaultAzureCredential(), subscription, base_url=args.arm_endpoint
-    )
-    endpoint = args.pricing_endpoint or pricing_endpoint()
+    clients = AzureClients.create(subscription, resource_manager_endpoint=args.arm_endpoint or None)
     failed = 0
     for region in args.region:
-        now = datetime.now(UTC)
         try:
-            skus = list_skus(client, region)
-            on_demand, spot = fetch_prices(region, endpoint=endpoint)
+            snapshot = refresh_region(
+                region, clients.compute, pricing_endpoint=args.pricing_endpoint or None
+            )
         except (SkuError, PricingError) as err:
             print(f"refresh {region}: {err}", file=sys.stderr)
             failed += 1
             continue
-        snapshot = Snapshot(
-            region=region,
-            skus=skus,
-            on_demand=on_demand,
-            spot=spot,
-            generated_at=now,
-            skus_recorded_at=now,
-            provenance=(
-                f"Resource SKUs (Microsoft.Compute/skus) and retail prices ({endpoint}) "
-                f"read live on {_format_time(now)}"
-            ),
-        )
         path = write_snapshot(snapshot, args.output_dir)
         print(
-            f"{region}: {len(skus)} SKUs, {len(on_demand)} on-demand and {len(spot)} spot prices -> {path}"
+            f"{region}: {len(snapshot.skus)} SKUs, {len(snapshot.on_demand)} on-demand and "
+            f"{len(snapshot.spot)} spot prices -> {path}"
         )
     return 1 if failed else 0
 
@@ -451,7 +469,11 @@ def _parser() -> argparse.ArgumentParser:
     refresh.add_argument("--region", action="append", required=True, help="repeatable")
     refresh.add_argument("--subscription-id", default="")
     refresh.add_argument("--output-dir", type=Path, default=_default_output_dir())
-    refresh.add_argument("--arm-endpoint", default="https://management.azure.com")
+    refresh.add_argument(
+        "--arm-endpoint",
+        default="",
+        help="ARM endpoint (default: the cloud of AZURE_ENVIRONMENT_FILEPATH, else public)",
+    )
     refresh.add_argument("--pricing-endpoint", default="")
     refresh.set_defaults(run=_refresh)
     imp = sub.add_parser("import", help="write a snapshot from saved API responses")
