@@ -32,6 +32,7 @@ import builtins
 import datetime as dt
 import logging
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -65,6 +66,7 @@ __all__ = [
     "NODECLAIM_TAG",
     "NODECLASS_TAG",
     "NODEPOOL_TAG",
+    "REGIONAL_ZONE",
     "AzureAPIError",
     "LaunchRequest",
     "NICInstance",
@@ -78,6 +80,7 @@ __all__ = [
     "resource_name",
     "vm_list_query",
     "vm_name_from_provider_id",
+    "zone_label",
 ]
 
 log = logging.getLogger("karpenter.azure.instance")
@@ -108,6 +111,19 @@ _PROVIDER_ID = re.compile(
     r"Microsoft\.Compute/virtualMachines/(?P<name>[^/]+)$",
     re.IGNORECASE,
 )
+
+
+REGIONAL_ZONE = "0"
+"""The zone label of a VM without an availability zone (its fault domain, always 0 for a
+standalone VM), as the Azure cloud provider labels such Nodes."""
+
+
+def zone_label(zone: str, location: str) -> str:
+    """A zone as its label: ``1`` in ``westus2`` → ``westus2-1``; labels pass through,
+    regional ("" or "0") stays as given."""
+    if is_regional_zone(zone) or "-" in zone:
+        return zone
+    return f"{location.lower()}-{zone}"
 
 
 class AzureAPIError(RuntimeError):
@@ -243,7 +259,8 @@ def _tags(value: Mapping[str, str]) -> Mapping[str, str]:
 class LaunchRequest:
     """Everything one node's NIC and VM need (the launch template, resolved).
 
-    ``zone`` is the zone label (``westus2-1``), "" or "0" for a regional VM. ``offerings``,
+    ``zone`` is the zone label (``westus2-1``; a bare ARM zone ``1`` is read in
+    ``location``), "" or "0" for a regional VM. ``offerings``,
     ``vcpus`` and ``family`` describe the size for capacity-error marking (every zone of a
     placement, larger sizes of the family); without them only the attempted offering is
     marked. ``secondary_ips`` is Azure CNI (non-overlay) pod IPs: max pods - 1.
@@ -291,7 +308,8 @@ class LaunchRequest:
 class VMInstance:
     """What Karpenter needs of one VM (from a GET or a Resource Graph row).
 
-    ``zone`` is the zone label (``westus2-1``), "" for a regional VM.
+    ``zone`` is the zone label (``westus2-1``), ``"0"`` for a regional VM (upstream's
+    ``MakeAKSLabelZoneFromVM``: the Node's topology label is the fault domain, 0).
     """
 
     name: str
@@ -332,7 +350,7 @@ class VMInstance:
             name=str(d["name"]),
             id=str(d["id"]),
             sku=str((props.get("hardwareProfile") or {}).get("vmSize") or ""),
-            zone=f"{location.lower()}-{zones[0]}" if zones and location else "",
+            zone=f"{location.lower()}-{zones[0]}" if zones and location else REGIONAL_ZONE,
             capacity_type="spot" if priority.lower() in ("spot", "low") else "on-demand",
             tags={str(k): str(v) for k, v in (d.get("tags") or {}).items()},
             provisioning_state=str(props.get("provisioningState") or ""),
@@ -401,6 +419,8 @@ class VMProvider:
             billing_extension = clients.environment.name.lower() in _BILLING_CLOUDS
         self.billing_extension = billing_extension
         self._wall = wall
+        self._deleting: set[str] = set()
+        self._deleting_lock = threading.Lock()
 
     @property
     def _compute(self) -> Any:
@@ -546,7 +566,7 @@ class VMProvider:
         rg = request.resource_group or self.resource_group
         target = Target(
             sku=request.sku,
-            zone=request.zone,
+            zone=zone_label(request.zone, request.location or self.location),
             capacity_type=request.capacity_type,
             offerings=request.offerings,
             vcpus=request.vcpus,
@@ -730,20 +750,29 @@ class VMProvider:
     def delete(self, vm_name: str) -> None:
         """Force-delete the VM and wait, then delete its NIC if still there.
         ``NodeClaimNotFoundError`` when the VM does not exist (its NIC, if any, is deleted
-        first); a VM already being deleted is left to finish."""
+        first); a VM already being deleted (by ARM, or by another call of this provider
+        still waiting for it) is left to finish, as upstream does."""
+        with self._deleting_lock:
+            if vm_name in self._deleting:
+                return
+            self._deleting.add(vm_name)
         try:
-            vm = self.get(vm_name)
-        except NodeClaimNotFoundError:
-            self._delete_nic_if_exists(self.resource_group, vm_name)
-            raise
-        if vm.deleting:
-            return
-        self._delete_vm_if_exists(self.resource_group, vm_name)
-        try:
-            self._delete_nic_if_exists(self.resource_group, vm_name)
-        except AzureAPIError as e:
-            # The NIC may still be detaching; the NIC garbage collector retries.
-            log.warning("%s", e)
+            try:
+                vm = self.get(vm_name)
+            except NodeClaimNotFoundError:
+                self._delete_nic_if_exists(self.resource_group, vm_name)
+                raise
+            if vm.deleting:
+                return
+            self._delete_vm_if_exists(self.resource_group, vm_name)
+            try:
+                self._delete_nic_if_exists(self.resource_group, vm_name)
+            except AzureAPIError as e:
+                # The NIC may still be detaching; the NIC garbage collector retries.
+                log.warning("%s", e)
+        finally:
+            with self._deleting_lock:
+                self._deleting.discard(vm_name)
 
     def delete_nic(self, nic_name: str) -> None:
         """Delete a NIC if it exists (no error when it does not)."""

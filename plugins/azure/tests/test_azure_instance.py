@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
-from fakearm import FakeARM
+from fakearm import FakeARM, FakeRequest, Response
 from karpenter_azure.azerrors import AzureCapacityError, FamilyMember, OfferingRef
 from karpenter_azure.clients import AzureClients
 from karpenter_azure.instance import (
@@ -208,7 +208,8 @@ def test_spot_vm_body_sets_priority_eviction_and_max_price(
 def test_regional_vm_has_no_zones(arm_env: FakeARM, vms: VMProvider) -> None:
     vm = vms.create(request(zone=""))
     assert arm_env.requests_to("PUT", r".*/virtualMachines/" + vm.name)[0].json["zones"] == []
-    assert vm.zone == ""
+    assert vm.zone == "0"
+    assert vms.get(vm.name).zone == "0"
 
 
 def test_sig_image_ephemeral_disk_accelerated_networking_and_security(
@@ -536,3 +537,35 @@ def test_delete_nic_and_list_nics_for_garbage_collection(arm_env: FakeARM, vms: 
     vms.delete_nic(vm.name)
     vms.delete_nic(vm.name)  # already gone: no error
     assert not arm_env.nics
+
+
+def test_a_bare_arm_zone_is_marked_as_its_label(
+    arm_env: FakeARM, vms: VMProvider, unavailable: UnavailableOfferings
+) -> None:
+    arm_env.fail_next_vm_create("ZonalAllocationFailed", "no capacity", zone="3")
+    with pytest.raises(InsufficientCapacityError):
+        vms.create(request(zone="3"))
+    assert unavailable.is_unavailable("Standard_D4s_v3", "westus2-3", "on-demand")
+    assert not unavailable.is_unavailable("Standard_D4s_v3", "3", "on-demand")
+
+
+def test_a_delete_already_in_flight_is_not_repeated(arm_env: FakeARM, vms: VMProvider) -> None:
+    vm = vms.create(request())
+    nested: list[object] = []
+
+    def poll(req: FakeRequest) -> Response:
+        # While the first delete waits for its LRO, a second delete of the same VM
+        # (another termination reconcile) must return at once without a new DELETE.
+        if not nested:
+            nested.append(vms.delete(vm.name))
+        return arm_env._operation(req)
+
+    arm_env.route("GET", r"/fakearm/operations/(?P<op>[^/]+)", poll)
+    try:
+        vms.delete(vm.name)
+    finally:
+        with arm_env.lock:
+            arm_env._routes.clear()
+    assert nested == [None]
+    assert len(arm_env.requests_to("DELETE", r".*/virtualMachines/" + vm.name)) == 1
+    assert_nothing_left(arm_env, vm.name)
