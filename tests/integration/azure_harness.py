@@ -14,9 +14,11 @@ What runs where:
   credentials in its environment) reaching the fake through ``FakeARM.env()`` (CA bundle,
   ``IDENTITY_ENDPOINT``/``IDENTITY_HEADER``, ``AZURE_ENVIRONMENT_FILEPATH``) and given the
   settings upstream requires (``LOCATION``, ``AZURE_SUBSCRIPTION_ID``, ``CLUSTER_NAME``...).
-  The region is one whose catalogue the plugin bundles (:data:`REGION`). The retail prices
-  endpoint points at the fake, which has no such route, so prices come from the bundled
-  snapshot (the documented fallback) without waiting on an unreachable internet.
+  The region is one whose catalogue the plugin bundles (:data:`REGION`): the fake answers
+  Resource SKUs (``fakearm_catalog``, paged) with the bundled records of that region, what
+  Azure answered when they were recorded. The retail prices endpoint points at a path of
+  the fake that has no route, so prices come from the bundled snapshot (the documented
+  fallback) without waiting on an unreachable internet.
 - **The VMs' kubelets**: :class:`NodeJoiner`. A VM's kubelet registers a Node named after
   the VM's computer name with the provider id the Azure cloud provider gives it
   (``azure://`` + the VM's ARM id, resource group lower-cased), the labels and taints
@@ -61,6 +63,7 @@ if str(FAKEARM_DIR) not in sys.path:
     sys.path.insert(0, str(FAKEARM_DIR))
 
 from fakearm import FakeARM  # noqa: E402 -- needs FAKEARM_DIR on sys.path
+from fakearm_catalog import CatalogRoutes, catalog_routes  # noqa: E402 -- the same
 
 log = logging.getLogger("azure_harness")
 
@@ -327,6 +330,18 @@ class AzureServe(Serve):
 # --------------------------------------------------------------------------- the Azure world
 
 
+def serve_bundled_skus(arm: FakeARM) -> CatalogRoutes:
+    """Make the fake answer Resource SKUs with the plugin's bundled records of
+    :data:`REGION` (three per page, so the SDK's paging runs)."""
+    from karpenter_azure.catalogue import load_snapshot
+
+    routes = catalog_routes(arm)
+    with routes.lock:
+        routes.skus = [sku.to_dict() for sku in load_snapshot(REGION).skus]
+        routes.sku_page_size = 3
+    return routes
+
+
 class Azure:
     """The cluster, the fake ARM, the node joiner and the ``karpenter serve`` processes."""
 
@@ -337,6 +352,7 @@ class Azure:
         self.workdir = workdir
         self.joiner = NodeJoiner(arm, self.kube)
         self.started: list[Serve] = []
+        self.catalog = serve_bundled_skus(arm)
 
     def install_crds(self) -> None:
         """The CRDs as users install them: ``karpenter crds --cloud-provider azure``."""
