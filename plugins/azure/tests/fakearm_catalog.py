@@ -44,9 +44,10 @@ _REGION_FILTER = re.compile(r"armRegionName\s+eq\s+'(?P<region>[^']*)'", re.IGNO
 
 
 def authorized_session(arm: FakeARM) -> requests.Session:
-    """A ``requests`` session trusting the fake's certificate and carrying its token."""
+    """A ``requests`` session carrying the fake's token. It trusts the fake's certificate
+    through ``REQUESTS_CA_BUNDLE`` (the ``arm_env`` fixture): requests lets that variable
+    override a session's own ``verify``."""
     session = requests.Session()
-    session.verify = arm.ca_file
     session.headers["Authorization"] = f"Bearer {ACCESS_TOKEN}"
     return session
 
