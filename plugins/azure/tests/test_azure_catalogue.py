@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,44 @@ def test_list_prints_every_bundled_region(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     for region in catalogue.REGIONS:
         assert f"{region}: {len(catalogue.load_snapshot(region).skus)} SKUs" in out
+
+
+def test_the_refresh_command_reads_arm_from_the_environment_and_reports_failures(
+    arm_env: FakeARM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command builds its clients as the provider does (managed identity, the cloud
+    environment file's ARM endpoint); a region whose prices cannot be read is reported
+    and nothing is written for it (the fake's prices route wants a token the anonymous
+    retail prices client never sends)."""
+    routes = catalog_routes(arm_env)
+    routes.skus.append(sku_json("Standard_D2s_v9", location="westus2"))
+    status = catalogue.main(
+        [
+            "refresh",
+            "--region",
+            "westus2",
+            "--subscription-id",
+            SUBSCRIPTION,
+            "--pricing-endpoint",
+            routes.prices_endpoint,
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
+    assert status == 1
+    assert "refresh westus2: retail prices API: status 401" in capsys.readouterr().err
+    assert routes.sku_filters == ["location eq 'westus2'"]
+    assert not list(tmp_path.rglob("*.json.gz"))
+
+
+def test_the_module_runs_as_a_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "karpenter_azure.catalogue", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    for region in catalogue.REGIONS:
+        assert region in result.stdout
