@@ -63,7 +63,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -151,12 +151,16 @@ def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
     return dict(value)
 
 
+def _sku_tuple(value: Iterable[Sku]) -> tuple[Sku, ...]:
+    return tuple(value)
+
+
 @frozen
 class Snapshot:
     """One region's bundled catalogue: SKUs and prices, and how old they are."""
 
     region: str
-    skus: tuple[Sku, ...] = field(converter=tuple)
+    skus: tuple[Sku, ...] = field(converter=_sku_tuple)
     on_demand: Mapping[str, float] = field(converter=_freeze_prices)
     spot: Mapping[str, float] = field(converter=_freeze_prices)
     generated_at: datetime

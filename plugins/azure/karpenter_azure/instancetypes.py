@@ -210,12 +210,18 @@ class InstanceTypeParams:
         network_plugin: str = "azure",
         network_plugin_mode: str = "overlay",
         local_dns: bool | None = None,
+        max_pods_default: int | None = None,
     ) -> InstanceTypeParams:
-        """The parameters of ``nodeclass`` (upstream's defaults when None). Local DNS is
-        on when the NodeClass requires it (``localDNS.mode: Required``) unless
-        ``local_dns`` says otherwise (``Preferred`` depends on the cluster's version,
-        which the caller resolves)."""
-        pods = default_max_pods(network_plugin, network_plugin_mode)
+        """The parameters of ``nodeclass`` (upstream's defaults when None). Pods are the
+        NodeClass's ``maxPods``, else ``max_pods_default``, else the network plugin's
+        default. Local DNS is on when the NodeClass requires it (``localDNS.mode:
+        Required``) unless ``local_dns`` says otherwise (``Preferred`` depends on the
+        cluster's version, which the caller resolves)."""
+        pods = (
+            max_pods_default
+            if max_pods_default is not None
+            else default_max_pods(network_plugin, network_plugin_mode)
+        )
         if nodeclass is None:
             return cls(max_pods=pods, local_dns=bool(local_dns))
         if local_dns is None:
@@ -573,14 +579,18 @@ def build_instance_types(
     unavailable: UnavailableOfferings | None = None,
     node_resource_group: str = "",
     local_dns: bool | None = None,
+    max_pods_default: int | None = None,
 ) -> list[InstanceType]:
     """Every SKU of ``region`` AKS and ``nodeclass`` can use, as instance types (sorted by
-    name). ``skus`` may be the raw Resource SKU list: :func:`supported_skus` is applied."""
+    name). ``skus`` may be the raw Resource SKU list: :func:`supported_skus` is applied.
+    ``node_resource_group`` is the cluster's node resource group (the
+    ``kubernetes.azure.com/cluster`` label)."""
     params = InstanceTypeParams.of(
         nodeclass,
         network_plugin=network_plugin,
         network_plugin_mode=network_plugin_mode,
         local_dns=local_dns,
+        max_pods_default=max_pods_default,
     )
     out: list[InstanceType] = []
     for sku in supported_skus(skus, region):
@@ -636,6 +646,7 @@ class InstanceTypeProvider:
         network_plugin_mode: str = "overlay",
         vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
         node_resource_group: str = "",
+        max_pods_default: int | None = None,
         cache_ttl: float = INSTANCE_TYPES_TTL,
     ) -> None:
         self.region = region
@@ -646,6 +657,7 @@ class InstanceTypeProvider:
         self._network_plugin_mode = network_plugin_mode
         self._overhead = vm_memory_overhead_percent
         self._cluster = node_resource_group
+        self._max_pods_default = max_pods_default
         self._ttl = cache_ttl
         self._lock = threading.RLock()
         self._skus: tuple[Sku, ...] = ()
@@ -687,6 +699,7 @@ class InstanceTypeProvider:
             network_plugin=self._network_plugin,
             network_plugin_mode=self._network_plugin_mode,
             local_dns=local_dns,
+            max_pods_default=self._max_pods_default,
         )
         now = self._clock.monotonic()
         prices = _pricing_version(self._pricing)

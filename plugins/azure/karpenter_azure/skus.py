@@ -24,11 +24,13 @@ from attrs import field, frozen
 
 __all__ = [
     "RESOURCE_TYPE_VIRTUAL_MACHINES",
+    "LocationInfo",
     "Restriction",
     "Sku",
     "SkuError",
     "VMSize",
     "ZoneDetail",
+    "by_name",
     "list_skus",
     "location_equals",
     "parse_vm_size",

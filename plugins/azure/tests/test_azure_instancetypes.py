@@ -213,9 +213,13 @@ def test_max_pods_default_follows_the_network_plugin(plugin: str, mode: str, pod
     assert {t.capacity[res.PODS] for t in types.values()} == {pods * 1000}
 
 
-def test_max_pods_of_the_nodeclass_wins() -> None:
+def test_max_pods_of_the_nodeclass_wins_then_the_configured_default() -> None:
     types = _types(_nodeclass(maxPods=150), network_plugin="azure", network_plugin_mode="")
     assert {t.capacity[res.PODS] for t in types.values()} == {150 * 1000}
+    types = _types(_nodeclass(maxPods=150), max_pods_default=60)
+    assert {t.capacity[res.PODS] for t in types.values()} == {150 * 1000}
+    types = _types(_nodeclass(), max_pods_default=60)
+    assert {t.capacity[res.PODS] for t in types.values()} == {60 * 1000}
 
 
 # --- filtering ---------------------------------------------------------------------------------
