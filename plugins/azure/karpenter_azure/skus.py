@@ -308,6 +308,12 @@ class Sku:
 
     # --- capabilities ------------------------------------------------------------------
 
+    def capability_map(self) -> dict[str, str]:
+        """Capabilities as name -> value (the first of repeated names; valueless ones
+        left out), for code that reads them by name (the launch template's disk
+        placement)."""
+        return {k: v for k, v in self._by_name.items() if v is not None}
+
     def capability(self, name: str) -> str | None:
         """The capability's value (exact name), None when absent."""
         return self._by_name.get(name)

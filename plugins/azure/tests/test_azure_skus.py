@@ -90,6 +90,16 @@ def test_trusted_launch_needs_generation_2_and_no_trusted_launch_disabled() -> N
     assert not gen1.trusted_launch_supported
 
 
+def test_capability_map_keeps_the_first_of_repeated_names() -> None:
+    raw = sku_json("Standard_X2_v1")
+    raw["capabilities"].append({"name": "vCPUs", "value": "64"})
+    raw["capabilities"].append({"name": "Nothing", "value": None})
+    caps = Sku.from_dict(raw).capability_map()
+    assert caps["vCPUs"] == "2"
+    assert "Nothing" not in caps
+    assert caps["CpuArchitectureType"] == "x64"
+
+
 def test_json_round_trips_through_to_dict() -> None:
     sku = _bundled("Standard_D2as_v6")
     assert Sku.from_dict(sku.to_dict()) == sku
