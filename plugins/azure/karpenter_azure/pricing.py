@@ -156,7 +156,10 @@ def fetch_prices(
     Raises :class:`PricingError` on a transport error, a non-200 status, a body that is
     not a prices page, or a paging loop.
     """
-    http = session or requests.Session()
+    if session is None:
+        with requests.Session() as own:
+            return fetch_prices(region, endpoint=endpoint, session=own, timeout=timeout)
+    http = session
     url: str | None = _first_url(endpoint or pricing_endpoint(), region)
     seen: set[str] = set()
     collector = _Collector(region)
