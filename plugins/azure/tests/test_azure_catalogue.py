@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SUBSCRIPTION
 from fakearm import FakeARM
 from fakearm_catalog import authorized_session, catalog_routes, price_item, sku_json
 from karpenter_azure import catalogue
@@ -20,6 +19,8 @@ from karpenter_azure.instancetypes import build_instance_types
 from karpenter_azure.pricing import PricingProvider
 
 from karpenter_core.plugin_api import VirtualClock
+
+SUBSCRIPTION = "00000000-0000-0000-0000-00000000cafe"
 
 
 def test_there_are_bundled_regions() -> None:

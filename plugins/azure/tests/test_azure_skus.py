@@ -4,12 +4,13 @@ zones and restrictions, and listing them through the real SDK against the fake A
 from __future__ import annotations
 
 import pytest
-from conftest import SUBSCRIPTION
 from fakearm import FakeARM
 from fakearm_catalog import catalog_routes, sku_json
 from karpenter_azure import catalogue
 from karpenter_azure.clients import AzureClients
 from karpenter_azure.skus import Sku, SkuError, list_skus, parse_vm_size, skus_from_json
+
+SUBSCRIPTION = "00000000-0000-0000-0000-00000000cafe"
 
 
 def _bundled(name: str, region: str = "southcentralus") -> Sku:
