@@ -54,17 +54,7 @@ def fake_arm() -> Iterator[FakeARM]:
 @pytest.fixture
 def arm(fake_arm: FakeARM) -> Iterator[FakeARM]:
     """The module's fake ARM with an empty inventory and no faults."""
-    with fake_arm.lock:
-        fake_arm.vms.clear()
-        fake_arm.nics.clear()
-        fake_arm.extensions.clear()
-        fake_arm.requests.clear()
-        fake_arm._faults.clear()
-        fake_arm._vm_faults.clear()
-        fake_arm._ext_faults.clear()
-        fake_arm._token_failures = 0
-        fake_arm.lro_polls = 1
-        fake_arm.graph_page_size = 1000
+    fake_arm.reset()
     yield fake_arm
 
 

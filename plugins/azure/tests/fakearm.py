@@ -293,15 +293,42 @@ class FakeARM:
 
     # ------------------------------------------------------------------ extension API
 
-    def route(self, method: str, path_regex: str, handler: Handler) -> None:
-        """Serve ``method`` on paths fully matching ``path_regex`` with ``handler``.
+    def route(self, method: str, path_regex: str, handler: Handler) -> Callable[[], None]:
+        """Serve ``method`` on paths fully matching ``path_regex`` with ``handler``;
+        returns a function removing the route again.
 
-        Added routes are tried before the built-in ones (so they may override them);
-        named groups of the regex are in ``request.match``. Requests must carry the
-        fake's bearer token, as for built-in ARM routes.
+        Added routes are tried before the built-in ones, the latest first (so they may
+        override them); named groups of the regex are in ``request.match``. Requests must
+        carry the fake's bearer token, as for built-in ARM routes. Handlers run outside
+        the fake's lock, so they may call the fake (or the code under test) again.
         """
+        entry = (method.upper(), re.compile(path_regex), handler)
         with self.lock:
-            self._routes.append((method.upper(), re.compile(path_regex), handler))
+            self._routes.insert(0, entry)
+
+        def remove() -> None:
+            with self.lock:
+                if entry in self._routes:
+                    self._routes.remove(entry)
+
+        return remove
+
+    def reset(self) -> None:
+        """Forget inventory, recorded requests, pending faults and tuning (routes added
+        with :meth:`route` stay): a fresh ARM for the next test."""
+        with self.lock:
+            self.vms.clear()
+            self.nics.clear()
+            self.extensions.clear()
+            self.requests.clear()
+            self._faults.clear()
+            self._vm_faults.clear()
+            self._ext_faults.clear()
+            self._token_failures = 0
+            self._token_status = 500
+            self.token_requests = 0
+            self.lro_polls = 1
+            self.graph_page_size = 1000
 
     def fail_next(
         self,

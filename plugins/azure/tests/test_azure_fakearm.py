@@ -310,7 +310,9 @@ def test_added_routes_serve_before_builtins_with_named_groups(arm: FakeARM) -> N
         seen.append(req)
         return 200, {"X-Test": "1"}, {"value": [{"name": req.match["sub"]}]}
 
-    arm.route("GET", r"/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.Compute/skus", skus)
+    remove = arm.route(
+        "GET", r"/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.Compute/skus", skus
+    )
     try:
         r = requests.get(
             arm.url + f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Compute/skus",
@@ -330,8 +332,14 @@ def test_added_routes_serve_before_builtins_with_named_groups(arm: FakeARM) -> N
         )
         assert r.status_code == 401 and len(seen) == 1
     finally:
-        with arm.lock:
-            arm._routes.clear()
+        remove()
+    r = requests.get(
+        arm.url + f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Compute/skus",
+        headers=_auth(),
+        verify=arm.ca_file,
+        timeout=10,
+    )
+    assert r.status_code == 404 and len(seen) == 1
 
 
 def test_unknown_routes_are_404_with_an_arm_error(arm: FakeARM) -> None:

@@ -560,12 +560,11 @@ def test_a_delete_already_in_flight_is_not_repeated(arm_env: FakeARM, vms: VMPro
             nested.append(vms.delete(vm.name))
         return arm_env._operation(req)
 
-    arm_env.route("GET", r"/fakearm/operations/(?P<op>[^/]+)", poll)
+    remove = arm_env.route("GET", r"/fakearm/operations/(?P<op>[^/]+)", poll)
     try:
         vms.delete(vm.name)
     finally:
-        with arm_env.lock:
-            arm_env._routes.clear()
+        remove()
     assert nested == [None]
     assert len(arm_env.requests_to("DELETE", r".*/virtualMachines/" + vm.name)) == 1
     assert_nothing_left(arm_env, vm.name)
