@@ -64,6 +64,7 @@ __all__ = [
     "describe",
     "error_code",
     "error_message",
+    "is_missing_backend_pool",
     "is_not_found",
     "is_regional_zone",
     "one_line",
@@ -285,6 +286,16 @@ def classify_create_error(
         msg = f"subnet {t.subnet_id or '(unknown)'} has no free IP address for the node's NIC"
         return AzureCapacityError(msg, SUBNET_FULL, code)
     return None
+
+
+def is_missing_backend_pool(err: BaseException, pool_ids: Iterable[str]) -> bool:
+    """True when a NIC create failed with ``InvalidResourceReference`` naming one of the
+    load-balancer backend pools it was given (upstream ``lberrors.go``): the pool list is
+    stale and worth refreshing, unlike a missing subnet or NSG, which a retry cannot fix."""
+    if error_code(err).lower() != "invalidresourcereference":
+        return False
+    text = f"{error_message(err)} {err}".lower()
+    return any(pool and pool.lower() in text for pool in pool_ids)
 
 
 def create_error(what: str, err: BaseException) -> CreateError:

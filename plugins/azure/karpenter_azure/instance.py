@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from karpenter_azure.azerrors import (
     FamilyMember,
@@ -45,6 +45,7 @@ from karpenter_azure.azerrors import (
     classify_create_error,
     create_error,
     describe,
+    is_missing_backend_pool,
     is_not_found,
     is_regional_zone,
     one_line,
@@ -405,11 +406,15 @@ class VMProvider:
         *,
         poll_interval: float = 3.0,
         billing_extension: bool | None = None,
+        refresh_backend_pools: Callable[[tuple[str, ...]], Sequence[str]] | None = None,
         wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     ) -> None:
         """``poll_interval`` is the LRO polling period when ARM sends no ``Retry-After``
         (upstream polls every 3 s rather than the SDK's 30 s). ``billing_extension`` None
-        adds the AKS billing extension in the clouds upstream adds it in."""
+        adds the AKS billing extension in the clouds upstream adds it in.
+        ``refresh_backend_pools`` (given the stale pool ids, returns current ones) lets a
+        NIC create that names a deleted load-balancer backend pool be retried once with
+        fresh pools, as upstream does."""
         self._clients = clients
         self.resource_group = resource_group
         self.location = location
@@ -418,6 +423,7 @@ class VMProvider:
         if billing_extension is None:
             billing_extension = clients.environment.name.lower() in _BILLING_CLOUDS
         self.billing_extension = billing_extension
+        self._refresh_pools = refresh_backend_pools
         self._wall = wall
         self._deleting: set[str] = set()
         self._deleting_lock = threading.Lock()
@@ -597,9 +603,7 @@ class VMProvider:
             return VMInstance.from_arm(existing)
 
         try:
-            nic = self._network.network_interfaces.begin_create_or_update(
-                rg, r.name, self.nic_body(r), polling_interval=self._poll, cls=_raw_json
-            ).result()
+            nic = self._create_nic(r, rg)
         except ClientAuthenticationError as e:
             raise CreateError(
                 f"creating NIC {r.name}: {one_line(str(e), 300)}",
@@ -657,19 +661,7 @@ class VMProvider:
             vm = {**body, "id": self._vm_id(rg, r.name), "name": r.name}
         instance = VMInstance.from_arm(vm)
         if instance.created is None:
-            instance = VMInstance(
-                name=instance.name,
-                id=instance.id,
-                sku=instance.sku,
-                zone=instance.zone,
-                capacity_type=instance.capacity_type,
-                tags=instance.tags,
-                provisioning_state=instance.provisioning_state,
-                image_id=instance.image_id,
-                location=instance.location,
-                created=self._wall(),
-                nic_ids=instance.nic_ids,
-            )
+            instance = evolve(instance, created=self._wall())
         log.info(
             "launched VM %s type=%s zone=%s capacity-type=%s",
             instance.id,
@@ -678,6 +670,32 @@ class VMProvider:
             instance.capacity_type,
         )
         return instance
+
+    def _create_nic(self, r: LaunchRequest, rg: str) -> Any:
+        """PUT the NIC and wait; once more with refreshed backend pools when ARM says a
+        submitted pool no longer exists (and a refresher was given)."""
+        from azure.core.exceptions import HttpResponseError
+
+        def put(request: LaunchRequest) -> Any:
+            return self._network.network_interfaces.begin_create_or_update(
+                rg, request.name, self.nic_body(request), polling_interval=self._poll, cls=_raw_json
+            ).result()
+
+        try:
+            return put(r)
+        except HttpResponseError as e:
+            if self._refresh_pools is None or not is_missing_backend_pool(e, r.backend_pool_ids):
+                raise
+            log.info("NIC %s names a stale backend pool; refreshing pools: %s", r.name, describe(e))
+        try:
+            pools = tuple(self._refresh_pools(r.backend_pool_ids))
+        except Exception as e:
+            raise CreateError(
+                f"refreshing backend pools after NIC {r.name} failed: {one_line(str(e), 300)}",
+                "BackendPoolRefreshFailed",
+                "refreshing the load balancer backend pools failed",
+            ) from e
+        return put(evolve(r, backend_pool_ids=pools))
 
     def _cleanup(self, rg: str, name: str) -> None:
         """Delete the VM (if any) then the NIC (if any) after a failed launch; problems

@@ -568,3 +568,87 @@ def test_a_delete_already_in_flight_is_not_repeated(arm_env: FakeARM, vms: VMPro
     assert nested == [None]
     assert len(arm_env.requests_to("DELETE", r".*/virtualMachines/" + vm.name)) == 1
     assert_nothing_left(arm_env, vm.name)
+
+
+# ---------------------------------------------------------------------------- backend pools
+
+OLD_POOL = "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/old"
+NEW_POOL = OLD_POOL.replace("/old", "/new")
+
+
+def _pool_provider(
+    clients: AzureClients, unavailable: UnavailableOfferings, refresh: object
+) -> VMProvider:
+    return VMProvider(
+        clients,
+        RESOURCE_GROUP,
+        LOCATION,
+        unavailable,
+        poll_interval=0,
+        refresh_backend_pools=refresh,  # type: ignore[arg-type]
+    )
+
+
+def test_a_stale_backend_pool_is_refreshed_and_the_nic_retried(
+    arm_env: FakeARM, azure_clients: AzureClients, unavailable: UnavailableOfferings
+) -> None:
+    asked: list[tuple[str, ...]] = []
+
+    def refresh(stale: tuple[str, ...]) -> list[str]:
+        asked.append(stale)
+        return [NEW_POOL]
+
+    arm_env.fail_next(
+        "PUT",
+        r".*/networkInterfaces/[^/]+",
+        status=400,
+        code="InvalidResourceReference",
+        message=f"Resource {OLD_POOL} referenced by resource nic was not found.",
+    )
+    vm = _pool_provider(azure_clients, unavailable, refresh).create(
+        request(backend_pool_ids=(OLD_POOL,))
+    )
+    assert asked == [(OLD_POOL,)]
+    ipc = arm_env.nics[vm.name]["properties"]["ipConfigurations"][0]["properties"]
+    assert ipc["loadBalancerBackendAddressPools"] == [{"id": NEW_POOL}]
+    assert vm.name in arm_env.vms
+
+
+def test_other_missing_references_are_not_retried(
+    arm_env: FakeARM, azure_clients: AzureClients, unavailable: UnavailableOfferings
+) -> None:
+    asked: list[tuple[str, ...]] = []
+    arm_env.fail_next(
+        "PUT",
+        r".*/networkInterfaces/[^/]+",
+        status=400,
+        code="InvalidResourceReference",
+        message=f"Resource {SUBNET} referenced by resource nic was not found.",
+    )
+    provider = _pool_provider(azure_clients, unavailable, lambda p: asked.append(p) or [NEW_POOL])
+    with pytest.raises(CreateError) as info:
+        provider.create(request(backend_pool_ids=(OLD_POOL,)))
+    assert info.value.condition_reason == "InvalidResourceReference"
+    assert asked == []
+    assert_nothing_left(arm_env, "aks-default-abcde")
+
+
+def test_a_failing_pool_refresh_is_a_create_error_and_leaves_nothing(
+    arm_env: FakeARM, azure_clients: AzureClients, unavailable: UnavailableOfferings
+) -> None:
+    def refresh(stale: tuple[str, ...]) -> list[str]:
+        raise RuntimeError("load balancer list failed")
+
+    arm_env.fail_next(
+        "PUT",
+        r".*/networkInterfaces/[^/]+",
+        status=400,
+        code="InvalidResourceReference",
+        message=f"Resource {OLD_POOL} was not found.",
+    )
+    with pytest.raises(CreateError) as info:
+        _pool_provider(azure_clients, unavailable, refresh).create(
+            request(backend_pool_ids=(OLD_POOL,))
+        )
+    assert info.value.condition_reason == "BackendPoolRefreshFailed"
+    assert_nothing_left(arm_env, "aks-default-abcde")
