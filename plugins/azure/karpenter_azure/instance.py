@@ -386,6 +386,16 @@ class NICInstance:
         )
 
 
+def _unauthorized(what: str, err: BaseException) -> CreateError:
+    """A launch refused for credentials: the token could not be obtained, or ARM
+    rejected it. Retrying helps only once the identity or its role assignment is fixed."""
+    return CreateError(
+        f"{what}: {one_line(str(err), 300)}",
+        "Unauthorized",
+        "ARM credentials were rejected or are unavailable",
+    )
+
+
 def _raw_json(pipeline_response: Any, _deserialized: Any, _headers: Any) -> Any:
     """SDK ``cls`` hook: the response's JSON, so GETs and Resource Graph rows parse alike."""
     return pipeline_response.http_response.json()
@@ -592,6 +602,8 @@ class VMProvider:
 
         try:
             existing = self._compute.virtual_machines.get(rg, r.name, cls=_raw_json)
+        except ClientAuthenticationError as e:
+            raise _unauthorized(f"getting VM {r.name}", e) from e
         except HttpResponseError as e:
             if not is_not_found(e):
                 raise create_error(f"getting VM {r.name}", e) from e
@@ -605,11 +617,7 @@ class VMProvider:
         try:
             nic = self._create_nic(r, rg)
         except ClientAuthenticationError as e:
-            raise CreateError(
-                f"creating NIC {r.name}: {one_line(str(e), 300)}",
-                "Unauthorized",
-                "ARM credentials were rejected or are unavailable",
-            ) from e
+            raise _unauthorized(f"creating NIC {r.name}", e) from e
         except HttpResponseError as e:
             ice = classify_create_error(e, target, self._unavailable)
             if ice is not None:
@@ -624,11 +632,7 @@ class VMProvider:
                 rg, r.name, body, polling_interval=self._poll, cls=_raw_json
             ).result()
         except ClientAuthenticationError as e:
-            raise CreateError(
-                f"creating VM {r.name}: {one_line(str(e), 300)}",
-                "Unauthorized",
-                "ARM credentials were rejected or are unavailable",
-            ) from e
+            raise _unauthorized(f"creating VM {r.name}", e) from e
         except HttpResponseError as e:
             ice = classify_create_error(e, target, self._unavailable)
             if ice is not None:

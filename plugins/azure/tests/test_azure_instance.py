@@ -452,6 +452,7 @@ def test_credentials_failure_is_a_create_error(arm_env: FakeARM, vms: VMProvider
     arm_env.fail_tokens(times=50, status=400)
     with pytest.raises(CreateError) as info:
         vms.create(request())
+    assert info.value.condition_reason == "Unauthorized"
     assert "\n" not in str(info.value)
     assert not arm_env.vms and not arm_env.nics
 
