@@ -796,6 +796,51 @@ class VMProvider:
             with self._deleting_lock:
                 self._deleting.discard(vm_name)
 
+    def update_tags(self, vm_name: str, tags: Mapping[str, str]) -> None:
+        """Replace the tags of a node's NIC, Karpenter's extensions and VM, in that order
+        (upstream ``Update``: the VM last, so a partial failure is retried rather than
+        looking done). A missing billing extension is skipped (a launch may have been cut
+        short before it); a missing VM or NIC is ``NodeClaimNotFoundError``."""
+        from azure.core.exceptions import AzureError
+
+        rg = self.resource_group
+        payload = {"tags": dict(tags)}
+
+        def call(what: str, fn: Callable[[], Any]) -> bool:
+            try:
+                fn()
+            except AzureError as e:
+                if is_not_found(e):
+                    return False
+                raise AzureAPIError(f"updating tags of {what}: {describe(e)}") from e
+            return True
+
+        if not call(
+            f"NIC {vm_name}",
+            lambda: self._network.network_interfaces.update_tags(rg, vm_name, payload),
+        ):
+            raise NodeClaimNotFoundError(f"NIC {vm_name} not found")
+        for ext in self.managed_extension_names():
+            if not call(
+                f"VM extension {ext} of {vm_name}",
+                lambda ext=ext: self._compute.virtual_machine_extensions.begin_update(
+                    rg, vm_name, ext, payload, polling_interval=self._poll
+                ).result(),
+            ):
+                log.info("extension %s of VM %s not found when updating tags", ext, vm_name)
+        if not call(
+            f"VM {vm_name}",
+            lambda: self._compute.virtual_machines.begin_update(
+                rg, vm_name, payload, polling_interval=self._poll
+            ).result(),
+        ):
+            raise NodeClaimNotFoundError(f"VM {vm_name} not found")
+
+    def managed_extension_names(self) -> builtins.list[str]:
+        """The VM extensions Karpenter manages (upstream ``GetManagedExtensionNames`` for
+        the scriptless mode): the billing extension where it is added."""
+        return [AKS_BILLING_EXTENSION] if self.billing_extension else []
+
     def delete_nic(self, nic_name: str) -> None:
         """Delete a NIC if it exists (no error when it does not)."""
         self._delete_nic_if_exists(self.resource_group, nic_name)

@@ -198,6 +198,9 @@ class FakeARM:
             ("GET", re.compile(r"/msi/token"), self._token),
             ("GET", re.compile(r"/fakearm/operations/(?P<op>[^/]+)"), self._operation),
             ("POST", re.compile(r"/providers/Microsoft\.ResourceGraph/resources"), self._graph),
+            ("PATCH", re.compile(_EXT), self._patch_extension),
+            ("PATCH", re.compile(_VM), self._patch_vm),
+            ("PATCH", re.compile(_NIC), self._patch_nic),
             ("PUT", re.compile(_EXT), self._put_extension),
             ("GET", re.compile(_EXT), self._get_extension),
             ("PUT", re.compile(_VM), self._put_vm),
@@ -719,6 +722,41 @@ class FakeARM:
             if ext is None:
                 return arm_error(404, "NotFound", f"extension {req.match['ext']} not found")
             return 200, {}, copy.deepcopy(ext)
+
+    # ------------------------------------------------------------------ tag updates
+
+    def _patch_tags(
+        self, resource: dict[str, Any] | None, req: FakeRequest
+    ) -> dict[str, Any] | None:
+        """Apply a PATCH's ``tags`` (ARM replaces the whole tag set); None when missing."""
+        if resource is None:
+            return None
+        body = req.json or {}
+        if "tags" in body:
+            resource["tags"] = dict(body.get("tags") or {})
+        return copy.deepcopy(resource)
+
+    def _patch_nic(self, req: FakeRequest) -> Response:
+        with self.lock:
+            nic = self._patch_tags(self.nics.get(req.match["name"]), req)
+        if nic is None:
+            return arm_error(404, "NotFound", f"network interface {req.match['name']} not found")
+        return 200, {}, nic
+
+    def _patch_vm(self, req: FakeRequest) -> Response:
+        with self.lock:
+            vm = self._patch_tags(self.vms.get(req.match["name"]), req)
+            if vm is None:
+                return arm_error(404, "ResourceNotFound", f"VM {req.match['name']} not found")
+            return self._begin(200, vm)
+
+    def _patch_extension(self, req: FakeRequest) -> Response:
+        key = (req.match["name"], req.match["ext"])
+        with self.lock:
+            ext = self._patch_tags(self.extensions.get(key), req)
+            if ext is None:
+                return arm_error(404, "NotFound", f"extension {req.match['ext']} not found")
+            return self._begin(200, ext)
 
     # ------------------------------------------------------------------ Resource Graph
 

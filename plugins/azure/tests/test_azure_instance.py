@@ -653,3 +653,32 @@ def test_a_failing_pool_refresh_is_a_create_error_and_leaves_nothing(
         )
     assert info.value.condition_reason == "BackendPoolRefreshFailed"
     assert_nothing_left(arm_env, "aks-default-abcde")
+
+
+# ---------------------------------------------------------------------------- tag updates
+
+
+def test_update_tags_reaches_nic_extension_and_vm_vm_last(
+    arm_env: FakeARM, vms: VMProvider
+) -> None:
+    vm = vms.create(request())
+    arm_env.requests.clear()
+    new = {**vm.tags, "team": "b"}
+    vms.update_tags(vm.name, new)
+    assert arm_env.nics[vm.name]["tags"] == new
+    assert arm_env.extensions[(vm.name, AKS_BILLING_EXTENSION)]["tags"] == new
+    assert arm_env.vms[vm.name]["tags"] == new
+    patches = [r.path.rsplit("/", 2)[-2] for r in arm_env.requests if r.method == "PATCH"]
+    assert patches == ["networkInterfaces", "extensions", "virtualMachines"]
+
+
+def test_update_tags_skips_a_missing_extension_but_not_a_missing_vm(
+    arm_env: FakeARM, vms: VMProvider
+) -> None:
+    vm = vms.create(request())
+    with arm_env.lock:
+        arm_env.extensions.clear()
+    vms.update_tags(vm.name, {"a": "1"})
+    assert arm_env.vms[vm.name]["tags"] == {"a": "1"}
+    with pytest.raises(NodeClaimNotFoundError):
+        vms.update_tags("aks-missing", {"a": "1"})
