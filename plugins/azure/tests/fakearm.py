@@ -7,10 +7,12 @@ path calls:
 - the App Service managed-identity token endpoint (``IDENTITY_ENDPOINT``), which
   ``DefaultAzureCredential`` uses when ``IDENTITY_ENDPOINT``/``IDENTITY_HEADER`` are set;
   every ARM call must then carry its bearer token;
-- network interfaces and virtual machines (PUT/GET/DELETE) and VM extensions (PUT/GET),
-  each PUT/DELETE a long-running operation: ``201``/``202`` with ``Azure-AsyncOperation``
-  and ``Retry-After: 0``; the first status poll answers ``InProgress`` and the next one
-  the outcome, so polling is exercised deterministically and without waiting;
+- network interfaces and virtual machines (PUT/GET/DELETE, PATCH of tags) and VM
+  extensions (PUT/GET/PATCH), each PUT/DELETE a long-running operation: ``201``/``202``
+  with ``Azure-AsyncOperation`` (and ``Location`` on ``202``) and ``Retry-After: 0``; the
+  first :attr:`FakeARM.lro_polls` status polls answer ``InProgress`` and the next one the
+  outcome, so polling is exercised deterministically and without waiting
+  (:attr:`FakeARM.retry_after_ms` makes the fake ask for a real, short wait instead);
 - Resource Graph ``POST /providers/Microsoft.ResourceGraph/resources`` with a tiny
   evaluator for ``Resources | where ...`` queries (``==``, ``=~``, ``tags has_cs``,
   ``not(...)``), paged with ``$skipToken``;
@@ -178,6 +180,7 @@ class FakeARM:
         self.lock = threading.RLock()
         self.lro_polls = lro_polls
         self.graph_page_size = graph_page_size
+        self.retry_after_ms: int | None = None
         self.vms: dict[str, dict[str, Any]] = {}
         self.nics: dict[str, dict[str, Any]] = {}
         self.extensions: dict[tuple[str, str], dict[str, Any]] = {}
@@ -197,6 +200,11 @@ class FakeARM:
         self._builtin: list[tuple[str, re.Pattern[str], Handler]] = [
             ("GET", re.compile(r"/msi/token"), self._token),
             ("GET", re.compile(r"/fakearm/operations/(?P<op>[^/]+)"), self._operation),
+            (
+                "GET",
+                re.compile(r"/fakearm/operations/(?P<op>[^/]+)/result"),
+                self._operation_result,
+            ),
             ("POST", re.compile(r"/providers/Microsoft\.ResourceGraph/resources"), self._graph),
             ("PATCH", re.compile(_EXT), self._patch_extension),
             ("PATCH", re.compile(_VM), self._patch_vm),
@@ -332,6 +340,7 @@ class FakeARM:
             self.token_requests = 0
             self.lro_polls = 1
             self.graph_page_size = 1000
+            self.retry_after_ms = None
 
     def fail_next(
         self,
@@ -463,28 +472,61 @@ class FakeARM:
     ) -> Response:
         op_id = f"op-{next(self._op_ids)}"
         self._ops[op_id] = _Operation(self.lro_polls if polls is None else polls, error, on_done)
+        operation = f"{self.url}/fakearm/operations/{op_id}"
         headers = {
-            "Azure-AsyncOperation": f"{self.url}/fakearm/operations/{op_id}?api-version=2024-01-01",
-            "Retry-After": "0",
+            "Azure-AsyncOperation": f"{operation}?api-version=2024-01-01",
+            **self._retry_headers(),
         }
+        if status == 202:
+            headers["Location"] = f"{operation}/result?api-version=2024-01-01"
         return status, headers, body
+
+    def _retry_headers(self) -> dict[str, str]:
+        """``Retry-After: 0`` (the SDK then waits its ``polling_interval``), or
+        ``retry-after-ms`` when :attr:`retry_after_ms` is set (the SDK waits that)."""
+        if self.retry_after_ms is not None:
+            return {"retry-after-ms": str(self.retry_after_ms)}
+        return {"Retry-After": "0"}
+
+    def _advance(self, op_id: str) -> tuple[str, _Operation] | None:
+        """One poll of an operation: its status after this poll."""
+        op = self._ops.get(op_id)
+        if op is None:
+            return None
+        if op.polls_left > 0:
+            op.polls_left -= 1
+            return "InProgress", op
+        if not op.done:
+            op.done = True
+            if op.on_done is not None:
+                op.on_done()
+        return ("Failed" if op.error is not None else "Succeeded"), op
 
     def _operation(self, req: FakeRequest) -> Response:
         with self.lock:
-            op = self._ops.get(req.match["op"])
-            if op is None:
-                return arm_error(404, "OperationNotFound", req.match["op"])
-            if op.polls_left > 0:
-                op.polls_left -= 1
-                return 200, {"Retry-After": "0"}, {"status": "InProgress"}
-            if not op.done:
-                op.done = True
-                if op.on_done is not None:
-                    op.on_done()
-            if op.error is not None:
-                code, message = op.error
-                return 200, {}, {"status": "Failed", "error": {"code": code, "message": message}}
-            return 200, {}, {"status": "Succeeded"}
+            step = self._advance(req.match["op"])
+        if step is None:
+            return arm_error(404, "OperationNotFound", req.match["op"])
+        status, op = step
+        if status == "InProgress":
+            return 200, self._retry_headers(), {"status": status}
+        if op.error is not None:
+            code, message = op.error
+            return 200, {}, {"status": status, "error": {"code": code, "message": message}}
+        return 200, {}, {"status": status}
+
+    def _operation_result(self, req: FakeRequest) -> Response:
+        """The ``Location`` poll: 202 while running, then 204 or the ARM error."""
+        with self.lock:
+            step = self._advance(req.match["op"])
+        if step is None:
+            return arm_error(404, "OperationNotFound", req.match["op"])
+        status, op = step
+        if status == "InProgress":
+            return 202, self._retry_headers(), None
+        if op.error is not None:
+            return arm_error(409, *op.error)
+        return 204, {}, None
 
     # ------------------------------------------------------------------ token
 

@@ -176,6 +176,34 @@ def test_put_is_an_lro_first_in_progress_then_succeeded(arm: FakeARM) -> None:
     assert arm.vms["vm"]["properties"]["provisioningState"] == "Succeeded"
 
 
+def test_delete_is_a_202_lro_with_a_location_to_poll(
+    arm_env: FakeARM, azure_clients: AzureClients
+) -> None:
+    azure_clients.network.network_interfaces.begin_create_or_update(
+        RESOURCE_GROUP, "n", _nic(), polling_interval=0
+    ).result()
+    arm_env.lro_polls = 1
+    path = NIC_PATH.replace(
+        "Microsoft.Network/networkInterfaces", "Microsoft.Compute/virtualMachines"
+    )
+    vm = {"location": "westus2", "properties": {"hardwareProfile": {"vmSize": "S"}}}
+    azure_clients.compute.virtual_machines.begin_create_or_update(
+        RESOURCE_GROUP, "v", vm, polling_interval=0
+    ).result()
+    r = requests.delete(
+        arm_env.url + path.format(name="v"), headers=_auth(), verify=arm_env.ca_file, timeout=10
+    )
+    assert r.status_code == 202
+    assert arm_env.vms["v"]["properties"]["provisioningState"] == "Deleting"
+    location = r.headers["Location"]
+    first = requests.get(location, headers=_auth(), verify=arm_env.ca_file, timeout=10)
+    assert first.status_code == 202
+    assert "v" in arm_env.vms
+    done = requests.get(location, headers=_auth(), verify=arm_env.ca_file, timeout=10)
+    assert done.status_code == 204
+    assert "v" not in arm_env.vms
+
+
 def test_a_nic_used_by_a_vm_cannot_be_deleted(
     arm_env: FakeARM, azure_clients: AzureClients
 ) -> None:
