@@ -679,6 +679,10 @@ class FakeARM:
                 if body.get(key):
                     vm[key] = copy.deepcopy(body[key])
             self.vms[name] = vm
+            for ref in nic_refs:
+                # ARM records the attachment on the NIC
+                nic_props = self.nics[str(ref.get("id", "")).rsplit("/", 1)[-1]]["properties"]
+                nic_props["virtualMachine"] = {"id": vm["id"]}
             error = (fault.code, fault.message) if fault is not None else None
 
             def finished() -> None:
@@ -718,8 +722,11 @@ class FakeARM:
                     del self.extensions[key]
                 refs = removed["properties"].get("networkProfile", {}).get("networkInterfaces", [])
                 for ref in refs:
+                    nic_name = str(ref.get("id", "")).rsplit("/", 1)[-1]
                     if (ref.get("properties") or {}).get("deleteOption") == "Delete":
-                        self.nics.pop(str(ref.get("id", "")).rsplit("/", 1)[-1], None)
+                        self.nics.pop(nic_name, None)
+                    elif nic_name in self.nics:
+                        self.nics[nic_name]["properties"].pop("virtualMachine", None)
 
         return self._begin(202, None, on_done=gone)
 

@@ -544,14 +544,18 @@ def test_delete_of_missing_vm_removes_an_orphan_nic(arm_env: FakeARM, vms: VMPro
 
 def test_delete_nic_and_list_nics_for_garbage_collection(arm_env: FakeARM, vms: VMProvider) -> None:
     vm = vms.create(request())
+    live = vms.create(request("live-1"))
     with arm_env.lock:
         arm_env.vms.pop(vm.name)
+        arm_env.nics[vm.name]["properties"].pop("virtualMachine")
         arm_env.extensions.clear()
-    orphans = [n for n in vms.list_nics() if not n.vm_id]
-    assert [n.name for n in orphans] == [vm.name]
+    nics = {n.name: n for n in vms.list_nics()}
+    assert set(nics) == {vm.name, live.name}
+    assert nics[live.name].vm_id.lower() == live.id.lower()
+    assert nics[vm.name].vm_id == ""
     vms.delete_nic(vm.name)
     vms.delete_nic(vm.name)  # already gone: no error
-    assert not arm_env.nics
+    assert set(arm_env.nics) == {live.name}
 
 
 def test_a_bare_arm_zone_is_marked_as_its_label(
