@@ -33,7 +33,7 @@ import datetime as dt
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import evolve, field, frozen
@@ -256,6 +256,18 @@ def _tags(value: Mapping[str, str]) -> Mapping[str, str]:
     return dict(value)
 
 
+def _strs(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _offerings(value: Iterable[OfferingRef]) -> tuple[OfferingRef, ...]:
+    return tuple(value)
+
+
+def _family(value: Iterable[FamilyMember]) -> tuple[FamilyMember, ...]:
+    return tuple(value)
+
+
 @frozen
 class LaunchRequest:
     """Everything one node's NIC and VM need (the launch template, resolved).
@@ -279,7 +291,7 @@ class LaunchRequest:
     resource_group: str = ""
     admin_username: str = "azureuser"
     ssh_public_key: str = ""
-    node_identities: tuple[str, ...] = field(default=(), converter=tuple)
+    node_identities: tuple[str, ...] = field(default=(), converter=_strs)
     os_disk_size_gb: int | None = None
     ephemeral_os_disk: bool = False
     ephemeral_placement: str = "ResourceDisk"
@@ -291,12 +303,12 @@ class LaunchRequest:
     secure_boot: bool = False
     vtpm: bool = False
     ultra_ssd: bool = False
-    backend_pool_ids: tuple[str, ...] = field(default=(), converter=tuple)
+    backend_pool_ids: tuple[str, ...] = field(default=(), converter=_strs)
     network_security_group_id: str = ""
     secondary_ips: int = 0
-    offerings: tuple[OfferingRef, ...] = field(default=(), converter=tuple)
+    offerings: tuple[OfferingRef, ...] = field(default=(), converter=_offerings)
     vcpus: int = 0
-    family: tuple[FamilyMember, ...] = field(default=(), converter=tuple)
+    family: tuple[FamilyMember, ...] = field(default=(), converter=_family)
 
     def __attrs_post_init__(self) -> None:
         if self.capacity_type not in ("spot", "on-demand"):
@@ -323,7 +335,7 @@ class VMInstance:
     image_id: str = ""
     location: str = ""
     created: dt.datetime | None = None
-    nic_ids: tuple[str, ...] = field(default=(), converter=tuple)
+    nic_ids: tuple[str, ...] = field(default=(), converter=_strs)
 
     @property
     def provider_id(self) -> str:
@@ -821,12 +833,13 @@ class VMProvider:
         ):
             raise NodeClaimNotFoundError(f"NIC {vm_name} not found")
         for ext in self.managed_extension_names():
-            if not call(
-                f"VM extension {ext} of {vm_name}",
-                lambda ext=ext: self._compute.virtual_machine_extensions.begin_update(
-                    rg, vm_name, ext, payload, polling_interval=self._poll
-                ).result(),
-            ):
+
+            def update_extension(name: str = ext) -> Any:
+                return self._compute.virtual_machine_extensions.begin_update(
+                    rg, vm_name, name, payload, polling_interval=self._poll
+                ).result()
+
+            if not call(f"VM extension {ext} of {vm_name}", update_extension):
                 log.info("extension %s of VM %s not found when updating tags", ext, vm_name)
         if not call(
             f"VM {vm_name}",
