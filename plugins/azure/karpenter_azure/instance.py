@@ -20,10 +20,16 @@ one for NICs) carrying Karpenter's NodePool tag, following ``$skipToken`` pages.
 provider id is ``azure://`` + the VM's ARM id with the resource group lower-cased, as the
 Azure cloud provider writes it on the Node.
 
+A NIC create that names a deleted load-balancer backend pool is retried once with pools
+from the ``refresh_backend_pools`` callback (upstream ``lberrors.go``). ``update_tags``
+propagates tag changes to the NIC, extension and VM (upstream ``Update``). A VM that
+already exists under the node's name (Karpenter restarted mid-launch) is adopted, not
+re-created.
+
 Not implemented here: the ``bootstrappingclient`` and AKS-machine-API modes (the custom
-script extension, AKS machines), load-balancer backend pools refresh on a stale pool
-reference, the managed NSG lookup (callers pass the NSG id), and upstream's asynchronous
-create (this ``create`` returns once the VM exists).
+script extension, AKS machines), listing the load balancers' backend pools and the
+managed NSG (callers pass their ids), launch metrics, and upstream's asynchronous create
+(this ``create`` returns once the VM and its extension exist).
 """
 
 from __future__ import annotations
