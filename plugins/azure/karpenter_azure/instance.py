@@ -57,8 +57,10 @@ from karpenter_azure.azerrors import (
     one_line,
 )
 from karpenter_azure.clients import AzureClients
+from karpenter_azure.labels import LABEL_SKU_CPU, LABEL_SKU_FAMILY
 from karpenter_core.plugin_api import (
     CreateError,
+    InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     UnavailableOfferings,
@@ -79,6 +81,7 @@ __all__ = [
     "NICInstance",
     "VMInstance",
     "VMProvider",
+    "capacity_context",
     "launch_tags",
     "nic_list_query",
     "nodeclaim_name",
@@ -906,3 +909,37 @@ class VMProvider:
 def offering_refs(pairs: Sequence[tuple[str, str]]) -> tuple[OfferingRef, ...]:
     """``OfferingRef``s from (zone, capacity type) pairs."""
     return tuple(OfferingRef(zone, ct) for zone, ct in pairs)
+
+
+def _single(it: InstanceType, key: str) -> str:
+    req = it.requirements.get(key)
+    if req.complement or len(req.values) != 1:
+        return ""
+    return next(iter(req.values))
+
+
+def _vcpus(it: InstanceType) -> int:
+    try:
+        return int(_single(it, LABEL_SKU_CPU) or 0)
+    except ValueError:
+        return 0
+
+
+def capacity_context(
+    instance_type: InstanceType, candidates: Iterable[InstanceType] = ()
+) -> dict[str, Any]:
+    """The ``offerings``, ``vcpus`` and ``family`` fields of a :class:`LaunchRequest` for
+    ``instance_type``: every offering of the type (so a capacity error can mark all zones
+    of a placement) and the ``candidates`` of its VM family (``karpenter.azure.com/
+    sku-family``) with their vCPUs (``sku-cpu``), so larger sizes are marked too."""
+    family = _single(instance_type, LABEL_SKU_FAMILY)
+    members = tuple(
+        FamilyMember(c.name, _vcpus(c))
+        for c in candidates
+        if family and _single(c, LABEL_SKU_FAMILY) == family
+    )
+    return {
+        "offerings": tuple(OfferingRef(o.zone, o.capacity_type) for o in instance_type.offerings),
+        "vcpus": _vcpus(instance_type),
+        "family": members,
+    }

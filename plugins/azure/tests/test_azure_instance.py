@@ -16,19 +16,27 @@ from karpenter_azure.instance import (
     NODEPOOL_TAG,
     LaunchRequest,
     VMProvider,
+    capacity_context,
     launch_tags,
     nodeclaim_name,
     provider_id,
     resource_name,
     vm_name_from_provider_id,
 )
+from karpenter_azure.labels import LABEL_SKU_CPU, LABEL_SKU_FAMILY
 
 from karpenter_core.plugin_api import (
+    IN,
     CreateError,
+    InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
+    Offering,
+    Requirement,
+    Requirements,
     UnavailableOfferings,
     VirtualClock,
+    labels,
 )
 
 SUBNET = (
@@ -700,3 +708,57 @@ def test_update_tags_skips_a_missing_extension_but_not_a_missing_vm(
     assert arm_env.vms[vm.name]["tags"] == {"a": "1"}
     with pytest.raises(NodeClaimNotFoundError):
         vms.update_tags("aks-missing", {"a": "1"})
+
+
+# ---------------------------------------------------------------------------- instance types
+
+
+def _sku(name: str, family: str, cpus: int) -> InstanceType:
+    def reqs(**values: list[str]) -> Requirements:
+        return Requirements(*(Requirement.new(k, IN, v) for k, v in values.items()))
+
+    offerings = [
+        Offering(
+            reqs(**{labels.LABEL_TOPOLOGY_ZONE: [z], labels.CAPACITY_TYPE_LABEL_KEY: [ct]}), 0.1
+        )
+        for z in ZONES
+        for ct in ("on-demand", "spot")
+    ]
+    return InstanceType(
+        name=name,
+        requirements=reqs(
+            **{
+                labels.LABEL_INSTANCE_TYPE: [name],
+                LABEL_SKU_FAMILY: [family],
+                LABEL_SKU_CPU: [str(cpus)],
+            }
+        ),
+        offerings=offerings,
+    )
+
+
+def test_capacity_context_from_instance_types_drives_the_marks(
+    arm_env: FakeARM, vms: VMProvider, unavailable: UnavailableOfferings
+) -> None:
+    d4, d8, d2, e8 = (
+        _sku("Standard_D4s_v3", "DSv3", 4),
+        _sku("Standard_D8s_v3", "DSv3", 8),
+        _sku("Standard_D2s_v3", "DSv3", 2),
+        _sku("Standard_E8s_v3", "ESv3", 8),
+    )
+    context = capacity_context(d4, [d4, d8, d2, e8])
+    assert context["vcpus"] == 4
+    assert {m.name for m in context["family"]} == {d4.name, d8.name, d2.name}
+    assert set(context["offerings"]) == {
+        OfferingRef(z, ct) for z in ZONES for ct in ("on-demand", "spot")
+    }
+    arm_env.fail_next_vm_create("OverconstrainedAllocationRequest", "constraints")
+    with pytest.raises(InsufficientCapacityError):
+        vms.create(request(**context))
+    for zone in ZONES:
+        assert unavailable.is_unavailable(d4.name, zone, "on-demand")
+        assert unavailable.is_unavailable(d8.name, zone, "on-demand")
+        assert not unavailable.is_unavailable(d2.name, zone, "on-demand")
+        assert not unavailable.is_unavailable(e8.name, zone, "on-demand")
+        assert not unavailable.is_unavailable(d4.name, zone, "spot")
+    assert_nothing_left(arm_env, "aks-default-abcde")
