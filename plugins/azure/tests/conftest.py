@@ -18,12 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fakearm import FakeARM
+from fakearm import SUBSCRIPTION, FakeARM
 from karpenter_azure.clients import AzureClients
-
-SUBSCRIPTION = "12345678-1234-1234-1234-123456789abc"
-RESOURCE_GROUP = "MC_rg_cluster_westus2"
-LOCATION = "westus2"
 
 # Environment credentials DefaultAzureCredential tries before managed identity.
 _FOREIGN_CREDENTIAL_VARS = (

@@ -57,12 +57,27 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-__all__ = ["FakeARM", "FakeRequest", "Handler", "Response", "arm_error"]
+__all__ = [
+    "LOCATION",
+    "RESOURCE_GROUP",
+    "SUBSCRIPTION",
+    "FakeARM",
+    "FakeRequest",
+    "Handler",
+    "Response",
+    "arm_error",
+]
 
 Response = tuple[int, Mapping[str, str], Any]
 """A handler's answer: status, headers, body (dict/list → JSON, str/bytes → raw, None)."""
 
 Handler = Callable[["FakeRequest"], Response]
+
+# Conventional values for tests (tests import them from here: importing ``conftest`` as a
+# module is ambiguous when several test directories have one).
+SUBSCRIPTION = "12345678-1234-1234-1234-123456789abc"
+RESOURCE_GROUP = "MC_rg_cluster_westus2"
+LOCATION = "westus2"
 
 IDENTITY_HEADER = "fake-arm-identity-header"
 ACCESS_TOKEN = "fake-arm-access-token"

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import RESOURCE_GROUP
-from fakearm import FakeARM
+from fakearm import RESOURCE_GROUP, FakeARM
 from karpenter_azure.azerrors import (
     AzureCapacityError,
     FamilyMember,

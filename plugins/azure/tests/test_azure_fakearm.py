@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import RESOURCE_GROUP, SUBSCRIPTION
-from fakearm import ACCESS_TOKEN, FakeARM, FakeRequest, Response
+from fakearm import ACCESS_TOKEN, RESOURCE_GROUP, SUBSCRIPTION, FakeARM, FakeRequest, Response
 from karpenter_azure.clients import (
     PUBLIC_RESOURCE_MANAGER_ENDPOINT,
     AzureClients,

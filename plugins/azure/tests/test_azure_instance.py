@@ -5,8 +5,7 @@ every failure path, get/list/delete."""
 from __future__ import annotations
 
 import pytest
-from conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
-from fakearm import FakeARM, FakeRequest, Response
+from fakearm import LOCATION, RESOURCE_GROUP, SUBSCRIPTION, FakeARM, FakeRequest, Response
 from karpenter_azure.azerrors import AzureCapacityError, FamilyMember, OfferingRef
 from karpenter_azure.clients import AzureClients
 from karpenter_azure.instance import (
