@@ -25,7 +25,7 @@ from importlib.resources import files
 from typing import Any
 
 import yaml
-from attrs import frozen
+from attrs import field, frozen
 
 from karpenter_azure.labels import AKS_NODE_CLASS
 from karpenter_core.plugin_api import KubeClient, NotFound, ResourceType, register_resource
@@ -433,11 +433,11 @@ def _cel(spec: Mapping[str, Any], errors: list[str]) -> None:
         for rule, message in rules:
             if not rule(target):
                 errors.append(f"{path}: Invalid value: {message}")
-    for field in ("vnetDNSOverrides", "kubeDNSOverrides"):
-        for i, item in enumerate(_zones(_get(spec, "localDNS", field))):
+    for overrides in ("vnetDNSOverrides", "kubeDNSOverrides"):
+        for i, item in enumerate(_zones(_get(spec, "localDNS", overrides))):
             for rule, message in _ZONE_ITEM_RULES:
                 if not rule(item):
-                    errors.append(f"spec.localDNS.{field}[{i}]: Invalid value: {message}")
+                    errors.append(f"spec.localDNS.{overrides}[{i}]: Invalid value: {message}")
 
 
 def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
@@ -464,6 +464,42 @@ class AKSNodeClass:
     generation: int
     spec: Mapping[str, Any]
     annotations: Mapping[str, str]
+    status: Mapping[str, Any] = field(factory=dict)
+    deletion_timestamp: str | None = None
+
+    # --- status (what the status controller resolved) -----------------------------------
+
+    def condition(self, kind: str) -> Mapping[str, Any] | None:
+        for c in self.status.get("conditions") or ():
+            if isinstance(c, Mapping) and c.get("type") == kind:
+                return c
+        return None
+
+    def ready(self) -> bool | None:
+        """``Ready``: True, False, or None while unknown (absent, Unknown, or reconciled
+        against an older generation)."""
+        cond = self.condition(CONDITION_READY)
+        if cond is None:
+            return None
+        observed = cond.get("observedGeneration")
+        if observed is not None and observed != self.generation:
+            return None
+        return {"True": True, "False": False}.get(str(cond.get("status")))
+
+    def ready_message(self) -> str:
+        cond = self.condition(CONDITION_READY)
+        if cond is None:
+            return "the AKSNodeClass has no Ready condition yet"
+        return str(cond.get("message") or cond.get("reason") or "")
+
+    @property
+    def images(self) -> tuple[Mapping[str, Any], ...]:
+        """``status.images``: ``{id, requirements}`` in preference order."""
+        return tuple(i for i in self.status.get("images") or () if isinstance(i, Mapping))
+
+    @property
+    def kubernetes_version(self) -> str:
+        return str(self.status.get("kubernetesVersion") or "")
 
     @property
     def image_family(self) -> str:
@@ -527,6 +563,8 @@ class AKSNodeClass:
             generation=int(meta.get("generation") or 0),
             spec=apply_defaults(spec),
             annotations=dict(meta.get("annotations") or {}),
+            status=dict(obj.get("status") or {}),
+            deletion_timestamp=meta.get("deletionTimestamp") or None,
         )
 
 

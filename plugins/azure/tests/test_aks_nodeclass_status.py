@@ -275,7 +275,11 @@ def test_a_missing_nodeclass_is_ignored_and_the_controller_is_registered() -> No
     from karpenter_azure import plugin
 
     specs = plugin.karpenter_controllers()
-    assert [(s.name, s.cloud_provider) for s in specs] == [(CONTROLLER_NAME, "azure")]
+    assert [(s.name, s.cloud_provider) for s in specs] == [
+        (CONTROLLER_NAME, "azure"),
+        ("azure.catalogue.refresh", "azure"),
+        ("azure.nic.gc", "azure"),
+    ]
 
 
 def test_on_the_kits_environment_through_the_controllers_hook(
@@ -294,6 +298,11 @@ def test_on_the_kits_environment_through_the_controllers_hook(
         "node-resource-group": "MC_rg",
         "vnet-subnet-id": SUBNET,
         "kubernetes-version": "1.32.0",
+        # what serving needs besides (no ARM call is made: no core controller runs)
+        "region": "southcentralus",
+        "subscription-id": "00000000-0000-0000-0000-000000000000",
+        "kubelet-bootstrap-token": "abcdef.0123456789abcdef",
+        "ssh-public-key": "ssh-ed25519 AAAA test",
     }
     with Environment(
         "azure",
@@ -303,7 +312,7 @@ def test_on_the_kits_environment_through_the_controllers_hook(
         kube_scheduler=False,
         kubelet=False,
     ) as env:
-        assert env.registration.registered == ((CONTROLLER_NAME, (CONTROLLER_NAME,)),)
+        assert (CONTROLLER_NAME, (CONTROLLER_NAME,)) in env.registration.registered
         for name, spec in (("good", {"imageFamily": "AzureLinux"}), ("bad", {"maxPods": 5})):
             env.create(
                 {

@@ -1,4 +1,5 @@
-"""karpenter-azure: an honest skeleton — registered, labelled, and unable to launch."""
+"""karpenter-azure: registration, labels, settings and the factory's two modes (catalogue
+only without a cluster; launching, with every required setting, with one)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import (
-    PluginError,
     cloud_providers,
     get_cloud_provider,
     get_plugin_manager,
@@ -80,35 +80,74 @@ def test_selecting_makes_azure_keys_selectable_but_domain_restricted() -> None:
     assert labels.is_restricted_label("karpenter.azure.com/made-up") is True
 
 
-def test_cluster_name_is_a_required_setting() -> None:
+def test_without_a_cluster_no_launch_setting_is_needed() -> None:
     pm = get_plugin_manager({"KARPENTER_PLUGINS": "azure"})
-    with pytest.raises(PluginError, match="cluster-name"):
-        get_cloud_provider("azure", {}, pm)
+    provider = get_cloud_provider("azure", {}, pm)
+    assert provider.name == "azure"
+    assert provider.vms is None  # type: ignore[attr-defined]
+
+
+def test_serving_lists_every_missing_launch_setting_with_its_variable() -> None:
+    context = ProviderContext(settings={"cluster-name": "c"}, kube=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError) as e:
+        _spec().factory(context)
+    message = str(e.value)
+    assert "\n" not in message
+    for setting, env in [
+        ("region", "LOCATION"),
+        ("subscription-id", "AZURE_SUBSCRIPTION_ID"),
+        ("cluster-endpoint", "CLUSTER_ENDPOINT"),
+        ("kubelet-bootstrap-token", "KUBELET_BOOTSTRAP_TOKEN"),
+        ("ssh-public-key", "SSH_PUBLIC_KEY"),
+        ("vnet-subnet-id", "VNET_SUBNET_ID"),
+        ("node-resource-group", "AZURE_NODE_RESOURCE_GROUP"),
+    ]:
+        assert f"azure setting {setting} (env {env}) is required" in message
+    assert "cluster-name" not in message
 
 
 @pytest.mark.parametrize(
-    ("method", "args"),
+    ("settings", "fragment"),
     [
-        ("create", (object(),)),
-        ("delete", (object(),)),
-        (
-            "get",
-            (
-                "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/aks-a",
-            ),
-        ),
-        ("list", ()),
-        ("get_instance_types", (None,)),
-        ("is_drifted", (object(),)),
-        ("repair_policies", ()),
+        ({"provision-mode": "aksmachineapi"}, "'aksmachineapi' is not supported"),
+        ({"provision-mode": "magic"}, "'magic' is not a provision mode"),
+        ({"use-sig": "true"}, "community galleries"),
+        ({"vnet-subnet-id": "subnet-1"}, "is not a subnet resource id"),
+        ({"network-plugin": "flannel"}, "azure setting network-plugin: 'flannel'"),
+        ({"vm-memory-overhead-percent": "2"}, "not a fraction"),
+        ({"additional-tags": "a=1,b"}, "'b' is not key=value"),
+        ({"node-identities": "id-1"}, "not a user-assigned identity"),
+        ({"cluster-endpoint": "k8s:443"}, "is not a URL"),
     ],
 )
-def test_provider_refuses_every_operation(method: str, args: tuple[object, ...]) -> None:
-    provider = get_cloud_provider(
-        "azure", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "azure"})
+def test_bad_settings_are_one_line_errors_naming_the_setting(
+    settings: dict[str, str], fragment: str
+) -> None:
+    pm = get_plugin_manager({"KARPENTER_PLUGINS": "azure"})
+    with pytest.raises(ValueError) as e:
+        get_cloud_provider("azure", settings, pm)
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_settings_parse_upstream_formats() -> None:
+    from karpenter_azure.settings import AzureSettings
+
+    s = AzureSettings.from_mapping(
+        {
+            "region": "East US",
+            "additional-tags": "team=a, env = prod",
+            "node-identities": "/subscriptions/s/resourceGroups/r/providers/"
+            "Microsoft.ManagedIdentity/userAssignedIdentities/kubelet",
+            "network-plugin": "Azure",
+            "network-plugin-mode": "",
+        }
     )
-    with pytest.raises(NotImplementedError, match="azure cloud provider cannot launch yet"):
-        getattr(provider, method)(*args)
+    assert s.region == "eastus"
+    assert s.additional_tags == {"team": "a", "env": "prod"}
+    assert s.node_identities[0].endswith("/userAssignedIdentities/kubelet")
+    assert (s.network_plugin, s.network_plugin_mode) == ("azure", "")
+    assert s.provision_mode == "aksscriptless"
 
 
 def test_provider_reports_its_name_and_node_class() -> None:
@@ -124,4 +163,5 @@ def test_provider_reports_its_name_and_node_class() -> None:
 def test_factory_builds_the_provider_from_the_context_settings() -> None:
     provider = _spec().factory(ProviderContext(settings=SETTINGS))
     assert provider.name == "azure"
-    assert provider.settings == SETTINGS  # type: ignore[attr-defined]
+    assert provider.settings.cluster_name == "test-cluster"  # type: ignore[attr-defined]
+    assert provider.settings.node_resource_group == SETTINGS["node-resource-group"]  # type: ignore[attr-defined]
