@@ -1,8 +1,8 @@
 """Hook implementations of karpenter-azure (entry point ``azure`` in group ``karpenter``).
 
-The Azure provider registers its NodeClass kind and CRD, well-known labels, settings and
-the AKSNodeClass status controller (docs/azure.md), so NodePools and AKSNodeClasses written
-for upstream Karpenter on AKS validate; it cannot launch VMs yet (``can_launch=False``).
+The Azure provider launches one VM (and NIC) per NodeClaim in upstream's default provision
+mode (aksscriptless), shaped by an AKSNodeClass; docs/azure.md describes setup, settings,
+the managed identity's roles and what is left out.
 """
 
 from __future__ import annotations
@@ -225,10 +225,12 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             well_known_labels=WELL_KNOWN_LABELS,
             restricted_label_domains=RESTRICTED_LABEL_DOMAINS,
             settings=SETTINGS,
-            can_launch=False,
+            can_launch=True,
             crds=crds(),
-            description="Azure AKS (AKSNodeClass): CRD, validation, drift hash and status "
-            "controller; launching not implemented yet",
+            description="Azure AKS (AKSNodeClass): launches VMs (NIC + VM, scriptless "
+            "bootstrap) from Resource SKUs priced by the retail prices API, spot and "
+            "on-demand, drift, orphan-NIC GC; offline catalogue for southcentralus and "
+            "westcentralus",
         )
     ]
 

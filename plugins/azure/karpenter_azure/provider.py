@@ -558,7 +558,7 @@ def vm_to_nodeclaim(vm: VMInstance, it: InstanceType | None, *, now: Any) -> Nod
     """The NodeClaim view of a VM: the type's single-valued requirements as labels plus
     zone, capacity type and NodePool (its tag); capacity/allocatable from the type; a VM
     being deleted gets a deletion timestamp of ``now``."""
-    from karpenter_azure.instance import NODECLAIM_TAG, NODEPOOL_TAG
+    from karpenter_azure.instance import NODEPOOL_TAG, nodeclaim_name
 
     labels: dict[str, str] = {wk.LABEL_INSTANCE_TYPE: vm.sku}
     capacity: dict[str, str | int | float] = {}
@@ -581,7 +581,7 @@ def vm_to_nodeclaim(vm: VMInstance, it: InstanceType | None, *, now: Any) -> Nod
     created = vm.created
     return NodeClaim(
         metadata=ObjectMeta(
-            name=vm.tags.get(NODECLAIM_TAG) or None,
+            name=nodeclaim_name(vm.name) or None,
             labels=labels,
             creation_timestamp=format_time(created) if created else None,
             deletion_timestamp=format_time(now) if terminating else None,

@@ -41,10 +41,10 @@ def _spec() -> CloudProviderSpec:
     return spec
 
 
-def test_spec_declares_aksnodeclass_and_cannot_launch() -> None:
+def test_spec_declares_aksnodeclass_and_can_launch() -> None:
     spec = _spec()
     assert spec.name == "azure"
-    assert spec.can_launch is False
+    assert spec.can_launch is True
     assert spec.node_classes == (NodeClassKind("karpenter.azure.com", "AKSNodeClass", "v1beta1"),)
 
 
