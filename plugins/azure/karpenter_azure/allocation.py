@@ -25,7 +25,7 @@ from karpenter_core.plugin_api import (
 )
 from karpenter_core.plugin_api import labels as wk
 
-__all__ = ["Selection", "launchable", "select"]
+__all__ = ["Selection", "launchable", "requested", "select"]
 
 
 @frozen
@@ -58,6 +58,26 @@ def launchable(
     ]
 
 
+def requested(reqs: Requirements, shown: int = 10) -> str:
+    """The instance types, zones and capacity types a NodeClaim allows, in a few words: a
+    user reading "unavailable" needs to know which offerings ran out."""
+    parts = []
+    for key, what in (
+        (wk.LABEL_INSTANCE_TYPE, "instance types"),
+        (wk.LABEL_TOPOLOGY_ZONE, "zones"),
+        (wk.CAPACITY_TYPE_LABEL_KEY, "capacity types"),
+    ):
+        if not reqs.has(key):
+            continue
+        req = reqs.get(key)
+        if req.complement or not req.values:
+            continue
+        values = sorted(req.values)
+        more = f" and {len(values) - shown} more" if len(values) > shown else ""
+        parts.append(f"{what} {', '.join(values[:shown])}{more}")
+    return "; ".join(parts) or "any offering"
+
+
 def _rank(offering: Offering) -> tuple[float, int, int]:
     capacity = {wk.CAPACITY_TYPE_SPOT: 0, wk.CAPACITY_TYPE_ON_DEMAND: 1}.get(
         offering.capacity_type, 2
@@ -84,6 +104,6 @@ def select(
     if best is None:
         raise InsufficientCapacityError(
             "no instance type available: every offering the NodeClaim allows is unavailable "
-            f"or too small ({len(instance_types)} types considered)"
+            f"or too small ({requested(reqs)}; {len(instance_types)} types considered)"
         )
     return Selection(best[3], best[4])
