@@ -114,7 +114,7 @@ def compute_image_lister(client: Any) -> ImageLister:
                 deprecated_state=image.deprecated.state if image.deprecated else "",
                 architecture=image.architecture,
             )
-            for image in client.list(project=project, filter=filter_)
+            for image in client.list(request={"project": project, "filter": filter_})
         ]
 
     return lister
