@@ -370,7 +370,8 @@ class InstanceProvider:
     ``cluster_name`` and ``cluster_location`` scope ``list`` (and fill labels callers do
     not set); ``region`` restricts ``list`` to its zones (all zones when empty).
     ``retry_initial``/``retry_deadline`` bound the retry of throttled or failing calls;
-    ``operation_timeout`` the wait for a zone operation.
+    ``operation_timeout`` the wait for a launch's zone operation, ``cleanup_timeout`` the
+    waits of deletes (a cleanup must outlast the launch it undoes).
     """
 
     def __init__(
@@ -383,6 +384,7 @@ class InstanceProvider:
         cluster_location: str = "",
         region: str = "",
         operation_timeout: float = 120.0,
+        cleanup_timeout: float = 300.0,
         retry_initial: float = 0.5,
         retry_deadline: float = 60.0,
     ) -> None:
@@ -393,6 +395,7 @@ class InstanceProvider:
         self.cluster_location = cluster_location
         self.region = region
         self.operation_timeout = operation_timeout
+        self.cleanup_timeout = cleanup_timeout
         self._retry_initial = retry_initial
         self._retry_deadline = retry_deadline
 
@@ -412,19 +415,18 @@ class InstanceProvider:
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
-    def _wait(self, zone: str, operation: Any) -> Any:
+    def _wait(self, zone: str, operation: Any, timeout: float | None = None) -> Any:
         """Wait on a zone operation until ``DONE``; returns the finished operation.
-        ``TimeoutError`` past ``operation_timeout``."""
+        ``TimeoutError`` past ``timeout`` (default ``operation_timeout``)."""
         from google.cloud import compute_v1
 
         done = compute_v1.Operation.Status.DONE
-        deadline = time.monotonic() + self.operation_timeout
+        limit = self.operation_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         op = operation
         while op.status != done:
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"zone operation {op.name} in {zone} not done after {self.operation_timeout:g}s"
-                )
+                raise TimeoutError(f"zone operation {op.name} in {zone} not done after {limit:g}s")
             name = op.name
             op = self._call(
                 lambda name=name: self._clients.zone_operations.wait(
@@ -679,7 +681,6 @@ class InstanceProvider:
                 request={
                     "project": self.project,
                     "filter": filter_,
-                    "return_partial_success": True,
                 }
             )
             for scope, scoped in pager:
@@ -742,7 +743,7 @@ class InstanceProvider:
             raise GCEAPIError(f"deleting instance {name} in {zone}: {describe(e)}") from e
         log.debug("deleting instance %s in %s (operation %s)", name, zone, op.name)
         if wait:
-            done = self._wait(zone, op)
+            done = self._wait(zone, op, self.cleanup_timeout)
             errors = operation_errors(done)
             if errors:
                 raise GCEAPIError(
@@ -766,5 +767,5 @@ class InstanceProvider:
                 return
             raise
         op = self._call(lambda: client.delete_unary(project=self.project, zone=zone, disk=disk))
-        self._wait(zone, op)
+        self._wait(zone, op, self.cleanup_timeout)
         log.info("deleted leftover disk %s in %s", disk, zone)

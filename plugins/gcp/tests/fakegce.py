@@ -591,11 +591,11 @@ class FakeGCE:
     def _aggregated_instances(self, req: FakeRequest) -> Response:
         matches = _compile_filter(req.query.get("filter", ""))
         with self.lock:
-            rows = sorted(
+            rows = [
                 (zone, copy.deepcopy(inst))
-                for (zone, _), inst in self.instances.items()
+                for (zone, _), inst in sorted(self.instances.items())
                 if matches(inst)
-            )
+            ]
             size = int(req.query.get("maxResults") or self.page_size)
         size = max(1, min(size, self.page_size))
         start = int(req.query.get("pageToken") or 0)
