@@ -298,3 +298,26 @@ def test_the_provider_caches_per_nodeclass_parameters() -> None:
     assert default.capacity[resources.PODS] == DEFAULT_MAX_PODS * 1000
     assert pods.capacity[resources.PODS] == 30 * 1000
     assert provider.list(None)[0] is default
+
+
+def test_a_parsed_gcenodeclass_is_read_through_its_spec() -> None:
+    from karpenter_gcp.instancetypes import InstanceTypeParams
+    from karpenter_gcp.nodeclass import GCENodeClass
+
+    nodeclass = GCENodeClass.from_dict(
+        {
+            "apiVersion": "karpenter.k8s.gcp/v1alpha1",
+            "kind": "GCENodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "imageSelectorTerms": [{"alias": "ContainerOptimizedOS@latest"}],
+                "disks": [{"boot": True, "sizeGiB": 50, "category": "pd-balanced"}],
+                "kubeletConfiguration": {"maxPods": 32},
+            },
+        }
+    )
+    params = InstanceTypeParams.of(nodeclass)
+    assert (params.boot_disk_gib, params.max_pods, params.disks_configured) == (50, 32, True)
+    it = build(n2(), params=params)
+    assert it.capacity[resources.EPHEMERAL_STORAGE] == 50 * GI * 1000
+    assert it.capacity[resources.PODS] == 32 * 1000
