@@ -139,7 +139,7 @@ def capacity_error(
             marker.mark(instance_type, zone, capacity_type, reason)
             detail = one_line(message or code, 400)
             return GCECapacityError(
-                f"zone {zone} insufficient capacity for {instance_type} ({capacity_type}): {detail}",
+                f"zone {zone}, {instance_type} ({capacity_type}): {detail}",
                 reason,
                 code,
             )
