@@ -36,11 +36,16 @@ __all__ = [
     "COMPUTE_ENDPOINT_ENV",
     "CONTAINER_ENDPOINT_ENV",
     "GCPClients",
+    "GCPCredentialsError",
     "endpoint_overrides",
 ]
 
 COMPUTE_ENDPOINT_ENV = "GCP_COMPUTE_ENDPOINT"
 CONTAINER_ENDPOINT_ENV = "GCP_CONTAINER_ENDPOINT"
+
+
+class GCPCredentialsError(ValueError):
+    """No usable Application Default Credentials; one line saying how to provide them."""
 
 
 def endpoint_overrides(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -81,7 +86,28 @@ class GCPClients:
         environ: Mapping[str, str] | None = None,
     ) -> GCPClients:
         """Clients from ADC and the public endpoints, or the given / environment
-        endpoint overrides (see the module docstring). ``credentials`` wins over both."""
+        endpoint overrides (see the module docstring). ``credentials`` wins over both.
+        ``GCPCredentialsError`` when ADC is needed and missing or unreadable (the
+        library would otherwise fail with a multi-line message)."""
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            return cls._create(credentials, compute_endpoint, container_endpoint, environ)
+        except DefaultCredentialsError as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise GCPCredentialsError(
+                "no usable Google Cloud credentials (Application Default Credentials: "
+                f"workload identity, GOOGLE_APPLICATION_CREDENTIALS or gcloud): {first}"
+            ) from e
+
+    @classmethod
+    def _create(
+        cls,
+        credentials: Any,
+        compute_endpoint: str | None,
+        container_endpoint: str | None,
+        environ: Mapping[str, str] | None,
+    ) -> GCPClients:
         from google.api_core.client_options import ClientOptions
         from google.cloud import compute_v1, container_v1
 

@@ -61,6 +61,8 @@ from karpenter_gcp.gceerrors import (
     one_line,
     operation_errors,
 )
+from karpenter_gcp.gke import ClusterInfo
+from karpenter_gcp.metadata import NodeMetadataInput, Taint, node_metadata
 
 __all__ = [
     "CLOUD_PLATFORM_SCOPE",
@@ -80,6 +82,7 @@ __all__ = [
     "Instance",
     "InstanceProvider",
     "LaunchRequest",
+    "build_launch_request",
     "instance_labels",
     "instance_name",
     "list_filter",
@@ -338,6 +341,12 @@ class Instance:
     def nodeclass(self) -> str:
         return self.labels.get(LABEL_NODECLASS, "")
 
+    @property
+    def cluster_location(self) -> str:
+        """The ``goog-k8s-cluster-location`` label ("" on instances of an older Karpenter,
+        which garbage collection must leave alone: they could be another cluster's)."""
+        return self.labels.get(LABEL_CLUSTER_LOCATION, "")
+
     @classmethod
     def from_api(cls, inst: Any, project: str, zone: str = "") -> Instance:
         """From a ``compute_v1.Instance`` (its zone from the instance when not given)."""
@@ -359,6 +368,99 @@ class Instance:
             created=_parse_time(inst.creation_timestamp),
             id=str(inst.id) if inst.id else "",
         )
+
+
+def build_launch_request(
+    *,
+    nodeclaim: str,
+    nodepool: str,
+    nodeclass: str,
+    zone: str,
+    machine_type: str,
+    capacity_type: str,
+    image: str,
+    cluster: ClusterInfo,
+    cluster_location: str,
+    source_metadata: Mapping[str, str],
+    service_account: str,
+    max_pods: int = 110,
+    boot_disk_size_gb: int = 100,
+    boot_disk_type: str = "pd-balanced",
+    disks: Iterable[AttachedDiskSpec] = (),
+    subnetwork: str = "",
+    pod_range_name: str = "",
+    private_nodes: bool | None = None,
+    nodeclass_labels: Mapping[str, str] | None = None,
+    nodeclass_metadata: Mapping[str, str] | None = None,
+    extra_network_tags: Iterable[str] = (),
+    image_family: str = "ContainerOptimizedOS",
+    machine_family: str = "",
+    kube_reserved: Mapping[str, str] | None = None,
+    kubelet: Mapping[str, Any] | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    taints: Iterable[Taint] = (),
+    arm64: bool = False,
+    gpu: bool = False,
+) -> LaunchRequest:
+    """One node's :class:`LaunchRequest` assembled as upstream ``buildInstance`` does:
+    the name from the NodeClaim; network, subnetwork (unless the GCENodeClass names one)
+    and pod range from the cluster; no external IP when nodes are private (the cluster's
+    setting unless ``private_nodes`` overrides it); labels, tags and the metadata rewritten
+    from the source template; GPU machines ``TERMINATE`` on host maintenance.
+    ``ValueError`` without a service account (upstream refuses to launch nodes that could
+    not authenticate)."""
+    if not service_account:
+        raise ValueError(
+            "no service account for the node: set the GCENodeClass serviceAccount or the "
+            "default node pool service account"
+        )
+    metadata = node_metadata(
+        source_metadata,
+        NodeMetadataInput(
+            zone=zone,
+            capacity_type=capacity_type,
+            nodepool=nodepool,
+            nodeclass=nodeclass,
+            max_pods=max_pods,
+            image_family=image_family,
+            machine_family=machine_family,
+            labels=node_labels or {},
+            taints=taints,
+            custom_metadata=nodeclass_metadata or {},
+            kube_reserved=kube_reserved or {},
+            kubelet=kubelet or {},
+        ),
+    )
+    private = cluster.private_nodes if private_nodes is None else private_nodes
+    return LaunchRequest(
+        name=instance_name(nodeclaim),
+        zone=zone,
+        machine_type=machine_type,
+        capacity_type=capacity_type,
+        image=image,
+        boot_disk_size_gb=boot_disk_size_gb,
+        boot_disk_type=boot_disk_type,
+        disks=disks,
+        network=cluster.network,
+        subnetwork=subnetwork or cluster.subnetwork,
+        pod_range_name=pod_range_name or cluster.pod_range_name,
+        max_pods=max_pods,
+        external_ip=not private,
+        labels=instance_labels(
+            cluster_name=cluster.name,
+            cluster_location=cluster_location,
+            nodepool=nodepool,
+            nodeclass=nodeclass,
+            capacity_type=capacity_type,
+            cluster_id=cluster.id,
+            nodeclass_labels=nodeclass_labels,
+        ),
+        metadata=metadata,
+        tags=network_tags(cluster.name, cluster.id, extra_network_tags),
+        service_account=service_account,
+        on_host_maintenance="TERMINATE" if gpu else "",
+        arm64=arm64,
+    )
 
 
 # ---------------------------------------------------------------------------- provider

@@ -4,10 +4,19 @@ capacity errors → unavailable marks, cleanup after every failure path, get/lis
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fakegce import CLUSTER, LOCATION, PROJECT, REGION, FakeGCE
-from karpenter_gcp.clients import GCPClients
+from karpenter_gcp.clients import (
+    COMPUTE_ENDPOINT_ENV,
+    CONTAINER_ENDPOINT_ENV,
+    GCPClients,
+    GCPCredentialsError,
+    endpoint_overrides,
+)
 from karpenter_gcp.gceerrors import GCECapacityError
+from karpenter_gcp.gke import ClusterInfo
 from karpenter_gcp.instance import (
     CLOUD_PLATFORM_SCOPE,
     LABEL_CLUSTER_LOCATION,
@@ -18,6 +27,7 @@ from karpenter_gcp.instance import (
     AttachedDiskSpec,
     InstanceProvider,
     LaunchRequest,
+    build_launch_request,
     instance_labels,
     instance_name,
     network_tags,
@@ -448,3 +458,109 @@ def test_clients_reach_the_fake_by_environment_alone(gce_env: FakeGCE) -> None:
     clients = GCPClients.create()
     assert clients.compute_endpoint == gce_env.url
     assert clients.container_endpoint == gce_env.url
+
+
+# ---------------------------------------------------------------------------- assembling a request
+
+TEMPLATE = {
+    "cluster-name": CLUSTER,
+    "configure-sh": "#!/bin/bash",
+    "kube-env": "CLUSTER_NAME: test-cluster\nKUBELET_ARGS: --v=2 --max-pods=110",
+    "kube-labels": "cloud.google.com/gke-nodepool=default-pool",
+    "goog-k8s-node-pool-name": "default-pool",
+}
+
+
+def cluster(private: bool = True) -> ClusterInfo:
+    return ClusterInfo(
+        name=CLUSTER,
+        id=CLUSTER_ID,
+        location=LOCATION,
+        network=NETWORK,
+        subnetwork=SUBNET,
+        pod_range_name="gke-pods",
+        private_nodes=private,
+    )
+
+
+def built(**kw: object) -> LaunchRequest:
+    base: dict[str, object] = {
+        "nodeclaim": "default-xyz",
+        "nodepool": "default",
+        "nodeclass": "gce",
+        "zone": ZONE,
+        "machine_type": "a2-highgpu-1g",
+        "capacity_type": "spot",
+        "image": IMAGE,
+        "cluster": cluster(),
+        "cluster_location": LOCATION,
+        "source_metadata": TEMPLATE,
+        "service_account": SA,
+        "max_pods": 64,
+        "extra_network_tags": ["web"],
+        "gpu": True,
+    }
+    base.update(kw)
+    return build_launch_request(**base)  # type: ignore[arg-type]
+
+
+def test_build_launch_request_follows_the_cluster_and_template() -> None:
+    r = built()
+    assert r.name == "karpenter-default-xyz"
+    assert (r.network, r.subnetwork, r.pod_range_name) == (NETWORK, SUBNET, "gke-pods")
+    assert r.external_ip is False  # private nodes
+    assert r.on_host_maintenance == "TERMINATE"
+    assert r.labels[LABEL_NODEPOOL] == "default" and r.labels[LABEL_CLUSTER_LOCATION] == LOCATION
+    assert r.tags == ("gke-test-cluster-node", "gke-test-cluster-01234567-node", "web")
+    assert "goog-k8s-node-pool-name" not in r.metadata
+    assert "ZONE: us-central1-a" in r.metadata["kube-env"]
+    assert "--max-pods=64" in r.metadata["kube-env"]
+    public = built(cluster=cluster(private=False), subnetwork="projects/p/regions/r/subnetworks/x")
+    assert public.external_ip is True
+    assert public.subnetwork == "projects/p/regions/r/subnetworks/x"
+
+
+def test_build_launch_request_needs_a_service_account() -> None:
+    with pytest.raises(ValueError, match="no service account"):
+        built(service_account="")
+
+
+def test_built_request_launches(gce: FakeGCE, instances: InstanceProvider) -> None:
+    inst = instances.create(built())
+    assert inst.capacity_type == "spot" and inst.cluster_location == LOCATION
+    (body,) = gce.inserted_bodies()
+    assert body["scheduling"]["onHostMaintenance"] == "TERMINATE"
+    items = {i["key"]: i["value"] for i in body["metadata"]["items"]}
+    assert items["configure-sh"] == "#!/bin/bash"
+    assert "karpenter.sh/unregistered=true:NoExecute" in items["kube-env"]
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+def test_endpoint_overrides_are_validated() -> None:
+    assert endpoint_overrides({}) == ("", "")
+    assert endpoint_overrides(
+        {COMPUTE_ENDPOINT_ENV: "http://127.0.0.1:1/", CONTAINER_ENDPOINT_ENV: "https://c.example"}
+    ) == ("http://127.0.0.1:1", "https://c.example")
+    with pytest.raises(ValueError, match="GCP_COMPUTE_ENDPOINT=localhost:1"):
+        endpoint_overrides({COMPUTE_ENDPOINT_ENV: "localhost:1"})
+
+
+def test_explicit_endpoints_win_over_the_environment(gce_env: FakeGCE) -> None:
+    clients = GCPClients.create(
+        compute_endpoint="http://127.0.0.1:9", container_endpoint="http://127.0.0.1:10"
+    )
+    assert clients.compute_endpoint == "http://127.0.0.1:9"
+    assert clients.container_endpoint == "http://127.0.0.1:10"
+
+
+def test_missing_credentials_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an endpoint override the clients need ADC; a credentials file that does not
+    exist is reported in one line naming how to provide credentials."""
+    monkeypatch.delenv(COMPUTE_ENDPOINT_ENV, raising=False)
+    monkeypatch.delenv(CONTAINER_ENDPOINT_ENV, raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    with pytest.raises(GCPCredentialsError, match="no usable Google Cloud credentials") as info:
+        GCPClients.create()
+    assert "\n" not in str(info.value)
