@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from karpenter_core.plugin_api import (
     CreateError,
@@ -659,7 +659,9 @@ class InstanceProvider:
                 log.info(
                     "instance %s already exists in %s; adopting it", request.name, request.zone
                 )
-                return Instance.from_api(existing, self.project, request.zone)
+                return self._with_image(
+                    Instance.from_api(existing, self.project, request.zone), existing
+                )
             operation = self._insert(request)
             inserted = True
             self._await_insert(request, operation)
@@ -670,7 +672,10 @@ class InstanceProvider:
                     "InstanceNotFound",
                     "the instance was gone after its insert completed",
                 )
-            instance = Instance.from_api(raw, self.project, request.zone)
+            # GCE does not echo a disk's initializeParams: the image is the one launched.
+            instance = evolve(
+                Instance.from_api(raw, self.project, request.zone), image=request.image
+            )
         except Exception as e:
             if inserted:
                 self._cleanup(request)
@@ -754,8 +759,9 @@ class InstanceProvider:
             raise GCEAPIError(f"getting instance {name} in {zone}: {describe(e)}") from e
 
     def get(self, name_or_provider_id: str) -> Instance:
-        """The instance by provider id (``gce://project/zone/name``) or by name (found
-        through the aggregated list); ``NodeClaimNotFoundError`` when it does not exist."""
+        """The instance by provider id (``gce://project/zone/name``; its image read from
+        the boot disk) or by name (found through the aggregated list, image left empty);
+        ``NodeClaimNotFoundError`` when it does not exist."""
         if name_or_provider_id.startswith("gce://"):
             project, zone, name = parse_provider_id(name_or_provider_id)
             if project != self.project:
@@ -765,12 +771,33 @@ class InstanceProvider:
             raw = self._get_raw(zone, name)
             if raw is None:
                 raise NodeClaimNotFoundError(f"instance {name_or_provider_id} not found")
-            return Instance.from_api(raw, self.project, zone)
+            return self._with_image(Instance.from_api(raw, self.project, zone), raw)
         name = name_or_provider_id
         found = self._aggregated(f'name = "{name}"')
         if not found:
             raise NodeClaimNotFoundError(f"instance {name} not found in project {self.project}")
         return found[0]
+
+    def _with_image(self, instance: Instance, raw: Any) -> Instance:
+        """``instance`` with its image read from its boot disk (GCE reports the image on
+        the disk, not the instance); unchanged when the disk cannot be read."""
+        from google.api_core.exceptions import GoogleAPICallError
+
+        if instance.image:
+            return instance
+        boot = next((d for d in raw.disks if d.boot and d.source), None)
+        if boot is None:
+            return instance
+        try:
+            disk = self._call(
+                lambda: self._clients.disks.get(
+                    project=self.project, zone=instance.zone, disk=_last(boot.source)
+                )
+            )
+        except GoogleAPICallError as e:
+            log.info("boot disk of %s unreadable: %s", instance.name, describe(e))
+            return instance
+        return evolve(instance, image=disk.source_image or "")
 
     def _aggregated(self, filter_: str) -> builtins.list[Instance]:
         """Every instance matching ``filter_`` across zones (all pages), restricted to
@@ -801,7 +828,10 @@ class InstanceProvider:
         """The cluster's Karpenter instances: labelled with a NodePool, a GCENodeClass and
         the cluster name; those labelled with another cluster location are dropped (an
         instance without the location label, from an older Karpenter, is kept, as
-        upstream does)."""
+        upstream does). Images are not read (one disk call per instance); ``ValueError``
+        without a cluster name (the filter would match every cluster's nodes)."""
+        if not self.cluster_name:
+            raise ValueError("listing Karpenter instances needs the cluster name")
         out = []
         for inst in self._aggregated(list_filter(self.cluster_name)):
             location = inst.labels.get(LABEL_CLUSTER_LOCATION)
@@ -814,7 +844,8 @@ class InstanceProvider:
         """Delete the instance (its auto-delete disks go with it) and, with ``wait``,
         wait for the operation. ``NodeClaimNotFoundError`` when it does not exist; an
         instance already ``STOPPING`` (a delete in flight) is left to finish, as upstream
-        does, to avoid overlapping deletes."""
+        does, to avoid overlapping deletes. Unlike upstream, a ``TERMINATED`` instance is
+        deleted too rather than reported gone (it would keep its disks and addresses)."""
         if name_or_provider_id.startswith("gce://"):
             _, zone, name = parse_provider_id(name_or_provider_id)
         else:

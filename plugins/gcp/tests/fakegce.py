@@ -11,7 +11,10 @@ Modelled calls (what Karpenter's launch path uses):
 - instances: insert (an operation, the instance and its disks appear at once with status
   ``PROVISIONING``, ``RUNNING`` when the operation is done), get, delete (an operation; the
   instance and its auto-delete disks go), ``aggregated/instances`` with ``filter`` and
-  ``pageToken`` paging (:attr:`FakeGCE.page_size` entries a page);
+  ``pageToken`` paging (:attr:`FakeGCE.page_size` entries a page); answers omit the
+  insert-only ``initializeParams`` of disks, as GCE does;
+- disks: get (``sourceImage`` of a disk made from an image) and delete (an operation;
+  ``resourceInUseByAnotherResource`` while attached);
 - zone operations: get and wait, walking ``PENDING`` → ``RUNNING`` → ``DONE`` one step per
   poll (deterministic, no clock), a failed operation reporting ``error.errors`` as GCE does;
 - region instance templates (list) and machine types (get), seeded by tests;
@@ -535,7 +538,7 @@ class FakeGCE:
                     "notFound",
                     f"The resource 'projects/{req.match['project']}/zones/{zone}/instances/{name}' was not found",
                 )
-            return 200, {}, copy.deepcopy(instance)
+            return 200, {}, _as_returned(instance)
 
     def _get_disk(self, req: FakeRequest) -> Response:
         with self.lock:
@@ -602,7 +605,9 @@ class FakeGCE:
         page = rows[start : start + size]
         items: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for zone, inst in page:
-            items.setdefault(f"zones/{zone}", {"instances": []})["instances"].append(inst)
+            items.setdefault(f"zones/{zone}", {"instances": []})["instances"].append(
+                _as_returned(inst)
+            )
         body: dict[str, Any] = {"kind": "compute#instanceAggregatedList", "items": items}
         if start + size < len(rows):
             body["nextPageToken"] = str(start + size)
@@ -680,6 +685,15 @@ class FakeGCE:
                 "operationType": "CREATE_NODE_POOL",
             },
         )
+
+
+def _as_returned(instance: Mapping[str, Any]) -> dict[str, Any]:
+    """An instance as GCE answers it: attached disks name their disk (``source``) but no
+    longer carry the insert-only ``initializeParams`` (the image is on the disk)."""
+    out = copy.deepcopy(dict(instance))
+    for disk in out.get("disks") or []:
+        disk.pop("initializeParams", None)
+    return out
 
 
 _TERM = re.compile(r"""^(?P<field>[\w.\-]+)\s*(?:(?P<op>=|!=|eq|ne|:)\s*(?P<value>"[^"]*"|\S+))$""")

@@ -258,8 +258,9 @@ def test_existing_instance_is_adopted_not_reinserted(
     gce: FakeGCE, instances: InstanceProvider
 ) -> None:
     first = instances.create(request())
-    again = instances.create(request())
+    again = instances.create(request(image="projects/x/global/images/other"))
     assert again.provider_id == first.provider_id
+    assert again.image == IMAGE  # the adopted instance's, from its boot disk
     assert len(gce.inserted_bodies()) == 1
 
 
@@ -268,6 +269,11 @@ def test_throttled_insert_is_retried(gce: FakeGCE, instances: InstanceProvider) 
     inst = instances.create(request())
     assert inst.status == "RUNNING"
     assert len(gce.inserted_bodies()) == 2  # the throttled one and the retry
+
+
+def test_throttled_operation_wait_is_retried(gce: FakeGCE, instances: InstanceProvider) -> None:
+    gce.throttle_next("POST", r".*/operations/[^/]+/wait")
+    assert instances.create(request()).status == "RUNNING"
 
 
 # ---------------------------------------------------------------------------- failures
@@ -355,6 +361,45 @@ def test_operation_timeout_deletes_the_instance(gce: FakeGCE, instances: Instanc
     assert_no_leak(gce)
 
 
+def test_failure_reading_the_new_instance_deletes_it(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    """The insert succeeded but the instance cannot be read back (here: permission denied
+    on the second get): the launch fails and the instance is deleted."""
+    pattern = r".*/zones/[^/]+/instances/karpenter-default-abcde"
+    calls: list[int] = []
+    original = gce._get_instance
+
+    def second_get_forbidden(req):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            return (
+                403,
+                {},
+                {
+                    "error": {
+                        "code": 403,
+                        "message": "denied",
+                        "errors": [{"reason": "forbidden", "message": "denied"}],
+                    }
+                },
+            )
+        return original(req)
+
+    remove = gce.route(
+        "GET",
+        r"/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)",
+        second_get_forbidden,
+    )
+    try:
+        with pytest.raises(CreateError, match="denied"):
+            instances.create(request())
+    finally:
+        remove()
+    assert len(gce.requests_to("DELETE", pattern)) == 1
+    assert_no_leak(gce)
+
+
 def test_failed_operation_with_leftover_non_autodelete_disk_is_cleaned(
     gce: FakeGCE, instances: InstanceProvider
 ) -> None:
@@ -387,9 +432,12 @@ def test_failed_operation_with_leftover_non_autodelete_disk_is_cleaned(
 # ---------------------------------------------------------------------------- get / list / delete
 
 
-def test_get_by_provider_id_and_by_name(instances: InstanceProvider) -> None:
+def test_get_by_provider_id_and_by_name(gce: FakeGCE, instances: InstanceProvider) -> None:
     created = instances.create(request())
-    assert instances.get(created.provider_id).name == created.name
+    by_id = instances.get(created.provider_id)
+    assert by_id.name == created.name
+    assert by_id.image == IMAGE  # read from the boot disk: GCE does not echo initializeParams
+    assert by_id.status == "RUNNING" and by_id.capacity_type == "on-demand"
     assert instances.get(created.name).provider_id == created.provider_id
     with pytest.raises(NodeClaimNotFoundError):
         instances.get(provider_id(PROJECT, ZONE, "karpenter-missing"))
@@ -431,6 +479,13 @@ def test_list_finds_the_clusters_instances_across_zones_and_pages(
     pages = gce.requests_to("GET", r".*/aggregated/instances")
     assert len(pages) > 1
     assert all(p.query.get("filter") for p in pages)
+
+
+def test_list_needs_the_cluster_name(
+    gcp_clients: GCPClients, unavailable: UnavailableOfferings
+) -> None:
+    with pytest.raises(ValueError, match="cluster name"):
+        InstanceProvider(gcp_clients, PROJECT, unavailable).list()
 
 
 def test_delete_removes_instance_and_disks_then_reports_not_found(
