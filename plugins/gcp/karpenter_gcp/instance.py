@@ -8,6 +8,9 @@ maintenance, ``DELETE`` on preemption), one network interface in the cluster's s
 with an alias range for pods, GCE labels that identify Karpenter's instances, metadata
 rendered from the node pool template (:mod:`karpenter_gcp.metadata`), the node service
 account with the ``cloud-platform`` scope, and the cluster's network tags.
+:func:`build_launch_request` assembles that from the cluster (:mod:`karpenter_gcp.gke`),
+the source template's metadata (:mod:`karpenter_gcp.nodepooltemplate`) and the choices of
+the provider (NodeClaim, machine type, zone, capacity type, image).
 
 The insert returns a zone operation, which is waited on (``zoneOperations.wait`` until
 ``DONE``, bounded by ``operation_timeout``); an operation that finishes with an error is a
@@ -20,15 +23,20 @@ adopted, as upstream does.
 
 The provider id is ``gce://<project>/<zone>/<name>``, as the GCE cloud provider writes it
 on the Node. ``list`` is one ``instances.aggregatedList`` (every zone, every page) filtered
-by Karpenter's labels and the cluster name, keeping the cluster's region and location.
+by Karpenter's labels and the cluster name, keeping the cluster's region and location
+(upstream lists each zone of the region in turn). GCE reports an instance's image on its
+boot disk, not on the instance: ``create`` reports the image it launched, ``get`` by
+provider id reads the boot disk, ``list`` leaves the image empty.
 
 Calls are retried on 429 and on 5xx that name no capacity code (the client library's own
 retry covers only some methods and never 429).
 
 Not here: choosing the instance type, capacity type and zone among offerings (the
-provider's job), launch metrics, the instance cache (callers get fresh answers),
-confidential VMs and GPU accelerators beyond the ``TERMINATE`` maintenance policy, and
-``setLabels``.
+provider's job; upstream orders types by price and picks a random zone for on-demand, the
+cheapest for spot), launch metrics, the instance cache (callers get fresh answers),
+confidential VMs, attached GPU accelerators (built-in GPU machines only get
+``TERMINATE``), additional network interfaces, GPU driver labels and taints, the
+metadata-server binary patch for Arm nodes, and ``setLabels``.
 """
 
 from __future__ import annotations
