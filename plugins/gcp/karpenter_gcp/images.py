@@ -20,8 +20,16 @@ explicitly resolves, unverified:
 * ``latest`` and COS milestone pins need a listing and fail with
   :class:`ImageResolutionError` (``ImagesReady=False``, ``ImageResolutionFailed``).
 
-``channel`` terms need the GKE server config (release channel versions) and always fail
-with :class:`ImageResolutionError` here.
+A ``channel`` term (COS only) follows a GKE release channel: the channel's version for
+the cluster's Kubernetes minor comes from the GKE server config (upstream
+``ResolveVersionForChannel``: the channel's default version when its minor matches, else
+its highest valid version of that minor; ``cluster`` means the cluster's enrolled
+channel), and the COS image of exactly that GKE build is listed. The server config is a
+parameter too, :data:`ChannelSource` (:func:`gke_channel_source` adapts the official GKE
+client); without one, channel terms fail with :class:`ImageResolutionError`.
+
+Errors of the clients themselves (unreachable API, permissions) propagate: the controller
+runtime retries them with backoff, as upstream returns them to controller-runtime.
 """
 
 from __future__ import annotations
@@ -44,12 +52,18 @@ from karpenter_gcp.nodeclass import (
 __all__ = [
     "COS_PROJECT",
     "UBUNTU_PROJECT",
+    "ChannelSource",
+    "GKEChannels",
     "ImageLister",
     "ImageRecord",
     "ImageResolutionError",
+    "ReleaseChannel",
     "ResolvedImage",
     "compute_image_lister",
+    "gke_channel_source",
+    "parse_gke_version",
     "resolve_images",
+    "resolve_version_for_channel",
     "status_images",
 ]
 
@@ -103,6 +117,49 @@ class ResolvedImage:
         return {"sourceImage": self.source_image, "requirements": out}
 
 
+@frozen
+class ReleaseChannel:
+    """One GKE release channel of the server config."""
+
+    default_version: str = ""
+    valid_versions: tuple[str, ...] = ()
+
+
+@frozen
+class GKEChannels:
+    """What channel resolution needs of GKE: the server config's channels (keyed by the
+    upper-case channel name: RAPID, REGULAR, STABLE, EXTENDED) and the channel the cluster
+    is enrolled in (``""`` or ``UNSPECIFIED`` when none)."""
+
+    channels: Mapping[str, ReleaseChannel]
+    cluster_channel: str = ""
+
+
+ChannelSource = Callable[[], GKEChannels]
+"""Reads the GKE server config (and the cluster's release channel) when a channel term
+needs it."""
+
+
+def _enum_name(value: Any) -> str:
+    return str(getattr(value, "name", value) or "")
+
+
+def gke_channel_source(client: Any, location: str, cluster: str) -> ChannelSource:
+    """A :data:`ChannelSource` over a ``google.cloud.container_v1.ClusterManagerClient``:
+    ``location`` is ``projects/<p>/locations/<l>``, ``cluster`` the cluster's name."""
+
+    def source() -> GKEChannels:
+        config = client.get_server_config(request={"name": location})
+        channels = {
+            _enum_name(c.channel): ReleaseChannel(c.default_version, tuple(c.valid_versions))
+            for c in config.channels
+        }
+        found = client.get_cluster(request={"name": f"{location}/clusters/{cluster}"})
+        return GKEChannels(channels, _enum_name(found.release_channel.channel))
+
+    return source
+
+
 def compute_image_lister(client: Any) -> ImageLister:
     """An :data:`ImageLister` over a ``google.cloud.compute_v1.ImagesClient``."""
 
@@ -128,6 +185,55 @@ def _version_parts(kubernetes_version: str) -> tuple[int, int, int] | None:
     if not m:
         return None
     return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    parts = _version_parts(version)
+    return None if parts is None else (parts[0], parts[1])
+
+
+def resolve_version_for_channel(
+    channels: GKEChannels, channel: str, kubernetes_version: str
+) -> str:
+    """The GKE version (``1.34.6-gke.1068000``) a release channel offers for the cluster's
+    minor: the channel's default when its minor matches, else its highest valid version of
+    that minor (numeric order); :class:`ImageResolutionError` when there is none."""
+    name = channel.upper()
+    if name == "CLUSTER":
+        name = channels.cluster_channel.upper()
+        if name in ("", "UNSPECIFIED"):
+            raise ImageResolutionError(
+                "cluster has no enrolled release channel (UNSPECIFIED); channel: cluster "
+                "requires an enrolled channel; enroll the cluster in a release channel or use "
+                "version: latest explicitly"
+            )
+    config = channels.channels.get(name)
+    if config is None:
+        raise ImageResolutionError(f"channel {name} not found in getServerConfig response")
+    minor = _minor(kubernetes_version)
+    if minor is None:
+        raise ImageResolutionError(
+            f"channel {name}: the cluster's Kubernetes version {kubernetes_version!r} is unknown"
+        )
+    if config.default_version and _minor(config.default_version) == minor:
+        return config.default_version
+    matching = [v for v in config.valid_versions if _minor(v) == minor]
+    if not matching:
+        raise ImageResolutionError(
+            f"channel {name} has no valid version for cluster minor {minor[0]}.{minor[1]}; "
+            "the requested channel may not yet support this Kubernetes minor; switch to a "
+            "channel that does, or use version: latest explicitly"
+        )
+    return max(matching, key=lambda v: _version_parts(v) or (0, 0, 0))
+
+
+def parse_gke_version(version: str) -> tuple[str, str] | None:
+    """``("1346", "1068000")`` for ``1.34.6-gke.1068000`` (the image-name key and the
+    build); None when ``version`` is not a GKE version."""
+    base, sep, build = version.partition("-gke.")
+    if not sep:
+        return None
+    return base.removeprefix("v").replace(".", ""), build
 
 
 def _source(project: str, name: str) -> str:
@@ -211,11 +317,32 @@ def _cos_variants(source: str) -> list[ResolvedImage]:
     ]
 
 
+def _cos_exact_build(lister: ImageLister | None, key: str, build: str) -> str:
+    """The newest usable COS image of exactly GKE build ``build``; no fallback: a channel
+    version without a published image is not ready."""
+    if lister is None:
+        raise ImageResolutionError(
+            "resolving a release channel's COS image needs the Compute Engine image list, "
+            "which is not available"
+        )
+    filter_ = f"name=gke-{key}-gke{build}-*"
+    best = _newest(i for i in lister(COS_PROJECT, filter_) if _usable_cos(i))
+    if best is None:
+        raise ImageResolutionError(
+            f"no COS image found for GKE build gke{build} (k8s {key}) in {COS_PROJECT}; the "
+            "channel version may not yet have a published COS image"
+        )
+    return _source(COS_PROJECT, best.name)
+
+
 def _resolve_cos(
     version: str, lister: ImageLister | None, kubernetes_version: str
 ) -> list[ResolvedImage]:
     if version == "latest":
         return _cos_variants(_cos_latest(lister, kubernetes_version))
+    gke = parse_gke_version(version)
+    if gke is not None:
+        return _cos_variants(_cos_exact_build(lister, *gke))
     if not _COS_MILESTONE.fullmatch(version):
         raise ImageResolutionError(
             f"invalid ContainerOptimizedOS version {version!r}: must be 'latest' or "
@@ -350,7 +477,10 @@ def _resolve_id(source: str, lister: ImageLister | None) -> list[ResolvedImage]:
 
 
 def _resolve_term(
-    term: Mapping[str, Any], lister: ImageLister | None, kubernetes_version: str
+    term: Mapping[str, Any],
+    lister: ImageLister | None,
+    kubernetes_version: str,
+    channels: ChannelSource | None,
 ) -> list[ResolvedImage]:
     if term.get("alias"):
         family, sep, version = str(term["alias"]).partition("@")
@@ -366,26 +496,38 @@ def _resolve_term(
             return _resolve_family(
                 str(term["family"]), str(term["version"]), lister, kubernetes_version
             )
-        raise ImageResolutionError(
-            f"channel {term.get('channel')!r}: resolving a release channel's version needs "
-            "the GKE server config, which this provider does not read; use version instead"
+        if channels is None:
+            raise ImageResolutionError(
+                f"channel {term.get('channel')!r}: resolving a release channel's version needs "
+                "the GKE server config, which is not available; use version instead"
+            )
+        version = resolve_version_for_channel(
+            channels(), str(term.get("channel") or ""), kubernetes_version
         )
+        return _resolve_family(str(term["family"]), version, lister, kubernetes_version)
     raise ImageResolutionError("ImageSelectorTerm has no selection field (alias, id, or family)")
 
 
 def resolve_images(
-    nodeclass: GCENodeClass, kubernetes_version: str, lister: ImageLister | None = None
+    nodeclass: GCENodeClass,
+    kubernetes_version: str,
+    lister: ImageLister | None = None,
+    channels: ChannelSource | None = None,
 ) -> list[ResolvedImage]:
     """The images of every term, in term order (upstream ``List``); raises
     :class:`ImageResolutionError` when a term cannot be resolved."""
     out: list[ResolvedImage] = []
     for term in nodeclass.image_selector_terms:
-        out.extend(_resolve_term(term, lister, kubernetes_version))
+        out.extend(_resolve_term(term, lister, kubernetes_version, channels))
     return out
 
 
 def status_images(
-    nodeclass: GCENodeClass, kubernetes_version: str, lister: ImageLister | None = None
+    nodeclass: GCENodeClass,
+    kubernetes_version: str,
+    lister: ImageLister | None = None,
+    channels: ChannelSource | None = None,
 ) -> list[dict[str, Any]]:
     """``status.images`` entries (``sourceImage`` and ``requirements``)."""
-    return [i.to_status() for i in resolve_images(nodeclass, kubernetes_version, lister)]
+    resolved = resolve_images(nodeclass, kubernetes_version, lister, channels)
+    return [i.to_status() for i in resolved]

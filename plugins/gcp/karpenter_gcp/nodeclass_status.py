@@ -21,7 +21,9 @@ The Kubernetes version comes from the ``kubernetes_version`` option, else the AP
 ``/version`` when the kube client offers ``server_version()``, else the optional
 ``kubernetes-version`` setting. Images are listed through the ``image_lister`` option
 (:func:`karpenter_gcp.images.compute_image_lister`); without one only explicit terms
-resolve (see :mod:`karpenter_gcp.images`).
+resolve (see :mod:`karpenter_gcp.images`); channel terms read the GKE server config through
+the ``channel_source`` option (:func:`karpenter_gcp.images.gke_channel_source`). Errors of
+those clients propagate, so the runtime retries with backoff (upstream returns them).
 
 Status is written with the merge patch :meth:`ConditionSet.status_patch` builds (carrying
 the ``resourceVersion`` read), plus the images. Upstream also adds the
@@ -51,7 +53,12 @@ from karpenter_core.plugin_api import (
     condition_of,
 )
 from karpenter_gcp.drift import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, hash_annotations
-from karpenter_gcp.images import ImageLister, ImageResolutionError, status_images
+from karpenter_gcp.images import (
+    ChannelSource,
+    ImageLister,
+    ImageResolutionError,
+    status_images,
+)
 from karpenter_gcp.labels import GCE_NODE_CLASS
 from karpenter_gcp.nodeclass import (
     CONDITION_IMAGES_READY,
@@ -103,15 +110,18 @@ class NodeClassStatusReconciler:
         *,
         kubernetes_version: str | Callable[[], str] | None = None,
         image_lister: ImageLister | None = None,
+        channel_source: ChannelSource | None = None,
     ) -> None:
         """``kubernetes_version`` overrides discovery; ``image_lister`` lists Compute
-        Engine images (None: offline, explicit terms only)."""
+        Engine images (None: offline, explicit terms only); ``channel_source`` reads the
+        GKE server config for channel terms (None: channel terms cannot resolve)."""
         self.kube = kube
         self.clock = clock
         self.recorder = recorder
         self.settings = dict(settings)
         self._kubernetes_version = kubernetes_version
         self.image_lister = image_lister
+        self.channel_source = channel_source
 
     # ------------------------------------------------------------------ entry point
 
@@ -207,7 +217,9 @@ class NodeClassStatusReconciler:
         self, nodeclass: GCENodeClass, conditions: ConditionSet, extra: dict[str, Any]
     ) -> Result:
         try:
-            images = status_images(nodeclass, self._discover_version(), self.image_lister)
+            images = status_images(
+                nodeclass, self._discover_version(), self.image_lister, self.channel_source
+            )
         except ImageResolutionError as e:
             log.info("GCENodeClass %s: resolving images: %s", nodeclass.name, e)
             conditions.set_false(

@@ -16,14 +16,19 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
-from google.cloud import compute_v1
+from google.cloud import compute_v1, container_v1
 from karpenter_gcp.images import (
     COS_PROJECT,
     UBUNTU_PROJECT,
+    GKEChannels,
     ImageRecord,
     ImageResolutionError,
+    ReleaseChannel,
     compute_image_lister,
+    gke_channel_source,
+    parse_gke_version,
     resolve_images,
+    resolve_version_for_channel,
     status_images,
 )
 from karpenter_gcp.nodeclass import GCENodeClass
@@ -492,3 +497,169 @@ def test_compute_image_lister_reads_the_official_clients_list(
     # end to end: the deprecated newer image is skipped; only the amd64 candidate exists
     got = sources(nodeclass({"alias": "ContainerOptimizedOS@latest"}), "1.35.1", lister)
     assert got == [cos(COS_IMAGE)]
+
+
+# --- release channels ---------------------------------------------------------------------
+
+
+def channels(**configs: ReleaseChannel) -> GKEChannels:
+    return GKEChannels(channels={k.upper(): v for k, v in configs.items()})
+
+
+@pytest.mark.parametrize(
+    ("config", "channel", "cluster", "want"),
+    [
+        # default version's minor matches the cluster's
+        (
+            ReleaseChannel("1.34.6-gke.1068000", ("1.34.6-gke.1068000", "1.33.5-gke.900000")),
+            "stable",
+            "1.34.7",
+            "1.34.6-gke.1068000",
+        ),
+        # channel names are upper-cased
+        (
+            ReleaseChannel("1.35.3-gke.1737000", ("1.35.3-gke.1737000",)),
+            "STABLE",
+            "1.35.1",
+            "1.35.3-gke.1737000",
+        ),
+        # falls back to the highest valid version of the minor
+        (
+            ReleaseChannel(
+                "1.35.3-gke.1389000",
+                ("1.35.3-gke.1389000", "1.34.6-gke.1068000", "1.34.5-gke.900000"),
+            ),
+            "stable",
+            "1.34.7",
+            "1.34.6-gke.1068000",
+        ),
+        # numeric, not lexicographic order
+        (
+            ReleaseChannel("1.35.0-gke.100000", ("1.34.9-gke.900000", "1.34.10-gke.1000000")),
+            "stable",
+            "1.34.5",
+            "1.34.10-gke.1000000",
+        ),
+        # an empty default falls to the valid versions
+        (ReleaseChannel("", ("1.34.6-gke.1068000",)), "stable", "1.34.0", "1.34.6-gke.1068000"),
+    ],
+)
+def test_resolve_version_for_channel_follows_upstream(
+    config: ReleaseChannel, channel: str, cluster: str, want: str
+) -> None:
+    """upstream pkg/providers/gke/version_test.go TestResolveVersionForChannel_*."""
+    assert resolve_version_for_channel(channels(stable=config), channel, cluster) == want
+
+
+def test_channel_resolution_errors() -> None:
+    only_135 = channels(stable=ReleaseChannel("1.35.3-gke.1389000", ("1.35.3-gke.1389000",)))
+    with pytest.raises(
+        ImageResolutionError, match=r"channel STABLE has no valid version for cluster minor 1\.34"
+    ):
+        resolve_version_for_channel(only_135, "stable", "1.34.7")
+    with pytest.raises(ImageResolutionError, match="channel RAPID not found in getServerConfig"):
+        resolve_version_for_channel(only_135, "rapid", "1.35.0")
+    with pytest.raises(ImageResolutionError, match="no enrolled release channel"):
+        resolve_version_for_channel(only_135, "cluster", "1.35.0")
+    enrolled = GKEChannels(only_135.channels, cluster_channel="STABLE")
+    assert resolve_version_for_channel(enrolled, "cluster", "1.35.0") == "1.35.3-gke.1389000"
+
+
+@pytest.mark.parametrize(
+    ("version", "want"),
+    [
+        ("1.34.6-gke.1068000", ("1346", "1068000")),
+        ("v1.35.1-gke.1396004", ("1351", "1396004")),
+        ("latest", None),
+        ("1351.19216.104.126", None),
+    ],
+)
+def test_parse_gke_version(version: str, want: tuple[str, str] | None) -> None:
+    """upstream TestParseGKEVersion."""
+    assert parse_gke_version(version) == want
+
+
+def test_a_channel_term_resolves_the_cos_image_of_exactly_that_build() -> None:
+    """upstream TestDispatch_FamilyChannel_CallsGetServerConfig,
+    TestResolveExactBuildCOSImage_PicksMatchingBuild / _ReturnsErrorOnMiss."""
+    build = "gke-1346-gke1068000-cos-125-19216-220-72-c-pre"
+    lister = FakeImages(
+        {
+            COS_PROJECT: with_cos_variants(
+                img(build), img("gke-1346-gke1099999-cos-125-1-1-1-c-pre", "2030-01-01")
+            )
+        }
+    )
+    source = channels(stable=ReleaseChannel("1.34.6-gke.1068000", ("1.34.6-gke.1068000",)))
+    nc = nodeclass({"family": "ContainerOptimizedOS", "channel": "stable"})
+    got = [i.source_image for i in resolve_images(nc, "1.34.7", lister, lambda: source)]
+    assert got == [
+        cos(build),
+        cos("gke-1346-gke1068000-cos-arm64-125-19216-220-72-c-pre"),
+        cos("gke-1346-gke1068000-cos-125-19216-220-72-c-nvda"),
+    ]
+    assert lister.calls[0] == (COS_PROJECT, "name=gke-1346-gke1068000-*")
+    missing = channels(stable=ReleaseChannel("1.34.6-gke.9999999", ()))
+    with pytest.raises(ImageResolutionError, match="gke9999999"):
+        resolve_images(nc, "1.34.7", lister, lambda: missing)
+    with pytest.raises(ImageResolutionError, match="needs the Compute Engine image list"):
+        resolve_images(nc, "1.34.7", None, lambda: source)
+
+
+class _GKEHandler(BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        path = urlparse(self.path).path
+        self.seen.append(path)
+        if path.endswith("/serverConfig"):
+            payload: dict[str, Any] = {
+                "channels": [
+                    {
+                        "channel": "STABLE",
+                        "defaultVersion": "1.34.6-gke.1068000",
+                        "validVersions": ["1.34.6-gke.1068000"],
+                    },
+                    {"channel": "RAPID", "defaultVersion": "1.35.3-gke.1737000"},
+                ]
+            }
+        else:
+            payload = {"name": "prod", "releaseChannel": {"channel": "STABLE"}}
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_gke_channel_source_reads_the_official_clients_server_config() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _GKEHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = container_v1.ClusterManagerClient(
+            credentials=AnonymousCredentials(),
+            transport="rest",
+            client_options=ClientOptions(api_endpoint=f"http://127.0.0.1:{server.server_port}"),
+        )
+        _GKEHandler.seen = []
+        got = gke_channel_source(client, "projects/p/locations/us-central1", "prod")()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert got == GKEChannels(
+        channels={
+            "STABLE": ReleaseChannel("1.34.6-gke.1068000", ("1.34.6-gke.1068000",)),
+            "RAPID": ReleaseChannel("1.35.3-gke.1737000", ()),
+        },
+        cluster_channel="STABLE",
+    )
+    assert _GKEHandler.seen == [
+        "/v1/projects/p/locations/us-central1/serverConfig",
+        "/v1/projects/p/locations/us-central1/clusters/prod",
+    ]

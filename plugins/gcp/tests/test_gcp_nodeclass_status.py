@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from karpenter_gcp.drift import HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION
-from karpenter_gcp.images import COS_PROJECT, ImageRecord
+from karpenter_gcp.images import COS_PROJECT, GKEChannels, ImageRecord, ReleaseChannel
 from karpenter_gcp.nodeclass import NODECLASS_RESOURCE, GCENodeClass
 from karpenter_gcp.nodeclass_status import (
     CONTROLLER_NAME,
@@ -267,3 +267,17 @@ def test_missing_and_deleting_nodeclasses_are_ignored() -> None:
     assert "status" not in env.get() or not env.get()["status"].get("conditions")
     assert CONTROLLER_NAME == "nodeclass.status"
     assert [w.resource for w in WATCHES] == [NODECLASS_RESOURCE]
+
+
+def test_a_channel_term_resolves_through_the_gke_channel_source() -> None:
+    build = "gke-1351-gke1396004-cos-125-19216-104-126-c-pre"
+    source = GKEChannels({"REGULAR": ReleaseChannel("1.35.1-gke.1396004", ())}, "REGULAR")
+    env = Env(image_lister=Lister(), channel_source=lambda: source)
+    env.create(imageSelectorTerms=[{"family": "ContainerOptimizedOS", "channel": "cluster"}])
+    assert env.reconcile() == Result.after(REQUEUE)
+    assert env.get()["status"]["images"][0]["sourceImage"].endswith(build)
+    # without the source, the channel cannot be resolved
+    env2 = Env(image_lister=Lister())
+    env2.create(imageSelectorTerms=[{"family": "ContainerOptimizedOS", "channel": "stable"}])
+    env2.reconcile()
+    assert "GKE server config" in env2.condition("ImagesReady")["message"]
