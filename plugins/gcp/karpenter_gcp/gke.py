@@ -4,7 +4,8 @@ As upstream (``pkg/providers/gke``), the launch path needs from the cluster: its
 base32 GCE label and the firewall network tag), network and subnetwork, the pods'
 secondary range, whether nodes are private (no external IP), its node locations (the
 zones Karpenter may launch in; the region's zones when the cluster names none), and its
-versions. The cluster is read once and cached for ``ttl`` seconds (upstream: 30 min), so
+versions (release-channel versions for images are resolved in
+:mod:`karpenter_gcp.images` from the location's server config). The cluster is read once and cached for ``ttl`` seconds (upstream: 30 min), so
 a launch does not cost a GKE call.
 
 :func:`cluster_info` is pure (a ``container_v1.Cluster`` in, a :class:`ClusterInfo` out);
@@ -180,6 +181,10 @@ class GKEProvider:
         with self._lock:
             self._zones = (now, names)
         return list(names)
+
+    def kubernetes_version(self) -> str:
+        """The control plane's version (``currentMasterVersion``), e.g. ``1.31.5-gke.1023000``."""
+        return str(self.cluster().current_master_version)
 
     def node_pools(self) -> list[Any]:
         """The cluster's ``container_v1.NodePool`` list (not cached: pools change)."""

@@ -18,7 +18,8 @@ Modelled calls (what Karpenter's launch path uses):
 - zone operations: get and wait, walking ``PENDING`` → ``RUNNING`` → ``DONE`` one step per
   poll (deterministic, no clock), a failed operation reporting ``error.errors`` as GCE does;
 - region instance templates (list) and machine types (get), seeded by tests;
-- GKE: get cluster, list / get / create node pools.
+- GKE: get cluster, list / get / create node pools, the location's server config
+  (seed :attr:`FakeGCE.server_configs` by location).
 
 Faults: the next insert in a zone failing with a GCE error code synchronously (HTTP error,
 nothing created) or in its operation (the instance is created, then the operation ends
@@ -185,6 +186,7 @@ class FakeGCE:
         self.machine_types: dict[tuple[str, str], dict[str, Any]] = {}
         self.clusters: dict[tuple[str, str], dict[str, Any]] = {}
         self.node_pools: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.server_configs: dict[str, dict[str, Any]] = {}
         self.requests: list[FakeRequest] = []
         self.operations: dict[str, _Operation] = {}
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
@@ -211,6 +213,13 @@ class FakeGCE:
                 "GET",
                 re.compile(_ZONE + r"/machineTypes/(?P<name>[^/]+)"),
                 self._get_machine_type,
+            ),
+            (
+                "GET",
+                re.compile(
+                    r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/serverConfig"
+                ),
+                self._server_config,
             ),
             ("GET", re.compile(_GKE_CLUSTER), self._get_cluster),
             ("GET", re.compile(_GKE_CLUSTER + r"/nodePools"), self._list_pools),
@@ -290,6 +299,7 @@ class FakeGCE:
                 self.machine_types,
                 self.clusters,
                 self.node_pools,
+                self.server_configs,
                 self.operations,
             ):
                 store.clear()
@@ -631,6 +641,13 @@ class FakeGCE:
             return 200, {}, copy.deepcopy(mt)
 
     # ------------------------------------------------------------------ GKE
+
+    def _server_config(self, req: FakeRequest) -> Response:
+        with self.lock:
+            config = self.server_configs.get(req.match["location"])
+            if config is None:
+                return gce_error(404, "notFound", f"no server config for {req.match['location']}")
+            return 200, {}, copy.deepcopy(config)
 
     def _get_cluster(self, req: FakeRequest) -> Response:
         with self.lock:

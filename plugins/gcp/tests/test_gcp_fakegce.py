@@ -184,3 +184,26 @@ def test_a_subprocess_reaches_the_fake_by_environment_alone(gce: FakeGCE) -> Non
         check=True,
     )
     assert out.stdout.strip() == "seeded"
+
+
+def test_server_config_by_location(gce: FakeGCE, gcp_clients: GCPClients) -> None:
+    gce.server_configs[LOCATION] = {
+        "defaultClusterVersion": "1.31.5-gke.1023000",
+        "channels": [
+            {
+                "channel": "REGULAR",
+                "defaultVersion": "1.31.5-gke.1023000",
+                "validVersions": ["1.31.5-gke.1023000", "1.30.9-gke.1"],
+            }
+        ],
+    }
+    config = gcp_clients.cluster_manager.get_server_config(
+        name=f"projects/{PROJECT}/locations/{LOCATION}"
+    )
+    (channel,) = config.channels
+    assert channel.channel.name == "REGULAR"
+    assert list(channel.valid_versions) == ["1.31.5-gke.1023000", "1.30.9-gke.1"]
+    with pytest.raises(gexc.NotFound):
+        gcp_clients.cluster_manager.get_server_config(
+            name=f"projects/{PROJECT}/locations/europe-west1"
+        )

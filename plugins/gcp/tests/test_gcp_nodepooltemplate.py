@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakegce import CLUSTER, LOCATION, PROJECT, REGION, FakeGCE
+from fakegce import CLUSTER, LOCATION, PROJECT, REGION, FakeGCE, FakeRequest, Response
 from google.cloud import container_v1
 from karpenter_gcp.clients import GCPClients
 from karpenter_gcp.gke import ClusterInfo, GKEAPIError, GKEProvider, cluster_info, region_of
@@ -205,3 +205,25 @@ def test_ensure_fallback_pool_creates_it_once(
     assert pool.network_config.enable_private_nodes is True
     assert templates.ensure_fallback_pool() is False
     assert len(gce.requests_to("POST", r"/v1/projects/.*/clusters/[^/]+/nodePools")) == 1
+
+
+def test_kubernetes_version_and_zone_fallback_to_the_region(
+    gce: FakeGCE, gcp_clients: GCPClients
+) -> None:
+    """A cluster without node locations launches in every zone of its region (the zones
+    list of the project, filtered by the region prefix)."""
+
+    def zones(req: FakeRequest) -> Response:
+        names = ["us-central1-c", "us-central1-a", "europe-west1-b"]
+        return 200, {}, {"items": [{"name": n} for n in names]}
+
+    gce.add_cluster(cluster_body(locations=[]))
+    remove = gce.route("GET", r"/compute/v1/projects/[^/]+/zones", zones)
+    try:
+        gke = GKEProvider(gcp_clients, PROJECT, LOCATION, CLUSTER)
+        assert gke.zones() == ["us-central1-a", "us-central1-c"]
+        assert gke.zones() == ["us-central1-a", "us-central1-c"]  # cached
+    finally:
+        remove()
+    assert len(gce.requests_to("GET", r"/compute/v1/projects/[^/]+/zones")) == 1
+    assert gke.kubernetes_version() == "1.31.5-gke.1023000"
