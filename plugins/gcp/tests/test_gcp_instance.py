@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakegce import CLUSTER, LOCATION, PROJECT, REGION, FakeGCE
+from fakegce import CLUSTER, LOCATION, PROJECT, REGION, FakeGCE, FakeRequest, Response, gce_error
 from karpenter_gcp.clients import (
     COMPUTE_ENDPOINT_ENV,
     CONTAINER_ENDPOINT_ENV,
@@ -370,20 +370,10 @@ def test_failure_reading_the_new_instance_deletes_it(
     calls: list[int] = []
     original = gce._get_instance
 
-    def second_get_forbidden(req):  # type: ignore[no-untyped-def]
+    def second_get_forbidden(req: FakeRequest) -> Response:
         calls.append(1)
         if len(calls) == 2:
-            return (
-                403,
-                {},
-                {
-                    "error": {
-                        "code": 403,
-                        "message": "denied",
-                        "errors": [{"reason": "forbidden", "message": "denied"}],
-                    }
-                },
-            )
+            return gce_error(403, "forbidden", "denied")
         return original(req)
 
     remove = gce.route(
@@ -407,7 +397,7 @@ def test_failed_operation_with_leftover_non_autodelete_disk_is_cleaned(
     gce.fail_next_insert("ZONE_RESOURCE_POOL_EXHAUSTED", asynchronous=True)
     original = gce._delete_instance
 
-    def keep_disks(req):  # type: ignore[no-untyped-def]
+    def keep_disks(req: FakeRequest) -> Response:
         with gce.lock:
             inst = gce.instances.get((req.match["zone"], req.match["name"]))
             for d in (inst or {}).get("disks") or []:
