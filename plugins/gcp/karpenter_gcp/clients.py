@@ -123,7 +123,7 @@ class GCPClients:
             if endpoint.startswith("http://"):
                 from google.auth.credentials import AnonymousCredentials
 
-                return AnonymousCredentials()
+                return AnonymousCredentials()  # type: ignore[no-untyped-call]
             return None  # the library resolves Application Default Credentials
 
         def opts(endpoint: str) -> ClientOptions | None:

@@ -44,6 +44,7 @@ from __future__ import annotations
 import base64
 import builtins
 import datetime as dt
+import functools
 import logging
 import re
 import time
@@ -537,13 +538,13 @@ class InstanceProvider:
         while op.status != done:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"zone operation {op.name} in {zone} not done after {limit:g}s")
-            name = op.name
-            op = self._call(
-                lambda name=name: self._clients.zone_operations.wait(
-                    project=self.project, zone=zone, operation=name
-                )
-            )
+            op = self._call(functools.partial(self._wait_once, zone, str(op.name)))
         return op
+
+    def _wait_once(self, zone: str, name: str) -> Any:
+        """One ``zoneOperations.wait`` (GCE answers when the operation is done or after
+        about two minutes, whichever is first)."""
+        return self._clients.zone_operations.wait(project=self.project, zone=zone, operation=name)
 
     # ------------------------------------------------------------------ create
 
