@@ -75,6 +75,8 @@ from karpenter_gcp.metadata import NodeMetadataInput, Taint, node_metadata
 
 __all__ = [
     "CLOUD_PLATFORM_SCOPE",
+    "GC_GRACE_PERIOD",
+    "GC_INTERVAL",
     "LABEL_CLUSTER_ID",
     "LABEL_CLUSTER_LOCATION",
     "LABEL_CLUSTER_NAME",
@@ -97,6 +99,7 @@ __all__ = [
     "list_filter",
     "network_tags",
     "nodeclaim_name",
+    "orphaned",
     "parse_provider_id",
     "pod_cidr_size",
     "provider_id",
@@ -470,6 +473,34 @@ def build_launch_request(
         on_host_maintenance="TERMINATE" if gpu else "",
         arm64=arm64,
     )
+
+
+GC_INTERVAL = 120.0
+GC_GRACE_PERIOD = 180.0
+"""Upstream's garbage collection of orphaned instances: every 2 minutes, instances older
+than 3 minutes."""
+
+
+def orphaned(
+    instances: Iterable[Instance],
+    known_provider_ids: Iterable[str],
+    now: dt.datetime,
+    grace: float = GC_GRACE_PERIOD,
+) -> builtins.list[Instance]:
+    """The instances garbage collection deletes (upstream ``isOrphaned``): no NodeClaim
+    has their provider id, they are older than ``grace`` seconds (a launch may not have
+    written its NodeClaim's provider id yet), and they carry the cluster-location label
+    (instances of an older Karpenter lack it and could belong to a same-named cluster
+    elsewhere, so they are never collected). An instance of unknown age is kept."""
+    known = set(known_provider_ids)
+    out = []
+    for inst in instances:
+        if inst.provider_id in known or not inst.cluster_location:
+            continue
+        if inst.created is None or (now - inst.created).total_seconds() < grace:
+            continue
+        out.append(inst)
+    return out
 
 
 # ---------------------------------------------------------------------------- provider

@@ -4,6 +4,7 @@ capacity errors → unavailable marks, cleanup after every failure path, get/lis
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from karpenter_gcp.instance import (
     LABEL_NODEPOOL,
     LABEL_PROVISIONING_MODEL,
     AttachedDiskSpec,
+    Instance,
     InstanceProvider,
     LaunchRequest,
     build_launch_request,
@@ -32,6 +34,7 @@ from karpenter_gcp.instance import (
     instance_name,
     network_tags,
     nodeclaim_name,
+    orphaned,
     parse_provider_id,
     pod_cidr_size,
     provider_id,
@@ -609,3 +612,50 @@ def test_missing_credentials_are_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(GCPCredentialsError, match="no usable Google Cloud credentials") as info:
         GCPClients.create()
     assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------- garbage collection
+
+
+def test_orphaned_follows_upstream_rules() -> None:
+    now = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    labels = {LABEL_CLUSTER_LOCATION: LOCATION}
+
+    def inst(name: str, age_s: float | None, **kw: object) -> Instance:
+        created = None if age_s is None else now - dt.timedelta(seconds=age_s)
+        base: dict[str, object] = {
+            "name": name,
+            "project": PROJECT,
+            "zone": ZONE,
+            "machine_type": "e2-medium",
+            "capacity_type": "on-demand",
+            "labels": labels,
+            "created": created,
+        }
+        base.update(kw)
+        return Instance(**base)  # type: ignore[arg-type]
+
+    candidates = [
+        inst("old-orphan", 600),
+        inst("young-orphan", 60),
+        inst("claimed", 600),
+        inst("pre-location-label", 600, labels={}),
+        inst("unknown-age", None),
+    ]
+    known = [provider_id(PROJECT, ZONE, "claimed")]
+    assert [i.name for i in orphaned(candidates, known, now)] == ["old-orphan"]
+    assert [i.name for i in orphaned(candidates, known, now, grace=30)] == [
+        "old-orphan",
+        "young-orphan",
+    ]
+
+
+def test_orphans_of_a_listing_are_deleted(gce: FakeGCE, instances: InstanceProvider) -> None:
+    kept = instances.create(request("kept"))
+    gone = instances.create(request("gone"))
+    later = max(i.created for i in instances.list() if i.created) + dt.timedelta(hours=1)
+    for orphan in orphaned(instances.list(), [kept.provider_id], later):
+        instances.delete(orphan.provider_id)
+    assert [i.name for i in instances.list()] == [kept.name]
+    with pytest.raises(NodeClaimNotFoundError):
+        instances.get(gone.provider_id)
