@@ -45,14 +45,14 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
-from serve_harness import APP_NS, Cluster, Serve, wait_for
+from serve_harness import APP_NS, WAIT, Cluster, Serve, wait_for
 
 from karpenter_core.cli import main as cli_main
 from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound, create_with_status
@@ -329,6 +329,16 @@ class AzureServe(Serve):
 
 # --------------------------------------------------------------------------- the Azure world
 
+# Loggers whose lines (one per ARM request and response) would push everything else out
+# of a log's tail.
+_NOISY_LOGGERS = ('"azure.core.pipeline.policies.http_logging_policy"', '"azure.identity.')
+
+
+def quiet_tail(s: Serve, n: int = 80) -> str:
+    """The last ``n`` lines of a serve log without the Azure SDK's per-request lines."""
+    lines = s.log.read_text(errors="replace").splitlines()
+    return "\n".join([ln for ln in lines if not any(x in ln for x in _NOISY_LOGGERS)][-n:])
+
 
 def serve_bundled_skus(arm: FakeARM) -> CatalogRoutes:
     """Make the fake answer Resource SKUs with the plugin's bundled records of
@@ -399,6 +409,21 @@ class Azure:
         self.started.append(s)
         return s
 
+    def wait(self, predicate: Callable[[], Any], what: str, deadline: float = WAIT) -> Any:
+        """:func:`wait_for` that gives up at once, with the log, when a ``karpenter serve``
+        this test started has exited (nothing it waits for can happen then)."""
+
+        def check() -> Any:
+            for s in self.started:
+                if s.exited():
+                    raise AssertionError(
+                        f"karpenter serve exited while waiting for {what}; "
+                        f"log:\n{quiet_tail(s, 30)}"
+                    )
+            return predicate()
+
+        return wait_for(check, what, deadline)
+
     # -- objects
 
     def apply_nodeclass(self, name: str, **spec: Any) -> None:
@@ -419,11 +444,20 @@ class Azure:
         nodeclass: str,
         *,
         types: tuple[str, ...] = ALLOWED_TYPES,
+        zones: tuple[str, ...] | None = None,
         consolidation: str = "WhenEmpty",
     ) -> None:
-        """An on-demand NodePool of ``types``. It consolidates at once under
-        ``consolidation`` (by default only empty nodes, so a test's snapshot of nodes and
-        VMs is not raced by a replacement), any number of nodes at a time."""
+        """An on-demand NodePool of ``types`` (in ``zones`` when given). It consolidates at
+        once under ``consolidation`` (by default only empty nodes, so a test's snapshot of
+        nodes and VMs is not raced by a replacement), any number of nodes at a time."""
+        requirements: list[dict[str, Any]] = [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        ]
+        if zones is not None:
+            requirements.append(
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+            )
         self.kube.create(
             {
                 "apiVersion": "karpenter.sh/v1",
@@ -437,18 +471,7 @@ class Azure:
                                 "kind": "AKSNodeClass",
                                 "name": nodeclass,
                             },
-                            "requirements": [
-                                {
-                                    "key": "node.kubernetes.io/instance-type",
-                                    "operator": "In",
-                                    "values": list(types),
-                                },
-                                {
-                                    "key": "karpenter.sh/capacity-type",
-                                    "operator": "In",
-                                    "values": ["on-demand"],
-                                },
-                            ],
+                            "requirements": requirements,
                         }
                     },
                     "disruption": {
@@ -514,7 +537,7 @@ class Azure:
     def report(self) -> None:
         """Printed at teardown (pytest shows it when the test failed)."""
         for s in self.started:
-            print(f"--- {s.log.name} (last lines)\n{s.log_tail(80)}")
+            print(f"--- {s.log.name} (last lines, SDK request logs left out)\n{quiet_tail(s)}")
         if self.joiner.errors:
             print("--- node joiner errors:", self.joiner.errors[-10:])
         with contextlib.suppress(ApiError, OSError):

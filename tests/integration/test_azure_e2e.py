@@ -295,14 +295,14 @@ def test_every_pod_runs_on_a_node_backed_by_an_azure_vm_with_upstreams_labels_an
     azure.apply_nodepool("default", "default")
     azure.apply_deployment("web", 6)
 
-    wait_for(lambda: nodeclass_ready(azure, "default"), "the AKSNodeClass to be Ready")
+    azure.wait(lambda: nodeclass_ready(azure, "default"), "the AKSNodeClass to be Ready")
     status = azure.nodeclass("default")["status"]
     assert status.get("kubernetesVersion")
     images = {i["id"] for i in status.get("images") or []}
     assert images, status
 
-    wait_for(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 6), "6 pods running")
-    wait_for(lambda: settled(azure), "every NodeClaim on a succeeded VM, none being deleted")
+    azure.wait(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 6), "6 pods running")
+    azure.wait(lambda: settled(azure), "every NodeClaim on a succeeded VM, none being deleted")
     claims = claims_by_vm(azure)
     vms = azure.vms()
     nics = azure.nics()
@@ -323,8 +323,10 @@ def test_every_pod_runs_on_a_node_backed_by_an_azure_vm_with_upstreams_labels_an
         node = by_provider_id[claim["status"]["providerID"]]
         assert claim["status"].get("nodeName") == node["metadata"]["name"]
         # Upstream's labels, on the NodeClaim and (through customData) on the Node.
+        # Zonal: the size has zones here, and at equal price upstream prefers a zonal
+        # offering to the regional one (zone "0").
         zone = vm_zone(vm)
-        assert zone in ZONES
+        assert zone in ZONES, f"{name}: placed in zone {zone!r}, not one of {ZONES}"
         expected = {
             LABEL_SKU_NAME: size,
             LABEL_SKU_CPU: sku_vcpus(size),
@@ -368,14 +370,14 @@ def test_scaling_to_zero_deletes_every_vm_and_nic(azure: Azure) -> None:
     azure.apply_nodeclass("default")
     azure.apply_nodepool("default", "default")
     azure.apply_deployment("web", 4, cpu="1")
-    wait_for(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 4), "4 pods running")
+    azure.wait(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 4), "4 pods running")
     launched = set(azure.vms())
     assert launched
 
     azure.cluster.scale("web", 0)
-    wait_for(lambda: not azure.cluster.nodeclaims(), "every NodeClaim to be deleted")
-    wait_for(lambda: not azure.all_vm_names(), "no VM left in the fake ARM")
-    wait_for(lambda: not azure.nics(), "no NIC left in the fake ARM")
+    azure.wait(lambda: not azure.cluster.nodeclaims(), "every NodeClaim to be deleted")
+    azure.wait(lambda: not azure.all_vm_names(), "no VM left in the fake ARM")
+    azure.wait(lambda: not azure.nics(), "no NIC left in the fake ARM")
     assert not azure.cluster.karpenter_nodes()
     with azure.arm.lock:
         assert not azure.arm.extensions
@@ -384,7 +386,7 @@ def test_scaling_to_zero_deletes_every_vm_and_nic(azure: Azure) -> None:
 
     # With the NodePool gone too, nothing comes back.
     azure.kube.delete(NODEPOOL, "default")
-    wait_for(lambda: not azure.kube.list(NODEPOOL).items, "the NodePool to be deleted")
+    azure.wait(lambda: not azure.kube.list(NODEPOOL).items, "the NodePool to be deleted")
     assert not azure.all_vm_names() and not azure.nics()
 
 
@@ -394,8 +396,8 @@ def test_an_aksnodeclass_change_drifts_and_replaces_every_node(azure: Azure) -> 
     azure.apply_nodeclass("default")
     azure.apply_nodepool("default", "default")
     azure.apply_deployment("web", 3)
-    wait_for(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
-    wait_for(lambda: settled(azure), "every NodeClaim on a succeeded VM")
+    azure.wait(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 3), "3 pods running")
+    azure.wait(lambda: settled(azure), "every NodeClaim on a succeeded VM")
     old = set(claims_by_vm(azure))
     assert old
     for vm in azure.vms().values():
@@ -403,7 +405,7 @@ def test_an_aksnodeclass_change_drifts_and_replaces_every_node(azure: Azure) -> 
     old_hash = azure.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION]
 
     azure.kube.patch(AKSNODECLASS, "default", {"spec": {"osDiskSizeGB": 64}})
-    wait_for(
+    azure.wait(
         lambda: azure.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION] != old_hash,
         "the AKSNodeClass's hash to change",
     )
@@ -415,7 +417,7 @@ def test_an_aksnodeclass_change_drifts_and_replaces_every_node(azure: Azure) -> 
             if is_true(c, "Drifted")
         }
 
-    assert wait_for(drift_reasons, "the old NodeClaims to be Drifted") == {"NodeClassDrift"}
+    assert azure.wait(drift_reasons, "the old NodeClaims to be Drifted") == {"NodeClassDrift"}
 
     def replaced() -> bool:
         claims = set(claims_by_vm(azure))
@@ -427,8 +429,8 @@ def test_an_aksnodeclass_change_drifts_and_replaces_every_node(azure: Azure) -> 
             and azure.cluster.all_running_on_karpenter_nodes("web", 3)
         )
 
-    wait_for(replaced, "every node to be replaced")
-    wait_for(lambda: settled(azure), "the replacements on succeeded VMs")
+    azure.wait(replaced, "every node to be replaced")
+    azure.wait(lambda: settled(azure), "the replacements on succeeded VMs")
     for vm in azure.vms().values():
         assert vm["properties"]["storageProfile"]["osDisk"].get("diskSizeGB") == 64
     new_hash = azure.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION]
@@ -446,7 +448,8 @@ def test_a_zonal_allocation_failure_falls_back_to_another_zone_without_leaks(
     """The first VM create fails ``ZonalAllocationFailed`` in whichever zone it tried
     (answered at once, or after the operation ran, leaving a Failed VM as Azure does): the
     zone is marked unavailable for the size, the NodeClaim is replaced and launches the
-    same size in another zone, and the failed attempt's NIC and VM are deleted."""
+    same size in another zone, never that one again, and the failed attempt's NIC and VM
+    are deleted. The NodePool allows the three zones only (not the regional placement)."""
     size = ALLOWED_TYPES[0]
     azure.arm.fail_next_vm_create(
         "ZonalAllocationFailed",
@@ -457,10 +460,10 @@ def test_a_zonal_allocation_failure_falls_back_to_another_zone_without_leaks(
     )
     azure.serve()
     azure.apply_nodeclass("default")
-    azure.apply_nodepool("default", "default", types=(size,))
+    azure.apply_nodepool("default", "default", types=(size,), zones=ZONES)
     azure.apply_deployment("web", 1)
-    wait_for(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 1), "the pod running")
-    wait_for(lambda: settled(azure), "the NodeClaim on a succeeded VM")
+    azure.wait(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 1), "the pod running")
+    azure.wait(lambda: settled(azure), "the NodeClaim on a succeeded VM")
 
     puts = azure.arm.requests_to("PUT", VM_PATH)
     assert len(puts) >= 2, [r.path for r in puts]
@@ -468,6 +471,9 @@ def test_a_zonal_allocation_failure_falls_back_to_another_zone_without_leaks(
     failed_name = first.path.rsplit("/", 1)[-1]
     failed_zone = f"{REGION}-{first.json['zones'][0]}"
     assert failed_zone in ZONES
+
+    retried = [f"{REGION}-{(r.json.get('zones') or ['0'])[0]}" for r in puts[1:]]
+    assert failed_zone not in retried, (failed_zone, retried)
 
     claims = claims_by_vm(azure)
     assert len(claims) == 1
