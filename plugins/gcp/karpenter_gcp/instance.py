@@ -14,9 +14,9 @@ the provider (NodeClaim, machine type, zone, capacity type, image).
 
 The insert returns a zone operation, which is waited on (``zoneOperations.wait`` until
 ``DONE``, bounded by ``operation_timeout``); an operation that finishes with an error is a
-failed launch. A launch is all or nothing: after any failure past the insert, the instance
-(and any disk left behind) is deleted before the error is raised, so no failure path
-leaks. Capacity errors (:mod:`karpenter_gcp.gceerrors`) mark the offering unavailable and
+failed launch. A launch is all or nothing: after any failure from the insert on (a 5xx may
+come after GCE accepted it), the instance, if it exists, and any disk left behind are
+deleted before the error is raised, so no failure path leaks. Capacity errors (:mod:`karpenter_gcp.gceerrors`) mark the offering unavailable and
 raise ``InsufficientCapacityError``; anything else raises a one-line ``CreateError``. An
 instance that already exists under the node's name (Karpenter restarted mid-launch) is
 adopted, as upstream does.
@@ -692,18 +692,25 @@ class InstanceProvider:
     def create(self, request: LaunchRequest) -> Instance:
         """Insert the node's instance and wait for its zone operation; on any failure
         delete what was created, then raise (see the module docstring)."""
-        inserted = False
+        attempted = False
         try:
             existing = self._get_raw(request.zone, request.name)
             if existing is not None:
-                log.info(
-                    "instance %s already exists in %s; adopting it", request.name, request.zone
-                )
-                return self._with_image(
-                    Instance.from_api(existing, self.project, request.zone), existing
-                )
+                return self._adopt(request, existing)
+            # From here on the instance may exist even when a call fails (a 5xx or a lost
+            # answer after GCE accepted the insert): every failure path cleans up.
+            attempted = True
             operation = self._insert(request)
-            inserted = True
+            if operation is None:
+                existing = self._get_raw(request.zone, request.name)
+                if existing is not None:
+                    return self._adopt(request, existing)
+                raise CreateError(
+                    f"inserting instance {request.name} in {request.zone}: it already exists "
+                    "but cannot be found",
+                    "InstanceConflict",
+                    "the instance name is taken",
+                )
             self._await_insert(request, operation)
             raw = self._get_raw(request.zone, request.name)
             if raw is None:
@@ -717,7 +724,7 @@ class InstanceProvider:
                 Instance.from_api(raw, self.project, request.zone), image=request.image
             )
         except Exception as e:
-            if inserted:
+            if attempted:
                 self._cleanup(request)
             if isinstance(e, InsufficientCapacityError | CreateError):
                 raise
@@ -731,10 +738,18 @@ class InstanceProvider:
         )
         return instance
 
+    def _adopt(self, r: LaunchRequest, raw: Any) -> Instance:
+        """An instance already named for the node: Karpenter restarted mid-launch, or a
+        retried insert whose first attempt GCE had accepted. Kept, as upstream does."""
+        log.info("instance %s already exists in %s; adopting it", r.name, r.zone)
+        return self._with_image(Instance.from_api(raw, self.project, r.zone), raw)
+
     def _insert(self, r: LaunchRequest) -> Any:
-        """Send the insert; returns its zone operation. Capacity errors mark and raise
-        ``InsufficientCapacityError``, others a ``CreateError`` (nothing was created)."""
-        from google.api_core.exceptions import GoogleAPICallError
+        """Send the insert; returns its zone operation, or None when GCE answers that the
+        instance already exists (a retried insert whose first attempt went through).
+        Capacity errors mark and raise ``InsufficientCapacityError``, others a
+        ``CreateError``."""
+        from google.api_core.exceptions import Conflict, GoogleAPICallError
 
         body = self.instance_body(r)
         try:
@@ -743,6 +758,8 @@ class InstanceProvider:
                     project=self.project, zone=r.zone, instance_resource=body
                 )
             )
+        except Conflict:
+            return None
         except GoogleAPICallError as e:
             ice = classify(e, r.machine_type, r.zone, r.capacity_type, self._unavailable)
             if ice is not None:

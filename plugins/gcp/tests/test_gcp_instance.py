@@ -364,6 +364,59 @@ def test_operation_timeout_deletes_the_instance(gce: FakeGCE, instances: Instanc
     assert_no_leak(gce)
 
 
+def test_insert_accepted_but_answered_5xx_is_cleaned_up(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    """GCE created the instance but every answer to the insert is a 500: the retries run
+    out, the launch fails, and the instance the first attempt made is deleted."""
+
+    def accept_then_fail(req: FakeRequest) -> Response:
+        gce._insert(req)
+        return gce_error(500, "backendError", "internal error")
+
+    remove = gce.route(
+        "POST",
+        r"/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)/instances",
+        accept_then_fail,
+    )
+    try:
+        with pytest.raises(CreateError, match="internal error"):
+            instances.create(request())
+    finally:
+        remove()
+    assert_no_leak(gce)
+
+
+def test_retried_insert_that_went_through_is_adopted(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    """The first insert is accepted but answered 503 without a capacity code; the retry
+    gets 409 alreadyExists, so the instance is the node's and is adopted."""
+    answers: list[int] = []
+
+    def accept_once_then_fail(req: FakeRequest) -> Response:
+        answers.append(1)
+        status, headers, body = gce._insert(req)
+        if len(answers) == 1:
+            return gce_error(503, "backendError", "try again")
+        return status, headers, body
+
+    remove = gce.route(
+        "POST",
+        r"/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)/instances",
+        accept_once_then_fail,
+    )
+    try:
+        inst = instances.create(request())
+    finally:
+        remove()
+    assert inst.name == "karpenter-default-abcde"
+    assert inst.image == IMAGE
+    assert len(answers) == 2
+    with gce.lock:
+        assert list(gce.instances) == [(ZONE, "karpenter-default-abcde")]
+
+
 def test_failure_reading_the_new_instance_deletes_it(
     gce: FakeGCE, instances: InstanceProvider
 ) -> None:
