@@ -413,12 +413,17 @@ def build_launch_request(
     taints: Iterable[Taint] = (),
     arm64: bool = False,
     gpu: bool = False,
+    secure_boot: bool | None = None,
+    vtpm: bool | None = None,
+    integrity_monitoring: bool | None = None,
+    disk_kms_key: str = "",
 ) -> LaunchRequest:
     """One node's :class:`LaunchRequest` assembled as upstream ``buildInstance`` does:
     the name from the NodeClaim; network, subnetwork (unless the GCENodeClass names one)
     and pod range from the cluster; no external IP when nodes are private (the cluster's
     setting unless ``private_nodes`` overrides it); labels, tags and the metadata rewritten
-    from the source template; GPU machines ``TERMINATE`` on host maintenance.
+    from the source template; GPU machines ``TERMINATE`` on host maintenance; the
+    GCENodeClass's shielded-instance settings (None: GCE's default) and disk KMS key.
     ``ValueError`` without a service account (upstream refuses to launch nodes that could
     not authenticate)."""
     if not service_account:
@@ -472,6 +477,10 @@ def build_launch_request(
         service_account=service_account,
         on_host_maintenance="TERMINATE" if gpu else "",
         arm64=arm64,
+        secure_boot=secure_boot,
+        vtpm=vtpm,
+        integrity_monitoring=integrity_monitoring,
+        disk_kms_key=disk_kms_key,
     )
 
 

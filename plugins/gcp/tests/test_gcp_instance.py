@@ -621,6 +621,16 @@ def test_build_launch_request_follows_the_cluster_and_template() -> None:
     assert public.subnetwork == "projects/p/regions/r/subnetworks/x"
 
 
+def test_build_launch_request_passes_shielded_and_kms_settings(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    key = "projects/p/locations/l/keyRings/r/cryptoKeys/k"
+    instances.create(built(secure_boot=True, vtpm=False, disk_kms_key=key))
+    (body,) = gce.inserted_bodies()
+    assert body["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableVtpm": False}
+    assert body["disks"][0]["diskEncryptionKey"] == {"kmsKeyName": key}
+
+
 def test_build_launch_request_needs_a_service_account() -> None:
     with pytest.raises(ValueError, match="no service account"):
         built(service_account="")
