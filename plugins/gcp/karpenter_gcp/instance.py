@@ -36,7 +36,7 @@ provider's job; upstream orders types by price and picks a random zone for on-de
 cheapest for spot), launch metrics, the instance cache (callers get fresh answers),
 confidential VMs, attached GPU accelerators (built-in GPU machines only get
 ``TERMINATE``), additional network interfaces, GPU driver labels and taints, the
-metadata-server binary patch for Arm nodes, and ``setLabels``.
+metadata-server binary patch for Arm nodes.
 """
 
 from __future__ import annotations
@@ -925,6 +925,48 @@ class InstanceProvider:
             return
         if not self._delete(zone, name, wait=wait):
             raise NodeClaimNotFoundError(f"instance {name} in {zone} not found")
+
+    def update_labels(self, provider_id_: str, labels: Mapping[str, str]) -> Instance:
+        """Merge ``labels`` into the instance's GCE labels (upstream ``CreateTags``: read
+        the labels and their fingerprint, ``setLabels`` the union, wait); retried once when
+        another writer changed them in between. ``NodeClaimNotFoundError`` when the
+        instance is gone."""
+        from google.api_core.exceptions import GoogleAPICallError
+        from google.cloud import compute_v1
+
+        _, zone, name = parse_provider_id(provider_id_)
+        for attempt in range(2):
+            raw = self._get_raw(zone, name)
+            if raw is None:
+                raise NodeClaimNotFoundError(f"instance {name} in {zone} not found")
+            merged = {**dict(raw.labels), **labels}
+            if merged == dict(raw.labels):
+                return Instance.from_api(raw, self.project, zone)
+            req = compute_v1.InstancesSetLabelsRequest(
+                labels=merged, label_fingerprint=raw.label_fingerprint
+            )
+            try:
+                op = self._call(
+                    functools.partial(
+                        self._clients.instances.set_labels_unary,
+                        project=self.project,
+                        zone=zone,
+                        instance=name,
+                        instances_set_labels_request_resource=req,
+                    )
+                )
+            except GoogleAPICallError as e:
+                if is_not_found(e):
+                    raise NodeClaimNotFoundError(f"instance {name} in {zone} not found") from e
+                if getattr(e, "code", None) == 412 and attempt == 0:
+                    continue  # the fingerprint moved: read again and merge again
+                raise GCEAPIError(f"setting labels of {name} in {zone}: {describe(e)}") from e
+            self._wait(zone, op)
+            found = self._get_raw(zone, name)
+            if found is None:
+                raise NodeClaimNotFoundError(f"instance {name} in {zone} not found")
+            return Instance.from_api(found, self.project, zone)
+        raise GCEAPIError(f"setting labels of {name} in {zone}: labels keep changing")
 
     def _delete(self, zone: str, name: str, *, wait: bool) -> bool:
         """Issue the delete (and wait); False when the instance was already gone."""

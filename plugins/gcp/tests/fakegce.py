@@ -12,7 +12,8 @@ Modelled calls (what Karpenter's launch path uses):
   ``PROVISIONING``, ``RUNNING`` when the operation is done), get, delete (an operation; the
   instance and its auto-delete disks go), ``aggregated/instances`` with ``filter`` and
   ``pageToken`` paging (:attr:`FakeGCE.page_size` entries a page); answers omit the
-  insert-only ``initializeParams`` of disks, as GCE does;
+  insert-only ``initializeParams`` of disks, as GCE does; setLabels (guarded by
+  ``labelFingerprint``);
 - disks: get (``sourceImage`` of a disk made from an image) and delete (an operation;
   ``resourceInUseByAnotherResource`` while attached);
 - zone operations: get and wait, walking ``PENDING`` → ``RUNNING`` → ``DONE`` one step per
@@ -200,6 +201,7 @@ class FakeGCE:
             ("POST", re.compile(_ZONE + r"/instances"), self._insert),
             ("GET", re.compile(_INSTANCE), self._get_instance),
             ("DELETE", re.compile(_INSTANCE), self._delete_instance),
+            ("POST", re.compile(_INSTANCE + r"/setLabels"), self._set_labels),
             ("GET", re.compile(_ZONE + r"/disks/(?P<name>[^/]+)"), self._get_disk),
             ("DELETE", re.compile(_ZONE + r"/disks/(?P<name>[^/]+)"), self._delete_disk),
             ("GET", re.compile(_OPERATION), self._get_operation),
@@ -549,6 +551,26 @@ class FakeGCE:
                     f"The resource 'projects/{req.match['project']}/zones/{zone}/instances/{name}' was not found",
                 )
             return 200, {}, _as_returned(instance)
+
+    def _set_labels(self, req: FakeRequest) -> Response:
+        """Replace the labels when ``labelFingerprint`` is current (412 otherwise, as GCE
+        guards concurrent label updates); a new fingerprint each time."""
+        project, zone, name = req.match["project"], req.match["zone"], req.match["name"]
+        body = req.json or {}
+        with self.lock:
+            instance = self.instances.get((zone, name))
+            if instance is None:
+                return gce_error(404, "notFound", f"instance {name} was not found")
+            if body.get("labelFingerprint") != instance.get("labelFingerprint"):
+                return gce_error(
+                    412,
+                    "conditionNotMet",
+                    "Labels fingerprint either invalid or resource labels have changed",
+                )
+            instance["labels"] = dict(body.get("labels") or {})
+            instance["labelFingerprint"] = f"fp{next(self._ids)}"
+            op = self._new_operation(project, zone, "setLabels", instance["selfLink"])
+        return 200, {}, op
 
     def _get_disk(self, req: FakeRequest) -> Response:
         with self.lock:

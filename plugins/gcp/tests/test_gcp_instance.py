@@ -677,6 +677,34 @@ def test_missing_credentials_are_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     assert "\n" not in str(info.value)
 
 
+def test_update_labels_merges_with_the_fingerprint(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    created = instances.create(request())
+    updated = instances.update_labels(
+        created.provider_id, {"karpenter-sh-nodeclaim": "default-abcde"}
+    )
+    assert updated.labels["karpenter-sh-nodeclaim"] == "default-abcde"
+    assert updated.labels[LABEL_NODEPOOL] == "default"  # kept
+    (call,) = gce.requests_to("POST", r".*/instances/[^/]+/setLabels")
+    assert call.json["labelFingerprint"] == "fp"
+    # Nothing new to set: no call.
+    instances.update_labels(created.provider_id, {"team": "a"})
+    assert len(gce.requests_to("POST", r".*/instances/[^/]+/setLabels")) == 1
+
+
+def test_update_labels_retries_once_on_a_stale_fingerprint(
+    gce: FakeGCE, instances: InstanceProvider
+) -> None:
+    created = instances.create(request())
+    gce.fail_next("POST", r".*/setLabels", status=412, reason="conditionNotMet", message="stale")
+    updated = instances.update_labels(created.provider_id, {"x": "1"})
+    assert updated.labels["x"] == "1"
+    assert len(gce.requests_to("POST", r".*/instances/[^/]+/setLabels")) == 2
+    with pytest.raises(NodeClaimNotFoundError):
+        instances.update_labels(provider_id(PROJECT, ZONE, "karpenter-missing"), {"x": "1"})
+
+
 # ---------------------------------------------------------------------------- garbage collection
 
 
