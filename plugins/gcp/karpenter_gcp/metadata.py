@@ -217,6 +217,10 @@ def _labels(value: Mapping[str, str]) -> Mapping[str, str]:
     return dict(value)
 
 
+def _settings(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return dict(value)
+
+
 def _taints(value: Iterable[Taint]) -> tuple[Taint, ...]:
     return tuple(value)
 
@@ -244,7 +248,7 @@ class NodeMetadataInput:
     taints: tuple[Taint, ...] = field(default=(), converter=_taints)
     custom_metadata: Mapping[str, str] = field(factory=dict, converter=_labels)
     kube_reserved: Mapping[str, str] = field(factory=dict, converter=_labels)
-    kubelet: Mapping[str, Any] = field(factory=dict, converter=_labels)
+    kubelet: Mapping[str, Any] = field(factory=dict, converter=_settings)
 
 
 _MERGED_KUBELET_FIELDS = frozenset(
