@@ -275,12 +275,22 @@ def test_selecting_azure_installs_the_aksnodeclass_crd(helm: Path) -> None:
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha2", "v1beta1"]
 
 
+def test_selecting_gcp_installs_the_gcenodeclass_crd(helm: Path) -> None:
+    docs = render(helm, "cloudProvider.name=gcp", "cloudProvider.settings.cluster-name=prod")
+    rules = one(docs, "ClusterRole", "karpenter-core")["rules"]
+    assert grants(rules, "karpenter.k8s.gcp", "gcenodeclasses/status", "patch")
+    crd = one(docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "gcenodeclasses.karpenter.k8s.gcp"
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1"]
+
+
 def test_the_nodeclass_crd_can_be_left_out_and_providers_without_one_get_none(
     helm: Path,
 ) -> None:
     for args in (
         ("cloudProvider.installNodeClassCRD=false",),
-        ("cloudProvider.name=gcp", "cloudProvider.settings.cluster-name=prod"),
+        ("cloudProvider.name=gcp", "cloudProvider.installNodeClassCRD=false"),
+        ("cloudProvider.name=kwok", "cloudProvider.nodeClassCRDs.kwok="),
     ):
         docs = render(helm, *args)
         assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"], args

@@ -1,4 +1,5 @@
-"""karpenter-gcp: an honest skeleton — registered, labelled, and unable to launch."""
+"""karpenter-gcp: registration, labels, settings and the factory's two modes (catalogue
+only without a cluster; serving, with the project, region and cluster, with one)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from karpenter_core.apis import labels
 from karpenter_core.cloudprovider.protocol import NodeClassKind
 from karpenter_core.hookspecs import CloudProviderSpec, ProviderContext
 from karpenter_core.plugins import (
-    PluginError,
     cloud_providers,
     get_cloud_provider,
     get_plugin_manager,
@@ -20,7 +20,7 @@ from karpenter_core.plugins import (
 
 SETTINGS = {
     "project-id": "test-project",
-    "cluster-location": "us-central1",
+    "region": "us-central1",
     "cluster-name": "test-cluster",
 }
 
@@ -40,10 +40,10 @@ def _spec() -> CloudProviderSpec:
     return spec
 
 
-def test_spec_declares_gcenodeclass_and_cannot_launch() -> None:
+def test_spec_declares_gcenodeclass_and_can_launch() -> None:
     spec = _spec()
     assert spec.name == "gcp"
-    assert spec.can_launch is False
+    assert spec.can_launch is True
     assert spec.node_classes == (NodeClassKind("karpenter.k8s.gcp", "GCENodeClass", "v1alpha1"),)
 
 
@@ -78,28 +78,50 @@ def test_selecting_makes_gcp_keys_selectable_but_domain_restricted() -> None:
     assert labels.is_restricted_label("karpenter.k8s.gcp/made-up") is True
 
 
-def test_project_id_is_a_required_setting() -> None:
-    pm = get_plugin_manager({"KARPENTER_PLUGINS": "gcp"})
-    with pytest.raises(PluginError, match="project-id"):
-        get_cloud_provider("gcp", {}, pm)
+def test_without_a_cluster_no_setting_is_needed() -> None:
+    provider = get_cloud_provider("gcp", {}, get_plugin_manager({"KARPENTER_PLUGINS": "gcp"}))
+    assert provider.instances is None  # type: ignore[attr-defined]
+    assert provider.get_instance_types(None)
+
+
+def test_serving_lists_every_missing_setting_with_its_variable() -> None:
+    context = ProviderContext(settings={}, kube=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError) as e:
+        _spec().factory(context)
+    message = str(e.value)
+    assert "\n" not in message
+    for setting, env in [
+        ("project-id", "PROJECT_ID"),
+        ("region", "CLUSTER_LOCATION"),
+        ("cluster-name", "CLUSTER_NAME"),
+    ]:
+        assert f"gcp setting {setting} (env {env}) is required" in message
 
 
 @pytest.mark.parametrize(
-    ("method", "args"),
+    ("settings", "fragment"),
     [
-        ("create", (object(),)),
-        ("delete", (object(),)),
-        ("get", ("gce://project/us-central1-a/karpenter-abc",)),
-        ("list", ()),
-        ("get_instance_types", (None,)),
-        ("is_drifted", (object(),)),
-        ("repair_policies", ()),
+        ({"region": "us-central1-a"}, "is a zone; the region is 'us-central1'"),
+        ({"region": "mars"}, "is not a GCP region"),
+        ({"vm-memory-overhead-percent": "7"}, "not a fraction"),
+        ({"interruption": "maybe"}, "not a boolean"),
     ],
 )
-def test_provider_refuses_every_operation(method: str, args: tuple[object, ...]) -> None:
+def test_bad_settings_are_one_line_errors_naming_the_setting(
+    settings: dict[str, str], fragment: str
+) -> None:
+    pm = get_plugin_manager({"KARPENTER_PLUGINS": "gcp"})
+    with pytest.raises(ValueError) as e:
+        get_cloud_provider("gcp", settings, pm)
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_catalogue_only_provider_cannot_launch_and_says_why() -> None:
     provider = get_cloud_provider("gcp", SETTINGS, get_plugin_manager({"KARPENTER_PLUGINS": "gcp"}))
-    with pytest.raises(NotImplementedError, match="gcp cloud provider cannot launch yet"):
-        getattr(provider, method)(*args)
+    with pytest.raises(RuntimeError, match="catalogue only"):
+        provider.list()
+    assert provider.repair_policies()
 
 
 def test_provider_reports_its_name_and_node_class() -> None:
@@ -113,4 +135,5 @@ def test_provider_reports_its_name_and_node_class() -> None:
 def test_factory_builds_the_provider_from_the_context_settings() -> None:
     provider = _spec().factory(ProviderContext(settings=SETTINGS))
     assert provider.name == "gcp"
-    assert provider.settings == SETTINGS  # type: ignore[attr-defined]
+    assert provider.settings.project_id == "test-project"  # type: ignore[attr-defined]
+    assert provider.settings.region == "us-central1"  # type: ignore[attr-defined]

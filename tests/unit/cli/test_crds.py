@@ -414,9 +414,13 @@ def test_the_installed_azure_plugin_contributes_its_aksnodeclass_crd() -> None:
     assert err == ""
 
 
-def test_a_skeleton_without_its_crd_says_so() -> None:
+def test_the_installed_gcp_plugin_contributes_its_gcenodeclass_crd() -> None:
     pytest.importorskip("karpenter_gcp")
+    shipped = files("karpenter_gcp") / "crds" / "karpenter.k8s.gcp_gcenodeclasses.yaml"
     code, out, err = run("--cloud-provider", "gcp", env={"KARPENTER_PLUGINS": "gcp,kwok"})
     assert code == 0
-    assert names(out) == CORE_NAMES
-    assert "note: cloud provider 'gcp' ships no CRD for its NodeClass GCENodeClass" in err
+    docs = documents(out)
+    assert names(out)[:-1] == CORE_NAMES
+    assert docs[-1] == yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    assert docs[-1]["spec"]["names"]["kind"] == "GCENodeClass"
+    assert err == ""

@@ -1,8 +1,7 @@
 """`karpenter plugins` over the five packages this repository installs (no fakes).
 
-Issue 2: the skeletons (gcp) must say honestly that they cannot launch yet, and
-the launching providers (kwok, aws) that they can; the wheel test checks the same for a
-fresh install of kwok and aws.
+Every bundled provider (kwok, aws, azure, gcp) now launches and says so; the wheel test
+checks the same for a fresh install of kwok and aws.
 """
 
 from __future__ import annotations
@@ -25,21 +24,14 @@ def _providers() -> dict[str, dict[str, object]]:
     }
 
 
-@pytest.mark.parametrize("name", ["gcp"])
-def test_skeleton_provider_is_listed_as_not_able_to_launch(name: str) -> None:
-    provider = _providers()[name]
-    assert provider["can_launch"] is False
-    assert "cannot launch" in str(provider["status"])
-
-
-@pytest.mark.parametrize("name", ["kwok", "aws", "azure"])
+@pytest.mark.parametrize("name", ["kwok", "aws", "azure", "gcp"])
 def test_launching_providers_are_listed_as_able_to_launch(name: str) -> None:
     assert _providers()[name]["can_launch"] is True
 
 
-@pytest.mark.parametrize("name", ["gcp"])
-def test_table_row_says_the_skeleton_cannot_launch(name: str) -> None:
+@pytest.mark.parametrize("name", ["azure", "gcp"])
+def test_table_row_says_the_provider_can_launch(name: str) -> None:
     result = CliRunner().invoke(main, ["plugins"], env={"KARPENTER_PLUGINS": None})
     assert result.exit_code == 0
     [row] = [line for line in result.stdout.splitlines() if line.split()[:1] == [name]]
-    assert row.endswith(f"{name}: catalogue only — cannot launch yet")
+    assert row.endswith(f"{name}: can launch")
