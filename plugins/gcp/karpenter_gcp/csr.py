@@ -169,7 +169,7 @@ def _decode_request(request: Any) -> bytes:
         except (binascii.Error, ValueError):
             raise InvalidRequest("spec.request is not base64") from None
     else:
-        raise InvalidRequest("spec.request is missing")
+        raise InvalidRequest("spec.request is missing or not a string")
     if not raw:
         raise InvalidRequest("spec.request is empty")
     return raw
