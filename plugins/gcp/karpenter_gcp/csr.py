@@ -34,7 +34,7 @@ to sign or that names a node Karpenter does not own):
 Anything else is ignored, never denied: a denial is final, and another approver (GKE's,
 an administrator) may own the request. A request that only lacks its NodeClaim is looked
 at again every 30 seconds (upstream relists everything every 30 seconds), since the
-NodeClaim may simply not have been read yet. Hostile or malformed input never raises.
+NodeClaim may simply not have been read yet, for up to 15 minutes after its creation. Hostile or malformed input never raises.
 
 The approval is written through the ``approval`` subresource (the only way a real API
 server accepts an ``Approved`` condition) as a merge patch carrying the resourceVersion
@@ -47,6 +47,7 @@ import base64
 import binascii
 import logging
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from attrs import frozen
@@ -80,6 +81,7 @@ __all__ = [
     "KUBELET_CLIENT_SIGNER",
     "KUBELET_SERVING_SIGNER",
     "REQUEUE",
+    "RETRY_WINDOW",
     "WATCHES",
     "CSRApprovalReconciler",
     "Decision",
@@ -102,6 +104,10 @@ APPROVAL_MESSAGE = "Automatically approved by Karpenter CSR controller"
 audits look for them)."""
 REQUEUE = 30.0
 """How soon a well-formed request whose node has no NodeClaim yet is looked at again."""
+RETRY_WINDOW = 900.0
+"""How long after its creation such a request keeps being looked at: a Karpenter instance's
+NodeClaim exists before the instance does, so a longer wait means the node is not
+Karpenter's (a GKE node pool's, whose approver handles it) and polling it is only load."""
 APPROVAL_SUBRESOURCE = "approval"
 
 NODE_USER_PREFIX = "system:node:"
@@ -309,8 +315,21 @@ class CSRApprovalReconciler:
         decision = decide(csr, nodeclaims)
         if not decision.approve:
             log.debug("gcp: not approving CSR %s: %s", key.name, decision.why)
-            return Result.after(REQUEUE) if decision.retry else Result()
+            return Result.after(REQUEUE) if decision.retry and self._young(csr) else Result()
         return self._approve(csr, decision)
+
+    def _young(self, csr: Mapping[str, Any]) -> bool:
+        """Whether ``csr`` was created less than :data:`RETRY_WINDOW` ago (an unreadable
+        creation time counts as young: the retry is cheap, a missed approval is not)."""
+        meta = csr.get("metadata")
+        created = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
+        try:
+            when = datetime.fromisoformat(str(created))
+        except ValueError:
+            return True
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return (self.clock.now() - when).total_seconds() < RETRY_WINDOW
 
     def _approve(self, csr: Mapping[str, Any], decision: Decision) -> Result:
         meta = csr.get("metadata") or {}

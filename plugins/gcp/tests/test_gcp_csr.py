@@ -26,6 +26,7 @@ from karpenter_gcp.csr import (
     KUBELET_CLIENT_SIGNER,
     KUBELET_SERVING_SIGNER,
     REQUEUE,
+    RETRY_WINDOW,
     WATCHES,
     CSRApprovalReconciler,
     InvalidRequest,
@@ -302,6 +303,16 @@ def test_unknown_node_waits_for_its_nodeclaim_then_is_approved() -> None:
     env.add_nodeclaim("nc-1")
     assert env.reconcile() == Result()
     assert [c["type"] for c in env.conditions()] == ["Approved"]
+
+
+def test_unknown_node_stops_being_polled_after_the_retry_window() -> None:
+    env = Env()
+    env.add_csr()
+    env.clock.advance(RETRY_WINDOW - 1)
+    assert env.reconcile() == Result.after(REQUEUE)
+    env.clock.advance(1)
+    assert env.reconcile() == Result()
+    assert env.conditions() == []
 
 
 def test_a_node_asking_for_another_nodes_certificate_is_left_alone() -> None:
