@@ -238,14 +238,18 @@ def test_allocation_failure_in_a_zone_marks_it_and_the_next_launch_takes_another
 ) -> None:
     env.nodeclass()
     env.nodepool()
-    zone = f"{REGION}-1"
-    arm_env.fail_next_vm_create("ZonalAllocationFailed", "Allocation failed.", zone="1")
+    allowed = [f"{REGION}-1", f"{REGION}-3"]
+    # whichever of the two zones the launch picks (at random among equals) fails
+    arm_env.fail_next_vm_create("ZonalAllocationFailed", "Allocation failed.")
     with pytest.raises(InsufficientCapacityError):
-        env.provider.create(nodeclaim(zones=[zone, f"{REGION}-3"]))
+        env.provider.create(nodeclaim(zones=allowed))
     assert _vm_names(arm_env) == set() and _nic_names(arm_env) == set()
-    assert env.provider.unavailable.is_unavailable(SKU, zone, "on-demand")
-    out = env.provider.create(nodeclaim(zones=[zone, f"{REGION}-3"]))
-    assert out.metadata.labels[wk.LABEL_TOPOLOGY_ZONE] == f"{REGION}-3"
+    marked = [z for z in allowed if env.provider.unavailable.is_unavailable(SKU, z, "on-demand")]
+    assert len(marked) == 1
+    out = env.provider.create(nodeclaim(zones=allowed))
+    assert out.metadata.labels[wk.LABEL_TOPOLOGY_ZONE] == next(
+        z for z in allowed if z not in marked
+    )
     assert _vm_names(arm_env) == {"aks-default-abcde"}
 
 
