@@ -693,9 +693,12 @@ class InMemoryApiServer:
         subresource: str | None = None,
     ) -> Obj:
         """Merge patch (RFC 7386) or JSON patch (RFC 6902); a resourceVersion in a merge patch
-        is a precondition, as on a real server."""
+        is a precondition, as on a real server. Subresources: ``status`` (kinds that have
+        one) and a CertificateSigningRequest's ``approval``, which, as on a real server,
+        writes only ``status.conditions``."""
         rt = self._rt(resource)
-        if subresource not in (None, "status"):
+        approval = subresource == "approval" and rt.kind == "CertificateSigningRequest"
+        if subresource not in (None, "status") and not approval:
             raise NotFound(f"{_resource_name(rt)}: no subresource {subresource!r}")
         with self._lock:
             ns = self._need_namespace(rt, namespace)
@@ -720,6 +723,12 @@ class InMemoryApiServer:
             candidate["kind"] = rt.kind
             if not cmeta.get("resourceVersion"):
                 cmeta["resourceVersion"] = meta_of(old).get("resourceVersion")
+            if approval:
+                approved = deep_copy(old)
+                approved["metadata"]["resourceVersion"] = cmeta["resourceVersion"]
+                conditions = (candidate.get("status") or {}).get("conditions")
+                approved.setdefault("status", {})["conditions"] = conditions or []
+                return self._update(rt, approved, status=True)
             return self._update(rt, candidate, status=subresource == "status")
 
     def delete(

@@ -455,12 +455,12 @@ def test_deleted_request_is_nothing_to_do() -> None:
     assert Env().reconcile("gone") == Result()
 
 
-def test_without_an_approval_subresource_nothing_is_written_and_nothing_raises() -> None:
-    env = Env(approval=False)
+def test_the_plain_in_memory_server_approves_through_its_approval_subresource() -> None:
+    env = Env(approval=False)  # the core's InMemoryApiServer, no test double
     env.add_nodeclaim()
     env.add_csr()
     assert env.reconcile() == Result()
-    assert env.conditions() == []
+    assert [(c["type"], c["status"]) for c in env.conditions()] == [("Approved", "True")]
 
 
 def test_watch_predicate_passes_only_undecided_kubelet_client_requests() -> None:

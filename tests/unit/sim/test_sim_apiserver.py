@@ -481,3 +481,39 @@ def test_incremental_budget_status_matches_a_recount(
     assert status["disruptionsAllowed"] == max(
         0, status["currentHealthy"] - status["desiredHealthy"]
     )
+
+
+def test_a_csr_approval_patch_writes_only_the_conditions() -> None:
+    from karpenter_core.kube.client import ResourceType, register_resource
+
+    csr = register_resource(
+        ResourceType(
+            group="certificates.k8s.io",
+            version="v1",
+            kind="CertificateSigningRequest",
+            plural="certificatesigningrequests",
+            namespaced=False,
+            status_subresource=True,
+            field_selectors=("spec.signerName",),  # as a provider plugin registers it
+        )
+    )
+    server = InMemoryApiServer(VirtualClock())
+    server.create(
+        {
+            "apiVersion": "certificates.k8s.io/v1",
+            "kind": "CertificateSigningRequest",
+            "metadata": {"name": "csr-1"},
+            "spec": {"signerName": "kubernetes.io/kube-apiserver-client-kubelet"},
+        }
+    )
+    approved = {"type": "Approved", "status": "True", "reason": "R"}
+    out = server.patch(
+        csr,
+        "csr-1",
+        {"spec": {"signerName": "other"}, "status": {"conditions": [approved], "certificate": "x"}},
+        subresource="approval",
+    )
+    assert out["status"] == {"conditions": [approved]}
+    assert out["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"
+    with pytest.raises(NotFound, match="no subresource 'approval'"):
+        server.patch("nodes", "n1", {}, subresource="approval")
