@@ -365,7 +365,9 @@ def test_every_pod_runs_on_a_node_backed_by_an_azure_vm_with_upstreams_labels_an
 
 
 @needs_provider
-def test_scaling_to_zero_deletes_every_vm_and_nic(azure: Azure) -> None:
+def test_scaling_to_zero_or_deleting_the_nodepool_deletes_every_vm_and_nic(
+    azure: Azure,
+) -> None:
     azure.serve()
     azure.apply_nodeclass("default")
     azure.apply_nodepool("default", "default")
@@ -384,9 +386,19 @@ def test_scaling_to_zero_deletes_every_vm_and_nic(azure: Azure) -> None:
     deleted = {r.path.rsplit("/", 1)[-1] for r in azure.arm.requests_to("DELETE", VM_PATH)}
     assert launched <= deleted
 
-    # With the NodePool gone too, nothing comes back.
+    # Scaled up again, then the NodePool deleted: its NodeClaims go, and their VMs and
+    # NICs with them; the pods wait, and nothing is launched for them.
+    azure.cluster.scale("web", 2)
+    azure.wait(lambda: azure.cluster.all_running_on_karpenter_nodes("web", 2), "2 pods running")
+    relaunched = set(azure.vms())
+    assert relaunched and not relaunched & launched
     azure.kube.delete(NODEPOOL, "default")
     azure.wait(lambda: not azure.kube.list(NODEPOOL).items, "the NodePool to be deleted")
+    azure.wait(lambda: not azure.cluster.nodeclaims(), "every NodeClaim to be deleted")
+    azure.wait(lambda: not azure.all_vm_names(), "no VM left in the fake ARM")
+    azure.wait(lambda: not azure.nics(), "no NIC left in the fake ARM")
+    azure.wait(lambda: len(azure.cluster.pending_pods()) == 2, "the 2 pods to wait for a node")
+    assert not azure.cluster.karpenter_nodes()
     assert not azure.all_vm_names() and not azure.nics()
 
 
