@@ -315,6 +315,9 @@ class FakeARM:
             "IDENTITY_ENDPOINT": self.url + "/msi/token",
             "IDENTITY_HEADER": IDENTITY_HEADER,
             "AZURE_ENVIRONMENT_FILEPATH": self.environment_file,
+            # the retail prices API too, so no test reaches the Internet (without the
+            # catalogue routes the fake answers and the bundled prices stay)
+            "AZURE_RETAIL_PRICES_ENDPOINT": self.url + "/api/retail/prices",
         }
 
     # ------------------------------------------------------------------ extension API

@@ -67,8 +67,12 @@ def _nodeclass_status(ctx: ControllerContext) -> Reconciler:
 
 
 class _Refresh:
-    def __init__(self, catalogue: Any) -> None:
+    """Machine types and prices, then the zones offerings may use: the cluster's node
+    locations (upstream ``ResolveClusterZones``) rather than every zone of the region."""
+
+    def __init__(self, catalogue: Any, gke: Any) -> None:
         self._catalogue = catalogue
+        self._gke = gke
 
     def reconcile(self) -> Result:
         try:
@@ -76,11 +80,18 @@ class _Refresh:
         except Exception as e:
             log.warning("gcp: refreshing the catalogue failed: %s", e)
             ok = False
+        if self._gke is not None:
+            try:
+                self._catalogue.set_cluster_zones(self._gke.zones())
+            except Exception as e:
+                log.warning("gcp: reading the cluster's zones failed: %s", e)
+                ok = False
         return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
 
 
 def _refresh(ctx: ControllerContext) -> SingletonReconciler:
-    return _Refresh(_provider(ctx).catalogue)
+    provider = _provider(ctx)
+    return _Refresh(provider.catalogue, provider.gke)
 
 
 class _Templates:
@@ -88,10 +99,20 @@ class _Templates:
         self._templates = templates
 
     def reconcile(self) -> Result:
+        """Choose the source pool; when the cluster has none eligible, create upstream's
+        ``karpenter-fallback`` pool (its template then supplies the bootstrap)."""
         if self._templates is None:
             return Result()
+        from karpenter_gcp.nodepooltemplate import SourcePoolError
+
         try:
             self._templates.sync()
+        except SourcePoolError as e:
+            log.info("gcp: no eligible node pool (%s); ensuring the fallback pool", e)
+            try:
+                self._templates.ensure_fallback_pool()
+            except Exception as e2:
+                log.warning("gcp: creating the fallback node pool failed: %s", e2)
         except Exception as e:
             log.warning("gcp: choosing the bootstrap node pool failed: %s", e)
         return Result.after(TEMPLATE_INTERVAL)

@@ -30,8 +30,7 @@ SETTINGS = (
     ProviderSetting(
         "region",
         "[required to serve] The cluster's region (upstream's cluster-location, us-central1): "
-        "machine types, prices and zones; catalogue commands default to the first bundled "
-        "region.",
+        "machine types, prices and zones; catalogue commands default to us-central1.",
         env="CLUSTER_LOCATION",
     ),
     ProviderSetting(

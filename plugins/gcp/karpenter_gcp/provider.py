@@ -279,11 +279,15 @@ class GCPCloudProvider:
         boot = nodeclass.boot_disk or {}
         extra_disks = [
             AttachedDiskSpec(
-                size_gb=int(d.get("sizeGiB") or 0), disk_type=str(d.get("category") or "")
+                size_gb=int(d.get("sizeGiB") or 0),
+                disk_type=str(d.get("category") or ""),
+                local_ssd=d.get("category") == "local-ssd",
             )
             for d in nodeclass.disks
             if not d.get("boot")
         ]
+        shielded = nodeclass.shielded_instance_config
+        kms = str(boot.get("kmsKeyName") or "")
         labels = {k: v for k, v in nc.metadata.labels.items()}
         for req in it.requirements.values():
             if req.operator() == "In" and len(req.values) == 1:
@@ -322,6 +326,16 @@ class GCPCloudProvider:
                 image_family=nodeclass.image_family,
                 machine_family=it.name.split("-", 1)[0],
                 kubelet=nodeclass.kubelet,
+                kube_reserved={
+                    k: str(v)
+                    for k, v in res.format_resource_list(
+                        it.overhead.kube_reserved if it.overhead is not None else {}
+                    ).items()
+                },
+                secure_boot=shielded.get("enableSecureBoot"),
+                vtpm=shielded.get("enableVtpm"),
+                integrity_monitoring=shielded.get("enableIntegrityMonitoring"),
+                disk_kms_key=kms,
                 node_labels=labels,
                 taints=taints,
                 arm64=arch == "arm64",

@@ -74,6 +74,7 @@ class CatalogueSource:
         self._clients = clients
         self._lock = threading.Lock()
         self._loaded = False
+        self._cluster_zones: list[str] | None = None
         overhead = float(
             setting(
                 settings,
@@ -124,8 +125,16 @@ class CatalogueSource:
                 return
             types, zones = self._initial()
             self.types.update_machine_types(types)
-            self.types.update_zones(zones)
+            self.types.update_zones(self._cluster_zones or zones)
             self._loaded = True
+
+    def set_cluster_zones(self, zones: Sequence[str] | None) -> None:
+        """Offer only the cluster's node locations (upstream ``ResolveClusterZones``),
+        whatever zones the region lists; None goes back to the region's."""
+        with self._lock:
+            self._cluster_zones = sorted(set(zones)) if zones else None
+            if self._loaded:
+                self.types.update_zones(self._cluster_zones)
 
     def _initial(self) -> tuple[Sequence[MachineType], list[str] | None]:
         if self._clients is None:
@@ -167,6 +176,6 @@ class CatalogueSource:
             return False
         with self._lock:
             self.types.update_machine_types(types)
-            self.types.update_zones(zones)
+            self.types.update_zones(self._cluster_zones or zones)
             self._loaded = True
         return ok

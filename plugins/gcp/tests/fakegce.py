@@ -270,8 +270,14 @@ class FakeGCE:
 
     def env(self) -> dict[str, str]:
         """Environment variables pointing :class:`GCPClients` (in-process or in a
-        ``karpenter serve`` subprocess) at this server with anonymous credentials."""
-        return {"GCP_COMPUTE_ENDPOINT": self.url, "GCP_CONTAINER_ENDPOINT": self.url}
+        ``karpenter serve`` subprocess) at this server with anonymous credentials, and the
+        price table at it too, so no test ever reaches the Internet (without the catalogue
+        routes the fake answers 404 and the bundled prices stay)."""
+        return {
+            "GCP_COMPUTE_ENDPOINT": self.url,
+            "GCP_CONTAINER_ENDPOINT": self.url,
+            "GCP_PRICING_CSV_ENDPOINT": self.url + "/pricing/machine-types-regions.csv",
+        }
 
     # ------------------------------------------------------------------ extension API
 

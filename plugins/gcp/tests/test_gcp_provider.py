@@ -319,3 +319,31 @@ class TestGcpConformance(CloudProviderConformance):
             exhaust_capacity=_exhaust,
             missing_provider_id=f"gce://{PROJECT}/{ZONES[0]}/karpenter-missing",
         )
+
+
+def test_without_an_eligible_pool_the_template_controller_creates_the_fallback_pool(
+    gcp_clients: GCPClients, gce_env: FakeGCE
+) -> None:
+    from karpenter_gcp.controllers import _Templates
+    from karpenter_gcp.nodepooltemplate import FALLBACK_POOL
+
+    seed(gce_env)
+    for key in list(gce_env.node_pools):
+        gce_env.node_pools[key]["status"] = "ERROR"
+    env = Env(gcp_clients)
+    _Templates(env.provider.templates).reconcile()
+    assert FALLBACK_POOL in {name for (_, _, name) in gce_env.node_pools}
+
+
+def test_refresh_limits_offerings_to_the_clusters_zones(
+    gcp_clients: GCPClients, gce_env: FakeGCE
+) -> None:
+    from karpenter_gcp.controllers import _Refresh
+
+    seed(gce_env)
+    for cluster in gce_env.clusters.values():
+        cluster["locations"] = [ZONES[0]]
+    env = Env(gcp_clients)
+    _Refresh(env.provider.catalogue, env.provider.gke).reconcile()
+    (it,) = [t for t in env.provider.get_instance_types(None) if t.name == MACHINE]
+    assert {o.zone for o in it.offerings} == {ZONES[0]}
