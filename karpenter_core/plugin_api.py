@@ -36,6 +36,11 @@ if TYPE_CHECKING:
         conditions_of,
         is_true,
     )
+    from karpenter_core.apis.crds.openapi import (
+        CRDSchema,
+        FieldError,
+        SpecCheck,
+    )
     from karpenter_core.apis.durations import (
         DurationError,
         parse_go_duration,
@@ -263,6 +268,11 @@ _NAMES: dict[str, str] = {
     "parse_json": "karpenter_core.apis.manifests",
     "parse_yaml": "karpenter_core.apis.manifests",
     "read_text": "karpenter_core.apis.manifests",
+    # Validating and defaulting an object (a provider's NodeClass) against the CRD it ships,
+    # as the API server does: OpenAPI checks and x-kubernetes-validations CEL rules
+    "CRDSchema": "karpenter_core.apis.crds.openapi",
+    "FieldError": "karpenter_core.apis.crds.openapi",
+    "SpecCheck": "karpenter_core.apis.crds.openapi",
     # Scheduling requirements
     "DOES_NOT_EXIST": "karpenter_core.scheduling.requirements",
     "EXISTS": "karpenter_core.scheduling.requirements",
@@ -376,6 +386,7 @@ __all__ = [
     "ApiError",
     "Blocked",
     "BudgetMap",
+    "CRDSchema",
     "Candidate",
     "CandidateDeletingError",
     "Clock",
@@ -398,6 +409,7 @@ __all__ = [
     "DurationError",
     "Event",
     "EventRecorder",
+    "FieldError",
     "InjectsOfferingOutages",
     "InstanceType",
     "InstanceTypeOverhead",
@@ -435,6 +447,7 @@ __all__ = [
     "SimulatesNodes",
     "SimulationError",
     "SingletonReconciler",
+    "SpecCheck",
     "TimerHandle",
     "UnavailableOfferings",
     "Unconsolidatable",

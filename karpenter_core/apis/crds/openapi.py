@@ -157,7 +157,8 @@ _PATTERNS: dict[str, re.Pattern[str] | None] = {}
 def _pattern(p: str) -> re.Pattern[str] | None:
     if p not in _PATTERNS:
         try:
-            _PATTERNS[p] = re.compile(p)
+            # ASCII: in RE2 (the API server's engine) \d, \w, \s and \b are ASCII classes
+            _PATTERNS[p] = re.compile(p, re.ASCII)
         except re.error:
             _PATTERNS[p] = None
     return _PATTERNS[p]
@@ -476,8 +477,16 @@ class _Walker:
             try:
                 ok = evaluate_rule(compiled, value)
             except RuleError as e:
+                # The API server's wording: "<error> evaluating rule: <message, else the rule>"
+                # (cel-go names a missing key bare: "no such key: evictionSoftGracePeriod").
+                error = _NO_SUCH_KEY.sub(r"no such key: \1", str(e))
+                message = rule.get("message")
+                about = message if isinstance(message, str) and message.strip() else str(text)
                 self.rule_errors.append(
-                    FieldError(target, f"Invalid value: {shown_type}: rule evaluation error: {e}")
+                    FieldError(
+                        target,
+                        f"Invalid value: {shown_type}: {error} evaluating rule: {about.strip()}",
+                    )
                 )
                 continue
             if ok is True:
@@ -525,6 +534,9 @@ class _Walker:
         return f"failed rule: {compiled.expression}"
 
 
+_NO_SUCH_KEY = re.compile(r"^no such key: '(.*)'$")
+
+
 def _schema_path(path: str) -> str:
     """A field path with element indexes dropped (the place in the schema)."""
     return re.sub(r"\[\d+\]", "[*]", path)
@@ -562,6 +574,36 @@ class CRDSchema:
         """Field errors of ``obj`` on create: schema errors first, then CEL rule failures."""
         schema = self.schemas[str(obj.get("apiVersion"))]
         return validate_object(obj, schema, self._problems)
+
+    def check_spec(self, version: str, spec: Any) -> SpecCheck:
+        """Validate ``spec`` as the ``spec`` of an object of this kind at ``version`` (``v1``,
+        without the group) on create, and default it: the errors are
+        :meth:`validate`'s for ``{apiVersion, kind, metadata: {name}, spec}`` (field paths
+        start at ``spec``), and :attr:`SpecCheck.spec` is ``spec`` after structural
+        defaulting (a copy; a spec that is not an object is returned as given). One call for
+        a provider's NodeClass model over the CRD it ships."""
+        api_version = f"{self.group}/{version}"
+        schema = self.schemas.get(api_version)
+        if schema is None:
+            raise LookupError(f"the CRD {self.name} serves no version {version!r}")
+        obj = {
+            "apiVersion": api_version,
+            "kind": self.kind,
+            "metadata": {"name": "spec-check"},
+            "spec": copy.deepcopy(spec),
+        }
+        errors = validate_object(obj, schema, self._problems)
+        defaulted = apply_defaults(obj, schema)
+        return SpecCheck(errors=tuple(errors), spec=defaulted.get("spec"))
+
+
+@frozen
+class SpecCheck:
+    """What :meth:`CRDSchema.check_spec` found: the field errors (empty when the API server
+    would accept the object) and the defaulted spec."""
+
+    errors: tuple[FieldError, ...]
+    spec: Any
 
 
 def validate_object(
@@ -647,6 +689,7 @@ __all__ = [
     "CRDSchema",
     "FieldError",
     "RuleProblem",
+    "SpecCheck",
     "apply_defaults",
     "unknown_fields",
     "validate_object",

@@ -1,26 +1,21 @@
 """The AKSNodeClass (``karpenter.azure.com/v1beta1``) as a value, with upstream's validation.
 
-Validation has two halves, both reporting the field path:
-
-* the structural schema of the CRD this package ships (``crds/``): types, enums, minimums
-  and maximums, patterns, lengths, ``maxItems``, required fields and map-list keys. The
-  schema is read from the package data, so the model and the CRD cannot disagree;
-* upstream's CEL rules (``x-kubernetes-validations`` of ``pkg/apis/v1beta1``), ported by
-  hand in :data:`_RULES` (FIPS and image family, Trusted Launch, kubelet GC thresholds,
-  swap, sysctl ranges, local DNS zones, tag keys and values).
-
-Defaults (``imageFamily: Ubuntu``, ``osDiskSizeGB: 128``, kubelet and ``gpu.mode``
-defaults) are applied first, as the API server does before it evaluates rules. An object
+Validation is the API server's, run by karpenter-core's generic CRD validator
+(``CRDSchema`` of the plugin API) on the CRD this package ships (``crds/``): structural
+defaulting (``imageFamily: Ubuntu``, ``osDiskSizeGB: 128``, kubelet and ``gpu.mode``
+defaults), then the OpenAPI checks (types, enums, bounds, patterns, lengths, item counts,
+required fields, map-list keys) and upstream's ``x-kubernetes-validations`` CEL rules (FIPS
+and image family, Trusted Launch, kubelet GC thresholds, swap, sysctl ranges, local DNS
+zones, tag keys and values), with the API server's field paths and wording. The model and
+the CRD cannot disagree, because the CRD is the only statement of the rules. An object
 that slipped past the API server (the CRD not installed, an older schema) fails here with
 a :class:`NodeClassError` listing every problem, never with a traceback in a controller.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
@@ -28,7 +23,14 @@ import yaml
 from attrs import field, frozen
 
 from karpenter_azure.labels import AKS_NODE_CLASS
-from karpenter_core.plugin_api import KubeClient, NotFound, ResourceType, register_resource
+from karpenter_core.plugin_api import (
+    CRDSchema,
+    KubeClient,
+    NotFound,
+    ResourceType,
+    SpecCheck,
+    register_resource,
+)
 
 __all__ = [
     "CONDITION_IMAGES_READY",
@@ -113,118 +115,30 @@ def crd_document() -> Mapping[str, Any]:
 
 
 @functools.cache
-def _spec_schema() -> Mapping[str, Any]:
-    for version in crd_document()["spec"]["versions"]:
-        if version["name"] == AKS_NODE_CLASS.version:
-            schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            assert isinstance(schema, dict)
-            return schema
-    raise LookupError(f"the shipped CRD has no {AKS_NODE_CLASS.version} version")
+def _crd() -> CRDSchema:
+    return CRDSchema(crd_document())
 
 
-@functools.cache
-def _pattern(pattern: str) -> re.Pattern[str]:
-    # RE2 (the API server's engine) treats \d as ASCII digits
-    return re.compile(pattern, re.ASCII)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
-def _type_ok(expected: str, value: Any) -> bool:
-    actual = _kind(value)
-    if expected == "number":
-        return actual in ("integer", "number")
-    return actual == expected
-
-
-def _default(schema: Mapping[str, Any], value: Any) -> Any:
-    """``value`` with the schema's defaults filled in (objects that are present only)."""
-    if isinstance(value, Mapping) and schema.get("type") == "object":
-        out = dict(value)
-        for name, sub in (schema.get("properties") or {}).items():
-            if name not in out and "default" in sub:
-                out[name] = copy.deepcopy(sub["default"])
-            if name in out:
-                out[name] = _default(sub, out[name])
-        return out
-    if isinstance(value, list) and "items" in schema:
-        return [_default(schema["items"], v) for v in value]
-    return value
+def _check(spec: Any) -> SpecCheck:
+    """The API server's verdict on ``spec`` (``None`` reads as ``{}``) and its defaulted
+    form, from the shipped CRD."""
+    return _crd().check_spec(AKS_NODE_CLASS.version, {} if spec is None else spec)
 
 
 def apply_defaults(spec: Mapping[str, Any] | None) -> dict[str, Any]:
     """The spec with upstream's defaults applied (``imageFamily: Ubuntu``, ...)."""
-    out = _default(_spec_schema(), dict(spec or {}))
+    out = _check(dict(spec or {})).spec
     assert isinstance(out, dict)
     return out
 
 
-def _structural(schema: Mapping[str, Any], value: Any, path: str, errors: list[str]) -> None:
-    expected = schema.get("type")
-    if expected and not _type_ok(expected, value):
-        errors.append(f"{path}: expected {expected}, got {_kind(value)}")
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(f'"{v}"' for v in schema["enum"])
-        errors.append(f'{path}: unsupported value "{value}": supported values: {allowed}')
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: should be greater than or equal to {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: should be less than or equal to {schema['maximum']}")
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(f"{path}: should be at least {schema['minLength']} chars long")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{path}: may not be more than {schema['maxLength']} chars long")
-        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
-            errors.append(f"{path}: should match '{schema['pattern']}'")
-    if isinstance(value, Mapping):
-        props = schema.get("properties") or {}
-        for name in schema.get("required") or ():
-            if name not in value:
-                errors.append(f"{path}.{name}: Required value")
-        for name, sub in value.items():
-            if name in props:
-                _structural(props[name], sub, f"{path}.{name}", errors)
-            elif isinstance(schema.get("additionalProperties"), Mapping):
-                _structural(schema["additionalProperties"], sub, f"{path}[{name}]", errors)
-            elif props:
-                errors.append(f'{path}: unknown field "{name}"')
-    if isinstance(value, list):
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append(f"{path}: must have at most {schema['maxItems']} items")
-        keys = schema.get("x-kubernetes-list-map-keys") or ()
-        seen: set[tuple[Any, ...]] = set()
-        for i, item in enumerate(value):
-            if "items" in schema:
-                _structural(schema["items"], item, f"{path}[{i}]", errors)
-            if keys and isinstance(item, Mapping):
-                key = tuple(item.get(k) for k in keys)
-                if key in seen:
-                    errors.append(
-                        f"{path}[{i}]: Duplicate value: {dict(zip(keys, key, strict=True))}"
-                    )
-                seen.add(key)
+def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
+    """Every problem with ``spec`` (defaults applied first), as ``path: message`` lines in
+    the API server's wording; empty when the API server would accept it."""
+    return [str(e) for e in _check(spec).errors]
 
 
-# --- upstream's CEL rules, ported ---------------------------------------------------------
+# --- helpers of the model -----------------------------------------------------------------
 
 
 def _get(obj: Any, *keys: str) -> Any:
@@ -238,219 +152,6 @@ def _get(obj: Any, *keys: str) -> Any:
 def _trusted_launch(spec: Mapping[str, Any]) -> bool:
     tl = _get(spec, "security", "trustedLaunch")
     return _get(tl, "vtpm") is True or _get(tl, "secureBoot") is True
-
-
-def _fips_ubuntu2404(spec: Mapping[str, Any]) -> bool:
-    if spec.get("fipsMode") != FIPS_MODE_FIPS:
-        return True
-    return "imageFamily" in spec and spec["imageFamily"] != IMAGE_FAMILY_UBUNTU2404
-
-
-def _fips_ubuntu2204(spec: Mapping[str, Any]) -> bool:
-    if spec.get("fipsMode") != FIPS_MODE_FIPS:
-        return True
-    return "imageFamily" in spec and (
-        spec["imageFamily"] != IMAGE_FAMILY_UBUNTU2204 or _trusted_launch(spec)
-    )
-
-
-def _fips_trusted_launch(spec: Mapping[str, Any]) -> bool:
-    if spec.get("fipsMode") == FIPS_MODE_FIPS and _trusted_launch(spec):
-        return spec.get("imageFamily") in (None, IMAGE_FAMILY_UBUNTU, IMAGE_FAMILY_UBUNTU2204)
-    return True
-
-
-def _swap(spec: Mapping[str, Any]) -> bool:
-    if _get(spec, "linuxOSConfig", "swapFileSize") is None:
-        return True
-    return _get(spec, "kubelet", "failSwapOn") is False
-
-
-def _ordered(low: str, high: str, strict: bool = False) -> Callable[[Mapping[str, Any]], bool]:
-    def rule(obj: Mapping[str, Any]) -> bool:
-        a, b = obj.get(low), obj.get(high)
-        if not isinstance(a, int) or not isinstance(b, int):
-            return True
-        return a < b if strict else a <= b
-
-    return rule
-
-
-def _ports(obj: Mapping[str, Any]) -> tuple[int, int] | None:
-    value = obj.get("netIPv4IPLocalPortRange")
-    if not isinstance(value, str) or not re.fullmatch(r"\d+ \d+", value, re.ASCII):
-        return None  # absent, or the pattern already reported it
-    first, last = value.split(" ")
-    return int(first), int(last)
-
-
-def _port_first(obj: Mapping[str, Any]) -> bool:
-    ports = _ports(obj)
-    return ports is None or 1024 <= ports[0] <= 60999
-
-
-def _port_last(obj: Mapping[str, Any]) -> bool:
-    ports = _ports(obj)
-    return ports is None or 32768 <= ports[1] <= 65535
-
-
-def _port_order(obj: Mapping[str, Any]) -> bool:
-    ports = _ports(obj)
-    return ports is None or ports[0] <= ports[1]
-
-
-def _zones(items: Any) -> list[Mapping[str, Any]]:
-    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
-
-
-def _required_zones(items: Any) -> bool:
-    zones = {i.get("zone") for i in _zones(items)}
-    return {".", "cluster.local"} <= zones
-
-
-def _root_not_to_coredns(items: Any) -> bool:
-    return not any(
-        i.get("zone") == "." and i.get("forwardDestination") == "ClusterCoreDNS"
-        for i in _zones(items)
-    )
-
-
-def _external_not_to_coredns(items: Any) -> bool:
-    return not any(
-        isinstance(i.get("zone"), str)
-        and i["zone"] != "."
-        and not i["zone"].endswith("cluster.local")
-        and i.get("forwardDestination") == "ClusterCoreDNS"
-        for i in _zones(items)
-    )
-
-
-def _cluster_local_not_to_vnet(item: Mapping[str, Any]) -> bool:
-    zone = item.get("zone")
-    return not (
-        isinstance(zone, str)
-        and zone.endswith("cluster.local")
-        and item.get("forwardDestination") == "VnetDNS"
-    )
-
-
-def _verify_not_tcp(item: Mapping[str, Any]) -> bool:
-    return not (item.get("serveStale") == "Verify" and item.get("protocol") == "ForceTCP")
-
-
-_TAG_KEY_FORBIDDEN = re.compile(r"[<>%&?]")
-
-_SPEC_RULES: tuple[tuple[Callable[[Any], bool], str], ...] = (
-    (_fips_ubuntu2404, "FIPS is not yet supported for Ubuntu2404"),
-    (_fips_ubuntu2204, "TrustedLaunch is required for FIPS support with Ubuntu2204"),
-    (
-        _fips_trusted_launch,
-        "TrustedLaunch with FIPSMode FIPS is only supported for Ubuntu and Ubuntu2204",
-    ),
-    (
-        _swap,
-        "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize is specified",
-    ),
-)
-_ZONE_ITEM_RULES: tuple[tuple[Callable[[Any], bool], str], ...] = (
-    (_cluster_local_not_to_vnet, "'cluster.local' cannot be forwarded to VnetDNS"),
-    (_verify_not_tcp, "serveStale Verify cannot be used with protocol ForceTCP"),
-)
-_RULES: dict[str, tuple[tuple[Callable[[Any], bool], str], ...]] = {
-    "spec": _SPEC_RULES,
-    "spec.kubelet": (
-        (
-            _ordered("imageGCLowThresholdPercent", "imageGCHighThresholdPercent", strict=True),
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-        ),
-    ),
-    "spec.linuxOSConfig.sysctls": (
-        (
-            _ordered("netCoreRmemDefault", "netCoreRmemMax"),
-            "netCoreRmemDefault must be <= netCoreRmemMax",
-        ),
-        (
-            _ordered("netCoreWmemDefault", "netCoreWmemMax"),
-            "netCoreWmemDefault must be <= netCoreWmemMax",
-        ),
-        (
-            _ordered("netIPv4NeighDefaultGcThresh1", "netIPv4NeighDefaultGcThresh2"),
-            "netIPv4NeighDefaultGcThresh1 must be <= netIPv4NeighDefaultGcThresh2",
-        ),
-        (
-            _ordered("netIPv4NeighDefaultGcThresh2", "netIPv4NeighDefaultGcThresh3"),
-            "netIPv4NeighDefaultGcThresh2 must be <= netIPv4NeighDefaultGcThresh3",
-        ),
-        (_port_first, "netIPv4IPLocalPortRange first port must be in [1024, 60999]"),
-        (_port_last, "netIPv4IPLocalPortRange last port must be in [32768, 65535]"),
-        (_port_order, "netIPv4IPLocalPortRange first port must be <= last port"),
-    ),
-    "spec.localDNS.vnetDNSOverrides": (
-        (_required_zones, "must contain required zones '.' and 'cluster.local'"),
-        (
-            _root_not_to_coredns,
-            "root zone '.' cannot be forwarded to ClusterCoreDNS from vnetDNSOverrides",
-        ),
-        (
-            _external_not_to_coredns,
-            "external domains cannot be forwarded to ClusterCoreDNS from vnetDNSOverrides",
-        ),
-    ),
-    "spec.localDNS.kubeDNSOverrides": (
-        (_required_zones, "must contain required zones '.' and 'cluster.local'"),
-    ),
-    "spec.tags": (
-        (
-            lambda tags: all(len(k) <= 512 for k in tags),
-            "tags keys must be less than 512 characters",
-        ),
-        (
-            lambda tags: not any(_TAG_KEY_FORBIDDEN.search(k) for k in tags),
-            "tags keys must not contain '<', '>', '%', '&', or '?'",
-        ),
-        (lambda tags: not any("\\" in k for k in tags), "tags keys must not contain '\\'"),
-        (
-            lambda tags: all(len(str(v)) <= 256 for v in tags.values()),
-            "tags values must be less than 256 characters",
-        ),
-    ),
-}
-
-
-def _cel(spec: Mapping[str, Any], errors: list[str]) -> None:
-    targets: dict[str, Any] = {
-        "spec": spec,
-        "spec.kubelet": _get(spec, "kubelet"),
-        "spec.linuxOSConfig.sysctls": _get(spec, "linuxOSConfig", "sysctls"),
-        "spec.localDNS.vnetDNSOverrides": _get(spec, "localDNS", "vnetDNSOverrides"),
-        "spec.localDNS.kubeDNSOverrides": _get(spec, "localDNS", "kubeDNSOverrides"),
-        "spec.tags": _get(spec, "tags"),
-    }
-    for path, rules in _RULES.items():
-        target = targets[path]
-        if not isinstance(target, list if path.endswith("Overrides") else Mapping):
-            continue  # absent, or a type error the schema check reported
-        for rule, message in rules:
-            if not rule(target):
-                errors.append(f"{path}: Invalid value: {message}")
-    for overrides in ("vnetDNSOverrides", "kubeDNSOverrides"):
-        for i, item in enumerate(_zones(_get(spec, "localDNS", overrides))):
-            for rule, message in _ZONE_ITEM_RULES:
-                if not rule(item):
-                    errors.append(f"spec.localDNS.{overrides}[{i}]: Invalid value: {message}")
-
-
-def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
-    """Every problem with ``spec`` (defaults applied first), as ``path: message`` lines;
-    empty when the API server would accept it."""
-    if spec is not None and not isinstance(spec, Mapping):
-        return [f"spec: expected object, got {_kind(spec)}"]
-    defaulted = apply_defaults(spec)
-    errors: list[str] = []
-    _structural(_spec_schema(), defaulted, "spec", errors)
-    # like the API server, rules run beside schema errors (each skips ill-typed input)
-    _cel(defaulted, errors)
-    return errors
 
 
 # --- the model ----------------------------------------------------------------------------
@@ -555,13 +256,13 @@ class AKSNodeClass:
         problem with its field path."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec")
-        errors = validate_spec(spec)
-        if errors:
-            raise NodeClassError(errors)
+        check = _check(spec)
+        if check.errors:
+            raise NodeClassError([str(e) for e in check.errors])
         return cls(
             name=str(meta.get("name", "")),
             generation=int(meta.get("generation") or 0),
-            spec=apply_defaults(spec),
+            spec=check.spec,
             annotations=dict(meta.get("annotations") or {}),
             status=dict(obj.get("status") or {}),
             deletion_timestamp=meta.get("deletionTimestamp") or None,

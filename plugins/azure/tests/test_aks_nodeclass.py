@@ -14,6 +14,13 @@ from karpenter_azure.nodeclass import (
     validate_spec,
 )
 
+NOT_CHECKED = (
+    "<nil>: Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation"
+)
+"""What the API server adds when a blocking error (wrong type, missing required field,
+unsupported value, too long or too many) kept it from running the CEL rules."""
+
 SUB = "/subscriptions/12345678-1234-1234-1234-123456789012"
 
 
@@ -88,8 +95,13 @@ def test_vnet_subnet_id(subnet_id: str, expected: bool) -> None:
 
 def test_invalid_image_family_and_fips_mode_are_rejected_with_their_paths() -> None:
     """upstream: "should reject invalid ImageFamily" / "should reject invalid FIPSMode"."""
-    assert validate_spec({"imageFamily": "ubuntu"})[0].startswith("spec.imageFamily: unsupported")
-    assert validate_spec({"fipsMode": "fips"})[0].startswith("spec.fipsMode: unsupported")
+    assert validate_spec({"imageFamily": "ubuntu"})[0] == (
+        'spec.imageFamily: Unsupported value: "ubuntu": supported values: "Ubuntu", '
+        '"Ubuntu2204", "Ubuntu2404", "AzureLinux"'
+    )
+    assert validate_spec({"fipsMode": "fips"})[0] == (
+        'spec.fipsMode: Unsupported value: "fips": supported values: "FIPS", "Disabled"'
+    )
 
 
 @pytest.mark.parametrize("enabled", [None, True, False])
@@ -236,7 +248,8 @@ def test_local_dns_zone_rules() -> None:
     "'cluster.local' cannot be forwarded to VnetDNS", and listType=map duplicates."""
     missing = validate_spec({"localDNS": local_dns(vnet=[zone(".", True)])})
     assert missing == [
-        "spec.localDNS.vnetDNSOverrides: Invalid value: must contain required zones '.' and 'cluster.local'"
+        'spec.localDNS.vnetDNSOverrides: Invalid value: "array": must contain required zones '
+        "'.' and 'cluster.local'"
     ]
     root = validate_spec(
         {"localDNS": local_dns(vnet=[zone(".", False), zone("cluster.local", False)])}
@@ -250,12 +263,13 @@ def test_local_dns_zone_rules() -> None:
         {"localDNS": local_dns(kube=[zone(".", False), zone("cluster.local", True)])}
     )
     assert to_vnet == [
-        "spec.localDNS.kubeDNSOverrides[1]: Invalid value: 'cluster.local' cannot be forwarded to VnetDNS"
+        "spec.localDNS.kubeDNSOverrides[1]: Invalid value: \"object\": 'cluster.local' cannot be "
+        "forwarded to VnetDNS"
     ]
     dup = local_dns(kube=[zone(".", False), zone("cluster.local", False), zone(".", False)])
-    assert validate_spec({"localDNS": dup})[0].startswith(
-        "spec.localDNS.kubeDNSOverrides[2]: Duplicate"
-    )
+    assert validate_spec({"localDNS": dup}) == [
+        'spec.localDNS.kubeDNSOverrides[2]: Duplicate value: {"zone":"."}'
+    ]
     required = validate_spec({"localDNS": {"mode": "Required"}})
     assert "spec.localDNS.vnetDNSOverrides: Required value" in required
 
@@ -275,7 +289,7 @@ def test_local_dns_zone_rules() -> None:
 def test_tags_with_invalid_keys_are_rejected(key: str) -> None:
     """upstream: Context("Tags") "should reject tags with invalid keys"."""
     errors = validate_spec({"tags": {key: "value"}})
-    assert errors and errors[0].startswith("spec.tags: Invalid value: tags keys")
+    assert errors and errors[0].startswith('spec.tags: Invalid value: "object": tags keys')
 
 
 def test_tags_values_and_limits() -> None:
@@ -357,10 +371,12 @@ def test_kubelet_image_gc_thresholds_and_enums() -> None:
     assert validate_spec(
         {"kubelet": {"imageGCHighThresholdPercent": 70, "imageGCLowThresholdPercent": 70}}
     ) == [
-        "spec.kubelet: Invalid value: imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
+        'spec.kubelet: Invalid value: "object": imageGCHighThresholdPercent must be greater '
+        "than imageGCLowThresholdPercent"
     ]
     assert validate_spec({"kubelet": {"imageGCHighThresholdPercent": 101}}) == [
-        "spec.kubelet.imageGCHighThresholdPercent: should be less than or equal to 100"
+        "spec.kubelet.imageGCHighThresholdPercent: Invalid value: 101: "
+        "spec.kubelet.imageGCHighThresholdPercent in body should be less than or equal to 100"
     ]
     assert not ok({"kubelet": {"cpuManagerPolicy": "dynamic"}})
     assert not ok({"kubelet": {"topologyManagerPolicy": "strict"}})
@@ -371,13 +387,24 @@ def test_kubelet_image_gc_thresholds_and_enums() -> None:
 def test_max_pods_bounds_and_type_errors_name_the_field() -> None:
     """upstream's maxPods markers (10..250) and structural typing."""
     assert ok({"maxPods": 10}) and ok({"maxPods": 250})
-    assert validate_spec({"maxPods": 9}) == ["spec.maxPods: should be greater than or equal to 10"]
-    assert validate_spec({"maxPods": "30"}) == ["spec.maxPods: expected integer, got string"]
-    assert validate_spec({"security": {"encryptionAtHost": "yes"}}) == [
-        "spec.security.encryptionAtHost: expected boolean, got string"
+    assert validate_spec({"maxPods": 9}) == [
+        "spec.maxPods: Invalid value: 9: spec.maxPods in body should be greater than or equal to 10"
     ]
-    assert validate_spec({"bogus": 1}) == ['spec: unknown field "bogus"']
-    assert validate_spec([]) == ["spec: expected object, got array"]  # type: ignore[arg-type]
+    assert validate_spec({"maxPods": "30"}) == [
+        'spec.maxPods: Invalid value: "string": spec.maxPods in body must be of type integer: '
+        '"string"',
+        NOT_CHECKED,
+    ]
+    assert validate_spec({"security": {"encryptionAtHost": "yes"}}) == [
+        'spec.security.encryptionAtHost: Invalid value: "string": '
+        'spec.security.encryptionAtHost in body must be of type boolean: "string"',
+        NOT_CHECKED,
+    ]
+    assert validate_spec({"bogus": 1}) == ['strict decoding error: unknown field "spec.bogus"']
+    assert validate_spec([]) == [  # type: ignore[arg-type]
+        'spec: Invalid value: "array": spec in body must be of type object: "array"',
+        NOT_CHECKED,
+    ]
 
 
 def test_defaults_match_upstream_markers() -> None:
@@ -402,8 +429,9 @@ def test_from_dict_raises_with_every_error_and_exposes_the_resolved_view() -> No
             {"metadata": {"name": "x"}, "spec": {"osDiskSizeGB": 1, "maxPods": 1}}
         )
     assert err.value.errors == (
-        "spec.osDiskSizeGB: should be greater than or equal to 30",
-        "spec.maxPods: should be greater than or equal to 10",
+        "spec.maxPods: Invalid value: 1: spec.maxPods in body should be greater than or equal to 10",
+        "spec.osDiskSizeGB: Invalid value: 1: spec.osDiskSizeGB in body should be greater than "
+        "or equal to 30",
     )
     nc = AKSNodeClass.from_dict(
         {
@@ -430,11 +458,13 @@ def test_from_dict_raises_with_every_error_and_exposes_the_resolved_view() -> No
 
 
 def test_schema_errors_and_rule_violations_are_reported_together() -> None:
-    """As the API server (and ``karpenter validate``) reports them: both kinds at once,
-    and a rule never fails on a value of the wrong type."""
+    """As the API server (and ``karpenter validate``) reports them: a value out of bounds and
+    a rule violation at once; a wrong type (a blocking error) stops the rules, so a rule never
+    fails on a value of the wrong type, and the API server says the rules were not checked."""
     assert validate_spec({"osDiskSizeGB": 10, "fipsMode": "FIPS", "imageFamily": "Ubuntu2404"}) == [
-        "spec.osDiskSizeGB: should be greater than or equal to 30",
-        "spec: Invalid value: FIPS is not yet supported for Ubuntu2404",
+        "spec.osDiskSizeGB: Invalid value: 10: spec.osDiskSizeGB in body should be greater than "
+        "or equal to 30",
+        'spec: Invalid value: "object": FIPS is not yet supported for Ubuntu2404',
     ]
     assert validate_spec(
         {
@@ -443,8 +473,12 @@ def test_schema_errors_and_rule_violations_are_reported_together() -> None:
             "localDNS": {"mode": "Required", "vnetDNSOverrides": {}, "kubeDNSOverrides": 1},
         }
     ) == [
-        "spec.tags: expected object, got array",
-        "spec.kubelet: expected object, got string",
-        "spec.localDNS.vnetDNSOverrides: expected array, got object",
-        "spec.localDNS.kubeDNSOverrides: expected array, got integer",
+        'spec.kubelet: Invalid value: "string": spec.kubelet in body must be of type object: '
+        '"string"',
+        'spec.localDNS.kubeDNSOverrides: Invalid value: "integer": '
+        'spec.localDNS.kubeDNSOverrides in body must be of type array: "integer"',
+        'spec.localDNS.vnetDNSOverrides: Invalid value: "object": '
+        'spec.localDNS.vnetDNSOverrides in body must be of type array: "object"',
+        'spec.tags: Invalid value: "array": spec.tags in body must be of type object: "array"',
+        NOT_CHECKED,
     ]

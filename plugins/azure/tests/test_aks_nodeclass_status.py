@@ -147,7 +147,10 @@ def test_an_invalid_nodeclass_gets_validation_succeeded_false_with_the_field_and
     assert env.reconcile() == Result()
     cond = env.condition("ValidationSucceeded")
     assert (cond["status"], cond["reason"]) == ("False", "InvalidSpec")
-    assert "spec.osDiskSizeGB: should be greater than or equal to 30" in cond["message"]
+    assert (
+        "spec.osDiskSizeGB: Invalid value: 10: spec.osDiskSizeGB in body should be greater than "
+        "or equal to 30" in cond["message"]
+    )
     assert env.condition("Ready")["status"] == "False"
     assert env.warnings() == [("InvalidSpec", cond["message"])]
     assert HASH_ANNOTATION not in (env.get()["metadata"].get("annotations") or {})
@@ -164,8 +167,8 @@ def test_a_cel_rule_violation_is_reported_with_its_path() -> None:
     env.create(kubelet={"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60})
     env.reconcile()
     assert env.condition("ValidationSucceeded")["message"] == (
-        "spec.kubelet: Invalid value: imageGCHighThresholdPercent must be greater than "
-        "imageGCLowThresholdPercent"
+        'spec.kubelet: Invalid value: "object": imageGCHighThresholdPercent must be greater '
+        "than imageGCLowThresholdPercent"
     )
 
 
@@ -330,6 +333,7 @@ def test_on_the_kits_environment_through_the_controllers_hook(
         cond = {c["type"]: c for c in bad["status"]["conditions"]}["ValidationSucceeded"]
         assert (cond["status"], cond["message"]) == (
             "False",
-            "spec.maxPods: should be greater than or equal to 10",
+            "spec.maxPods: Invalid value: 5: spec.maxPods in body should be greater than or "
+            "equal to 10",
         )
         assert [e.message for e in env.events("InvalidSpec")] == [cond["message"]]

@@ -1,35 +1,36 @@
 """The GCENodeClass (``karpenter.k8s.gcp/v1alpha1``) as a value, with upstream's validation.
 
-Validation has two halves, both reporting the field path:
-
-* the structural schema of the CRD this package ships (``crds/``): types, enums, minimums
-  and maximums, patterns, lengths, ``minItems``/``maxItems``, ``maxProperties``, required
-  fields. The schema is read from the package data, so the model and the CRD cannot
-  disagree;
-* upstream's CEL rules (``x-kubernetes-validations`` of ``pkg/apis/v1alpha1``), ported by
-  hand below (disk size and provisioned IOPS/throughput per category, image selector terms
-  and aliases, kubelet reservations and eviction maps, restricted labels, reserved GKE
-  metadata keys).
-
-Defaults (``gpuDriverVersion: default``, the only one upstream declares) are applied first,
-as the API server does before it evaluates rules. An object that slipped past the API
-server (the CRD not installed, an older schema) fails here with a :class:`NodeClassError`
-listing every problem, never with a traceback in a controller.
+Validation is the API server's, run by karpenter-core's generic CRD validator
+(``CRDSchema`` of the plugin API) on the CRD this package ships (``crds/``): structural
+defaulting (``gpuDriverVersion: default``, the only default upstream declares), then the
+OpenAPI checks (types, enums, bounds, patterns, lengths, ``minItems``/``maxItems``,
+``maxProperties``, required fields) and upstream's ``x-kubernetes-validations`` CEL rules
+(disk size and provisioned IOPS/throughput per category, image selector terms and aliases,
+kubelet reservations and eviction maps, restricted labels, reserved GKE metadata keys), with
+the API server's field paths and wording. The model and the CRD cannot disagree, because the
+CRD is the only statement of the rules. An object that slipped past the API server (the CRD
+not installed, an older schema) fails here with a :class:`NodeClassError` listing every
+problem, never with a traceback in a controller.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
 import yaml
 from attrs import field, frozen
 
-from karpenter_core.plugin_api import KubeClient, NotFound, ResourceType, register_resource
+from karpenter_core.plugin_api import (
+    CRDSchema,
+    KubeClient,
+    NotFound,
+    ResourceType,
+    SpecCheck,
+    register_resource,
+)
 from karpenter_gcp.labels import GCE_NODE_CLASS
 
 __all__ = [
@@ -139,464 +140,31 @@ def crd_document() -> Mapping[str, Any]:
 
 
 @functools.cache
-def _spec_schema() -> Mapping[str, Any]:
-    for version in crd_document()["spec"]["versions"]:
-        if version["name"] == GCE_NODE_CLASS.version:
-            schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            assert isinstance(schema, dict)
-            return schema
-    raise LookupError(f"the shipped CRD has no {GCE_NODE_CLASS.version} version")
+def _crd() -> CRDSchema:
+    return CRDSchema(crd_document())
 
 
-@functools.cache
-def _pattern(pattern: str) -> re.Pattern[str]:
-    # RE2 (the API server's engine) treats \d as ASCII digits
-    return re.compile(pattern, re.ASCII)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
-def _type_ok(expected: str, value: Any) -> bool:
-    actual = _kind(value)
-    if expected == "number":
-        return actual in ("integer", "number")
-    return actual == expected
-
-
-def _default(schema: Mapping[str, Any], value: Any) -> Any:
-    """``value`` with the schema's defaults filled in (objects that are present only)."""
-    if isinstance(value, Mapping) and schema.get("type") == "object":
-        out = dict(value)
-        for name, sub in (schema.get("properties") or {}).items():
-            if name not in out and "default" in sub:
-                out[name] = copy.deepcopy(sub["default"])
-            if name in out:
-                out[name] = _default(sub, out[name])
-        return out
-    if isinstance(value, list) and "items" in schema:
-        return [_default(schema["items"], v) for v in value]
-    return value
+def _check(spec: Any) -> SpecCheck:
+    """The API server's verdict on ``spec`` (``None`` reads as ``{}``) and its defaulted
+    form, from the shipped CRD."""
+    return _crd().check_spec(GCE_NODE_CLASS.version, {} if spec is None else spec)
 
 
 def apply_defaults(spec: Mapping[str, Any] | None) -> dict[str, Any]:
     """The spec with upstream's defaults applied (``gpuDriverVersion: default``)."""
-    out = _default(_spec_schema(), dict(spec or {}))
+    out = _check(dict(spec or {})).spec
     assert isinstance(out, dict)
     return out
 
 
-def _structural(schema: Mapping[str, Any], value: Any, path: str, errors: list[str]) -> None:
-    expected = schema.get("type")
-    if expected and not _type_ok(expected, value):
-        errors.append(f"{path}: expected {expected}, got {_kind(value)}")
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(f'"{v}"' for v in schema["enum"])
-        errors.append(f'{path}: unsupported value "{value}": supported values: {allowed}')
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: should be greater than or equal to {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: should be less than or equal to {schema['maximum']}")
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(f"{path}: should be at least {schema['minLength']} chars long")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{path}: may not be more than {schema['maxLength']} chars long")
-        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
-            errors.append(f"{path}: should match '{schema['pattern']}'")
-    if isinstance(value, Mapping):
-        props = schema.get("properties") or {}
-        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            errors.append(f"{path}: must have at most {schema['maxProperties']} properties")
-        for name in schema.get("required") or ():
-            if name not in value:
-                errors.append(f"{path}.{name}: Required value")
-        for name, sub in value.items():
-            if name in props:
-                _structural(props[name], sub, f"{path}.{name}", errors)
-            elif isinstance(schema.get("additionalProperties"), Mapping):
-                _structural(schema["additionalProperties"], sub, f"{path}[{name}]", errors)
-            elif props:
-                errors.append(f'{path}: unknown field "{name}"')
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            errors.append(f"{path}: should have at least {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append(f"{path}: must have at most {schema['maxItems']} items")
-        for i, item in enumerate(value):
-            if "items" in schema:
-                _structural(schema["items"], item, f"{path}[{i}]", errors)
-
-
-# --- upstream's CEL rules, ported ---------------------------------------------------------
-
-Rule = tuple[Callable[[Any], bool], str]
-
-_IOPS_CATEGORIES = (
-    "pd-extreme",
-    "hyperdisk-balanced",
-    "hyperdisk-balanced-high-availability",
-    "hyperdisk-extreme",
-)
-_THROUGHPUT_CATEGORIES = (
-    "hyperdisk-balanced",
-    "hyperdisk-balanced-high-availability",
-    "hyperdisk-throughput",
-    "hyperdisk-ml",
-)
-_PAIRED_CATEGORIES = ("hyperdisk-balanced", "hyperdisk-balanced-high-availability")
-
-_DISK_RULES: tuple[Rule, ...] = (
-    (
-        lambda d: "provisionedIOPS" not in d or d.get("category") in _IOPS_CATEGORIES,
-        "provisionedIOPS is only applicable for pd-extreme, hyperdisk-balanced, "
-        "hyperdisk-balanced-high-availability, and hyperdisk-extreme",
-    ),
-    (
-        lambda d: "provisionedThroughput" not in d or d.get("category") in _THROUGHPUT_CATEGORIES,
-        "provisionedThroughput is only applicable for hyperdisk-balanced, "
-        "hyperdisk-balanced-high-availability, hyperdisk-throughput, and hyperdisk-ml",
-    ),
-    (
-        lambda d: (
-            d.get("category") not in _PAIRED_CATEGORIES
-            or ("provisionedIOPS" in d) == ("provisionedThroughput" in d)
-        ),
-        "provisionedIOPS and provisionedThroughput must both be set or both be unset for "
-        "hyperdisk-balanced and hyperdisk-balanced-high-availability",
-    ),
-)
-
-_COS_VERSION = re.compile(r"[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+")
-_UBUNTU_VERSION = re.compile(r"v[0-9]{8}")
-
-_ALIAS_RULES: tuple[Rule, ...] = (
-    (
-        lambda a: re.match(r"^[a-zA-Z0-9]+@.+", a) is not None,
-        "'alias' is improperly formatted, must match the format 'family@version'",
-    ),
-    (
-        lambda a: (re.match(r"[^@]+", a) or [""])[0] in ALIAS_FAMILIES,
-        "family is not supported, must be one of the following: 'ContainerOptimizedOS,Ubuntu'",
-    ),
-    (
-        lambda a: (
-            not a.startswith("ContainerOptimizedOS@")
-            or re.fullmatch(r"ContainerOptimizedOS@(latest|[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+)", a)
-            is not None
-        ),
-        "ContainerOptimizedOS version must be 'latest' or 'milestone.build.build.build' "
-        "(e.g. '125.19216.104.126')",
-    ),
-    (
-        lambda a: (
-            not a.startswith("Ubuntu@") or re.fullmatch(r"Ubuntu@(latest|v[0-9]{8})", a) is not None
-        ),
-        "Ubuntu version must be 'latest' or 'vYYYYMMDD' (e.g. 'v20260416')",
-    ),
-)
-
-
-def _family_version_ok(family: str, pattern: re.Pattern[str]) -> Callable[[Any], bool]:
-    def rule(t: Mapping[str, Any]) -> bool:
-        if "version" not in t or "family" not in t or t["family"] != family:
-            return True
-        return t["version"] == "latest" or pattern.fullmatch(str(t["version"])) is not None
-
-    return rule
-
-
-_TERM_RULES: tuple[Rule, ...] = (
-    (
-        lambda t: "family" not in t or "channel" in t or "version" in t,
-        "family requires either channel or version to be set",
-    ),
-    (
-        lambda t: not ("channel" in t or "version" in t) or "family" in t,
-        "channel and version require family to be set",
-    ),
-    (lambda t: not ("channel" in t and "version" in t), "channel and version cannot both be set"),
-    (
-        lambda t: "channel" not in t or t.get("family") == IMAGE_FAMILY_CONTAINER_OPTIMIZED_OS,
-        "channel is only supported for family ContainerOptimizedOS",
-    ),
-    (
-        lambda t: sum(k in t for k in ("alias", "id", "family")) == 1,
-        "exactly one of alias, id, or family must be set",
-    ),
-    (
-        _family_version_ok(IMAGE_FAMILY_CONTAINER_OPTIMIZED_OS, _COS_VERSION),
-        "ContainerOptimizedOS version must be 'latest' or 'milestone.build.build.build' "
-        "(e.g. '125.19216.104.126')",
-    ),
-    (
-        _family_version_ok(IMAGE_FAMILY_UBUNTU2404, _UBUNTU_VERSION),
-        "Ubuntu2404 version must be 'latest' or 'vYYYYMMDD' (e.g. 'v20260416')",
-    ),
-    (
-        _family_version_ok(IMAGE_FAMILY_UBUNTU2204, _UBUNTU_VERSION),
-        "Ubuntu2204 version must be 'latest' or 'vYYYYMMDD' (e.g. 'v20260416')",
-    ),
-    (
-        lambda t: t.get("family") != IMAGE_FAMILY_UBUNTU,
-        "family 'Ubuntu' is not valid; use Ubuntu2404 for Ubuntu 24.04 or Ubuntu2204 for "
-        "Ubuntu 22.04",
-    ),
-)
+def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
+    """Every problem with ``spec`` (defaults applied first), as ``path: message`` lines in
+    the API server's wording; empty when the API server would accept it."""
+    return [str(e) for e in _check(spec).errors]
 
 
 def _terms(items: list[Any]) -> list[Mapping[str, Any]]:
     return [t for t in items if isinstance(t, Mapping)]
-
-
-_TERMS_RULES: tuple[Rule, ...] = (
-    (
-        lambda ts: all(any(k in t for k in ("alias", "id", "family")) for t in _terms(ts)),
-        "each term must set exactly one of: alias, id, or family (with channel or version)",
-    ),
-    (
-        lambda ts: (
-            not (
-                any("channel" in t for t in _terms(ts))
-                and any(
-                    t.get("family") == IMAGE_FAMILY_CONTAINER_OPTIMIZED_OS
-                    and t.get("version") == "latest"
-                    for t in _terms(ts)
-                )
-            )
-        ),
-        "channel: and version: latest cannot both appear in the same imageSelectorTerms",
-    ),
-)
-
-_EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
-_RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
-_QUANTITY = (
-    r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
-    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?"
-)
-_QUANTITY_RE = re.compile(f"^{_QUANTITY}$", re.ASCII)
-_PERCENT_OR_QUANTITY_RE = re.compile(
-    rf"^((\d{{1,2}}(\.\d{{1,2}})?|100(\.0{{1,2}})?)%|{_QUANTITY})$", re.ASCII
-)
-
-
-def _signals_message(name: str) -> str:
-    quoted = ",".join(f"'{s}'" for s in _EVICTION_SIGNALS)
-    return f"valid keys for {name} are [{quoted}]"
-
-
-def _eviction_rules(name: str, values: bool) -> tuple[Rule, ...]:
-    rules: list[Rule] = [(lambda m: all(k in _EVICTION_SIGNALS for k in m), _signals_message(name))]
-    if values:
-        rules.append(
-            (
-                lambda m: all(_PERCENT_OR_QUANTITY_RE.search(str(v)) for v in m.values()),
-                f"{name} values must be a percentage or a resource.Quantity",
-            )
-        )
-    return tuple(rules)
-
-
-def _reserved_rules(name: str) -> tuple[Rule, ...]:
-    return (
-        (
-            lambda m: all(k in _RESERVED_RESOURCES for k in m),
-            f"valid keys for {name} are ['cpu','memory','ephemeral-storage','pid']",
-        ),
-        (
-            lambda m: not any(str(v).startswith("-") for v in m.values()),
-            f"{name} value cannot be a negative resource quantity",
-        ),
-        (
-            lambda m: all(_QUANTITY_RE.search(str(v)) for v in m.values()),
-            f"{name} values must be a resource.Quantity",
-        ),
-    )
-
-
-def _gc_thresholds(k: Mapping[str, Any]) -> bool:
-    high, low = k.get("imageGCHighThresholdPercent"), k.get("imageGCLowThresholdPercent")
-    if not isinstance(high, int) or not isinstance(low, int):
-        return True
-    return high > low
-
-
-def _keys_matched(have: str, want: str) -> Callable[[Any], bool]:
-    """``has(self.<have>) ? self.<have>.all(e, e in self.<want>) : true``; a missing
-    ``<want>`` map fails the rule (CEL: no such key), as the API server rejects it."""
-
-    def rule(k: Mapping[str, Any]) -> bool:
-        source = k.get(have)
-        if have not in k or not isinstance(source, Mapping):
-            return True
-        target = k.get(want)
-        if not isinstance(target, Mapping):
-            return not source
-        return all(e in target for e in source)
-
-    return rule
-
-
-_KUBELET_RULES: tuple[Rule, ...] = (
-    (_gc_thresholds, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"),
-    (
-        _keys_matched("evictionSoft", "evictionSoftGracePeriod"),
-        "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
-    ),
-    (
-        _keys_matched("evictionSoftGracePeriod", "evictionSoft"),
-        "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
-    ),
-)
-
-_LABEL_RULES: tuple[Rule, ...] = (
-    (lambda m: all(k != "" for k in m), "empty tag keys aren't supported"),
-    (
-        lambda m: "gce:gce-cluster-name" not in m,
-        "tag contains a restricted tag matching gce:gce-cluster-name",
-    ),
-    (
-        lambda m: not any(k.startswith("kubernetes.io/cluster") for k in m),
-        "tag contains a restricted tag matching kubernetes.io/cluster/",
-    ),
-    (
-        lambda m: "karpenter.sh/nodepool" not in m,
-        "tag contains a restricted tag matching karpenter.sh/nodepool",
-    ),
-    (
-        lambda m: "karpenter.sh/nodeclaim" not in m,
-        "tag contains a restricted tag matching karpenter.sh/nodeclaim",
-    ),
-    (
-        lambda m: "karpenter.k8s.gcp/gcenodeclass" not in m,
-        "tag contains a restricted tag matching karpenter.k8s.gcp/gcenodeclass",
-    ),
-)
-
-_METADATA_RULES: tuple[Rule, ...] = (
-    (
-        lambda m: not any(k in RESERVED_METADATA_KEYS for k in m),
-        "spec.metadata contains a reserved GKE metadata key",
-    ),
-)
-
-
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _check(target: Any, kind: type, rules: tuple[Rule, ...], path: str, errors: list[str]) -> None:
-    if not isinstance(target, kind):
-        return  # absent, or a type error the schema check reported
-    for rule, message in rules:
-        if not rule(target):
-            errors.append(f"{path}: Invalid value: {message}")
-
-
-def _cel(spec: Mapping[str, Any], errors: list[str]) -> None:
-    disks = spec.get("disks")
-    for i, disk in enumerate(disks if isinstance(disks, list) else ()):
-        if not isinstance(disk, Mapping):
-            continue
-        size = disk.get("sizeGiB")
-        if isinstance(size, int) and not isinstance(size, bool) and size < 10:
-            errors.append(f"spec.disks[{i}].sizeGiB: Invalid value: size invalid")
-        _check(disk, Mapping, _DISK_RULES, f"spec.disks[{i}]", errors)
-    terms = spec.get("imageSelectorTerms")
-    for i, term in enumerate(terms if isinstance(terms, list) else ()):
-        if not isinstance(term, Mapping):
-            continue
-        path = f"spec.imageSelectorTerms[{i}]"
-        _check(term.get("alias"), str, _ALIAS_RULES, f"{path}.alias", errors)
-        identity = term.get("id")
-        if isinstance(identity, str) and "\n" in identity:  # self.matches('^.*$')
-            errors.append(
-                f"{path}.id: Invalid value: 'id' is improperly formatted, must match the format 'id'"
-            )
-        _check(term, Mapping, _TERM_RULES, path, errors)
-    _check(terms, list, _TERMS_RULES, "spec.imageSelectorTerms", errors)
-    kubelet = spec.get("kubeletConfiguration")
-    base = "spec.kubeletConfiguration"
-    _check(
-        _get(kubelet, "evictionHard"),
-        Mapping,
-        _eviction_rules("evictionHard", True),
-        f"{base}.evictionHard",
-        errors,
-    )
-    _check(
-        _get(kubelet, "evictionSoft"),
-        Mapping,
-        _eviction_rules("evictionSoft", True),
-        f"{base}.evictionSoft",
-        errors,
-    )
-    _check(
-        _get(kubelet, "evictionSoftGracePeriod"),
-        Mapping,
-        _eviction_rules("evictionSoftGracePeriod", False),
-        f"{base}.evictionSoftGracePeriod",
-        errors,
-    )
-    _check(
-        _get(kubelet, "kubeReserved"),
-        Mapping,
-        _reserved_rules("kubeReserved"),
-        f"{base}.kubeReserved",
-        errors,
-    )
-    _check(
-        _get(kubelet, "systemReserved"),
-        Mapping,
-        _reserved_rules("systemReserved"),
-        f"{base}.systemReserved",
-        errors,
-    )
-    _check(kubelet, Mapping, _KUBELET_RULES, base, errors)
-    _check(spec.get("labels"), Mapping, _LABEL_RULES, "spec.labels", errors)
-    _check(spec.get("metadata"), Mapping, _METADATA_RULES, "spec.metadata", errors)
-
-
-def validate_spec(spec: Mapping[str, Any] | None) -> list[str]:
-    """Every problem with ``spec`` (defaults applied first), as ``path: message`` lines;
-    empty when the API server would accept it."""
-    if spec is not None and not isinstance(spec, Mapping):
-        return [f"spec: expected object, got {_kind(spec)}"]
-    defaulted = apply_defaults(spec)
-    errors: list[str] = []
-    _structural(_spec_schema(), defaulted, "spec", errors)
-    # like the API server, rules run beside schema errors (each skips ill-typed input)
-    _cel(defaulted, errors)
-    return errors
 
 
 # --- the model ----------------------------------------------------------------------------
@@ -763,13 +331,13 @@ class GCENodeClass:
         problem with its field path."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec")
-        errors = validate_spec(spec)
-        if errors:
-            raise NodeClassError(errors)
+        check = _check(spec)
+        if check.errors:
+            raise NodeClassError([str(e) for e in check.errors])
         return cls(
             name=str(meta.get("name", "")),
             generation=int(meta.get("generation") or 0),
-            spec=apply_defaults(spec),
+            spec=check.spec,
             annotations=dict(meta.get("annotations") or {}),
             status=dict(obj.get("status") or {}),
             deletion_timestamp=meta.get("deletionTimestamp") or None,

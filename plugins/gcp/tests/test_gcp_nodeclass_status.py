@@ -150,8 +150,8 @@ def test_an_invalid_nodeclass_gets_validation_succeeded_false_with_the_field_and
     cond = env.condition("ValidationSucceeded")
     assert (cond["status"], cond["reason"]) == ("False", "InvalidSpec")
     assert cond["message"] == (
-        "spec.disks[0].sizeGiB: Invalid value: size invalid; spec.metadata: Invalid value: "
-        "spec.metadata contains a reserved GKE metadata key"
+        'spec.disks[0].sizeGiB: Invalid value: "integer": size invalid; spec.metadata: Invalid '
+        'value: "object": spec.metadata contains a reserved GKE metadata key'
     )
     assert env.condition("Ready")["status"] == "False"
     assert env.warnings() == [("InvalidSpec", cond["message"])]
