@@ -5,7 +5,8 @@ the instances' kubelets.
 Covered: launching GCE instances with the GCENodeClass Ready, upstream's labels on
 NodeClaims and Nodes, the source node pool's bootstrap metadata rewritten for each node
 and the cluster's GCE labels on the instance; scale to zero deleting every instance and
-disk; a GCENodeClass change drifting and replacing every node; a zonal stockout
+disk; a GCENodeClass change drifting and replacing every node (a hashed field:
+``NodeClassDrift``; the image selector: ``ImageDrift``); a zonal stockout
 (``ZONE_RESOURCE_POOL_EXHAUSTED``, answered at once or at the end of the insert's zone
 operation) falling back to another zone without leaving the failed attempt's instance or
 disk behind.
@@ -336,6 +337,8 @@ def test_every_pod_runs_on_a_node_backed_by_a_gce_instance_with_upstreams_labels
         # The GCENodeClass's image and service account.
         boot = next(d for d in inst["disks"] if d.get("boot"))
         assert boot["initializeParams"]["sourceImage"] == image_id(IMAGES[0])
+        # The launched image is the NodeClaim's (image drift compares against it).
+        assert str(claim["status"].get("imageID", "")).endswith(image_id(IMAGES[0]))
         accounts = [a.get("email") for a in inst.get("serviceAccounts") or []]
         assert accounts == [SERVICE_ACCOUNT]
         assert inst.get("machineType", "").endswith(f"zones/{zone}/machineTypes/{machine_type}")
@@ -373,8 +376,26 @@ def test_scaling_to_zero_deletes_every_instance_and_disk(gcp: GCP) -> None:
     assert not gcp.all_instance_keys() and not gcp.disk_keys()
 
 
+def boot_disk_sizes(gcp: GCP) -> set[str]:
+    with gcp.gce.lock:
+        return {str(d["sizeGb"]) for d in gcp.gce.disks.values()}
+
+
+def boot_images(gcp: GCP) -> set[str]:
+    return {
+        d["initializeParams"]["sourceImage"]
+        for inst in gcp.instances().values()
+        for d in inst["disks"]
+        if d.get("boot")
+    }
+
+
 @needs_provider
-def test_a_gcenodeclass_change_drifts_and_replaces_every_node(gcp: GCP) -> None:
+@pytest.mark.parametrize("change", ["boot-disk", "image"])
+def test_a_gcenodeclass_change_drifts_and_replaces_every_node(gcp: GCP, change: str) -> None:
+    """A hashed field (the boot disk's size) drifts by the hash (``NodeClassDrift``); a new
+    image selector term (not hashed, as upstream) drifts by the resolved image
+    (``ImageDrift``). Either way every node is replaced by one built from the new spec."""
     gcp.serve()
     gcp.apply_nodeclass("default")
     gcp.apply_nodepool("default", "default")
@@ -383,19 +404,25 @@ def test_a_gcenodeclass_change_drifts_and_replaces_every_node(gcp: GCP) -> None:
     gcp.wait(lambda: settled(gcp), "every NodeClaim on a RUNNING instance")
     old = set(claims_by_instance(gcp))
     assert old
-    with gcp.gce.lock:
-        assert {d["sizeGb"] for d in gcp.gce.disks.values()} == {"100"}
+    assert boot_disk_sizes(gcp) == {"100"}
+    assert boot_images(gcp) == {image_id(IMAGES[0])}
     old_hash = gcp.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION]
 
-    gcp.kube.patch(
-        GCENODECLASS,
-        "default",
-        {"spec": {"disks": [{"boot": True, "sizeGiB": 60, "category": "pd-balanced"}]}},
-    )
-    gcp.wait(
-        lambda: gcp.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION] != old_hash,
-        "the GCENodeClass's hash to change",
-    )
+    if change == "boot-disk":
+        spec: dict[str, Any] = {"disks": [{"boot": True, "sizeGiB": 60, "category": "pd-balanced"}]}
+        reason, sizes, images = "NodeClassDrift", {"60"}, {image_id(IMAGES[0])}
+    else:
+        spec = {"imageSelectorTerms": [{"id": image_id(IMAGES[1])}]}
+        reason, sizes, images = "ImageDrift", {"100"}, {image_id(IMAGES[1])}
+    gcp.kube.patch(GCENODECLASS, "default", {"spec": spec})
+
+    def status_current() -> bool:
+        nc = gcp.nodeclass("default")
+        resolved = {i["sourceImage"] for i in (nc.get("status") or {}).get("images") or []}
+        hash_ = nc["metadata"]["annotations"][HASH_ANNOTATION]
+        return resolved == images and (hash_ != old_hash) == (change == "boot-disk")
+
+    gcp.wait(status_current, "the GCENodeClass's hash and images to follow the change")
 
     def drift_reasons() -> set[str]:
         return {
@@ -404,7 +431,7 @@ def test_a_gcenodeclass_change_drifts_and_replaces_every_node(gcp: GCP) -> None:
             if is_true(c, "Drifted")
         }
 
-    assert gcp.wait(drift_reasons, "the old NodeClaims to be Drifted") == {"NodeClassDrift"}
+    assert gcp.wait(drift_reasons, "the old NodeClaims to be Drifted") == {reason}
 
     def replaced() -> bool:
         claims = set(claims_by_instance(gcp))
@@ -418,11 +445,12 @@ def test_a_gcenodeclass_change_drifts_and_replaces_every_node(gcp: GCP) -> None:
 
     gcp.wait(replaced, "every node to be replaced")
     gcp.wait(lambda: settled(gcp), "the replacements on RUNNING instances")
-    with gcp.gce.lock:
-        assert {d["sizeGb"] for d in gcp.gce.disks.values()} == {"60"}
+    assert boot_disk_sizes(gcp) == sizes
+    assert boot_images(gcp) == images
     new_hash = gcp.nodeclass("default")["metadata"]["annotations"][HASH_ANNOTATION]
     for claim in claims_by_instance(gcp).values():
         assert claim["metadata"]["annotations"][HASH_ANNOTATION] == new_hash
+        assert str(claim["status"].get("imageID", "")).endswith(next(iter(images)))
         assert not is_true(claim, "Drifted")
     assert_no_leaks(gcp)
 
