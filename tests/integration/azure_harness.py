@@ -561,8 +561,11 @@ class Azure:
 
 @pytest.fixture(name="fake_arm")
 def fake_arm_fixture() -> Iterator[FakeARM]:
-    """A fresh fake ARM server for one test."""
+    """A fresh fake ARM server for one test. Its long-running operations ask for a 100 ms
+    wait between polls (``retry-after-ms``), as ARM may, so the SDK's own polling period
+    (seconds, when ARM names none) does not set the pace of every launch and deletion."""
     arm = FakeARM().start()
+    arm.retry_after_ms = 100
     try:
         yield arm
     finally:
