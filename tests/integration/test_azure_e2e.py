@@ -4,14 +4,14 @@ kubelets.
 
 Covered: launching onto NIC + VM pairs with the AKSNodeClass Ready, upstream's labels on
 NodeClaims and Nodes, upstream's tags on both resources and the customData and image the
-class resolved on the VM; scale to zero deleting every VM and NIC; an AKSNodeClass change
-drifting and replacing every node; a zonal allocation failure (answered at once or at the
-end of the VM's long-running operation) falling back to another zone without leaving the
-failed attempt's NIC or VM behind.
+class resolved on the VM; scale to zero, or deleting the NodePool, deleting every VM and
+NIC; an AKSNodeClass change drifting and replacing every node; a zonal allocation failure
+(answered at once or at the end of the VM's long-running operation) falling back to
+another zone without leaving the failed attempt's NIC or VM behind.
 
-``azure_harness.py`` says what runs where. Instance types and prices come from the
-plugin's bundled catalogue of :data:`azure_harness.REGION` (the fake has no Resource SKUs
-or retail prices routes; the provider falls back to the snapshot).
+``azure_harness.py`` says what runs where. Instance types come from the Resource SKUs the
+fake answers (the plugin's bundled records of :data:`azure_harness.REGION`), prices from
+the bundled snapshot (the retail prices endpoint given to serve does not answer).
 
 The provider tests are skipped while the Azure plugin's CloudProviderSpec says it cannot
 launch (``can_launch`` False); the node joiner's own tests run regardless.
