@@ -82,7 +82,8 @@ def _rank(offering: Offering) -> tuple[float, int, int]:
     capacity = {wk.CAPACITY_TYPE_SPOT: 0, wk.CAPACITY_TYPE_ON_DEMAND: 1}.get(
         offering.capacity_type, 2
     )
-    zonal = 0 if offering.zone else 1
+    # Azure's regional (non-zonal) placement is labelled zone "0" (upstream's label)
+    zonal = 1 if offering.zone in ("", "0") else 0
     return (offering.price, capacity, zonal)
 
 

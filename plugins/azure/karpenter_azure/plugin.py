@@ -167,6 +167,13 @@ SETTINGS = (
         env="NODE_IMAGE_VERSION",
     ),
     ProviderSetting(
+        "enable-azure-sdk-logging",
+        "Log every ARM request and response (the Azure SDK's HTTP logging policy, at INFO). "
+        "Upstream defaults to true; here false, as it floods the operator's log.",
+        default="false",
+        env="ENABLE_AZURE_SDK_LOGGING",
+    ),
+    ProviderSetting(
         "pricing-endpoint",
         "Base URL of the Azure retail prices API (default https://prices.azure.com); the "
         "bundled price snapshot is used when it cannot be reached.",
@@ -198,6 +205,11 @@ def make_provider(context: ProviderContext) -> AzureCloudProvider:
     if not raw.get("subscription-id"):
         raw["subscription-id"] = os.environ.get("ARM_SUBSCRIPTION_ID", "")
     settings = AzureSettings.from_mapping(raw)
+    import logging
+
+    logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(
+        logging.INFO if settings.sdk_logging else logging.WARNING
+    )
     if context.kube is None:
         return AzureCloudProvider(settings, clock=context.clock, recorder=context.recorder)
     problems = settings.launch_problems()

@@ -163,6 +163,7 @@ class AzureSettings:
     node_image_version: str = "latest"
     cluster_ca_bundle: str = field(default="", repr=False)
     pricing_endpoint: str = ""
+    sdk_logging: bool = False
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, str]) -> AzureSettings:
@@ -235,6 +236,7 @@ class AzureSettings:
             node_image_version=get("node-image-version", "latest"),
             cluster_ca_bundle=get("cluster-ca-bundle"),
             pricing_endpoint=get("pricing-endpoint"),
+            sdk_logging=_bool("enable-azure-sdk-logging", get("enable-azure-sdk-logging")),
         )
 
     def launch_problems(self) -> list[str]:

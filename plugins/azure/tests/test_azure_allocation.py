@@ -65,6 +65,17 @@ def test_at_equal_price_spot_and_a_zone_come_first() -> None:
     assert sel.zone.startswith(f"{REGION}-")
 
 
+def test_regional_placement_never_wins_a_tie_with_a_zone() -> None:
+    # zone "0" is the regional placement (upstream's label): at equal price and capacity
+    # type a real zone is always chosen, whatever the random draw
+    for seed in range(40):
+        sel = select(_types(), _reqs(types=["Standard_D2s_v3"]), {}, random.Random(seed))
+        assert sel.zone != "0"
+    # with only the regional placement allowed, it is taken
+    only = select(_types(), _reqs(types=["Standard_D2s_v3"], zones=["0"]), {})
+    assert only.zone == "0"
+
+
 def test_zones_of_equal_rank_are_chosen_at_random() -> None:
     zones = {
         select(_types(), _reqs(types=["Standard_D2s_v3"]), {}, random.Random(seed)).zone

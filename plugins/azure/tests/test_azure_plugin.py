@@ -165,3 +165,12 @@ def test_factory_builds_the_provider_from_the_context_settings() -> None:
     assert provider.name == "azure"
     assert provider.settings.cluster_name == "test-cluster"  # type: ignore[attr-defined]
     assert provider.settings.node_resource_group == SETTINGS["node-resource-group"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("value", "level"), [("false", 30), ("true", 20)])
+def test_sdk_request_logging_follows_the_setting(value: str, level: int) -> None:
+    import logging
+
+    _spec().factory(ProviderContext(settings={**SETTINGS, "enable-azure-sdk-logging": value}))
+    logger = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
+    assert logger.level == level
