@@ -37,25 +37,15 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
-import ipaddress
 import itertools
 import json
 import re
-import shutil
-import ssl
-import tempfile
-import threading
-from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from attrs import define, field, frozen
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from attrs import define
+
+from karpenter_core.testing.fakecloud import FakeCloudServer, FakeRequest, Handler, Response
 
 __all__ = [
     "LOCATION",
@@ -67,11 +57,6 @@ __all__ = [
     "Response",
     "arm_error",
 ]
-
-Response = tuple[int, Mapping[str, str], Any]
-"""A handler's answer: status, headers, body (dict/list → JSON, str/bytes → raw, None)."""
-
-Handler = Callable[["FakeRequest"], Response]
 
 # Conventional values for tests (tests import them from here: importing ``conftest`` as a
 # module is ambiguous when several test directories have one).
@@ -88,37 +73,9 @@ _NIC = _RG + r"/providers/Microsoft\.Network/networkInterfaces/(?P<name>[^/]+)"
 _EXT = _VM + r"/extensions/(?P<ext>[^/]+)"
 
 
-@frozen
-class FakeRequest:
-    """One request as a handler sees it (``path`` without the query string)."""
-
-    method: str
-    path: str
-    query: Mapping[str, str]
-    headers: Mapping[str, str]
-    body: bytes
-    match: Mapping[str, str] = field(factory=dict)
-
-    @property
-    def json(self) -> Any:
-        """The body parsed as JSON (None when empty)."""
-        return json.loads(self.body) if self.body else None
-
-
 def arm_error(status: int, code: str, message: str) -> Response:
     """An ARM error answer, in the ``{"error": {"code", "message"}}`` shape."""
     return status, {}, {"error": {"code": code, "message": message}}
-
-
-@define
-class _Fault:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    code: str
-    message: str
-    headers: Mapping[str, str]
-    times: int
 
 
 @define
@@ -146,114 +103,78 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def _make_cert(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1/localhost; returns (cert, key) paths."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-arm")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    x509.DNSName("localhost"),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
-class FakeARM:
+class FakeARM(FakeCloudServer):
     """The fake server and its inventory (see the module docstring).
 
     Inventory dicts are keyed by resource name (one resource group is all a test needs)
     and hold the resource as ARM returns it; tests may read them, and may seed them to
-    model resources created elsewhere. Access is guarded by :attr:`lock`.
+    model resources created elsewhere. Access is guarded by :attr:`lock`. The server,
+    routes, request recording and :meth:`fail_next`/:meth:`throttle_next` are the kit's
+    :class:`~karpenter_core.testing.fakecloud.FakeCloudServer`.
     """
 
+    server_name = "fake-arm"
+    display_name = "fake ARM"
+
     def __init__(self, *, lro_polls: int = 1, graph_page_size: int = 1000) -> None:
-        self.lock = threading.RLock()
+        super().__init__(tls=True)
         self.lro_polls = lro_polls
         self.graph_page_size = graph_page_size
         self.retry_after_ms: int | None = None
         self.vms: dict[str, dict[str, Any]] = {}
         self.nics: dict[str, dict[str, Any]] = {}
         self.extensions: dict[tuple[str, str], dict[str, Any]] = {}
-        self.requests: list[FakeRequest] = []
         self.token_requests = 0
-        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
-        self._faults: list[_Fault] = []
         self._vm_faults: list[_VMFault] = []
         self._ext_faults: list[tuple[str, str, bool]] = []
         self._token_failures = 0
         self._token_status = 500
         self._ops: dict[str, _Operation] = {}
         self._op_ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._dir: Path | None = None
-        self._builtin: list[tuple[str, re.Pattern[str], Handler]] = [
-            ("GET", re.compile(r"/msi/token"), self._token),
-            ("GET", re.compile(r"/fakearm/operations/(?P<op>[^/]+)"), self._operation),
-            (
-                "GET",
-                re.compile(r"/fakearm/operations/(?P<op>[^/]+)/result"),
-                self._operation_result,
-            ),
-            ("POST", re.compile(r"/providers/Microsoft\.ResourceGraph/resources"), self._graph),
-            ("PATCH", re.compile(_EXT), self._patch_extension),
-            ("PATCH", re.compile(_VM), self._patch_vm),
-            ("PATCH", re.compile(_NIC), self._patch_nic),
-            ("PUT", re.compile(_EXT), self._put_extension),
-            ("GET", re.compile(_EXT), self._get_extension),
-            ("PUT", re.compile(_VM), self._put_vm),
-            ("GET", re.compile(_VM), self._get_vm),
-            ("DELETE", re.compile(_VM), self._delete_vm),
-            ("PUT", re.compile(_NIC), self._put_nic),
-            ("GET", re.compile(_NIC), self._get_nic),
-            ("DELETE", re.compile(_NIC), self._delete_nic),
+
+    def builtin_routes(self) -> Sequence[tuple[str, str, Handler]]:
+        return [
+            ("GET", r"/msi/token", self._token),
+            ("GET", r"/fakearm/operations/(?P<op>[^/]+)", self._operation),
+            ("GET", r"/fakearm/operations/(?P<op>[^/]+)/result", self._operation_result),
+            ("POST", r"/providers/Microsoft\.ResourceGraph/resources", self._graph),
+            ("PATCH", _EXT, self._patch_extension),
+            ("PATCH", _VM, self._patch_vm),
+            ("PATCH", _NIC, self._patch_nic),
+            ("PUT", _EXT, self._put_extension),
+            ("GET", _EXT, self._get_extension),
+            ("PUT", _VM, self._put_vm),
+            ("GET", _VM, self._get_vm),
+            ("DELETE", _VM, self._delete_vm),
+            ("PUT", _NIC, self._put_nic),
+            ("GET", _NIC, self._get_nic),
+            ("DELETE", _NIC, self._delete_nic),
         ]
+
+    # ------------------------------------------------------------------ the kit's hooks
+
+    def error(self, status: int, code: str, message: str) -> Response:
+        return arm_error(status, code, message)
+
+    def authorize(self, request: FakeRequest, handler: Handler) -> Response | None:
+        """Every route but the token endpoint needs the fake's bearer token (routes added
+        with :meth:`route` too)."""
+        if handler != self._token and not self._authorized(request):
+            return arm_error(401, "InvalidAuthenticationToken", "missing or bad token")
+        return None
+
+    def handler_error(self, exc: Exception) -> Response:
+        return arm_error(500, "FakeARMHandlerError", repr(exc))
+
+    def response_headers(self, request: FakeRequest) -> Mapping[str, str]:
+        return {"x-ms-request-id": f"fake-{id(request):x}"}
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> FakeARM:
-        """Start serving on an ephemeral 127.0.0.1 port; returns self."""
-        self._dir = Path(tempfile.mkdtemp(prefix="fakearm-"))
-        cert, key = _make_cert(self._dir)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        fake = self
-
-        class _Handler(_RequestHandler):
-            arm = fake
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        server.daemon_threads = True
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-arm", daemon=True)
-        self._thread.start()
-        (self._dir / "environment.json").write_text(
+        """Start serving HTTPS on an ephemeral 127.0.0.1 port; returns self."""
+        super().start()
+        (self.directory / "environment.json").write_text(
             json.dumps(
                 {
                     "name": "AzurePublicCloud",
@@ -266,45 +187,10 @@ class FakeARM:
         )
         return self
 
-    def stop(self) -> None:
-        """Stop serving and remove the certificate directory."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> FakeARM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """``https://127.0.0.1:<port>`` (no trailing slash)."""
-        if self._server is None:
-            raise RuntimeError("FakeARM is not started")
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
-
-    @property
-    def ca_file(self) -> str:
-        """The PEM file clients must trust (the self-signed server certificate)."""
-        if self._dir is None:
-            raise RuntimeError("FakeARM is not started")
-        return str(self._dir / "cert.pem")
-
     @property
     def environment_file(self) -> str:
         """The cloud-environment JSON naming this server as the ARM endpoint."""
-        if self._dir is None:
-            raise RuntimeError("FakeARM is not started")
-        return str(self._dir / "environment.json")
+        return str(self.directory / "environment.json")
 
     def env(self) -> dict[str, str]:
         """Environment variables that make the SDKs (in-process or a subprocess) trust
@@ -322,35 +208,14 @@ class FakeARM:
 
     # ------------------------------------------------------------------ extension API
 
-    def route(self, method: str, path_regex: str, handler: Handler) -> Callable[[], None]:
-        """Serve ``method`` on paths fully matching ``path_regex`` with ``handler``;
-        returns a function removing the route again.
-
-        Added routes are tried before the built-in ones, the latest first (so they may
-        override them); named groups of the regex are in ``request.match``. Requests must
-        carry the fake's bearer token, as for built-in ARM routes. Handlers run outside
-        the fake's lock, so they may call the fake (or the code under test) again.
-        """
-        entry = (method.upper(), re.compile(path_regex), handler)
-        with self.lock:
-            self._routes.insert(0, entry)
-
-        def remove() -> None:
-            with self.lock:
-                if entry in self._routes:
-                    self._routes.remove(entry)
-
-        return remove
-
     def reset(self) -> None:
         """Forget inventory, recorded requests, pending faults and tuning (routes added
         with :meth:`route` stay): a fresh ARM for the next test."""
         with self.lock:
+            super().reset()
             self.vms.clear()
             self.nics.clear()
             self.extensions.clear()
-            self.requests.clear()
-            self._faults.clear()
             self._vm_faults.clear()
             self._ext_faults.clear()
             self._token_failures = 0
@@ -359,43 +224,6 @@ class FakeARM:
             self.lro_polls = 1
             self.graph_page_size = 1000
             self.retry_after_ms = None
-
-    def fail_next(
-        self,
-        method: str,
-        path_regex: str,
-        *,
-        status: int = 500,
-        code: str = "InternalServerError",
-        message: str = "injected failure",
-        headers: Mapping[str, str] | None = None,
-        times: int = 1,
-    ) -> None:
-        """Answer the next ``times`` matching requests with an ARM error (before any
-        route runs, so nothing is created)."""
-        with self.lock:
-            self._faults.append(
-                _Fault(
-                    method.upper(),
-                    re.compile(path_regex),
-                    status,
-                    code,
-                    message,
-                    dict(headers or {}),
-                    times,
-                )
-            )
-
-    def throttle_next(self, method: str, path_regex: str, *, retry_after: str = "0") -> None:
-        """Answer the next matching request ``429 TooManyRequests`` with ``Retry-After``."""
-        self.fail_next(
-            method,
-            path_regex,
-            status=429,
-            code="TooManyRequests",
-            message="throttled",
-            headers={"Retry-After": retry_after},
-        )
 
     def fail_next_vm_create(
         self,
@@ -428,49 +256,7 @@ class FakeARM:
             self._token_failures += times
             self._token_status = status
 
-    def requests_to(self, method: str, path_regex: str) -> list[FakeRequest]:
-        """Recorded requests (token and operation polls included) matching."""
-        pattern = re.compile(path_regex)
-        with self.lock:
-            return [
-                r
-                for r in self.requests
-                if r.method == method.upper() and pattern.fullmatch(r.path) is not None
-            ]
-
     # ------------------------------------------------------------------ dispatch
-
-    def handle(self, request: FakeRequest) -> Response:
-        with self.lock:
-            self.requests.append(request)
-            for fault in self._faults:
-                if fault.method == request.method and fault.pattern.fullmatch(request.path):
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        self._faults.remove(fault)
-                    status, headers, body = arm_error(fault.status, fault.code, fault.message)
-                    return status, {**headers, **fault.headers}, body
-            routes = list(self._routes) + self._builtin
-        for method, pattern, handler in routes:
-            if method != request.method:
-                continue
-            m = pattern.fullmatch(request.path)
-            if m is None:
-                continue
-            if handler != self._token and not self._authorized(request):
-                return arm_error(401, "InvalidAuthenticationToken", "missing or bad token")
-            req = FakeRequest(
-                request.method,
-                request.path,
-                request.query,
-                request.headers,
-                request.body,
-                {k: v for k, v in m.groupdict().items() if v is not None},
-            )
-            return handler(req)
-        return arm_error(
-            404, "NoRouteFound", f"fake ARM has no route {request.method} {request.path}"
-        )
 
     @staticmethod
     def _authorized(request: FakeRequest) -> bool:
@@ -910,48 +696,3 @@ def _compile_query(query: str) -> Callable[[Mapping[str, Any]], bool]:
         else:
             raise ValueError(f"unsupported where clause {clause!r}")
     return lambda r: all(c(r) for c in checks)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    arm: FakeARM
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests read :attr:`FakeARM.requests` instead."""
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        parts = urlsplit(self.path)
-        request = FakeRequest(
-            self.command,
-            parts.path,
-            dict(parse_qsl(parts.query, keep_blank_values=True)),
-            {k: v for k, v in self.headers.items()},
-            body,
-        )
-        try:
-            status, headers, payload = self.arm.handle(request)
-        except Exception as e:  # a bug in a handler must reach the test, not hang it
-            status, headers, payload = arm_error(500, "FakeARMHandlerError", repr(e))
-        if payload is None:
-            data = b""
-        elif isinstance(payload, bytes):
-            data = payload
-        elif isinstance(payload, str):
-            data = payload.encode()
-        else:
-            data = json.dumps(payload).encode()
-        self.send_response(status)
-        sent = {k.lower() for k in headers}
-        for k, v in headers.items():
-            self.send_header(k, v)
-        if data and "content-type" not in sent:
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("x-ms-request-id", f"fake-{id(request):x}")
-        self.end_headers()
-        if data and self.command != "HEAD":
-            self.wfile.write(data)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _serve

@@ -42,15 +42,13 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import itertools
-import json
 import re
-import threading
-from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
-from attrs import define, field, frozen
+from attrs import define
+
+from karpenter_core.testing.fakecloud import FakeCloudServer, FakeRequest, Handler, Response
 
 __all__ = [
     "CLUSTER",
@@ -64,11 +62,6 @@ __all__ = [
     "Response",
     "gce_error",
 ]
-
-Response = tuple[int, Mapping[str, str], Any]
-"""A handler's answer: status, headers, body (dict/list → JSON, str/bytes → raw, None)."""
-
-Handler = Callable[["FakeRequest"], Response]
 
 # Conventional values for tests (import them from here, not from conftest).
 PROJECT = "test-project"
@@ -96,23 +89,6 @@ _STATUS_NAMES = {
 }
 
 
-@frozen
-class FakeRequest:
-    """One request as a handler sees it (``path`` without the query string)."""
-
-    method: str
-    path: str
-    query: Mapping[str, str]
-    headers: Mapping[str, str]
-    body: bytes
-    match: Mapping[str, str] = field(factory=dict)
-
-    @property
-    def json(self) -> Any:
-        """The body parsed as JSON (None when empty)."""
-        return json.loads(self.body) if self.body else None
-
-
 def gce_error(status: int, reason: str, message: str) -> Response:
     """A Google API error answer: ``{"error": {"code", "message", "status", "errors":
     [{"reason", "message", "domain"}]}}`` (Compute puts its codes in ``errors[].reason``)."""
@@ -128,16 +104,6 @@ def gce_error(status: int, reason: str, message: str) -> Response:
             }
         },
     )
-
-
-@define
-class _Fault:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    reason: str
-    message: str
-    times: int
 
 
 @define
@@ -168,17 +134,22 @@ def _last(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
-class FakeGCE:
+class FakeGCE(FakeCloudServer):
     """The fake server and its inventory (see the module docstring).
 
     ``instances`` and ``disks`` are keyed by (zone, name) and hold the resource as Compute
     returns it; ``instance_templates`` by (region, name); ``clusters`` by (location, name);
     ``node_pools`` by (location, cluster, pool). Tests read and seed them; access is
-    guarded by :attr:`lock`.
+    guarded by :attr:`lock`. The server, routes, request recording and faults are the
+    kit's :class:`~karpenter_core.testing.fakecloud.FakeCloudServer`.
     """
 
+    server_name = "fake-gce"
+    display_name = "fake GCE"
+    unquote_match = True
+
     def __init__(self, *, page_size: int = 500, operation_polls: int = 2) -> None:
-        self.lock = threading.RLock()
+        super().__init__()
         self.page_size = page_size
         self.operation_polls = operation_polls
         self.instances: dict[tuple[str, str], dict[str, Any]] = {}
@@ -188,85 +159,47 @@ class FakeGCE:
         self.clusters: dict[tuple[str, str], dict[str, Any]] = {}
         self.node_pools: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.server_configs: dict[str, dict[str, Any]] = {}
-        self.requests: list[FakeRequest] = []
         self.operations: dict[str, _Operation] = {}
-        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
-        self._faults: list[_Fault] = []
         self._insert_faults: list[_InsertFault] = []
         self._ids = itertools.count(1000)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._builtin: list[tuple[str, re.Pattern[str], Handler]] = [
-            ("GET", re.compile(_C + r"/aggregated/instances"), self._aggregated_instances),
-            ("POST", re.compile(_ZONE + r"/instances"), self._insert),
-            ("GET", re.compile(_INSTANCE), self._get_instance),
-            ("DELETE", re.compile(_INSTANCE), self._delete_instance),
-            ("POST", re.compile(_INSTANCE + r"/setLabels"), self._set_labels),
-            ("GET", re.compile(_ZONE + r"/disks/(?P<name>[^/]+)"), self._get_disk),
-            ("DELETE", re.compile(_ZONE + r"/disks/(?P<name>[^/]+)"), self._delete_disk),
-            ("GET", re.compile(_OPERATION), self._get_operation),
-            ("POST", re.compile(_OPERATION + r"/wait"), self._get_operation),
+
+    def builtin_routes(self) -> Sequence[tuple[str, str, Handler]]:
+        return [
+            ("GET", _C + r"/aggregated/instances", self._aggregated_instances),
+            ("POST", _ZONE + r"/instances", self._insert),
+            ("GET", _INSTANCE, self._get_instance),
+            ("DELETE", _INSTANCE, self._delete_instance),
+            ("POST", _INSTANCE + r"/setLabels", self._set_labels),
+            ("GET", _ZONE + r"/disks/(?P<name>[^/]+)", self._get_disk),
+            ("DELETE", _ZONE + r"/disks/(?P<name>[^/]+)", self._delete_disk),
+            ("GET", _OPERATION, self._get_operation),
+            ("POST", _OPERATION + r"/wait", self._get_operation),
+            ("GET", _C + r"/regions/(?P<region>[^/]+)/instanceTemplates", self._list_templates),
+            ("GET", _ZONE + r"/machineTypes/(?P<name>[^/]+)", self._get_machine_type),
             (
                 "GET",
-                re.compile(_C + r"/regions/(?P<region>[^/]+)/instanceTemplates"),
-                self._list_templates,
-            ),
-            (
-                "GET",
-                re.compile(_ZONE + r"/machineTypes/(?P<name>[^/]+)"),
-                self._get_machine_type,
-            ),
-            (
-                "GET",
-                re.compile(
-                    r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/serverConfig"
-                ),
+                r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/serverConfig",
                 self._server_config,
             ),
-            ("GET", re.compile(_GKE_CLUSTER), self._get_cluster),
-            ("GET", re.compile(_GKE_CLUSTER + r"/nodePools"), self._list_pools),
-            ("POST", re.compile(_GKE_CLUSTER + r"/nodePools"), self._create_pool),
-            ("GET", re.compile(_GKE_CLUSTER + r"/nodePools/(?P<pool>[^/]+)"), self._get_pool),
+            ("GET", _GKE_CLUSTER, self._get_cluster),
+            ("GET", _GKE_CLUSTER + r"/nodePools", self._list_pools),
+            ("POST", _GKE_CLUSTER + r"/nodePools", self._create_pool),
+            ("GET", _GKE_CLUSTER + r"/nodePools/(?P<pool>[^/]+)", self._get_pool),
         ]
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ the kit's hooks
 
-    def start(self) -> FakeGCE:
-        """Start serving on an ephemeral 127.0.0.1 port; returns self."""
-        fake = self
+    def error(self, status: int, code: str, message: str) -> Response:
+        return gce_error(status, code, message)
 
-        class _Handler(_RequestHandler):
-            gce = fake
+    def no_route(self, request: FakeRequest) -> Response:
+        return gce_error(404, "notFound", f"fake GCE has no route {request.method} {request.path}")
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-gce", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def __enter__(self) -> FakeGCE:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no trailing slash)."""
-        if self._server is None:
-            raise RuntimeError("FakeGCE is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+    def handler_error(self, exc: Exception) -> Response:
+        """A ``ValueError`` (a filter the fake does not understand) is a 400."""
+        if isinstance(exc, ValueError):
+            return gce_error(400, "invalid", str(exc))
+        return gce_error(500, "fakeHandlerError", repr(exc))
 
     def env(self) -> dict[str, str]:
         """Environment variables pointing :class:`GCPClients` (in-process or in a
@@ -281,25 +214,10 @@ class FakeGCE:
 
     # ------------------------------------------------------------------ extension API
 
-    def route(self, method: str, path_regex: str, handler: Handler) -> Callable[[], None]:
-        """Serve ``method`` on paths fully matching ``path_regex`` with ``handler``;
-        returns a function removing the route again. Added routes are tried before the
-        built-in ones, latest first; named groups are in ``request.match``. Handlers run
-        outside the lock, so they may call the fake again."""
-        entry = (method.upper(), re.compile(path_regex), handler)
-        with self.lock:
-            self._routes.insert(0, entry)
-
-        def remove() -> None:
-            with self.lock:
-                if entry in self._routes:
-                    self._routes.remove(entry)
-
-        return remove
-
     def reset(self) -> None:
         """Forget inventory, requests, operations and faults (added routes stay)."""
         with self.lock:
+            super().reset()
             for store in (
                 self.instances,
                 self.disks,
@@ -311,13 +229,11 @@ class FakeGCE:
                 self.operations,
             ):
                 store.clear()
-            self.requests.clear()
-            self._faults.clear()
             self._insert_faults.clear()
             self.page_size = 500
             self.operation_polls = 2
 
-    def fail_next(
+    def fail_next(  # type: ignore[override]  # GCE calls its error code a reason
         self,
         method: str,
         path_regex: str,
@@ -329,15 +245,14 @@ class FakeGCE:
     ) -> None:
         """Answer the next ``times`` matching requests with an error (before any route
         runs, so nothing is created)."""
-        with self.lock:
-            self._faults.append(
-                _Fault(method.upper(), re.compile(path_regex), status, reason, message, times)
-            )
+        super().fail_next(
+            method, path_regex, status=status, code=reason, message=message, times=times
+        )
 
-    def throttle_next(self, method: str, path_regex: str) -> None:
+    def throttle_next(self, method: str, path_regex: str) -> None:  # type: ignore[override]
         """Answer the next matching request ``429 rateLimitExceeded``."""
-        self.fail_next(
-            method, path_regex, status=429, reason="rateLimitExceeded", message="slow down"
+        super().throttle_next(
+            method, path_regex, retry_after=None, code="rateLimitExceeded", message="slow down"
         )
 
     def fail_next_insert(
@@ -357,16 +272,6 @@ class FakeGCE:
             self._insert_faults.append(
                 _InsertFault(code, message or f"{code}: injected", zone, asynchronous, status)
             )
-
-    def requests_to(self, method: str, path_regex: str) -> list[FakeRequest]:
-        """Recorded requests matching ``method`` and ``path_regex`` (full match)."""
-        pattern = re.compile(path_regex)
-        with self.lock:
-            return [
-                r
-                for r in self.requests
-                if r.method == method.upper() and pattern.fullmatch(r.path) is not None
-            ]
 
     def inserted_bodies(self) -> list[dict[str, Any]]:
         """The JSON bodies of every instance insert received, in order."""
@@ -397,35 +302,6 @@ class FakeGCE:
             body["zone"] = self._zone_link(PROJECT, zone)
             body.setdefault("selfLink", f"{body['zone']}/instances/{body['name']}")
             self.instances[(zone, body["name"])] = body
-
-    # ------------------------------------------------------------------ dispatch
-
-    def handle(self, request: FakeRequest) -> Response:
-        with self.lock:
-            self.requests.append(request)
-            for fault in self._faults:
-                if fault.method == request.method and fault.pattern.fullmatch(request.path):
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        self._faults.remove(fault)
-                    return gce_error(fault.status, fault.reason, fault.message)
-            routes = list(self._routes) + self._builtin
-        for method, pattern, handler in routes:
-            if method != request.method:
-                continue
-            m = pattern.fullmatch(request.path)
-            if m is None:
-                continue
-            req = FakeRequest(
-                request.method,
-                request.path,
-                request.query,
-                request.headers,
-                request.body,
-                {k: unquote(v) for k, v in m.groupdict().items() if v is not None},
-            )
-            return handler(req)
-        return gce_error(404, "notFound", f"fake GCE has no route {request.method} {request.path}")
 
     # ------------------------------------------------------------------ compute
 
@@ -785,49 +661,3 @@ def _compile_filter(text: str) -> Callable[[Mapping[str, Any]], bool]:
 
         checks.append(check)
     return lambda r: all(c(r) for c in checks)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    gce: FakeGCE
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests read :attr:`FakeGCE.requests` instead."""
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        parts = urlsplit(self.path)
-        request = FakeRequest(
-            self.command,
-            parts.path,
-            dict(parse_qsl(parts.query, keep_blank_values=True)),
-            {k: v for k, v in self.headers.items()},
-            body,
-        )
-        try:
-            status, headers, payload = self.gce.handle(request)
-        except ValueError as e:
-            status, headers, payload = gce_error(400, "invalid", str(e))
-        except Exception as e:  # a bug in a handler must reach the test, not hang it
-            status, headers, payload = gce_error(500, "fakeHandlerError", repr(e))
-        if payload is None:
-            data = b""
-        elif isinstance(payload, bytes):
-            data = payload
-        elif isinstance(payload, str):
-            data = payload.encode()
-        else:
-            data = json.dumps(payload).encode()
-        self.send_response(status)
-        sent = {k.lower() for k in headers}
-        for k, v in headers.items():
-            self.send_header(k, v)
-        if data and "content-type" not in sent:
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if data and self.command != "HEAD":
-            self.wfile.write(data)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _serve
