@@ -8,6 +8,10 @@
   and a cloud provider (the fake by default), driven with ``settle()`` and ``run_for()``;
 - :mod:`~karpenter_core.testing.fake`: :class:`FakeCloudProvider`, and
   :mod:`~karpenter_core.testing.fakecatalog`, upstream's fake instance types;
+- :mod:`~karpenter_core.testing.fakecloud`: :class:`FakeCloudServer`, the HTTP(S) plumbing of
+  a fake cloud API (routes, request recording, fault injection, a self-signed certificate)
+  that a provider plugin's tests point the cloud's official SDK at (the Azure and GCP
+  plugins' fake ARM and fake Compute/GKE servers are built on it);
 - :mod:`~karpenter_core.testing.pytest_plugin`: the ``karpenter_env``,
   ``make_karpenter_env`` and ``fake_cloud_provider`` fixtures, registered with pytest
   when karpenter-core is installed.
