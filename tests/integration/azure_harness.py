@@ -30,6 +30,10 @@ What runs where:
   controller does. From then on serve_harness's fake kubelet keeps the Node Ready and runs
   the pods the real kube-scheduler binds to it.
 
+The cloud-independent parts (the serve wrapper, ``wait``, the NodePool and Deployment
+manifests, the joiner's loop, the Node a kubelet registers, the teardown report) are
+``cloud_harness``'s; this module gives what is Azure's.
+
 Waits poll with generous deadlines and assert on state, never on how long something took.
 """
 
@@ -37,26 +41,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import copy
-import functools
-import logging
-import os
 import re
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-import yaml
-from click.testing import CliRunner
-from serve_harness import APP_NS, WAIT, Cluster, Serve, wait_for
-
-from karpenter_core.cli import main as cli_main
-from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound, create_with_status
-from karpenter_core.plugins import cloud_providers, get_plugin_manager
+from cloud_harness import (
+    CloudWorld,
+    ScrubbedServe,
+    can_launch,
+    claims_by_machine,
+    kubelet_node,
+    running,
+)
+from cloud_harness import NodeJoiner as CloudNodeJoiner
+from serve_harness import Cluster, Serve
 
 FAKEARM_DIR = Path(__file__).resolve().parents[2] / "plugins" / "azure" / "tests"
 if str(FAKEARM_DIR) not in sys.path:
@@ -64,8 +66,6 @@ if str(FAKEARM_DIR) not in sys.path:
 
 from fakearm import FakeARM  # noqa: E402 -- needs FAKEARM_DIR on sys.path
 from fakearm_catalog import CatalogRoutes, catalog_routes  # noqa: E402 -- the same
-
-log = logging.getLogger("azure_harness")
 
 # A region whose Resource SKUs and prices the plugin bundles (karpenter_azure/data).
 REGION = "southcentralus"
@@ -86,12 +86,9 @@ KUBERNETES_VERSION = "1.33.0"
 ALLOWED_TYPES = ("Standard_D2s_v3", "Standard_D4s_v3")
 
 AKSNODECLASS = ("karpenter.azure.com/v1beta1", "AKSNodeClass")
-NODECLAIM = ("karpenter.sh/v1", "NodeClaim")
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
 # Upstream's tag keys (pkg/providers/launchtemplate/tags.go): "/" becomes "_".
 NODEPOOL_TAG = "karpenter.sh_nodepool"
 CLUSTER_TAG = "karpenter.azure.com_cluster"
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 PROVIDER_ID_PREFIX = "azure://"
 
 # Credentials DefaultAzureCredential would try before the fake's managed identity.
@@ -116,8 +113,7 @@ _RG_IN_ID = re.compile(r"(/resourceGroups/)([^/]+)(/)", re.IGNORECASE)
 
 def azure_can_launch() -> bool:
     """Whether the installed Azure plugin says it can launch (its CloudProviderSpec)."""
-    spec = cloud_providers(get_plugin_manager()).get("azure")
-    return bool(spec is not None and spec.can_launch)
+    return can_launch("azure")
 
 
 def kubelet_provider_id(vm: Mapping[str, Any]) -> str:
@@ -170,161 +166,71 @@ def node_name_of(vm: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- node joiner
 
 
-def node_for(vm: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
-    """The Node the VM's kubelet registers.
-
-    Labels: the NodeClaim's (``--node-labels`` in the customData), the kubelet's own (arch,
-    os, hostname) and the cloud node manager's (instance type, zone, region) read from the
-    VM. Taints: ``karpenter.sh/unregistered`` and the NodeClaim's taints and startup taints
-    (``--register-with-taints``). Capacity and allocatable: the NodeClaim's status, what
-    the instance type it was launched as reports.
-    """
-    name = node_name_of(vm)
-    meta = nodeclaim.get("metadata") or {}
-    spec = nodeclaim.get("spec") or {}
-    status = nodeclaim.get("status") or {}
-    labels = dict(meta.get("labels") or {})
-    arch = labels.get("kubernetes.io/arch", "amd64")
-    labels.update(
-        {
-            "kubernetes.io/arch": arch,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/hostname": name,
-            "node.kubernetes.io/instance-type": vm_size(vm),
-            "topology.kubernetes.io/zone": vm_zone(vm),
-            "topology.kubernetes.io/region": str(vm.get("location") or REGION).lower(),
+def karpenters_vms(arm: FakeARM) -> dict[str, dict[str, Any]]:
+    """Karpenter's VMs (tagged with a NodePool) by name: copies, read under the fake's lock."""
+    with arm.lock:
+        return {
+            n: copy.deepcopy(vm)
+            for n, vm in arm.vms.items()
+            if NODEPOOL_TAG in (vm.get("tags") or {})
         }
+
+
+def node_for(vm: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
+    """The Node the VM's kubelet registers (:func:`cloud_harness.kubelet_node`): named
+    after its computer name, with the instance type, zone and region the cloud node manager
+    reads from the VM, the NodePool of its tag, and the kubelet version its customData
+    boots."""
+    return kubelet_node(
+        node_name_of(vm),
+        kubelet_provider_id(vm),
+        nodeclaim,
+        instance_type=vm_size(vm),
+        zone=vm_zone(vm),
+        region=str(vm.get("location") or REGION).lower(),
+        pool=(vm.get("tags") or {}).get(NODEPOOL_TAG),
+        machine_id=str((vm.get("properties") or {}).get("vmId") or vm["name"]),
+        kubelet_version=kubelet_version(vm),
     )
-    pool = (vm.get("tags") or {}).get(NODEPOOL_TAG)
-    if pool:
-        labels[NODEPOOL_LABEL] = pool
-    taints = [{"key": UNREGISTERED_TAINT, "effect": "NoExecute"}]
-    taints += [dict(t) for t in spec.get("taints") or []]
-    taints += [dict(t) for t in spec.get("startupTaints") or []]
-    vm_id = str((vm.get("properties") or {}).get("vmId") or vm["name"])
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"providerID": kubelet_provider_id(vm), "taints": taints},
-        "status": {
-            "capacity": dict(status.get("capacity") or {}),
-            "allocatable": dict(status.get("allocatable") or status.get("capacity") or {}),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                }
-            ],
-            "addresses": [{"type": "Hostname", "address": name}],
-            "nodeInfo": {
-                "architecture": arch,
-                "operatingSystem": "linux",
-                "kubeletVersion": kubelet_version(vm),
-                "machineID": vm_id,
-                "systemUUID": vm_id,
-                "bootID": vm_id,
-                "kernelVersion": "",
-                "osImage": "",
-                "containerRuntimeVersion": "",
-                "kubeProxyVersion": "",
-            },
-        },
-    }
 
 
-class NodeJoiner:
-    """Plays the kubelets of Karpenter's VMs (see the module docstring).
+class NodeJoiner(CloudNodeJoiner):
+    """Plays the kubelets of Karpenter's VMs (see the module docstring), keyed by VM name.
 
-    Each VM joins at most once: a kubelet registers when its machine boots, and a Node
-    Karpenter deleted while deleting the VM must not come back. A VM joins once its create
-    has succeeded (a VM left ``Failed`` by its create never boots) and its NodeClaim names
-    it; until then it waits for the next poll. A joined VM that is gone from Azure takes
-    its Node with it (the cloud node lifecycle controller's part).
+    A VM boots once its create has succeeded (a VM left ``Failed`` by its create never
+    boots); provider ids compare case-insensitively (the resource group's case differs).
     """
+
+    thread_name = "azure-node-joiner"
 
     def __init__(self, arm: FakeARM, kube: Any, interval: float = 0.25) -> None:
+        super().__init__(kube, interval)
         self.arm = arm
-        self.kube = kube
-        self.interval = interval
-        self.joined: dict[str, str] = {}  # VM name -> Node name
-        self.removed: set[str] = set()  # VM names whose Node was deleted after the VM went
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def _vms(self) -> dict[str, dict[str, Any]]:
-        with self.arm.lock:
-            return {
-                name: copy.deepcopy(vm)
-                for name, vm in self.arm.vms.items()
-                if NODEPOOL_TAG in (vm.get("tags") or {})
-            }
+    def machines(self) -> dict[Hashable, dict[str, Any]]:
+        return dict(karpenters_vms(self.arm))
 
-    def step(self) -> list[str]:
-        """One poll: register the Nodes of succeeded VMs whose NodeClaim names them, delete
-        the Nodes of joined VMs that are gone; the names of the Nodes created."""
-        vms = self._vms()
-        claims = {
-            str((c.get("status") or {}).get("providerID")).lower(): c
-            for c in self.kube.list(NODECLAIM).items
-            if (c.get("status") or {}).get("providerID")
-        }
-        created = []
-        for name, vm in sorted(vms.items()):
-            if name in self.joined or vm_state(vm) != "Succeeded":
-                continue
-            claim = claims.get(kubelet_provider_id(vm).lower())
-            if claim is None or claim["metadata"].get("deletionTimestamp"):
-                continue
-            node = node_for(vm, claim)
-            with contextlib.suppress(AlreadyExists):
-                create_with_status(self.kube, node)
-                created.append(node["metadata"]["name"])
-            self.joined[name] = node["metadata"]["name"]
-        for name, node_name in self.joined.items():
-            if name in vms or name in self.removed:
-                continue
-            with contextlib.suppress(NotFound):
-                self.kube.delete("nodes", node_name)
-            self.removed.add(name)
-        return created
+    def booted(self, machine: Mapping[str, Any]) -> bool:
+        return vm_state(machine) == "Succeeded"
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.step()
-            except Exception as e:  # keep joining: one failed poll is retried on the next
-                self.errors.append(f"{type(e).__name__}: {e}")
-                log.warning("node joiner: %s", e)
+    def provider_id(self, machine: Mapping[str, Any]) -> str:
+        return kubelet_provider_id(machine)
 
-    def start(self) -> NodeJoiner:
-        self._thread = threading.Thread(target=self._run, name="azure-node-joiner", daemon=True)
-        self._thread.start()
-        return self
+    def node_for(self, machine: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
+        return node_for(machine, nodeclaim)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+    def claim_key(self, provider_id: str) -> str:
+        return provider_id.lower()
 
 
 # --------------------------------------------------------------------------- serve
 
 
-class AzureServe(Serve):
+class AzureServe(ScrubbedServe):
     """A ``karpenter serve`` subprocess whose environment holds none of the developer's own
     Azure credentials: ``DefaultAzureCredential`` must take the fake's managed identity."""
 
-    def launch(self) -> AzureServe:
-        saved = {k: os.environ.pop(k) for k in FOREIGN_CREDENTIAL_VARS if k in os.environ}
-        try:
-            super().launch()
-        finally:
-            os.environ.update(saved)
-        return self
+    foreign_vars = FOREIGN_CREDENTIAL_VARS
 
 
 # --------------------------------------------------------------------------- the Azure world
@@ -352,30 +258,21 @@ def serve_bundled_skus(arm: FakeARM) -> CatalogRoutes:
     return routes
 
 
-class Azure:
+class Azure(CloudWorld):
     """The cluster, the fake ARM, the node joiner and the ``karpenter serve`` processes."""
 
-    def __init__(self, cluster: Cluster, arm: FakeARM, workdir: Path) -> None:
-        self.cluster = cluster
-        self.kube = cluster.kube
-        self.arm = arm
-        self.workdir = workdir
-        self.joiner = NodeJoiner(arm, self.kube)
-        self.started: list[Serve] = []
-        self.catalog = serve_bundled_skus(arm)
+    provider = "azure"
+    nodeclass_crd = "aksnodeclasses.karpenter.azure.com"
+    nodeclass_api = AKSNODECLASS
+    serve_class: ClassVar[type[Serve]] = AzureServe
+    allowed_types = ALLOWED_TYPES
+    log_note = ", SDK request logs left out"
 
-    def install_crds(self) -> None:
-        """The CRDs as users install them: ``karpenter crds --cloud-provider azure``."""
-        result = CliRunner().invoke(cli_main, ["crds", "--cloud-provider", "azure"])
-        assert result.exit_code == 0, result.output
-        crds = [d for d in yaml.safe_load_all(result.stdout) if d]
-        assert "aksnodeclasses.karpenter.azure.com" in {c["metadata"]["name"] for c in crds}
-        for crd in crds:
-            with contextlib.suppress(AlreadyExists):
-                self.kube.create(crd)
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            wait_for(functools.partial(self.cluster._established, name), f"the CRD {name}")
+    def __init__(self, cluster: Cluster, arm: FakeARM, workdir: Path) -> None:
+        super().__init__(cluster, workdir)
+        self.arm = arm
+        self.joiner = NodeJoiner(arm, self.kube)
+        self.catalog = serve_bundled_skus(arm)
 
     def env(self) -> dict[str, str]:
         """The settings upstream requires, and the fake's endpoints."""
@@ -395,34 +292,8 @@ class Azure:
             "AZURE_RETAIL_PRICES_ENDPOINT": no_prices,
         }
 
-    def serve(self, name: str = "a", *extra: str, env: Mapping[str, str] | None = None) -> Serve:
-        """``karpenter serve --cloud-provider azure`` against the fake; ``env`` adds settings."""
-        s = AzureServe(
-            self.cluster,
-            self.workdir,
-            name,
-            "--cloud-provider",
-            "azure",
-            *extra,
-            env={**self.env(), **(env or {})},
-        ).start()
-        self.started.append(s)
-        return s
-
-    def wait(self, predicate: Callable[[], Any], what: str, deadline: float = WAIT) -> Any:
-        """:func:`wait_for` that gives up at once, with the log, when a ``karpenter serve``
-        this test started has exited (nothing it waits for can happen then)."""
-
-        def check() -> Any:
-            for s in self.started:
-                if s.exited():
-                    raise AssertionError(
-                        f"karpenter serve exited while waiting for {what}; "
-                        f"log:\n{quiet_tail(s, 30)}"
-                    )
-            return predicate()
-
-        return wait_for(check, what, deadline)
+    def tail(self, s: Serve, n: int) -> str:
+        return quiet_tail(s, n)
 
     # -- objects
 
@@ -438,92 +309,11 @@ class Azure:
             }
         )
 
-    def apply_nodepool(
-        self,
-        name: str,
-        nodeclass: str,
-        *,
-        types: tuple[str, ...] = ALLOWED_TYPES,
-        zones: tuple[str, ...] | None = None,
-        consolidation: str = "WhenEmpty",
-    ) -> None:
-        """An on-demand NodePool of ``types`` (in ``zones`` when given). It consolidates at
-        once under ``consolidation`` (by default only empty nodes, so a test's snapshot of
-        nodes and VMs is not raced by a replacement), any number of nodes at a time."""
-        requirements: list[dict[str, Any]] = [
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)},
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        ]
-        if zones is not None:
-            requirements.append(
-                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
-            )
-        self.kube.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": "karpenter.azure.com",
-                                "kind": "AKSNodeClass",
-                                "name": nodeclass,
-                            },
-                            "requirements": requirements,
-                        }
-                    },
-                    "disruption": {
-                        "consolidationPolicy": consolidation,
-                        "consolidateAfter": "0s",
-                        "budgets": [{"nodes": "100%"}],
-                    },
-                    "limits": {"cpu": "1000"},
-                },
-            }
-        )
-
-    def apply_deployment(self, name: str, replicas: int, *, cpu: str = "500m") -> None:
-        """Pause pods labelled ``app=<name>`` requesting ``cpu`` and 256Mi."""
-        self.kube.create(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": APP_NS},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {
-                            "terminationGracePeriodSeconds": 0,
-                            "containers": [
-                                {
-                                    "name": "app",
-                                    "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}},
-                                }
-                            ],
-                        },
-                    },
-                },
-            }
-        )
-
-    def nodeclass(self, name: str) -> dict[str, Any]:
-        return self.kube.get(AKSNODECLASS, name)
-
     # -- the fake's inventory (copies, read under its lock)
 
     def vms(self) -> dict[str, dict[str, Any]]:
         """Karpenter's VMs (tagged with a NodePool) by name."""
-        with self.arm.lock:
-            return {
-                n: copy.deepcopy(vm)
-                for n, vm in self.arm.vms.items()
-                if NODEPOOL_TAG in (vm.get("tags") or {})
-            }
+        return karpenters_vms(self.arm)
 
     def nics(self) -> dict[str, dict[str, Any]]:
         """Every NIC by name (the fake holds nothing but Karpenter's)."""
@@ -534,23 +324,7 @@ class Azure:
         with self.arm.lock:
             return set(self.arm.vms)
 
-    def report(self) -> None:
-        """Printed at teardown (pytest shows it when the test failed)."""
-        for s in self.started:
-            print(f"--- {s.log.name} (last lines, SDK request logs left out)\n{quiet_tail(s)}")
-        if self.joiner.errors:
-            print("--- node joiner errors:", self.joiner.errors[-10:])
-        with contextlib.suppress(ApiError, OSError):
-            print(
-                "--- nodeclaims:",
-                [
-                    (c["metadata"]["name"], (c.get("status") or {}).get("providerID"))
-                    for c in self.cluster.nodeclaims()
-                ],
-            )
-        with contextlib.suppress(ApiError, OSError):
-            for nc in self.kube.list(AKSNODECLASS).items:
-                print(f"--- AKSNodeClass {nc['metadata']['name']} status:", nc.get("status"))
+    def report_cloud(self) -> None:
         with self.arm.lock:
             print(
                 "--- VMs:",
@@ -576,23 +350,9 @@ def fake_arm_fixture() -> Iterator[FakeARM]:
 def azure_fixture(cluster: Cluster, fake_arm: FakeARM, tmp_path: Path) -> Iterator[Azure]:
     """The Azure CRDs installed and the node joiner running; ``azure.serve()`` starts
     ``karpenter serve --cloud-provider azure`` against the fake."""
-    env = Azure(cluster, fake_arm, tmp_path)
-    env.install_crds()
-    env.joiner.start()
-    try:
-        yield env
-    finally:
-        env.joiner.stop()
-        for s in env.started:
-            if not s.exited():
-                s.kill9()
-        env.report()
+    yield from running(Azure(cluster, fake_arm, tmp_path))
 
 
 def claims_by_vm(azure: Azure) -> dict[str, dict[str, Any]]:
     """Launched NodeClaims by the lower-cased name of their VM (from the provider id)."""
-    return {
-        str(c["status"]["providerID"]).rsplit("/", 1)[-1].lower(): c
-        for c in azure.cluster.nodeclaims()
-        if (c.get("status") or {}).get("providerID")
-    }
+    return claims_by_machine(azure.cluster, lambda pid: pid.rsplit("/", 1)[-1].lower())

@@ -35,30 +35,33 @@ What runs where:
   serve_harness's fake kubelet keeps the Node Ready and runs the pods the real
   kube-scheduler binds to it.
 
+The cloud-independent parts (the serve wrapper, ``wait``, the NodePool and Deployment
+manifests, the joiner's loop, the Node a kubelet registers, the teardown report) are
+``cloud_harness``'s; this module gives what is Google Cloud's.
+
 Waits poll with generous deadlines and assert on state, never on how long something took.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import functools
-import logging
-import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-import yaml
-from click.testing import CliRunner
-from serve_harness import APP_NS, WAIT, Cluster, Serve, wait_for
-
-from karpenter_core.cli import main as cli_main
-from karpenter_core.kube.client import AlreadyExists, ApiError, NotFound, create_with_status
-from karpenter_core.plugins import cloud_providers, get_plugin_manager
+from cloud_harness import (
+    CloudWorld,
+    ScrubbedServe,
+    can_launch,
+    claims_by_machine,
+    kubelet_node,
+    running,
+)
+from cloud_harness import NodeJoiner as CloudNodeJoiner
+from serve_harness import Cluster, Serve
 
 FAKEGCE_DIR = Path(__file__).resolve().parents[2] / "plugins" / "gcp" / "tests"
 if str(FAKEGCE_DIR) not in sys.path:
@@ -75,8 +78,6 @@ from fakegce import (  # noqa: E402 -- needs FAKEGCE_DIR on sys.path
     gce_error,
 )
 from fakegce_catalog import CatalogRoutes, catalog_routes  # noqa: E402 -- the same
-
-log = logging.getLogger("gcp_harness")
 
 CLUSTER_ID = "c0ffee00" + "1" * 56
 """The GKE cluster's id (hex): its base32 form is a GCE label, its prefix a network tag."""
@@ -101,9 +102,6 @@ IMAGES = (
 ``id`` terms (:func:`image_id`)."""
 
 GCENODECLASS = ("karpenter.k8s.gcp/v1alpha1", "GCENodeClass")
-NODECLAIM = ("karpenter.sh/v1", "NodeClaim")
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 PROVIDER_ID_PREFIX = "gce://"
 # Upstream's GCE labels on Karpenter's instances (karpenter.sh/nodepool sanitised).
 NODEPOOL_GCE_LABEL = "karpenter-sh-nodepool"
@@ -124,8 +122,7 @@ FOREIGN_VARS = (
 
 def gcp_can_launch() -> bool:
     """Whether the installed GCP plugin says it can launch (its CloudProviderSpec)."""
-    spec = cloud_providers(get_plugin_manager()).get("gcp")
-    return bool(spec is not None and spec.can_launch)
+    return can_launch("gcp")
 
 
 def image_id(name: str) -> str:
@@ -169,93 +166,38 @@ def is_karpenters(instance: Mapping[str, Any]) -> bool:
 
 
 def node_for(instance: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
-    """The Node the instance's kubelet registers.
-
-    Labels: the NodeClaim's (``--node-labels`` / ``kube-labels`` in the metadata), the
-    kubelet's own (arch, os, hostname) and the cloud node manager's (instance type, zone,
-    region) read from the instance. Taints: ``karpenter.sh/unregistered`` and the
-    NodeClaim's taints and startup taints (``--register-with-taints``). Capacity and
-    allocatable: the NodeClaim's status, what the machine type it was launched as reports.
-    """
+    """The Node the instance's kubelet registers (:func:`cloud_harness.kubelet_node`):
+    named after the instance, with the machine type, zone and region the cloud node manager
+    reads from it and the NodePool of its GCE label (``kube-labels`` in the metadata carry
+    the NodeClaim's labels)."""
     name = str(instance["name"])
-    meta = nodeclaim.get("metadata") or {}
-    spec = nodeclaim.get("spec") or {}
-    status = nodeclaim.get("status") or {}
-    labels = dict(meta.get("labels") or {})
-    arch = labels.get("kubernetes.io/arch", "amd64")
     zone = zone_of(instance)
-    labels.update(
-        {
-            "kubernetes.io/arch": arch,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/hostname": name,
-            "node.kubernetes.io/instance-type": machine_type_of(instance),
-            "topology.kubernetes.io/zone": zone,
-            "topology.kubernetes.io/region": zone.rsplit("-", 1)[0],
-        }
+    return kubelet_node(
+        name,
+        kubelet_provider_id(instance),
+        nodeclaim,
+        instance_type=machine_type_of(instance),
+        zone=zone,
+        region=zone.rsplit("-", 1)[0],
+        pool=(instance.get("labels") or {}).get(NODEPOOL_GCE_LABEL),
+        machine_id=str(instance.get("id") or name),
+        kubelet_version="v1.33.0-gke.1000000",
+        os_image="Container-Optimized OS from Google",
     )
-    pool = (instance.get("labels") or {}).get(NODEPOOL_GCE_LABEL)
-    if pool:
-        labels[NODEPOOL_LABEL] = pool
-    taints = [{"key": UNREGISTERED_TAINT, "effect": "NoExecute"}]
-    taints += [dict(t) for t in spec.get("taints") or []]
-    taints += [dict(t) for t in spec.get("startupTaints") or []]
-    uid = str(instance.get("id") or name)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"providerID": kubelet_provider_id(instance), "taints": taints},
-        "status": {
-            "capacity": dict(status.get("capacity") or {}),
-            "allocatable": dict(status.get("allocatable") or status.get("capacity") or {}),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                }
-            ],
-            "addresses": [{"type": "Hostname", "address": name}],
-            "nodeInfo": {
-                "architecture": arch,
-                "operatingSystem": "linux",
-                "kubeletVersion": "v1.33.0-gke.1000000",
-                "machineID": uid,
-                "systemUUID": uid,
-                "bootID": uid,
-                "kernelVersion": "",
-                "osImage": "Container-Optimized OS from Google",
-                "containerRuntimeVersion": "",
-                "kubeProxyVersion": "",
-            },
-        },
-    }
 
 
-class NodeJoiner:
-    """Plays the kubelets of Karpenter's instances (see the module docstring).
+class NodeJoiner(CloudNodeJoiner):
+    """Plays the kubelets of Karpenter's instances (see the module docstring), keyed by
+    (zone, instance name). An instance boots once it is ``RUNNING`` (one whose insert
+    failed stays ``TERMINATED`` and never boots)."""
 
-    Each instance joins at most once: a kubelet registers when its machine boots, and a
-    Node Karpenter deleted while deleting the instance must not come back. An instance
-    joins once it is ``RUNNING`` (one whose insert failed stays ``TERMINATED`` and never
-    boots) and its NodeClaim names it; until then it waits for the next poll. A joined
-    instance that is gone from GCE takes its Node with it (the cloud node lifecycle
-    controller's part).
-    """
+    thread_name = "gcp-node-joiner"
 
     def __init__(self, gce: FakeGCE, kube: Any, interval: float = 0.25) -> None:
+        super().__init__(kube, interval)
         self.gce = gce
-        self.kube = kube
-        self.interval = interval
-        self.joined: dict[tuple[str, str], str] = {}  # (zone, instance) -> Node name
-        self.removed: set[tuple[str, str]] = set()  # whose Node went with the instance
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def _instances(self) -> dict[tuple[str, str], dict[str, Any]]:
+    def machines(self) -> dict[Hashable, dict[str, Any]]:
         with self.gce.lock:
             return {
                 key: copy.deepcopy(inst)
@@ -263,52 +205,14 @@ class NodeJoiner:
                 if is_karpenters(inst)
             }
 
-    def step(self) -> list[str]:
-        """One poll: register the Nodes of running instances whose NodeClaim names them,
-        delete the Nodes of joined instances that are gone; the names of Nodes created."""
-        instances = self._instances()
-        claims = {
-            str((c.get("status") or {}).get("providerID")): c
-            for c in self.kube.list(NODECLAIM).items
-            if (c.get("status") or {}).get("providerID")
-        }
-        created = []
-        for key, inst in sorted(instances.items()):
-            if key in self.joined or inst.get("status") != "RUNNING":
-                continue
-            claim = claims.get(kubelet_provider_id(inst))
-            if claim is None or claim["metadata"].get("deletionTimestamp"):
-                continue
-            node = node_for(inst, claim)
-            with contextlib.suppress(AlreadyExists):
-                create_with_status(self.kube, node)
-                created.append(node["metadata"]["name"])
-            self.joined[key] = node["metadata"]["name"]
-        for key, node_name in self.joined.items():
-            if key in instances or key in self.removed:
-                continue
-            with contextlib.suppress(NotFound):
-                self.kube.delete("nodes", node_name)
-            self.removed.add(key)
-        return created
+    def booted(self, machine: Mapping[str, Any]) -> bool:
+        return machine.get("status") == "RUNNING"
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.step()
-            except Exception as e:  # keep joining: one failed poll is retried on the next
-                self.errors.append(f"{type(e).__name__}: {e}")
-                log.warning("node joiner: %s", e)
+    def provider_id(self, machine: Mapping[str, Any]) -> str:
+        return kubelet_provider_id(machine)
 
-    def start(self) -> NodeJoiner:
-        self._thread = threading.Thread(target=self._run, name="gcp-node-joiner", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+    def node_for(self, machine: Mapping[str, Any], nodeclaim: Mapping[str, Any]) -> dict[str, Any]:
+        return node_for(machine, nodeclaim)
 
 
 # --------------------------------------------------------------------------- the fake's seed
@@ -432,32 +336,29 @@ class ImageRoutes:
 # --------------------------------------------------------------------------- serve
 
 
-class GCPServe(Serve):
+class GCPServe(ScrubbedServe):
     """A ``karpenter serve`` subprocess whose environment holds none of the developer's
     own Google settings: the clients must take the fake's endpoints."""
 
-    def launch(self) -> GCPServe:
-        saved = {k: os.environ.pop(k) for k in FOREIGN_VARS if k in os.environ}
-        try:
-            super().launch()
-        finally:
-            os.environ.update(saved)
-        return self
+    foreign_vars = FOREIGN_VARS
 
 
 # --------------------------------------------------------------------------- the GCP world
 
 
-class GCP:
+class GCP(CloudWorld):
     """The cluster, the fake GCE, the node joiner and the ``karpenter serve`` processes."""
 
+    provider = "gcp"
+    nodeclass_crd = "gcenodeclasses.karpenter.k8s.gcp"
+    nodeclass_api = GCENODECLASS
+    serve_class: ClassVar[type[Serve]] = GCPServe
+    allowed_types = ALLOWED_TYPES
+
     def __init__(self, cluster: Cluster, gce: FakeGCE, workdir: Path) -> None:
-        self.cluster = cluster
-        self.kube = cluster.kube
+        super().__init__(cluster, workdir)
         self.gce = gce
-        self.workdir = workdir
         self.joiner = NodeJoiner(gce, self.kube)
-        self.started: list[Serve] = []
         self.catalog = serve_bundled_machine_types(gce)
         self.images = ImageRoutes(gce)
         self.seed()
@@ -469,19 +370,6 @@ class GCP:
         for name in IMAGES:
             self.images.add(IMAGE_PROJECT, name)
 
-    def install_crds(self) -> None:
-        """The CRDs as users install them: ``karpenter crds --cloud-provider gcp``."""
-        result = CliRunner().invoke(cli_main, ["crds", "--cloud-provider", "gcp"])
-        assert result.exit_code == 0, result.output
-        crds = [d for d in yaml.safe_load_all(result.stdout) if d]
-        assert "gcenodeclasses.karpenter.k8s.gcp" in {c["metadata"]["name"] for c in crds}
-        for crd in crds:
-            with contextlib.suppress(AlreadyExists):
-                self.kube.create(crd)
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            wait_for(functools.partial(self.cluster._established, name), f"the CRD {name}")
-
     def env(self) -> dict[str, str]:
         """The settings upstream requires, and the fake's endpoints."""
         return {
@@ -491,34 +379,6 @@ class GCP:
             "CLUSTER_NAME": CLUSTER,
             "GCP_PRICING_CSV_ENDPOINT": self.catalog.prices_url,
         }
-
-    def serve(self, name: str = "a", *extra: str, env: Mapping[str, str] | None = None) -> Serve:
-        """``karpenter serve --cloud-provider gcp`` against the fake; ``env`` adds settings."""
-        s = GCPServe(
-            self.cluster,
-            self.workdir,
-            name,
-            "--cloud-provider",
-            "gcp",
-            *extra,
-            env={**self.env(), **(env or {})},
-        ).start()
-        self.started.append(s)
-        return s
-
-    def wait(self, predicate: Callable[[], Any], what: str, deadline: float = WAIT) -> Any:
-        """:func:`wait_for` that gives up at once, with the log, when a ``karpenter serve``
-        this test started has exited (nothing it waits for can happen then)."""
-
-        def check() -> Any:
-            for s in self.started:
-                if s.exited():
-                    raise AssertionError(
-                        f"karpenter serve exited while waiting for {what}; log:\n{s.log_tail(30)}"
-                    )
-            return predicate()
-
-        return wait_for(check, what, deadline)
 
     # -- objects
 
@@ -537,82 +397,6 @@ class GCP:
                 },
             }
         )
-
-    def apply_nodepool(
-        self,
-        name: str,
-        nodeclass: str,
-        *,
-        types: tuple[str, ...] = ALLOWED_TYPES,
-        zones: tuple[str, ...] | None = None,
-        consolidation: str = "WhenEmpty",
-    ) -> None:
-        """An on-demand NodePool of ``types`` (in ``zones`` when given). It consolidates at
-        once under ``consolidation`` (by default only empty nodes, so a test's snapshot of
-        nodes and instances is not raced by a replacement), any number at a time."""
-        requirements: list[dict[str, Any]] = [
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)},
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        ]
-        if zones is not None:
-            requirements.append(
-                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
-            )
-        self.kube.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": name},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": "karpenter.k8s.gcp",
-                                "kind": "GCENodeClass",
-                                "name": nodeclass,
-                            },
-                            "requirements": requirements,
-                        }
-                    },
-                    "disruption": {
-                        "consolidationPolicy": consolidation,
-                        "consolidateAfter": "0s",
-                        "budgets": [{"nodes": "100%"}],
-                    },
-                    "limits": {"cpu": "1000"},
-                },
-            }
-        )
-
-    def apply_deployment(self, name: str, replicas: int, *, cpu: str = "500m") -> None:
-        """Pause pods labelled ``app=<name>`` requesting ``cpu`` and 256Mi."""
-        self.kube.create(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": APP_NS},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {
-                            "terminationGracePeriodSeconds": 0,
-                            "containers": [
-                                {
-                                    "name": "app",
-                                    "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}},
-                                }
-                            ],
-                        },
-                    },
-                },
-            }
-        )
-
-    def nodeclass(self, name: str) -> dict[str, Any]:
-        return self.kube.get(GCENODECLASS, name)
 
     # -- the fake's inventory (copies, read under its lock)
 
@@ -635,23 +419,7 @@ class GCP:
         with self.gce.lock:
             return set(self.gce.disks)
 
-    def report(self) -> None:
-        """Printed at teardown (pytest shows it when the test failed)."""
-        for s in self.started:
-            print(f"--- {s.log.name} (last lines)\n{s.log_tail(80)}")
-        if self.joiner.errors:
-            print("--- node joiner errors:", self.joiner.errors[-10:])
-        with contextlib.suppress(ApiError, OSError):
-            print(
-                "--- nodeclaims:",
-                [
-                    (c["metadata"]["name"], (c.get("status") or {}).get("providerID"))
-                    for c in self.cluster.nodeclaims()
-                ],
-            )
-        with contextlib.suppress(ApiError, OSError):
-            for nc in self.kube.list(GCENODECLASS).items:
-                print(f"--- GCENodeClass {nc['metadata']['name']} status:", nc.get("status"))
+    def report_cloud(self) -> None:
         with self.gce.lock:
             print(
                 "--- instances:",
@@ -677,23 +445,9 @@ def fake_gce_fixture() -> Iterator[FakeGCE]:
 def gcp_fixture(cluster: Cluster, fake_gce: FakeGCE, tmp_path: Path) -> Iterator[GCP]:
     """The GCP CRDs installed, the fake seeded and the node joiner running;
     ``gcp.serve()`` starts ``karpenter serve --cloud-provider gcp`` against the fake."""
-    env = GCP(cluster, fake_gce, tmp_path)
-    env.install_crds()
-    env.joiner.start()
-    try:
-        yield env
-    finally:
-        env.joiner.stop()
-        for s in env.started:
-            if not s.exited():
-                s.kill9()
-        env.report()
+    yield from running(GCP(cluster, fake_gce, tmp_path))
 
 
 def claims_by_instance(gcp: GCP) -> dict[str, dict[str, Any]]:
     """Launched NodeClaims by the name of their instance (from the provider id)."""
-    return {
-        last(str(c["status"]["providerID"])): c
-        for c in gcp.cluster.nodeclaims()
-        if (c.get("status") or {}).get("providerID")
-    }
+    return claims_by_machine(gcp.cluster, last)

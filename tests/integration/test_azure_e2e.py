@@ -29,12 +29,9 @@ from azure_harness import (
     CLUSTER_NAME,
     CLUSTER_TAG,
     NODE_RESOURCE_GROUP,
-    NODECLAIM,
-    NODEPOOL_LABEL,
     NODEPOOL_TAG,
     REGION,
     SUBSCRIPTION,
-    UNREGISTERED_TAINT,
     ZONES,
     Azure,
     NodeJoiner,
@@ -49,6 +46,16 @@ from azure_harness import (
     vm_state,
     vm_zone,
 )
+from cloud_harness import (
+    NODECLAIM,
+    NODEPOOL_LABEL,
+    UNREGISTERED_TAINT,
+    condition,
+    is_true,
+    launched_nodeclaim,
+    launches_settled,
+    node_gone,
+)
 from fakearm import FakeARM
 from serve_harness import (
     NODEPOOL,
@@ -57,7 +64,7 @@ from serve_harness import (
     wait_for,
 )
 
-from karpenter_core.kube.client import NotFound, create_with_status
+from karpenter_core.kube.client import create_with_status
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -75,18 +82,6 @@ needs_provider = pytest.mark.skipif(
     not azure_can_launch(),
     reason="the azure plugin's CloudProviderSpec has can_launch=False (provider not finished)",
 )
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
-
-
-def is_true(obj: dict[str, Any], kind: str) -> bool:
-    c = condition(obj, kind)
-    return c is not None and c.get("status") == "True"
 
 
 def sku_vcpus(size: str) -> str:
@@ -127,42 +122,17 @@ def arm_vm(
 
 def nodeclaim_for(name: str, vm: dict[str, Any] | None) -> dict[str, Any]:
     """A launched NodeClaim as Karpenter writes it (status from the provider's create)."""
-    claim: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {NODEPOOL_LABEL: "default", "team": "payments"}},
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.azure.com",
-                "kind": "AKSNodeClass",
-                "name": "default",
-            },
-            "requirements": [
-                {
-                    "key": "node.kubernetes.io/instance-type",
-                    "operator": "In",
-                    "values": ["Standard_D2s_v3"],
-                }
-            ],
-            "taints": [{"key": "dedicated", "value": "payments", "effect": "NoSchedule"}],
-            "startupTaints": [{"key": "cni.example/not-ready", "effect": "NoSchedule"}],
-        },
-    }
-    if vm is not None:
-        claim["status"] = {
+    status = (
+        None
+        if vm is None
+        else {
             "providerID": kubelet_provider_id(vm),
             "capacity": {"cpu": "2", "memory": "8Gi", "pods": "250"},
             "allocatable": {"cpu": "1900m", "memory": "5Gi", "pods": "250"},
         }
-    return claim
-
-
-def _gone(cluster: Cluster, node: str) -> bool:
-    try:
-        cluster.kube.get("nodes", node)
-    except NotFound:
-        return True
-    return False
+    )
+    ref = {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "default"}
+    return launched_nodeclaim(name, ref, "Standard_D2s_v3", status)
 
 
 # --------------------------------------------------------------------------- the node joiner
@@ -226,14 +196,14 @@ def test_node_joiner_registers_succeeded_karpenter_vms_with_a_nodeclaim_and_remo
     assert set(joiner.joined) == {"aks-claimed", "aks-unclaimed"}
     # A Node deleted while its VM lives stays gone (its kubelet registered once).
     cluster.kube.delete("nodes", "aks-unclaimed")
-    wait_for(lambda: _gone(cluster, "aks-unclaimed"), "the deleted node to go")
+    wait_for(lambda: node_gone(cluster, "aks-unclaimed"), "the deleted node to go")
     assert joiner.step() == []
-    assert _gone(cluster, "aks-unclaimed")
+    assert node_gone(cluster, "aks-unclaimed")
     # A VM gone from Azure takes its Node with it.
     with fake_arm.lock:
         del fake_arm.vms["aks-claimed"]
     assert joiner.step() == []
-    wait_for(lambda: _gone(cluster, "aks-claimed"), "the gone VM's node to be deleted")
+    wait_for(lambda: node_gone(cluster, "aks-claimed"), "the gone VM's node to be deleted")
     assert {n["metadata"]["name"] for n in cluster.kube.list("nodes").items}.isdisjoint(
         {"aks-claimed", "aks-unclaimed", "aks-failed", "aks-other"}
     )
@@ -262,18 +232,8 @@ def settled(azure: Azure) -> bool:
     """Every NodeClaim launched, none being deleted, each on a VM whose create succeeded,
     and no other Karpenter VM: an extra NodeClaim from a second provisioning pass may have
     been launched and, empty, consolidated away; this waits until it is gone."""
-    claims = claims_by_vm(azure)
-    vms = azure.vms()
-    return (
-        bool(claims)
-        and all(
-            not c["metadata"].get("deletionTimestamp")
-            and name in vms
-            and vm_state(vms[name]) == "Succeeded"
-            for name, c in claims.items()
-        )
-        and set(vms) == set(claims)
-        and all((c.get("status") or {}).get("providerID") for c in azure.cluster.nodeclaims())
+    return launches_settled(
+        azure.cluster, claims_by_vm(azure), azure.vms(), lambda vm: vm_state(vm) == "Succeeded"
     )
 
 

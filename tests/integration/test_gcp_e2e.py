@@ -23,6 +23,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cloud_harness import (
+    NODECLAIM,
+    NODEPOOL_LABEL,
+    UNREGISTERED_TAINT,
+    condition,
+    is_true,
+    launched_nodeclaim,
+    launches_settled,
+    node_gone,
+)
 from gcp_harness import (
     ALLOWED_TYPES,
     CLUSTER,
@@ -31,14 +41,11 @@ from gcp_harness import (
     GCENODECLASS,
     GCP,
     IMAGES,
-    NODECLAIM,
     NODECLASS_GCE_LABEL,
     NODEPOOL_GCE_LABEL,
-    NODEPOOL_LABEL,
     PROJECT,
     REGION,
     SERVICE_ACCOUNT,
-    UNREGISTERED_TAINT,
     ZONES,
     FakeGCE,
     NodeJoiner,
@@ -60,7 +67,7 @@ from serve_harness import (
     wait_for,
 )
 
-from karpenter_core.kube.client import NotFound, create_with_status
+from karpenter_core.kube.client import create_with_status
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -77,18 +84,6 @@ needs_provider = pytest.mark.skipif(
     not gcp_can_launch(),
     reason="the gcp plugin's CloudProviderSpec has can_launch=False (provider not finished)",
 )
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
-
-
-def is_true(obj: dict[str, Any], kind: str) -> bool:
-    c = condition(obj, kind)
-    return c is not None and c.get("status") == "True"
 
 
 def machine_shape(name: str) -> tuple[int, int]:
@@ -123,42 +118,17 @@ def gce_instance(
 
 def nodeclaim_for(name: str, instance: dict[str, Any] | None) -> dict[str, Any]:
     """A launched NodeClaim as Karpenter writes it (status from the provider's create)."""
-    claim: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {NODEPOOL_LABEL: "default", "team": "payments"}},
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.k8s.gcp",
-                "kind": "GCENodeClass",
-                "name": "default",
-            },
-            "requirements": [
-                {
-                    "key": "node.kubernetes.io/instance-type",
-                    "operator": "In",
-                    "values": ["e2-standard-2"],
-                }
-            ],
-            "taints": [{"key": "dedicated", "value": "payments", "effect": "NoSchedule"}],
-            "startupTaints": [{"key": "cni.example/not-ready", "effect": "NoSchedule"}],
-        },
-    }
-    if instance is not None:
-        claim["status"] = {
+    status = (
+        None
+        if instance is None
+        else {
             "providerID": kubelet_provider_id(instance),
             "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
             "allocatable": {"cpu": "1930m", "memory": "6Gi", "pods": "110"},
         }
-    return claim
-
-
-def _gone(cluster: Cluster, node: str) -> bool:
-    try:
-        cluster.kube.get("nodes", node)
-    except NotFound:
-        return True
-    return False
+    )
+    ref = {"group": "karpenter.k8s.gcp", "kind": "GCENodeClass", "name": "default"}
+    return launched_nodeclaim(name, ref, "e2-standard-2", status)
 
 
 # --------------------------------------------------------------------------- the node joiner
@@ -215,14 +185,14 @@ def test_node_joiner_registers_running_karpenter_instances_with_a_nodeclaim_and_
     assert joiner.step() == ["karpenter-unclaimed"]
     # A Node deleted while its instance lives stays gone (its kubelet registered once).
     cluster.kube.delete("nodes", "karpenter-unclaimed")
-    wait_for(lambda: _gone(cluster, "karpenter-unclaimed"), "the deleted node to go")
+    wait_for(lambda: node_gone(cluster, "karpenter-unclaimed"), "the deleted node to go")
     assert joiner.step() == []
-    assert _gone(cluster, "karpenter-unclaimed")
+    assert node_gone(cluster, "karpenter-unclaimed")
     # An instance gone from GCE takes its Node with it.
     with fake_gce.lock:
         del fake_gce.instances[(zone_of(claimed), "karpenter-claimed")]
     assert joiner.step() == []
-    wait_for(lambda: _gone(cluster, "karpenter-claimed"), "the gone instance's node to go")
+    wait_for(lambda: node_gone(cluster, "karpenter-claimed"), "the gone instance's node to go")
     names = {n["metadata"]["name"] for n in cluster.kube.list("nodes").items}
     assert names.isdisjoint(
         {"karpenter-claimed", "karpenter-unclaimed", "karpenter-failed", "someone-else"}
@@ -240,18 +210,11 @@ def settled(gcp: GCP) -> bool:
     """Every NodeClaim launched, none being deleted, each on a RUNNING instance, and no
     other Karpenter instance: an extra NodeClaim from a second provisioning pass may have
     been launched and, empty, consolidated away; this waits until it is gone."""
-    claims = claims_by_instance(gcp)
-    instances = gcp.instances()
-    return (
-        bool(claims)
-        and all(
-            not c["metadata"].get("deletionTimestamp")
-            and name in instances
-            and instances[name].get("status") == "RUNNING"
-            for name, c in claims.items()
-        )
-        and set(instances) == set(claims)
-        and all((c.get("status") or {}).get("providerID") for c in gcp.cluster.nodeclaims())
+    return launches_settled(
+        gcp.cluster,
+        claims_by_instance(gcp),
+        gcp.instances(),
+        lambda inst: inst.get("status") == "RUNNING",
     )
 
 
