@@ -65,6 +65,7 @@ from karpenter_core.plugin_api import (
     ObjectMeta,
     Requirement,
     Requirements,
+    describe_requested,
     fits,
     format_time,
     truncate,
@@ -399,24 +400,6 @@ def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
     return out
 
 
-def _requested(reqs: Requirements, shown: int = 10) -> str:
-    """The offerings a launch asked for, in a few words, for its error: a user reading
-    "unavailable" needs to know which types, zones and capacity types ran out."""
-    parts = []
-    for key, what in (
-        (wk.LABEL_INSTANCE_TYPE, "instance types"),
-        (wk.LABEL_TOPOLOGY_ZONE, "zones"),
-        (wk.CAPACITY_TYPE_LABEL_KEY, "capacity types"),
-    ):
-        req = reqs.get(key)
-        if req.complement or not req.values:
-            continue
-        values = sorted(req.values)
-        more = f" and {len(values) - shown} more" if len(values) > shown else ""
-        parts.append(f"{what} {', '.join(values[:shown])}{more}")
-    return "; ".join(parts) or "any offering"
-
-
 def filter_instance_types(
     reqs: Requirements, requests: Mapping[str, int], instance_types: Sequence[InstanceType]
 ) -> list[InstanceType]:
@@ -432,12 +415,14 @@ def filter_instance_types(
     ]
     if not kept:
         raise InsufficientCapacityError(
-            f"all requested instance types were unavailable during launch ({_requested(reqs)})"
+            "all requested instance types were unavailable during launch "
+            f"({describe_requested(reqs)})"
         )
     kept = spot_offering_filter(reqs, exotic_filter(reqs, kept))
     if not kept:
         raise InsufficientCapacityError(
-            f"all requested instance types were unavailable during launch ({_requested(reqs)})"
+            "all requested instance types were unavailable during launch "
+            f"({describe_requested(reqs)})"
         )
     truncated, err = truncate(kept, reqs, MAX_INSTANCE_TYPES)
     if err is not None:

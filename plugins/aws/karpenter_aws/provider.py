@@ -74,7 +74,6 @@ from karpenter_core.plugin_api import (
     CreateError,
     DriftReason,
     InstanceType,
-    InsufficientCapacityError,
     NodeClaim,
     NodeClaimNotFoundError,
     NodeClassKind,
@@ -88,6 +87,10 @@ from karpenter_core.plugin_api import (
     UnavailableOfferings,
     WallClock,
     Watch,
+    as_nodeclaim,
+    drift_nodeclass,
+    launch_nodeclass,
+    nodepool_nodeclass,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -185,7 +188,7 @@ class AWSCloudProvider:
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """Launch an EC2 instance for ``nodeclaim`` (see the module docstring)."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         nodeclass = self._launch_nodeclass(nc)
         nodepool = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY, "")
         try:
@@ -222,41 +225,15 @@ class AWSCloudProvider:
         return attrs.evolve(out, metadata=attrs.evolve(out.metadata, annotations=annotations))
 
     def _launch_nodeclass(self, nc: NodeClaim) -> EC2NodeClass:
-        kube = self._require_kube("create")
-        ref = nc.spec.node_class_ref
-        name = ref.name if ref is not None else ""
-        try:
-            nodeclass = get_nodeclass(kube, name) if name else None
-        except NodeClassError as e:
-            raise NodeClassNotReadyError(e) from e
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            why = "is terminating" if nodeclass is not None else "not found"
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nc.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {EC2_NODE_CLASS.kind} {name!r} {why}",
-                )
-            raise InsufficientCapacityError(
-                f"resolving nodeclass, {EC2_NODE_CLASS.kind} {name!r} {why}"
-            )
-        cond = nodeclass.condition("Ready")
-        ready = nodeclass.ready()
-        if ready is False:
-            raise NodeClassNotReadyError(nodeclass.ready_message())
-        if ready is None:
-            observed = cond.get("observedGeneration") if cond is not None else None
-            if cond is not None and observed is not None and observed != nodeclass.generation:
-                raise NodeClassNotReadyError(
-                    "nodeclass status has not been reconciled against the latest spec"
-                )
-            raise CreateError(
-                "resolving nodeclass readiness, nodeclass is in Ready=Unknown, "
-                f"{nodeclass.ready_message()}",
-                "NodeClassReadinessUnknown",
-                "NodeClass is in Ready=Unknown",
-            )
-        return nodeclass
+        return launch_nodeclass(
+            self._require_kube("create"),
+            nc,
+            get_nodeclass,
+            kind=EC2_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+            on_unknown=_not_reconciled,
+        )
 
     def _launch_request(
         self,
@@ -395,7 +372,7 @@ class AWSCloudProvider:
 
     def delete(self, nodeclaim: NodeClaim) -> None:
         """Terminate the NodeClaim's instance; NodeClaimNotFoundError once it is gone."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         provider_id = nc.status.provider_id if nc.status is not None else None
         try:
             instance_id = parse_instance_id(provider_id or "")
@@ -472,23 +449,16 @@ class AWSCloudProvider:
             default = self._default_nodeclass()
             self._prices_once()
             return self._listed(default)
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return []
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("nodepool %s: %s", nodepool.name, e)
-            return []
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nodepool.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {EC2_NODE_CLASS.kind} {ref.name!r} not found",
-                )
-            return []
-        return self._listed(nodeclass)
+        nodeclass = nodepool_nodeclass(
+            self.kube,
+            nodepool,
+            get_nodeclass,
+            kind=EC2_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+            log=log,
+        )
+        return self._listed(nodeclass) if nodeclass is not None else []
 
     def _prices_once(self) -> None:
         """Without a cluster nothing runs the periodic refresh: fetch prices once, so a
@@ -525,24 +495,11 @@ class AWSCloudProvider:
 
     def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason:
         """Upstream's drift checks (:mod:`karpenter_aws.drift`), first hit wins."""
-        nc = _as_nodeclaim(nodeclaim)
-        pool_name = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY)
-        if not pool_name or self.kube is None:
+        nc = as_nodeclaim(nodeclaim)
+        found = drift_nodeclass(self.kube, nc, get_nodeclass, malformed=NodeClassError, log=log)
+        if found is None:
             return ""
-        try:
-            nodepool = NodePool.from_dict(self.kube.get("nodepools", pool_name))
-        except NotFound:
-            return ""
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return ""
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("drift of %s: %s", nc.name, e)
-            return ""
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            return ""
+        nodepool, nodeclass = found
         static = drift.static_drift(
             nc.metadata.annotations,
             self._hash(nodeclass),
@@ -736,9 +693,12 @@ def _provider_id(nc: NodeClaim) -> str:
     return (nc.status.provider_id if nc.status is not None else None) or ""
 
 
-def _as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
-    if isinstance(nodeclaim, NodeClaim):
-        return nodeclaim
-    if isinstance(nodeclaim, Mapping):
-        return NodeClaim.from_dict(nodeclaim)
-    raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")
+def _not_reconciled(nodeclass: EC2NodeClass) -> None:
+    """Ready unknown because the status was written for an older generation: the class is
+    not ready yet (``NodeClassNotReadyError``) rather than of unknown readiness."""
+    cond = nodeclass.condition("Ready")
+    observed = cond.get("observedGeneration") if cond is not None else None
+    if cond is not None and observed is not None and observed != nodeclass.generation:
+        raise NodeClassNotReadyError(
+            "nodeclass status has not been reconciled against the latest spec"
+        )

@@ -21,6 +21,7 @@ from karpenter_core.plugin_api import (
     InsufficientCapacityError,
     Offering,
     Requirements,
+    describe_requested,
     fits,
 )
 from karpenter_core.plugin_api import labels as wk
@@ -59,23 +60,9 @@ def launchable(
 
 
 def requested(reqs: Requirements, shown: int = 10) -> str:
-    """The instance types, zones and capacity types a NodeClaim allows, in a few words: a
-    user reading "unavailable" needs to know which offerings ran out."""
-    parts = []
-    for key, what in (
-        (wk.LABEL_INSTANCE_TYPE, "instance types"),
-        (wk.LABEL_TOPOLOGY_ZONE, "zones"),
-        (wk.CAPACITY_TYPE_LABEL_KEY, "capacity types"),
-    ):
-        if not reqs.has(key):
-            continue
-        req = reqs.get(key)
-        if req.complement or not req.values:
-            continue
-        values = sorted(req.values)
-        more = f" and {len(values) - shown} more" if len(values) > shown else ""
-        parts.append(f"{what} {', '.join(values[:shown])}{more}")
-    return "; ".join(parts) or "any offering"
+    """The instance types, zones and capacity types a NodeClaim allows, in a few words
+    (the core's :func:`~karpenter_core.plugin_api.describe_requested`)."""
+    return describe_requested(reqs, shown)
 
 
 def _rank(offering: Offering) -> tuple[float, int, int]:

@@ -51,20 +51,20 @@ from karpenter_core.plugin_api import (
     CreateError,
     DriftReason,
     InstanceType,
-    InsufficientCapacityError,
     NodeClaim,
     NodeClaimNotFoundError,
-    NodeClaimStatus,
     NodeClassKind,
-    NodeClassNotReadyError,
     NodePool,
     NotFound,
-    ObjectMeta,
     RepairPolicy,
     Requirements,
     UnavailableOfferings,
     WallClock,
-    format_time,
+    as_nodeclaim,
+    drift_nodeclass,
+    instance_nodeclaim,
+    launch_nodeclass,
+    nodepool_nodeclass,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -172,7 +172,7 @@ class AzureCloudProvider:
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """Launch a VM for ``nodeclaim`` (see the module docstring)."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         vms = self._require_vms("create")
         nodeclass = self._launch_nodeclass(nc)
         try:
@@ -210,35 +210,14 @@ class AzureCloudProvider:
         return attrs.evolve(out, metadata=attrs.evolve(out.metadata, annotations=annotations))
 
     def _launch_nodeclass(self, nc: NodeClaim) -> AKSNodeClass:
-        kube = self._require_kube("create")
-        ref = nc.spec.node_class_ref
-        name = ref.name if ref is not None else ""
-        try:
-            nodeclass = get_nodeclass(kube, name) if name else None
-        except NodeClassError as e:
-            raise NodeClassNotReadyError(e) from e
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            why = "is terminating" if nodeclass is not None else "not found"
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nc.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {AKS_NODE_CLASS.kind} {name!r} {why}",
-                )
-            raise InsufficientCapacityError(
-                f"resolving nodeclass, {AKS_NODE_CLASS.kind} {name!r} {why}"
-            )
-        ready = nodeclass.ready()
-        if ready is False:
-            raise NodeClassNotReadyError(nodeclass.ready_message())
-        if ready is None:
-            raise CreateError(
-                "resolving nodeclass readiness, nodeclass is in Ready=Unknown, "
-                f"{nodeclass.ready_message()}",
-                "NodeClassReadinessUnknown",
-                "NodeClass is in Ready=Unknown",
-            )
-        return nodeclass
+        return launch_nodeclass(
+            self._require_kube("create"),
+            nc,
+            get_nodeclass,
+            kind=AKS_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+        )
 
     def _launch_template(
         self, nc: NodeClaim, nodeclass: AKSNodeClass, selection: Selection
@@ -362,7 +341,7 @@ class AzureCloudProvider:
 
     def delete(self, nodeclaim: NodeClaim) -> None:
         """Delete the NodeClaim's VM and NIC; NodeClaimNotFoundError once both are gone."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         vms = self._require_vms("delete")
         provider_id = nc.status.provider_id if nc.status is not None else None
         try:
@@ -418,29 +397,22 @@ class AzureCloudProvider:
         """The NodePool's AKSNodeClass's types; without a cluster, the default view."""
         if self.kube is None or nodepool is None:
             return list(self.catalogue.instance_types(None))
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return []
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("nodepool %s: %s", nodepool.name, e)
-            return []
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nodepool.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {AKS_NODE_CLASS.kind} {ref.name!r} not found",
-                )
-            return []
-        return list(self.catalogue.instance_types(nodeclass))
+        nodeclass = nodepool_nodeclass(
+            self.kube,
+            nodepool,
+            get_nodeclass,
+            kind=AKS_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+            log=log,
+        )
+        return list(self.catalogue.instance_types(nodeclass)) if nodeclass is not None else []
 
     # ------------------------------------------------------------------ drift / repair
 
     def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason:
         """Upstream's checks in its order, first hit wins; then the subnet."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         nodeclass = self._nodeclass_for_drift(nc)
         if nodeclass is None:
             return ""
@@ -476,26 +448,8 @@ class AzureCloudProvider:
         return ""
 
     def _nodeclass_for_drift(self, nc: NodeClaim) -> AKSNodeClass | None:
-        if self.kube is None:
-            return None
-        pool_name = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY)
-        if not pool_name:
-            return None
-        try:
-            nodepool = NodePool.from_dict(self.kube.get("nodepools", pool_name))
-        except NotFound:
-            return None
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return None
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("drift of %s: %s", nc.name, e)
-            return None
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            return None
-        return nodeclass
+        found = drift_nodeclass(self.kube, nc, get_nodeclass, malformed=NodeClassError, log=log)
+        return found[1] if found is not None else None
 
     def _node_of(self, nc: NodeClaim) -> Mapping[str, Any] | None:
         node_name = nc.status.node_name if nc.status is not None else None
@@ -560,44 +514,19 @@ def vm_to_nodeclaim(vm: VMInstance, it: InstanceType | None, *, now: Any) -> Nod
     being deleted gets a deletion timestamp of ``now``."""
     from karpenter_azure.instance import NODEPOOL_TAG, nodeclaim_name
 
-    labels: dict[str, str] = {wk.LABEL_INSTANCE_TYPE: vm.sku}
-    capacity: dict[str, str | int | float] = {}
-    allocatable: dict[str, str | int | float] = {}
-    if it is not None:
-        for req in it.requirements.values():
-            if req.operator() != "In" or len(req.values) != 1:
-                continue
-            labels[req.key] = next(iter(req.values))
-        capacity = dict(res.format_resource_list({k: v for k, v in it.capacity.items() if v}))
-        allocatable = dict(
-            res.format_resource_list({k: v for k, v in it.allocatable().items() if v})
-        )
+    labels: dict[str, str] = {}
     if vm.zone:
         labels[wk.LABEL_TOPOLOGY_ZONE] = vm.zone
     labels[wk.CAPACITY_TYPE_LABEL_KEY] = vm.capacity_type
     if NODEPOOL_TAG in vm.tags:
         labels[wk.NODEPOOL_LABEL_KEY] = vm.tags[NODEPOOL_TAG]
-    terminating = vm.deleting
-    created = vm.created
-    return NodeClaim(
-        metadata=ObjectMeta(
-            name=nodeclaim_name(vm.name) or None,
-            labels=labels,
-            creation_timestamp=format_time(created) if created else None,
-            deletion_timestamp=format_time(now) if terminating else None,
-        ),
-        status=NodeClaimStatus(
-            provider_id=vm.provider_id,
-            image_id=vm.image_id or None,
-            capacity=capacity,
-            allocatable=allocatable,
-        ),
+    return instance_nodeclaim(
+        it,
+        name=nodeclaim_name(vm.name) or None,
+        defaults={wk.LABEL_INSTANCE_TYPE: vm.sku},
+        labels=labels,
+        provider_id=vm.provider_id,
+        image_id=vm.image_id or None,
+        created=vm.created,
+        deleting_since=now if vm.deleting else None,
     )
-
-
-def _as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
-    if isinstance(nodeclaim, NodeClaim):
-        return nodeclaim
-    if isinstance(nodeclaim, Mapping):
-        return NodeClaim.from_dict(nodeclaim)
-    raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")

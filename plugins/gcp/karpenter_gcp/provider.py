@@ -37,19 +37,20 @@ from karpenter_core.plugin_api import (
     InsufficientCapacityError,
     NodeClaim,
     NodeClaimNotFoundError,
-    NodeClaimStatus,
     NodeClassKind,
-    NodeClassNotReadyError,
     NodePool,
-    NotFound,
-    ObjectMeta,
     Offering,
     RepairPolicy,
     Requirements,
     UnavailableOfferings,
     WallClock,
+    as_nodeclaim,
+    describe_requested,
+    drift_nodeclass,
     fits,
-    format_time,
+    instance_nodeclaim,
+    launch_nodeclass,
+    nodepool_nodeclass,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -107,27 +108,9 @@ def select(
     if best is None:
         raise InsufficientCapacityError(
             "all requested instance types were unavailable during launch "
-            f"({_requested(reqs)}; {len(instance_types)} types considered)"
+            f"({describe_requested(reqs)}; {len(instance_types)} types considered)"
         )
     return best[1], best[2]
-
-
-def _requested(reqs: Requirements, shown: int = 10) -> str:
-    parts = []
-    for key, what in (
-        (wk.LABEL_INSTANCE_TYPE, "instance types"),
-        (wk.LABEL_TOPOLOGY_ZONE, "zones"),
-        (wk.CAPACITY_TYPE_LABEL_KEY, "capacity types"),
-    ):
-        if not reqs.has(key):
-            continue
-        req = reqs.get(key)
-        if req.complement or not req.values:
-            continue
-        values = sorted(req.values)
-        more = f" and {len(values) - shown} more" if len(values) > shown else ""
-        parts.append(f"{what} {', '.join(values[:shown])}{more}")
-    return "; ".join(parts) or "any offering"
 
 
 class GCPCloudProvider:
@@ -195,7 +178,7 @@ class GCPCloudProvider:
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """Insert a GCE instance for ``nodeclaim`` (see the module docstring)."""
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         instances = self._require("create", self.instances)
         nodeclass = self._launch_nodeclass(nc)
         try:
@@ -221,35 +204,16 @@ class GCPCloudProvider:
         return attrs.evolve(out, metadata=attrs.evolve(out.metadata, annotations=annotations))
 
     def _launch_nodeclass(self, nc: NodeClaim) -> GCENodeClass:
-        kube = self._require("create", self.kube)
-        ref = nc.spec.node_class_ref
-        name = ref.name if ref is not None else ""
-        try:
-            nodeclass = get_nodeclass(kube, name) if name else None
-        except NodeClassError as e:
-            raise NodeClassNotReadyError(e) from e
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            why = "is terminating" if nodeclass is not None else "not found"
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nc.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {GCE_NODE_CLASS.kind} {name!r} {why}",
-                )
-            raise InsufficientCapacityError(
-                f"resolving node class, {GCE_NODE_CLASS.kind} {name!r} {why}"
-            )
-        ready = nodeclass.ready()
-        if ready is False:
-            raise NodeClassNotReadyError(nodeclass.ready_message())
-        if ready is None:
-            raise CreateError(
-                "resolving NodeClass readiness, NodeClass is in Ready=Unknown, "
-                f"{nodeclass.ready_message()}",
-                "NodeClassReadinessUnknown",
-                "NodeClass is in Ready=Unknown",
-            )
-        return nodeclass
+        return launch_nodeclass(
+            self._require("create", self.kube),
+            nc,
+            get_nodeclass,
+            kind=GCE_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+            missing_noun="node class",
+            unknown_noun="NodeClass",
+        )
 
     def _launch_request(
         self, nc: NodeClaim, nodeclass: GCENodeClass, it: InstanceType, offering: Offering
@@ -347,7 +311,7 @@ class GCPCloudProvider:
     # ------------------------------------------------------------------ instances
 
     def delete(self, nodeclaim: NodeClaim) -> None:
-        nc = _as_nodeclaim(nodeclaim)
+        nc = as_nodeclaim(nodeclaim)
         instances = self._require("delete", self.instances)
         pid = (nc.status.provider_id if nc.status is not None else None) or ""
         if not pid.startswith("gce://"):
@@ -395,47 +359,25 @@ class GCPCloudProvider:
     def get_instance_types(self, nodepool: NodePool | None) -> builtins.list[InstanceType]:
         if self.kube is None or nodepool is None:
             return list(self.catalogue.instance_types(None))
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return []
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("nodepool %s: %s", nodepool.name, e)
-            return []
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            if self.recorder is not None:
-                self.recorder.warning(
-                    nodepool.to_dict(),
-                    "FailedResolveNodeClass",
-                    f"Failed resolving NodeClass: {GCE_NODE_CLASS.kind} {ref.name!r} not found",
-                )
-            return []
-        return list(self.catalogue.instance_types(nodeclass))
+        nodeclass = nodepool_nodeclass(
+            self.kube,
+            nodepool,
+            get_nodeclass,
+            kind=GCE_NODE_CLASS.kind,
+            malformed=NodeClassError,
+            recorder=self.recorder,
+            log=log,
+        )
+        return list(self.catalogue.instance_types(nodeclass)) if nodeclass is not None else []
 
     # ------------------------------------------------------------------ drift / repair
 
     def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason:
-        nc = _as_nodeclaim(nodeclaim)
-        if self.kube is None:
+        nc = as_nodeclaim(nodeclaim)
+        found = drift_nodeclass(self.kube, nc, get_nodeclass, malformed=NodeClassError, log=log)
+        if found is None:
             return ""
-        pool_name = nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY)
-        if not pool_name:
-            return ""
-        try:
-            nodepool = NodePool.from_dict(self.kube.get("nodepools", pool_name))
-        except NotFound:
-            return ""
-        ref = nodepool.spec.template.spec.node_class_ref
-        if ref is None or not ref.name:
-            return ""
-        try:
-            nodeclass = get_nodeclass(self.kube, ref.name)
-        except NodeClassError as e:
-            log.warning("drift of %s: %s", nc.name, e)
-            return ""
-        if nodeclass is None or nodeclass.deletion_timestamp:
-            return ""
+        nodeclass = found[1]
         static = drift.static_drift(nc.metadata.annotations, nodeclass)
         if static:
             return static
@@ -483,45 +425,22 @@ def instance_to_nodeclaim(instance: Instance, it: InstanceType | None, *, now: A
     from karpenter_gcp.instance import LABEL_CLUSTER_LOCATION, STATUS_STOPPING, STATUS_TERMINATED
     from karpenter_gcp.instance import nodeclaim_name as claim_of
 
-    labels: dict[str, str] = {}
-    capacity: dict[str, str | int | float] = {}
-    allocatable: dict[str, str | int | float] = {}
-    if it is not None:
-        for req in it.requirements.values():
-            if req.operator() != "In" or len(req.values) != 1:
-                continue
-            labels[req.key] = next(iter(req.values))
-        capacity = dict(res.format_resource_list({k: v for k, v in it.capacity.items() if v}))
-        allocatable = dict(
-            res.format_resource_list({k: v for k, v in it.allocatable().items() if v})
-        )
-    labels[wk.LABEL_INSTANCE_TYPE] = instance.machine_type
-    labels[wk.LABEL_TOPOLOGY_ZONE] = instance.zone
-    labels[wk.CAPACITY_TYPE_LABEL_KEY] = instance.capacity_type
+    labels: dict[str, str] = {
+        wk.LABEL_INSTANCE_TYPE: instance.machine_type,
+        wk.LABEL_TOPOLOGY_ZONE: instance.zone,
+        wk.CAPACITY_TYPE_LABEL_KEY: instance.capacity_type,
+    }
     if instance.nodepool:
         labels[wk.NODEPOOL_LABEL_KEY] = instance.nodepool
     if instance.cluster_location:
         labels[LABEL_CLUSTER_LOCATION] = instance.cluster_location
     terminating = instance.status in (STATUS_STOPPING, STATUS_TERMINATED)
-    return NodeClaim(
-        metadata=ObjectMeta(
-            name=claim_of(instance.name) or None,
-            labels=labels,
-            creation_timestamp=format_time(instance.created) if instance.created else None,
-            deletion_timestamp=format_time(now) if terminating else None,
-        ),
-        status=NodeClaimStatus(
-            provider_id=instance.provider_id,
-            image_id=instance.image or None,
-            capacity=capacity,
-            allocatable=allocatable,
-        ),
+    return instance_nodeclaim(
+        it,
+        name=claim_of(instance.name) or None,
+        labels=labels,
+        provider_id=instance.provider_id,
+        image_id=instance.image or None,
+        created=instance.created,
+        deleting_since=now if terminating else None,
     )
-
-
-def _as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
-    if isinstance(nodeclaim, NodeClaim):
-        return nodeclaim
-    if isinstance(nodeclaim, Mapping):
-        return NodeClaim.from_dict(nodeclaim)
-    raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")
