@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis import resources as res
 from karpenter_core.apis.base import ObjectMeta, format_time
+from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.v1 import NodeClaim, NodeClaimStatus, NodePool
 from karpenter_core.cloudprovider.errors import (
     CreateError,
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import Conflict, NotFound
 
 if TYPE_CHECKING:
     import logging
@@ -43,6 +44,7 @@ __all__ = [
     "as_nodeclaim",
     "describe_requested",
     "drift_nodeclass",
+    "ensure_hash_annotations",
     "instance_nodeclaim",
     "launch_nodeclass",
     "nodepool_nodeclass",
@@ -283,3 +285,69 @@ def as_nodeclaim(nodeclaim: NodeClaim | Mapping[str, Any]) -> NodeClaim:
     if isinstance(nodeclaim, Mapping):
         return NodeClaim.from_dict(nodeclaim)
     raise TypeError(f"expected a NodeClaim, got {type(nodeclaim).__name__}")
+
+
+_NODECLAIMS = ("karpenter.sh/v1", "NodeClaim")
+
+
+def ensure_hash_annotations(
+    kube: KubeClient,
+    resource: Any,
+    obj: dict[str, Any],
+    wanted: Mapping[str, str],
+    *,
+    hash_key: str,
+    version_key: str,
+    kind: str,
+) -> dict[str, Any] | None:
+    """``obj`` (a NodeClass of ``resource``) carrying the drift-hash annotations ``wanted``,
+    patched when they differ; None when a write conflicted (the caller retries).
+
+    When the hash *version* changes, the class's NodeClaims are restamped first, as
+    upstream's hash controllers do: a NodeClaim not yet drifted gets the new hash and
+    version (the algorithm changed, not its class), a drifted one only the version (it
+    stays drifted). A NodeClaim of another NodeClass kind is left alone."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if all(annotations.get(k) == v for k, v in wanted.items()):
+        return obj
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if annotations.get(version_key) != wanted[version_key] and not _restamp_nodeclaims(
+        kube, name, wanted, hash_key=hash_key, version_key=version_key, kind=kind
+    ):
+        return None
+    try:
+        patched: dict[str, Any] = kube.patch(
+            resource, name, {"metadata": {"annotations": dict(wanted)}}
+        )
+    except (NotFound, Conflict):
+        return None
+    return patched
+
+
+def _restamp_nodeclaims(
+    kube: KubeClient,
+    name: str,
+    wanted: Mapping[str, str],
+    *,
+    hash_key: str,
+    version_key: str,
+    kind: str,
+) -> bool:
+    done = True
+    for nc in kube.list(_NODECLAIMS).items:
+        ref = (nc.get("spec") or {}).get("nodeClassRef") or {}
+        if ref.get("name") != name or ref.get("kind", kind) != kind:
+            continue
+        annotations = (nc.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(version_key) == wanted[version_key]:
+            continue
+        patch = {version_key: wanted[version_key]}
+        if condition_of(nc, "Drifted") is None:
+            patch[hash_key] = wanted[hash_key]
+        try:
+            kube.patch(_NODECLAIMS, nc["metadata"]["name"], {"metadata": {"annotations": patch}})
+        except NotFound:
+            continue
+        except Conflict:
+            done = False
+    return done

@@ -50,7 +50,7 @@ from karpenter_core.plugin_api import (
     ObjectKey,
     Result,
     Watch,
-    condition_of,
+    ensure_hash_annotations,
 )
 from karpenter_gcp.drift import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, hash_annotations
 from karpenter_gcp.images import (
@@ -157,44 +157,15 @@ class NodeClassStatusReconciler:
 
     def _ensure_hash(self, obj: dict[str, Any], nodeclass: GCENodeClass) -> dict[str, Any] | None:
         """The object with current hash annotations (None: a write conflicted, retry)."""
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        wanted = hash_annotations(nodeclass)
-        if all(annotations.get(k) == v for k, v in wanted.items()):
-            return obj
-        if annotations.get(HASH_VERSION_ANNOTATION) != wanted[
-            HASH_VERSION_ANNOTATION
-        ] and not self._migrate_nodeclaims(nodeclass.name, wanted):
-            return None
-        try:
-            return self.kube.patch(
-                NODECLASS_RESOURCE, nodeclass.name, {"metadata": {"annotations": wanted}}
-            )
-        except (NotFound, Conflict):
-            return None
-
-    def _migrate_nodeclaims(self, name: str, wanted: Mapping[str, str]) -> bool:
-        done = True
-        for nc in self.kube.list(_NODECLAIMS).items:
-            ref = (nc.get("spec") or {}).get("nodeClassRef") or {}
-            if ref.get("name") != name or ref.get("kind", GCE_NODE_CLASS.kind) != (
-                GCE_NODE_CLASS.kind
-            ):
-                continue
-            annotations = (nc.get("metadata") or {}).get("annotations") or {}
-            if annotations.get(HASH_VERSION_ANNOTATION) == wanted[HASH_VERSION_ANNOTATION]:
-                continue
-            patch = {HASH_VERSION_ANNOTATION: wanted[HASH_VERSION_ANNOTATION]}
-            if condition_of(nc, "Drifted") is None:
-                patch[HASH_ANNOTATION] = wanted[HASH_ANNOTATION]
-            try:
-                self.kube.patch(
-                    _NODECLAIMS, nc["metadata"]["name"], {"metadata": {"annotations": patch}}
-                )
-            except NotFound:
-                continue
-            except Conflict:
-                done = False
-        return done
+        return ensure_hash_annotations(
+            self.kube,
+            NODECLASS_RESOURCE,
+            obj,
+            hash_annotations(nodeclass),
+            hash_key=HASH_ANNOTATION,
+            version_key=HASH_VERSION_ANNOTATION,
+            kind=GCE_NODE_CLASS.kind,
+        )
 
     # ------------------------------------------------------------------ images
 

@@ -375,3 +375,39 @@ def test_as_nodeclaim() -> None:
     assert as_nodeclaim(nc.to_dict()) == nc
     with pytest.raises(TypeError, match="expected a NodeClaim, got int"):
         as_nodeclaim(3)  # type: ignore[arg-type]
+
+
+def test_ensure_hash_annotations_stamps_the_class_and_restamps_its_nodeclaims() -> None:
+    from karpenter_core.cloudprovider.providerkit import ensure_hash_annotations
+
+    server = InMemoryApiServer(VirtualClock())
+    cls = server.create(builders.nodeclass("test", ready=None))
+    resource = (cls["apiVersion"], cls["kind"])
+    ref = {"group": cls["apiVersion"].split("/")[0], "kind": cls["kind"], "name": "test"}
+
+    def claim(name: str, drifted: bool = False, kind: str = cls["kind"]) -> None:
+        obj = builders.nodeclaim(name)
+        obj["spec"]["nodeClassRef"] = {**ref, "kind": kind}
+        obj["metadata"]["annotations"] = {"h": "old", "v": "1"}
+        server.create(obj)
+        if drifted:
+            status = {"conditions": [builders.condition("Drifted", "True")]}
+            server.patch(
+                ("karpenter.sh/v1", "NodeClaim"), name, {"status": status}, subresource="status"
+            )
+
+    claim("fresh")
+    claim("drifted", drifted=True)
+    claim("other", kind="OtherNodeClass")
+    kw = {"hash_key": "h", "version_key": "v", "kind": cls["kind"]}
+    out = ensure_hash_annotations(server, resource, cls, {"h": "new", "v": "2"}, **kw)
+    assert out is not None and out["metadata"]["annotations"] == {"h": "new", "v": "2"}
+
+    def annotations(name: str) -> dict[str, str]:
+        return dict(server.get(("karpenter.sh/v1", "NodeClaim"), name)["metadata"]["annotations"])
+
+    assert annotations("fresh") == {"h": "new", "v": "2"}
+    assert annotations("drifted") == {"h": "old", "v": "2"}
+    assert annotations("other") == {"h": "old", "v": "1"}
+    # already current: returned as is, nothing written
+    assert ensure_hash_annotations(server, resource, out, {"h": "new", "v": "2"}, **kw) is out
