@@ -62,6 +62,9 @@ class SimulationInputs:
     dra: DRAInputs | None = None
     defaulted_nodepools: Mapping[str, NodePool] = field(init=False)
     """``nodepools`` with the API server's defaults, by name (``consolidateAfter``)."""
+    pass_state: dict[bool, object] = field(init=False, factory=dict, repr=False)
+    """What the pass's simulations share, built by the first one (see
+    :class:`karpenter_core.disruption.simulation.PassState`), by consolidation flag."""
 
     @defaulted_nodepools.default
     def _defaulted(self) -> Mapping[str, NodePool]:

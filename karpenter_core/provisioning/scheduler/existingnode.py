@@ -27,36 +27,93 @@ if TYPE_CHECKING:
 EXCEEDS_NODE_RESOURCES = PodError("exceeds node resources")
 
 
+class SolveScope:
+    """The solve an :class:`ExistingNode` currently takes part in: its topology and DRA
+    simulation. Nodes prepared once for many solves (:mod:`.existingcapacity`) share one
+    scope, which each solve points at itself, instead of being rebuilt per solve."""
+
+    __slots__ = ("dra", "topology")
+
+    def __init__(self, topology: TopologyAdapter | None, dra: DRASimulation | None) -> None:
+        self.topology = topology
+        self.dra = dra
+
+
 class ExistingNode:
+    """A node (or launched NodeClaim) that pods may be placed on during one solve.
+
+    A *shared* node is prepared once for many solves and never changed: the solve that
+    first places a pod on it works on a :meth:`clone` instead (copy-on-write)."""
+
     def __init__(
         self,
         state_node: Any,
-        topology: TopologyAdapter,
+        topology: TopologyAdapter | None,
         taints: Sequence[Any],
         daemon_requests: Mapping[str, int],
         dra: DRASimulation | None = None,
+        *,
+        scope: SolveScope | None = None,
+        requirements: Requirements | None = None,
     ) -> None:
+        """``scope`` shares the solve's topology and DRA with other nodes (``topology`` and
+        ``dra`` are then ignored and the hostname is not registered: the solve does it);
+        ``requirements`` are the node's label requirements when already built."""
         self.state_node = state_node
-        self.dra = dra
+        self.scope = scope if scope is not None else SolveScope(topology, dra)
         self.name: str = state_node.name()
-        self.topology = topology
         self.taints = tuple(taints)
         # Daemons that will still land here: compatible daemon requests minus those already
         # running, never negative.
         pending_daemons = rl.subtract(daemon_requests, state_node.daemonset_requests())
         pending_daemons = {k: max(0, v) for k, v in pending_daemons.items()}
         self.remaining = rl.subtract(state_node.available(), pending_daemons)
-        self.requirements = Requirements.from_labels(state_node.labels())
+        self.requirements = (
+            requirements.copy()
+            if requirements is not None
+            else Requirements.from_labels(state_node.labels())
+        )
         hostname = state_node.hostname()
         self.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, [hostname]))
         self.hostname = hostname
-        topology.register(LABEL_HOSTNAME, hostname)
+        if scope is None and topology is not None:
+            topology.register(LABEL_HOSTNAME, hostname)
         self.pods: list[Any] = []
         self._initialized = bool(state_node.initialized())
         # Consolidation simulations only: the node changed too recently to receive pods
         # moved off other nodes (set by the Scheduler).
         self.under_consolidate_after = False
+        self.shared = False
         self._tolerates_cache: dict[Any, object | None] = {}
+
+    @property
+    def topology(self) -> TopologyAdapter:
+        topology = self.scope.topology
+        assert topology is not None, "an existing node used outside a solve"
+        return topology
+
+    @property
+    def dra(self) -> DRASimulation | None:
+        return self.scope.dra
+
+    def clone(self) -> ExistingNode:
+        """A private copy for one solve: its own remaining resources, pods and state node
+        (placing a pod records host ports and volumes on it); the label requirements and
+        the taint answers are shared, as neither changes in place."""
+        n = ExistingNode.__new__(ExistingNode)
+        n.state_node = self.state_node.copy()
+        n.scope = self.scope
+        n.name = self.name
+        n.taints = self.taints
+        n.remaining = dict(self.remaining)
+        n.requirements = self.requirements
+        n.hostname = self.hostname
+        n.pods = list(self.pods)
+        n._initialized = self._initialized
+        n.under_consolidate_after = self.under_consolidate_after
+        n.shared = False
+        n._tolerates_cache = self._tolerates_cache
+        return n
 
     def initialized(self) -> bool:
         return self._initialized

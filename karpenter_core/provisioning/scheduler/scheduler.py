@@ -25,7 +25,6 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.resource import ResourceClaim
-from karpenter_core.apis.taints import tolerates
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler import resourcelist as rl
@@ -40,6 +39,11 @@ from karpenter_core.provisioning.scheduler.errors import (
     NodePoolError,
     PodError,
     is_reserved_offering_error,
+)
+from karpenter_core.provisioning.scheduler.existingcapacity import (
+    ExistingCapacity,
+    daemon_requests_for,
+    existing_node_order,
 )
 from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
 from karpenter_core.provisioning.scheduler.instancetypes import (
@@ -65,7 +69,7 @@ from karpenter_core.provisioning.scheduler.solvemetrics import SolveGauges, effe
 from karpenter_core.provisioning.scheduler.topology import Topology, parse_scheduler_config
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.runtime.scope import current_controller
-from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
+from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.state.statenode import StateNode
 
 PREFERENCE_POLICY_RESPECT = "Respect"
@@ -168,6 +172,8 @@ class Scheduler:
         deleting_node_names: Iterable[str] = (),
         controller: str | None = None,
         dra: DRASimulation | None = None,
+        existing: ExistingCapacity | None = None,
+        excluded_nodes: Iterable[str] = (),
     ) -> None:
         """``reference=True`` turns off every shortcut (memoised topology answers, skipped
         NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
@@ -182,7 +188,12 @@ class Scheduler:
         reconcile is running (:func:`karpenter_core.runtime.scope.current_controller`).
 
         ``dra`` simulates the pods' ResourceClaims (:mod:`.dra`); without it, and with
-        ``ignore_dra_requests`` off, their claims are not looked at."""
+        ``ignore_dra_requests`` off, their claims are not looked at.
+
+        ``existing`` replaces ``state_nodes`` (and ``under_consolidate_after``, which it
+        has applied) by capacity prepared once for many solves (:mod:`.existingcapacity`),
+        less the nodes named in ``excluded_nodes``: its nodes are shared, and copied only
+        when this solve places a pod on one."""
         self.options = options
         self.dra = dra if not options.ignore_dra_requests else None
         self._pods: dict[str, Any] = {}
@@ -259,18 +270,25 @@ class Scheduler:
         self._blocker_index: dict[int, tuple[dict[str, int], dict[NodeClaim, None]]] = {}
         self.deleting_node_names = frozenset(deleting_node_names)
         self.existing_nodes: list[ExistingNode] = []
+        self._existing = existing
+        self._slots: list[ExistingNode] = []
+        self._excluded_nodes = frozenset(excluded_nodes)
+        if existing is not None:
+            if state_nodes:
+                raise ValueError("give the scheduler state nodes or prepared capacity, not both")
+            self._use_existing(existing)
+            return
         for sn in state_nodes:
             taints = sn.taints()
-            daemons = [
-                p
-                for p in daemon_pods
-                if tolerates(taints, p.tolerations) is None
-                and Requirements.from_labels(sn.labels()).is_compatible(
-                    strict_pod_requirements(p.node_selector, p.affinity)
-                )
-            ]
-            daemon_requests = rl.total(p.scheduling_requests for p in daemons)
-            node = ExistingNode(sn, self.topology, taints, daemon_requests, self.dra)
+            labels = Requirements.from_labels(sn.labels())
+            node = ExistingNode(
+                sn,
+                self.topology,
+                taints,
+                daemon_requests_for(taints, labels, daemon_pods),
+                self.dra,
+                requirements=labels,
+            )
             node.under_consolidate_after = bool(
                 under_consolidate_after is not None and under_consolidate_after(sn)
             )
@@ -278,7 +296,18 @@ class Scheduler:
             pool = sn.nodepool_name()
             if pool in self.remaining:
                 self.remaining[pool] = rl.subtract(self.remaining[pool], sn.capacity())
-        self.existing_nodes.sort(key=lambda n: (not n.initialized(), n.name))
+        self.existing_nodes.sort(key=existing_node_order)
+
+    def _use_existing(self, existing: ExistingCapacity) -> None:
+        """Take the prepared nodes, less the excluded ones, into this solve."""
+        excluded = self._excluded_nodes
+        existing.scope.topology = self.topology
+        existing.scope.dra = self.dra
+        self._slots = list(existing.nodes)
+        self.existing_nodes = [n for n in self._slots if n.name not in excluded]
+        self.topology.register_all(LABEL_HOSTNAME, existing.hostnames(excluded))
+        for pool, limits in self.remaining.items():
+            self.remaining[pool] = rl.subtract(limits, existing.nodepool_capacity(pool, excluded))
 
     # -- pod data --
 
@@ -431,6 +460,8 @@ class Scheduler:
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
         blockers = [] if self.reference else self.topology.hostname_blockers(pod)
         moving = pod.phase != "Pending" and pod.node_name not in self.deleting_node_names
+        if self._existing is not None:
+            return self._add_to_prepared_node(pod, data, claims, volumes, blockers, moving)
         for node in self.existing_nodes:
             if node.under_consolidate_after and moving:
                 continue
@@ -441,6 +472,44 @@ class Scheduler:
                 node.add(pod, data, result, volumes)
                 return True
         return False
+
+    def _add_to_prepared_node(
+        self,
+        pod: Any,
+        data: PodData,
+        claims: Sequence[ResourceClaim],
+        volumes: Mapping[str, frozenset[str]] | None,
+        blockers: Sequence[Mapping[str, int]],
+        moving: bool,
+    ) -> bool:
+        """:meth:`_add_to_existing_node` over prepared capacity: the same nodes in the same
+        order, less those whose CPU or memory cannot take the pod (they would refuse it)."""
+        assert self._existing is not None
+        slots = self._slots
+        excluded = self._excluded_nodes
+        for i in self._existing.may_fit(data.requests):
+            node = slots[i]
+            if excluded and node.name in excluded:
+                continue
+            if node.under_consolidate_after and moving:
+                continue
+            if blockers and any(b.get(node.hostname) for b in blockers):
+                continue
+            result = node.can_add(pod, data, volumes, claims)
+            if isinstance(result, Placement):
+                if node.shared:
+                    node = self._own(i, node)
+                node.add(pod, data, result, volumes)
+                return True
+        return False
+
+    def _own(self, slot: int, shared: ExistingNode) -> ExistingNode:
+        """This solve's own copy of a shared node, in its place."""
+        mine = shared.clone()
+        self._slots[slot] = mine
+        nodes = self.existing_nodes
+        nodes[nodes.index(shared)] = mine
+        return mine
 
     def _unblocked(self, pod: Any) -> list[NodeClaim] | None:
         """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order

@@ -36,7 +36,8 @@ pods with the defaults stamped on (each with its deduced selector).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import attrs
@@ -91,6 +92,7 @@ __all__ = [
     "DefaultTopologySpreadInjector",
     "SchedulerConfigError",
     "Topology",
+    "TopologyBase",
     "TopologyError",
     "build_domain_groups",
     "ignored_for_topology",
@@ -237,13 +239,17 @@ class Topology:
         *,
         preference_policy: str = PREFERENCE_POLICY_RESPECT,
         namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+        base: TopologyBase | None = None,
+        excluded_state_nodes: Iterable[str] = (),
     ) -> None:
+        """``base`` (see :class:`TopologyBase`) replaces ``snapshot``, ``state_nodes``,
+        ``nodepools``, ``instance_types`` and ``namespace_labels``: the cluster is the
+        base's, without the state nodes named in ``excluded_state_nodes``."""
         if preference_policy not in PREFERENCE_POLICIES:
             raise ValueError(
                 f"preference policy must be one of Respect, Ignore (got {preference_policy!r})"
             )
         self.preference_policy = preference_policy
-        self.domain_groups = build_domain_groups(nodepools, instance_types)
         self.topology_groups: dict[Hashable, TopologyGroup] = {}
         self.inverse_topology_groups: dict[Hashable, TopologyGroup] = {}
         self.excluded_pods: set[str] = {pod_id(p) for p in pods}
@@ -254,12 +260,31 @@ class Topology:
         self._inverse_owned: dict[str, list[TopologyGroup]] = {}
         self._inverse_version = 0
         self._inverse_selecting_cache: dict[Hashable, tuple[int, list[TopologyGroup]]] = {}
-        self._node_reqs_cache: dict[str, Requirements] = {}
-
-        cluster_pods: Sequence[Any] = tuple(getattr(snapshot, "pods", ()) or ())
-        self._nodes: dict[str, Any] = {n.name: n for n in getattr(snapshot, "nodes", ()) or ()}
+        self._base = base
+        self._excluded_state_nodes = frozenset(excluded_state_nodes)
+        self._node_reqs_cache: dict[str, Requirements]
+        self._nodes: dict[str, Any]
         # Existing real nodes (state nodes tracking a Node, not just an in-flight NodeClaim).
         self._state_nodes: list[tuple[Mapping[str, str], tuple[Taint, ...], Any]] = []
+        # Pods that count, by namespace (running somewhere, not part of this batch).
+        self._counted: dict[str, list[Any]] = {}
+        if base is not None:
+            self.domain_groups = base.domain_groups
+            self._node_reqs_cache = base.node_requirements_cache
+            self._nodes = base.nodes
+            namespaces = dict(base.namespaces)
+            for p in pods:
+                namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
+            self._namespaces = namespaces
+            self._update_inverse_affinities(base.anti_affinity_pods)
+            for p in pods:
+                self.update(p)
+            return
+
+        self.domain_groups = build_domain_groups(nodepools, instance_types)
+        self._node_reqs_cache = {}
+        cluster_pods: Sequence[Any] = tuple(getattr(snapshot, "pods", ()) or ())
+        self._nodes = {n.name: n for n in getattr(snapshot, "nodes", ()) or ()}
         for sn in state_nodes:
             node = getattr(sn, "node", None)
             if node is None:
@@ -267,16 +292,7 @@ class Topology:
             self._state_nodes.append((sn.labels(), tuple(node.taints), node))
             self._nodes.setdefault(node.name, node)
 
-        # Pods that count, by namespace (running somewhere, not part of this batch).
-        self._counted: dict[str, list[Any]] = {}
-        namespaces: dict[str, dict[str, str]] = {}
-        for p in (*cluster_pods, *pods):
-            namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
-        if namespace_labels is None:
-            namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
-        for ns, labels in namespace_labels.items():
-            namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
-        self._namespaces = namespaces
+        self._namespaces = _namespaces_of(cluster_pods, pods, snapshot, namespace_labels)
         for p in cluster_pods:
             if ignored_for_topology(p) or pod_id(p) in self.excluded_pods:
                 continue
@@ -378,6 +394,11 @@ class Topology:
         """Make every group on ``topology_key`` aware of ``domain`` (e.g. a new node's hostname)."""
         for tg in self._by_key.get(topology_key, ()):
             tg.register(domain)
+
+    def register_all(self, topology_key: str, domains: AbstractSet[str]) -> None:
+        """:meth:`register` for every one of ``domains`` (the hostnames of existing nodes)."""
+        for tg in self._by_key.get(topology_key, ()):
+            tg.register_all(domains)
 
     def unregister(self, topology_key: str, domain: str) -> None:
         """Forget ``domain`` in every group on ``topology_key``."""
@@ -545,6 +566,11 @@ class Topology:
 
     def _count_domains(self, tg: TopologyGroup) -> None:
         """Learn the domains of existing nodes and count the cluster's running pods."""
+        if self._base is not None:
+            self._base.count_into(
+                tg, self._excluded_state_nodes, self.excluded_pods, self._filter_matches_node
+            )
+            return
         key = tg.key
         for labels, _taints, node in self._state_nodes:
             if not self._filter_matches_node(tg.node_filter, node):
@@ -602,6 +628,185 @@ class Topology:
             if not tg.is_owned_by(pid):
                 tg.add_owner(pid)
                 self._inverse_owned.setdefault(pid, []).append(tg)
+
+
+def _namespaces_of(
+    cluster_pods: Iterable[Any],
+    pods: Iterable[Any],
+    snapshot: Any,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None,
+) -> dict[str, dict[str, str]]:
+    """Namespace name -> labels (with ``kubernetes.io/metadata.name``) for every namespace
+    a pod is in, plus those ``namespace_labels`` (default: the snapshot's) know."""
+    namespaces: dict[str, dict[str, str]] = {}
+    for p in (*cluster_pods, *pods):
+        namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
+    if namespace_labels is None:
+        namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
+    for ns, labels in namespace_labels.items():
+        namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
+    return namespaces
+
+
+@define(slots=True)
+class _GroupCounts:
+    """One group's counting over the whole base cluster (see :meth:`TopologyBase.count_into`).
+
+    ``present``: domain -> pods counted there, for every domain a state node registers or a
+    pod is counted in; ``registered``: domain -> state nodes registering it;
+    ``node_domain``: state node name -> the domain it registers; ``pod_domains``: pod id ->
+    the domains its pods were counted in (one entry per pod carrying that id)."""
+
+    present: dict[str, int]
+    registered: dict[str, int]
+    node_domain: dict[str, str]
+    pod_domains: dict[str, list[str]]
+
+
+class TopologyBase:
+    """What every :class:`Topology` over one cluster shares, computed once.
+
+    A disruption pass simulates the same cluster many times, each time without a few
+    candidate nodes and with their pods (and the pending ones) as the batch. Counting a new
+    group walks every node and every pod of its namespaces; here that walk is done once per
+    group identity, over the whole cluster, and each solve's :class:`Topology` derives its
+    counts by taking out the state nodes it excludes and the pods of its batch (a handful),
+    so a solve costs the same on 100 nodes or 5,000. The answers are the ones the plain
+    constructor computes (a differential test checks it).
+
+    ``snapshot`` supplies the pods, nodes and namespaces; ``state_nodes`` the existing
+    capacity every derived topology starts from; ``nodepools``/``instance_types`` the domain
+    universe. Build one per cluster state: it must not outlive a change to the cluster.
+    """
+
+    def __init__(
+        self,
+        snapshot: Any,
+        state_nodes: Sequence[Any],
+        nodepools: Sequence[NodePool],
+        instance_types: Mapping[str, Sequence[Any]],
+        *,
+        namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        self.domain_groups = build_domain_groups(nodepools, instance_types)
+        self.node_requirements_cache: dict[str, Requirements] = {}
+        cluster_pods: tuple[Any, ...] = tuple(getattr(snapshot, "pods", ()) or ())
+        self.nodes: dict[str, Any] = {n.name: n for n in getattr(snapshot, "nodes", ()) or ()}
+        self.state_nodes: list[tuple[str, Mapping[str, str], Any]] = []
+        for sn in state_nodes:
+            node = getattr(sn, "node", None)
+            if node is None:
+                continue
+            self.state_nodes.append((sn.name(), sn.labels(), node))
+            self.nodes.setdefault(node.name, node)
+        self.namespaces = _namespaces_of(cluster_pods, (), snapshot, namespace_labels)
+        self.counted: dict[str, list[Any]] = {}
+        for p in cluster_pods:
+            if not ignored_for_topology(p):
+                self.counted.setdefault(p.namespace, []).append(p)
+        self.anti_affinity_pods: tuple[Any, ...] = tuple(
+            p
+            for p in cluster_pods
+            if p.node_name
+            and p.phase not in ("Succeeded", "Failed")
+            and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED)
+        )
+        self._counts: dict[Hashable, _GroupCounts] = {}
+
+    def topology(
+        self,
+        pods: Sequence[SchedulingPod],
+        excluded_state_nodes: Iterable[str] = (),
+        *,
+        preference_policy: str = PREFERENCE_POLICY_RESPECT,
+    ) -> Topology:
+        """The topology of a solve of ``pods`` over this cluster without the state nodes
+        named in ``excluded_state_nodes``."""
+        return Topology(
+            None,
+            (),
+            (),
+            {},
+            pods,
+            preference_policy=preference_policy,
+            base=self,
+            excluded_state_nodes=excluded_state_nodes,
+        )
+
+    def _group_counts(
+        self, tg: TopologyGroup, matches: Callable[[TopologyNodeFilter, Any], bool]
+    ) -> _GroupCounts:
+        identity = (tg.key, tg.namespaces, tg.selector.signature, tg.node_filter.signature)
+        hit = self._counts.get(identity)
+        if hit is not None:
+            return hit
+        key = tg.key
+        node_filter = tg.node_filter
+        registered: dict[str, int] = {}
+        node_domain: dict[str, str] = {}
+        for name, labels, node in self.state_nodes:
+            if not matches(node_filter, node):
+                continue
+            domain = labels.get(key)
+            if domain is not None:
+                node_domain[name] = domain
+                registered[domain] = registered.get(domain, 0) + 1
+        counted: dict[str, int] = {}
+        pod_domains: dict[str, list[str]] = {}
+        nodes = self.nodes
+        for ns in tg.namespaces:
+            for p in self.counted.get(ns, ()):
+                if not tg.selector.matches(p.labels or {}):
+                    continue
+                node = nodes.get(p.node_name)
+                if node is None:
+                    continue
+                domain = node.labels.get(key)
+                if domain is None and key == LABEL_HOSTNAME:
+                    domain = node.name
+                if domain is None or not matches(node_filter, node):
+                    continue
+                counted[domain] = counted.get(domain, 0) + 1
+                pod_domains.setdefault(pod_id(p), []).append(domain)
+        present = dict.fromkeys(registered, 0)
+        present.update(counted)
+        hit = self._counts[identity] = _GroupCounts(present, registered, node_domain, pod_domains)
+        return hit
+
+    def count_into(
+        self,
+        tg: TopologyGroup,
+        excluded_state_nodes: AbstractSet[str],
+        excluded_pods: AbstractSet[str],
+        matches: Callable[[TopologyNodeFilter, Any], bool],
+    ) -> None:
+        """Give the new group ``tg`` the domains and counts the plain constructor would: the
+        whole cluster's, less the excluded state nodes' registrations and the excluded
+        pods' counts (a domain nothing registers or counts any more disappears)."""
+        counts = self._group_counts(tg, matches)
+        present = counts.present
+        lost_nodes: dict[str, int] = {}
+        for name in excluded_state_nodes:
+            domain = counts.node_domain.get(name)
+            if domain is not None:
+                lost_nodes[domain] = lost_nodes.get(domain, 0) + 1
+        lost_pods: dict[str, int] = {}
+        pod_domains = counts.pod_domains
+        for pid in excluded_pods:
+            for domain in pod_domains.get(pid, ()):
+                lost_pods[domain] = lost_pods.get(domain, 0) + 1
+        if lost_nodes or lost_pods:
+            present = dict(present)
+            registered = counts.registered
+            for domain in lost_nodes.keys() | lost_pods.keys():
+                left = present[domain] - lost_pods.get(domain, 0)
+                if left > 0 or registered.get(domain, 0) > lost_nodes.get(domain, 0):
+                    present[domain] = left
+                else:
+                    del present[domain]
+        domains = tg.domains
+        domains.update(present)
+        tg.empty_domains = {d for d, n in domains.items() if n == 0}
 
 
 # --- default topology-spread awareness (upstream defaultconstraints.go) ------------------------------

@@ -8,6 +8,7 @@ call is a no-op that leaves requirements unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
@@ -144,6 +145,10 @@ class TopologyAdapter:
     def register(self, key: str, domain: str) -> None:
         if self.topology is not None:
             self.topology.register(key, domain)
+
+    def register_all(self, key: str, domains: AbstractSet[str]) -> None:
+        if self.topology is not None:
+            self.topology.register_all(key, domains)
 
     def update(self, pod: Any) -> None:
         if self.topology is not None:

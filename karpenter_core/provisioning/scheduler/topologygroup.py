@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from karpenter_core.apis.labels import LABEL_HOSTNAME
@@ -173,6 +174,13 @@ class TopologyGroup:
             if domain not in self.domains:
                 self.domains[domain] = 0
                 self.empty_domains.add(domain)
+
+    def register_all(self, domains: AbstractSet[str]) -> None:
+        """:meth:`register` for a set of domains, touching only the new ones."""
+        new = domains - self.domains.keys()
+        if new:
+            self.domains.update(dict.fromkeys(new, 0))
+            self.empty_domains.update(new)
 
     def unregister(self, *domains: str) -> None:
         for domain in domains:

@@ -1,0 +1,144 @@
+"""Existing capacity prepared once for many solves over the same cluster.
+
+A disruption pass asks the scheduler the same question once per candidate: "without these
+nodes, where would their pods go?". Every one of those solves starts from the same
+existing nodes, less a few. Building the solver's view of each node (its label
+requirements, the DaemonSet pods still to come, what is left of it) costs the same for
+every node, so doing it per solve made the cost of one candidate grow with the cluster.
+:class:`ExistingCapacity` builds those views once; a :class:`~.scheduler.Scheduler` given
+one uses them shared and copies a node only when it places a pod on it, and finds the
+nodes a pod's CPU and memory could fit on from a per-pass index instead of asking every
+node. The decisions are the plain constructor's (a differential test checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.taints import tolerates
+from karpenter_core.provisioning.scheduler import resourcelist as rl
+from karpenter_core.provisioning.scheduler.existingnode import ExistingNode, SolveScope
+from karpenter_core.scheduling.requirements import Requirements, strict_pod_requirements
+
+__all__ = ["ExistingCapacity", "daemon_requests_for", "existing_node_order"]
+
+_CPU = "cpu"
+_MEMORY = "memory"
+
+
+def daemon_requests_for(
+    taints: Sequence[Any], labels: Requirements, daemon_pods: Iterable[Pod]
+) -> dict[str, int]:
+    """What the DaemonSet pods that would run on a node with ``taints`` and ``labels``
+    request in all (those that tolerate it and whose strict node affinity it meets)."""
+    return rl.total(
+        p.scheduling_requests
+        for p in daemon_pods
+        if tolerates(taints, p.tolerations) is None
+        and labels.is_compatible(strict_pod_requirements(p.node_selector, p.affinity))
+    )
+
+
+def existing_node_order(node: ExistingNode) -> tuple[bool, str]:
+    """The order the scheduler tries existing nodes in: initialised first, then by name."""
+    return (not node.initialized(), node.name)
+
+
+class ExistingCapacity:
+    """The existing nodes of one cluster state, ready for many solves (module docstring).
+
+    ``state_nodes`` are every node a solve may use (solves leave some out by name);
+    ``daemon_pods`` the DaemonSet pods as the scheduler takes them;
+    ``under_consolidate_after`` marks the nodes consolidation must not move pods onto.
+    Nothing here may change while solves use it: build one per cluster state.
+    """
+
+    def __init__(
+        self,
+        state_nodes: Sequence[Any],
+        daemon_pods: Sequence[Pod],
+        under_consolidate_after: Callable[[Any], bool] | None = None,
+    ) -> None:
+        self.scope = SolveScope(None, None)
+        nodes: list[ExistingNode] = []
+        capacity: dict[str, dict[str, int]] = {}
+        self._capacity_of: dict[str, tuple[str, dict[str, int]]] = {}
+        for sn in state_nodes:
+            taints = sn.taints()
+            labels = Requirements.from_labels(sn.labels())
+            node = ExistingNode(
+                sn,
+                None,
+                taints,
+                daemon_requests_for(taints, labels, daemon_pods),
+                scope=self.scope,
+                requirements=labels,
+            )
+            node.under_consolidate_after = bool(
+                under_consolidate_after is not None and under_consolidate_after(sn)
+            )
+            node.shared = True
+            nodes.append(node)
+            pool = sn.nodepool_name()
+            cap = sn.capacity()
+            self._capacity_of[node.name] = (pool, cap)
+            rl.add_into(capacity.setdefault(pool, {}), cap)
+        nodes.sort(key=existing_node_order)
+        self.nodes: tuple[ExistingNode, ...] = tuple(nodes)
+        self._capacity = capacity
+        self._hostnames: dict[str, int] = {}
+        for n in nodes:
+            self._hostnames[n.hostname] = self._hostnames.get(n.hostname, 0) + 1
+        self._all_hostnames = frozenset(self._hostnames)
+        self._by_name = {n.name: n for n in nodes}
+        # What each node has left of CPU and memory, in solve order; -1 for a node that
+        # fits nothing (a negative quantity anywhere).
+        self._cpu: list[int] = []
+        self._memory: list[int] = []
+        for n in nodes:
+            over = any(v < 0 for v in n.remaining.values())
+            self._cpu.append(-1 if over else n.remaining.get(_CPU, 0))
+            self._memory.append(-1 if over else n.remaining.get(_MEMORY, 0))
+        self._fit_cache: dict[tuple[int | None, int | None], tuple[int, ...]] = {}
+
+    def may_fit(self, requests: Mapping[str, int]) -> tuple[int, ...]:
+        """Indexes into :attr:`nodes`, in order, of the nodes whose CPU and memory left
+        (before this solve placed anything) cover ``requests``: every node a pod with
+        these requests can be placed on is among them (placing pods only takes room)."""
+        cpu, memory = requests.get(_CPU), requests.get(_MEMORY)
+        key = (cpu, memory)
+        hit = self._fit_cache.get(key)
+        if hit is not None:
+            return hit
+        c = cpu if cpu is not None else 0
+        m = memory if memory is not None else 0
+        found = tuple(
+            i
+            for i, (have_c, have_m) in enumerate(zip(self._cpu, self._memory, strict=True))
+            if have_c >= c and have_m >= m
+        )
+        self._fit_cache[key] = found
+        return found
+
+    def hostnames(self, excluded: Iterable[str] = ()) -> frozenset[str]:
+        """The hostnames of the nodes left once those named in ``excluded`` are."""
+        gone: dict[str, int] = {}
+        for name in excluded:
+            node = self._by_name.get(name)
+            if node is not None:
+                gone[node.hostname] = gone.get(node.hostname, 0) + 1
+        if not gone:
+            return self._all_hostnames
+        return self._all_hostnames - {h for h, k in gone.items() if self._hostnames[h] == k}
+
+    def nodepool_capacity(self, nodepool: str, excluded: Iterable[str] = ()) -> dict[str, int]:
+        """The summed capacity of ``nodepool``'s nodes, less those named in ``excluded``."""
+        total = dict(self._capacity.get(nodepool, {}))
+        for name in excluded:
+            entry = self._capacity_of.get(name)
+            if entry is not None and entry[0] == nodepool:
+                for k, v in entry[1].items():
+                    total[k] = total.get(k, 0) - v
+        return total
