@@ -279,7 +279,9 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         single = (
-            f"{r['singlePassSeconds']:>11.2f}s" if r["singlePassSeconds"] is not None else " " * 11 + "-"
+            f"{r['singlePassSeconds']:>11.2f}s"
+            if r["singlePassSeconds"] is not None
+            else " " * 11 + "-"
         )
         lines.append(
             f"{r['nodes']:>6} {r['msPerCandidateSingle']:>13.1f} {single} "
