@@ -226,7 +226,13 @@ class PassState:
         """The pass state of ``inputs`` (built on first use, then kept with them)."""
         found = inputs.pass_state.get(consolidation)
         if not isinstance(found, PassState):
-            found = inputs.pass_state[consolidation] = cls(snapshot, inputs, consolidation)
+            was_enabled = gc.isenabled()
+            gc.disable()  # many small objects, no cycles: as for a solve
+            try:
+                found = inputs.pass_state[consolidation] = cls(snapshot, inputs, consolidation)
+            finally:
+                if was_enabled:
+                    gc.enable()
         return found
 
 
@@ -390,7 +396,7 @@ def _finish(results: Results, options: SchedulerOptions, batch: _Batch) -> Resul
         options.max_instance_types, options.min_values_policy == MIN_VALUES_POLICY_STRICT
     )
     for existing in results.existing_nodes:
-        if existing.initialized():
+        if not existing.pods or existing.initialized():
             continue
         err = uninitialized_node_error(existing.state_node)
         for p in existing.pods:

@@ -93,6 +93,7 @@ class ExistingCapacity:
             self._hostnames[n.hostname] = self._hostnames.get(n.hostname, 0) + 1
         self._all_hostnames = frozenset(self._hostnames)
         self._by_name = {n.name: n for n in nodes}
+        self._index = {n.name: i for i, n in enumerate(nodes)}
         # What each node has left of CPU and memory, in solve order; -1 for a node that
         # fits nothing (a negative quantity anywhere).
         self._cpu: list[int] = []
@@ -121,6 +122,13 @@ class ExistingCapacity:
         )
         self._fit_cache[key] = found
         return found
+
+    def without(self, excluded: Iterable[str]) -> list[ExistingNode]:
+        """:attr:`nodes` in order, less those named in ``excluded``."""
+        out = list(self.nodes)
+        for i in sorted((self._index[n] for n in excluded if n in self._index), reverse=True):
+            del out[i]
+        return out
 
     def hostnames(self, excluded: Iterable[str] = ()) -> frozenset[str]:
         """The hostnames of the nodes left once those named in ``excluded`` are."""

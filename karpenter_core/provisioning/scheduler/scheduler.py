@@ -304,7 +304,7 @@ class Scheduler:
         existing.scope.topology = self.topology
         existing.scope.dra = self.dra
         self._slots = list(existing.nodes)
-        self.existing_nodes = [n for n in self._slots if n.name not in excluded]
+        self.existing_nodes = existing.without(excluded)
         self.topology.register_all(LABEL_HOSTNAME, existing.hostnames(excluded))
         for pool, limits in self.remaining.items():
             self.remaining[pool] = rl.subtract(limits, existing.nodepool_capacity(pool, excluded))

@@ -560,7 +560,7 @@ class Topology:
         return reqs
 
     def _filter_matches_node(self, node_filter: TopologyNodeFilter, node: Any) -> bool:
-        if node_filter is MATCH_ALL:
+        if node_filter is MATCH_ALL or node_filter.matches_every_node():
             return True
         return node_filter.matches(tuple(node.taints), self._node_requirements(node))
 
@@ -661,6 +661,10 @@ class _GroupCounts:
     registered: dict[str, int]
     node_domain: dict[str, str]
     pod_domains: dict[str, list[str]]
+    zeros: frozenset[str] = frozenset()
+    """The domains of ``present`` with no pod."""
+    nonzeros: frozenset[str] = frozenset()
+    """The domains of ``present`` with pods."""
 
 
 class TopologyBase:
@@ -770,7 +774,10 @@ class TopologyBase:
                 pod_domains.setdefault(pod_id(p), []).append(domain)
         present = dict.fromkeys(registered, 0)
         present.update(counted)
-        hit = self._counts[identity] = _GroupCounts(present, registered, node_domain, pod_domains)
+        zeros = frozenset(d for d, n in present.items() if n == 0)
+        hit = self._counts[identity] = _GroupCounts(
+            present, registered, node_domain, pod_domains, zeros, frozenset(counted)
+        )
         return hit
 
     def count_into(
@@ -795,18 +802,28 @@ class TopologyBase:
         for pid in excluded_pods:
             for domain in pod_domains.get(pid, ()):
                 lost_pods[domain] = lost_pods.get(domain, 0) + 1
+        zeros: AbstractSet[str] = counts.zeros
+        nonzeros: AbstractSet[str] = counts.nonzeros
         if lost_nodes or lost_pods:
             present = dict(present)
+            zeros, nonzeros = set(zeros), set(nonzeros)
             registered = counts.registered
             for domain in lost_nodes.keys() | lost_pods.keys():
                 left = present[domain] - lost_pods.get(domain, 0)
-                if left > 0 or registered.get(domain, 0) > lost_nodes.get(domain, 0):
+                zeros.discard(domain)
+                nonzeros.discard(domain)
+                if left > 0:
                     present[domain] = left
+                    nonzeros.add(domain)
+                elif registered.get(domain, 0) > lost_nodes.get(domain, 0):
+                    present[domain] = 0
+                    zeros.add(domain)
                 else:
                     del present[domain]
-        domains = tg.domains
-        domains.update(present)
-        tg.empty_domains = {d for d, n in domains.items() if n == 0}
+        # Each domain's count is its pods' (the group's own domains start at 0), and the
+        # empty domains are those left at 0.
+        tg.domains.update(present)
+        tg.empty_domains = (tg.empty_domains - nonzeros) | zeros
 
 
 # --- default topology-spread awareness (upstream defaultconstraints.go) ------------------------------

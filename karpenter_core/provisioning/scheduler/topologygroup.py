@@ -177,6 +177,8 @@ class TopologyGroup:
 
     def register_all(self, domains: AbstractSet[str]) -> None:
         """:meth:`register` for a set of domains, touching only the new ones."""
+        if self.domains.keys() >= domains:
+            return
         new = domains - self.domains.keys()
         if new:
             self.domains.update(dict.fromkeys(new, 0))

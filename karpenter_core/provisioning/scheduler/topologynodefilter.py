@@ -16,7 +16,7 @@ from attrs import define, field
 from karpenter_core.apis.taints import Taint, Toleration, tolerates
 from karpenter_core.provisioning.scheduler.preferences import SchedulingPod
 from karpenter_core.scheduling.requirements import Requirements
-from karpenter_core.scheduling.spread import IGNORE, node_included
+from karpenter_core.scheduling.spread import HONOR, IGNORE, node_included
 
 _INVALID_TERM = "<invalid>"
 
@@ -54,6 +54,13 @@ class TopologyNodeFilter:
             self.taint_policy,
             lambda: self.matches_requirements(requirements),
             lambda: tolerates(taints, self.tolerations) is None,
+        )
+
+    def matches_every_node(self) -> bool:
+        """Whether :meth:`matches` is true whatever the node (no term to meet under an
+        honoured affinity policy, taints not honoured): most spreads, checked once."""
+        return (self.affinity_policy != HONOR or not self.requirements) and (
+            self.taint_policy != HONOR
         )
 
     def matches_requirements(self, requirements: Requirements) -> bool:
