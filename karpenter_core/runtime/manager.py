@@ -8,6 +8,12 @@ jump the clock to the next timer (a delayed requeue, a back-off, a sim kubelet's
 The order is fixed by registration order (round-robin over controllers with ready work),
 or by a seeded shuffle when ``seed`` is given — the same inputs and seed give the same run.
 
+By default a reconcile takes no virtual time. Given a :class:`ComputeCharge`, the virtual
+Manager charges each reconcile's measured compute to the clock ("faithful time"): its
+controllers share one worker, as the loop above already runs them one at a time, and a
+reconcile that computes for 10 s ends 10 s later; timers falling due meanwhile (a requeue,
+another component's timer) fire after it ends, at its end time.
+
 On a wall clock, a Manager given ``informers`` feeds its controllers from those shared
 caches instead of opening a watch per controller: against a real API server the process
 then keeps one list+watch per resource, and reads served from the same caches
@@ -26,7 +32,7 @@ from typing import Any
 
 from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
 from karpenter_core.kube.informer import Handler, Informer, SharedInformers
-from karpenter_core.runtime.clock import Clock, VirtualClock
+from karpenter_core.runtime.clock import Clock, ComputeCharge, VirtualClock
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
 from karpenter_core.runtime.scope import controller_scope
@@ -69,6 +75,8 @@ class Controller:
         self.watches = watches
         self.reconciles = 0
         self.errors = 0
+        self.charged_seconds = 0.0
+        """Virtual time charged for this controller's compute (see :class:`ComputeCharge`)."""
         self.last_error: BaseException | None = None
         self._lock = threading.Lock()
 
@@ -209,11 +217,20 @@ class Manager:
         max_reconciles_per_instant: int = 100_000,
         informers: SharedInformers | None = None,
         guard: Callable[[], None] | None = None,
+        charge: ComputeCharge | None = None,
     ) -> None:
         """``guard`` (wall clock only) runs before every reconcile; when it raises, the
         key waits :data:`GUARD_RETRY` seconds instead of being reconciled (``serve`` passes
-        the leader elector's check, so a replica that lost its lease acts on nothing)."""
+        the leader elector's check, so a replica that lost its lease acts on nothing).
+
+        ``charge`` (virtual clock only) charges each reconcile's measured compute to the
+        clock; several Managers may share one to total their charges (a restarted one)."""
+        if charge is not None and not isinstance(clock, VirtualClock):
+            raise ValueError(
+                "charging compute time needs a VirtualClock (a wall clock already does)"
+            )
         self.clock = clock
+        self.charge = charge
         self._guard = guard
         self.client = client
         self.informers = informers
@@ -228,8 +245,9 @@ class Manager:
         self._threads: list[threading.Thread] = []
         self._rr = 0
         self._max_per_instant = max_reconciles_per_instant
-        self._instant: float = -1.0
+        self._instant = -1
         self._instant_count = 0
+        self._charged_ns = 0
 
     # ------------------------------------------------------------------ registration
 
@@ -477,8 +495,11 @@ class Manager:
         if key is None:  # pragma: no cover - _pick saw an item
             return False
         now = clock.monotonic()
-        if now != self._instant:
-            self._instant, self._instant_count = now, 0
+        # Charged compute is not time "moving on": a reconciler that requeues at once
+        # would otherwise escape the check by the microseconds each reconcile costs.
+        instant = round(now * 1_000_000_000) - self._charged_ns
+        if instant != self._instant:
+            self._instant, self._instant_count = instant, 0
         self._instant_count += 1
         if self._instant_count > self._max_per_instant:
             controller.queue.done(key)
@@ -488,10 +509,22 @@ class Manager:
                 "requeues immediately needs a requeue_after on a virtual clock"
             )
         try:
-            controller.run_one(key)
+            if self.charge is None:
+                controller.run_one(key)
+            else:
+                self._run_charged(clock, self.charge, controller, key)
         finally:
             controller.queue.done(key)
         return True
+
+    def _run_charged(
+        self, clock: VirtualClock, charge: ComputeCharge, controller: Controller, key: Any
+    ) -> None:
+        with clock.charging(charge.meter, charge.scale) as span:
+            controller.run_one(key)
+        charge.add(controller.name, span)
+        controller.charged_seconds += span.seconds
+        self._charged_ns += span.nanoseconds
 
     def step(self) -> bool:
         """Do one thing: deliver watch events and run one ready reconcile, or else fire the
@@ -528,12 +561,14 @@ class Manager:
         clock = self._require_virtual()
         return self.run_until(clock.monotonic() + seconds)
 
-    def settle(self) -> int:
-        """Run whatever is ready now without advancing the clock; returns the reconciles run."""
+    def settle(self, limit: int | None = None) -> int:
+        """Run whatever is ready now (at most ``limit`` reconciles) without firing timers;
+        returns the reconciles run. Only charged compute moves the clock here."""
         clock = self._require_virtual()
         ran = 0
-        while True:
+        while limit is None or ran < limit:
             self.pump_watches()
             if not self._run_ready(clock):
                 return ran
             ran += 1
+        return ran
