@@ -55,9 +55,11 @@ def test_the_scale_multiplies_the_charge() -> None:
 
 @pytest.mark.parametrize("scale", [0, -1, math.inf, math.nan])
 def test_a_scale_must_be_positive_and_finite(scale: float) -> None:
-    with pytest.raises(ValueError, match="positive"):
-        with VirtualClock(START).charging(FakeMeter(), scale=scale):
-            pass
+    with (
+        pytest.raises(ValueError, match="positive"),
+        VirtualClock(START).charging(FakeMeter(), scale=scale),
+    ):
+        pass
     with pytest.raises(ValueError, match="positive"):
         ComputeCharge(meter=FakeMeter(), scale=scale)
 
