@@ -66,8 +66,11 @@ class Controller:
         singleton: bool,
         workers: int,
         watches: tuple[Watch, ...],
+        charged: bool = True,
     ) -> None:
         self.name = name
+        self.charged = charged
+        """Whether a Manager's :class:`ComputeCharge` applies to this controller."""
         self.reconciler = reconciler
         self.queue = queue
         self.singleton = singleton
@@ -259,8 +262,12 @@ class Manager:
         watches: Iterable[Watch] = (),
         workers: int = 1,
         rate_limiter: RateLimiter | None = None,
+        charged: bool = True,
     ) -> Controller:
-        """Register a keyed controller fed by ``watches`` (and by :meth:`enqueue`)."""
+        """Register a keyed controller fed by ``watches`` (and by :meth:`enqueue`).
+
+        ``charged=False`` keeps it out of the Manager's :class:`ComputeCharge`: for a
+        bookkeeping controller that is no part of the system being timed."""
         return self._add(
             name,
             reconciler,
@@ -268,6 +275,7 @@ class Manager:
             watches=tuple(watches),
             workers=workers,
             rate_limiter=rate_limiter,
+            charged=charged,
         )
 
     def add_singleton(
@@ -287,6 +295,7 @@ class Manager:
         watches: tuple[Watch, ...],
         workers: int,
         rate_limiter: RateLimiter | None,
+        charged: bool = True,
     ) -> Controller:
         if not name:
             raise ValueError("a controller needs a name")
@@ -306,7 +315,13 @@ class Manager:
             raise RuntimeError(f"cannot add controller {name!r}: the manager has already started")
         queue: WorkQueue[Any] = WorkQueue(self.clock, rate_limiter, name=name)
         controller = Controller(
-            name, reconciler, queue, singleton=singleton, workers=workers, watches=watches
+            name,
+            reconciler,
+            queue,
+            singleton=singleton,
+            workers=workers,
+            watches=watches,
+            charged=charged,
         )
         self._controllers.append(controller)
         self._by_name[name] = controller
@@ -509,7 +524,7 @@ class Manager:
                 "requeues immediately needs a requeue_after on a virtual clock"
             )
         try:
-            if self.charge is None:
+            if self.charge is None or not controller.charged:
                 controller.run_one(key)
             else:
                 self._run_charged(clock, self.charge, controller, key)

@@ -142,3 +142,22 @@ def test_a_livelock_is_still_found_when_every_reconcile_costs_time() -> None:
 def test_charging_needs_a_virtual_clock() -> None:
     with pytest.raises(ValueError, match="VirtualClock"):
         Manager(WallClock(), charge=ComputeCharge(meter=FakeMeter()))
+
+
+def test_a_controller_registered_uncharged_takes_no_time() -> None:
+    clock, meter = VirtualClock(), FakeMeter()
+    manager = Manager(clock, charge=ComputeCharge(meter=meter))
+    seen: list[Any] = []
+
+    class Bookkeeper:
+        def reconcile(self, key: Any) -> Result:
+            meter.value += 3.0
+            seen.append(key)
+            return Result()
+
+    manager.add_controller("book", Bookkeeper(), charged=False)
+    manager.enqueue("book", "k")
+    manager.settle()
+    assert seen == ["k"]
+    assert clock.monotonic() == 0.0
+    assert manager.charge is not None and manager.charge.by_controller() == {}
