@@ -1002,6 +1002,13 @@ def render_html(report: Report) -> str:
             f"{j['utilization']['cpu'] * 100:.0f}% / {j['utilization']['memory'] * 100:.0f}%",
         ),
     ]
+    if report.compute_charged is not None:
+        cards.append(
+            (
+                f"Compute charged (x{report.compute_charged.scale:g})",
+                f"{report.compute_charged.total_seconds:.1f}s",
+            )
+        )
     samples = report.samples
     charts = [
         _svg_chart("Nodes", "count", [(s.t, float(s.nodes)) for s in samples], "#1f77b4"),

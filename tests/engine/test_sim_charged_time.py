@@ -11,7 +11,7 @@ import pytest
 from engine_helpers import make_scenario, web
 
 from karpenter_core.sim.engine import Simulation
-from karpenter_core.sim.report import render_text
+from karpenter_core.sim.report import render_html, render_text
 from karpenter_core.sim.scenario import Scenario, ScenarioError, parse_scenario
 
 COST = 0.25  # seconds of "compute" per Karpenter reconcile
@@ -64,6 +64,7 @@ def test_every_karpenter_reconcile_is_charged_and_booked_per_controller() -> Non
     assert f"Compute    {charged['totalSeconds']:.1f}s charged to the virtual clock (x1)" in (
         render_text(report)
     )
+    assert "Compute charged (x1)" in render_html(report)
 
 
 def test_charged_compute_delays_what_karpenter_does() -> None:
@@ -105,6 +106,7 @@ def test_with_the_option_off_nothing_is_charged_and_the_report_says_null() -> No
     assert sim.charge is None
     assert report.to_json_dict()["computeCharged"] is None
     assert "Compute" not in render_text(report)
+    assert "Compute charged" not in render_html(report)
 
 
 def test_the_scale_multiplies_every_charge() -> None:
