@@ -29,6 +29,7 @@ __all__ = [
     "ChargedSpan",
     "Clock",
     "ComputeCharge",
+    "ManualMeter",
     "TimerHandle",
     "VirtualClock",
     "WallClock",
@@ -383,6 +384,26 @@ class ChargedSpan:
     @property
     def seconds(self) -> float:
         return self.nanoseconds / _NS
+
+
+class ManualMeter:
+    """A compute meter that moves only when told to (:meth:`spend`): charged time that does
+    not depend on the machine, for tests and for costs that come from a model rather than
+    a measurement."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.value = start
+
+    def __call__(self) -> float:
+        return self.value
+
+    def spend(self, seconds: float) -> None:
+        """Record ``seconds`` of compute (not negative: a meter never goes back)."""
+        if seconds < 0:
+            raise ValueError(f"compute spent cannot be negative ({seconds}s)")
+        self.value += seconds
 
 
 class ComputeCharge:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from engine_helpers import make_scenario, web
 
+from karpenter_core.runtime.clock import ManualMeter
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.report import render_html, render_text
 from karpenter_core.sim.scenario import Scenario, ScenarioError, parse_scenario
@@ -17,15 +18,7 @@ from karpenter_core.sim.scenario import Scenario, ScenarioError, parse_scenario
 COST = 0.25  # seconds of "compute" per Karpenter reconcile
 
 
-class FakeMeter:
-    def __init__(self) -> None:
-        self.value = 0.0
-
-    def __call__(self) -> float:
-        return self.value
-
-
-def costly(sim: Simulation, meter: FakeMeter) -> dict[str, int]:
+def costly(sim: Simulation, meter: ManualMeter) -> dict[str, int]:
     """Make every reconcile of Karpenter's current controllers cost ``COST`` on ``meter``;
     returns the reconciles counted per controller as the run goes."""
     counts: dict[str, int] = {}
@@ -34,7 +27,7 @@ def costly(sim: Simulation, meter: FakeMeter) -> dict[str, int]:
 
         def run_one(key: Any, inner: Any = inner, name: str = controller.name) -> Any:
             counts[name] = counts.get(name, 0) + 1
-            meter.value += COST
+            meter.spend(COST)
             return inner(key)
 
         controller.run_one = run_one  # type: ignore[method-assign]
@@ -46,7 +39,7 @@ def scenario(charge: bool) -> Scenario:
 
 
 def test_every_karpenter_reconcile_is_charged_and_booked_per_controller() -> None:
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = Simulation(scenario(True), compute_meter=meter)
     counts = costly(sim, meter)
     report = sim.run(300)
@@ -69,7 +62,7 @@ def test_every_karpenter_reconcile_is_charged_and_booked_per_controller() -> Non
 
 def test_charged_compute_delays_what_karpenter_does() -> None:
     def first_launch(charge: bool) -> float:
-        meter = FakeMeter()
+        meter = ManualMeter()
         sim = Simulation(scenario(charge), compute_meter=meter)
         costly(sim, meter)
         sim.run(300)
@@ -83,7 +76,7 @@ def test_charged_compute_delays_what_karpenter_does() -> None:
 
 
 def test_the_book_survives_a_karpenter_restart() -> None:
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = Simulation(scenario(True), compute_meter=meter)
     before = costly(sim, meter)
     sim.run_until(120)
@@ -99,7 +92,7 @@ def test_the_book_survives_a_karpenter_restart() -> None:
 
 
 def test_with_the_option_off_nothing_is_charged_and_the_report_says_null() -> None:
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = Simulation(scenario(False), compute_meter=meter)
     costly(sim, meter)
     report = sim.run(300)
@@ -110,7 +103,7 @@ def test_with_the_option_off_nothing_is_charged_and_the_report_says_null() -> No
 
 
 def test_the_scale_multiplies_every_charge() -> None:
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = Simulation(
         make_scenario(workloads=[web(2)], chargeComputeTime=True, computeTimeScale=4),
         compute_meter=meter,

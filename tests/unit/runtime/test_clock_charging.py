@@ -10,26 +10,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from karpenter_core.runtime.clock import ChargedSpan, ComputeCharge, VirtualClock
+from karpenter_core.runtime.clock import ChargedSpan, ComputeCharge, ManualMeter, VirtualClock
 
 START = datetime(2030, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
-class FakeMeter:
-    """Seconds of "compute", moved only by :meth:`spend`."""
-
-    def __init__(self, origin: float = 1234.5) -> None:
-        self.value = origin  # a meter's origin is arbitrary: only differences count
-
-    def __call__(self) -> float:
-        return self.value
-
-    def spend(self, seconds: float) -> None:
-        self.value += seconds
+def offset_meter() -> ManualMeter:
+    """A hand-moved meter whose origin is not 0: only differences may count."""
+    return ManualMeter(1234.5)
 
 
 def test_readings_inside_a_block_include_the_compute_spent_so_far() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     clock.advance(5)
     with clock.charging(meter) as span:
         assert clock.monotonic() == 5.0
@@ -45,7 +37,7 @@ def test_readings_inside_a_block_include_the_compute_spent_so_far() -> None:
 
 
 def test_the_scale_multiplies_the_charge() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     with clock.charging(meter, scale=4) as span:
         meter.spend(1.25)
         assert clock.monotonic() == 5.0
@@ -57,15 +49,15 @@ def test_the_scale_multiplies_the_charge() -> None:
 def test_a_scale_must_be_positive_and_finite(scale: float) -> None:
     with (
         pytest.raises(ValueError, match="positive"),
-        VirtualClock(START).charging(FakeMeter(), scale=scale),
+        VirtualClock(START).charging(offset_meter(), scale=scale),
     ):
         pass
     with pytest.raises(ValueError, match="positive"):
-        ComputeCharge(meter=FakeMeter(), scale=scale)
+        ComputeCharge(meter=offset_meter(), scale=scale)
 
 
 def test_timers_due_within_a_block_fire_after_it_at_its_end_time() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     fired: list[tuple[str, float]] = []
     clock.call_at(3.0, lambda: fired.append(("other", clock.monotonic())))
     with clock.charging(meter):
@@ -78,7 +70,7 @@ def test_timers_due_within_a_block_fire_after_it_at_its_end_time() -> None:
 
 
 def test_timers_scheduled_inside_a_block_count_from_the_charged_now() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     with clock.charging(meter):
         meter.spend(4)
         later = clock.call_later(6, lambda: None)
@@ -90,7 +82,7 @@ def test_timers_scheduled_inside_a_block_count_from_the_charged_now() -> None:
 def test_a_deadline_checked_while_computing_expires_by_compute_alone() -> None:
     # the shape of single-node consolidation's loop: deadline = now + 3m, checked between
     # candidates that each cost 10 s of compute
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     examined = 0
     with clock.charging(meter) as span:
         deadline = clock.now() + timedelta(minutes=3)
@@ -104,7 +96,7 @@ def test_a_deadline_checked_while_computing_expires_by_compute_alone() -> None:
 
 
 def test_a_nested_block_charges_nothing_of_its_own() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     with clock.charging(meter) as outer:
         meter.spend(1)
         with clock.charging(meter, scale=10) as inner:
@@ -117,7 +109,7 @@ def test_a_nested_block_charges_nothing_of_its_own() -> None:
 
 
 def test_a_block_that_raises_still_charges_its_compute() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     with pytest.raises(RuntimeError), clock.charging(meter):
         meter.spend(7)
         raise RuntimeError("reconcile failed")
@@ -126,7 +118,7 @@ def test_a_block_that_raises_still_charges_its_compute() -> None:
 
 
 def test_sleep_inside_a_block_adds_to_the_charge() -> None:
-    clock, meter = VirtualClock(START), FakeMeter()
+    clock, meter = VirtualClock(START), offset_meter()
     with clock.charging(meter):
         meter.spend(1)
         clock.sleep(2)
@@ -135,7 +127,7 @@ def test_sleep_inside_a_block_adds_to_the_charge() -> None:
 
 
 def test_compute_charge_books_spans_per_controller_most_first() -> None:
-    charge = ComputeCharge(meter=FakeMeter(), scale=2)
+    charge = ComputeCharge(meter=offset_meter(), scale=2)
     for name, ns in (("b", 1_000_000_000), ("a", 3_000_000_000), ("b", 500_000_000)):
         span = ChargedSpan()
         span.nanoseconds = ns
@@ -143,3 +135,12 @@ def test_compute_charge_books_spans_per_controller_most_first() -> None:
     assert charge.by_controller() == {"a": 3.0, "b": 1.5}
     assert charge.total_seconds == 4.5
     assert charge.scale == 2
+
+
+def test_a_manual_meter_never_goes_back() -> None:
+    meter = ManualMeter()
+    meter.spend(1.5)
+    assert meter() == 1.5
+    with pytest.raises(ValueError, match="negative"):
+        meter.spend(-1)
+    assert meter() == 1.5

@@ -16,24 +16,17 @@ from karpenter_core.disruption.methods import consolidation as consolidation_mod
 from karpenter_core.disruption.methods.multinode import MultiNodeConsolidation
 from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
 from karpenter_core.disruption.simulation import simulate_scheduling
+from karpenter_core.runtime.clock import ManualMeter
 
 CANDIDATES = 25
 COST = 10.0  # seconds of compute per candidate's simulation
-
-
-class FakeMeter:
-    def __init__(self) -> None:
-        self.value = 0.0
-
-    def __call__(self) -> float:
-        return self.value
 
 
 class CostlySimulation:
     """The real scheduling simulation, plus ``COST`` seconds on the fake meter per call."""
 
     def __init__(
-        self, meter: FakeMeter, monkeypatch: pytest.MonkeyPatch, cost: float = COST
+        self, meter: ManualMeter, monkeypatch: pytest.MonkeyPatch, cost: float = COST
     ) -> None:
         self.meter = meter
         self.cost = cost
@@ -42,7 +35,7 @@ class CostlySimulation:
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         self.calls += 1
-        self.meter.value += self.cost
+        self.meter.spend(self.cost)
         return simulate_scheduling(*args, **kw)
 
 
@@ -68,7 +61,7 @@ def test_a_pass_of_costly_candidates_stops_at_three_virtual_minutes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     w = crowded_world()
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = CostlySimulation(meter, monkeypatch)
     method: SingleNodeConsolidation = w.method(SingleNodeConsolidation)
     before, start = timeouts(), w.clock.monotonic()
@@ -86,7 +79,7 @@ def test_without_charging_the_same_pass_sees_every_candidate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     w = crowded_world()
-    sim = CostlySimulation(FakeMeter(), monkeypatch)
+    sim = CostlySimulation(ManualMeter(), monkeypatch)
     method: SingleNodeConsolidation = w.method(SingleNodeConsolidation)
     before, start = timeouts(), w.clock.monotonic()
     assert w.compute(method, {"default": 100}) == []
@@ -103,7 +96,7 @@ def test_a_multi_node_search_of_costly_batches_stops_after_one_virtual_minute(
     w.nodepool()
     for i in range(8):  # small pods on big nodes: every batch size can consolidate
         w.pod(node=w.node(f"n{i}", instance_type="fake-it-4"), cpu="200m")
-    meter = FakeMeter()
+    meter = ManualMeter()
     sim = CostlySimulation(meter, monkeypatch, cost=40.0)
     method: MultiNodeConsolidation = w.method(MultiNodeConsolidation)
     before = timeouts("multi")
