@@ -179,30 +179,27 @@ def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str,
     return attrs.evolve(scenario, options=options)
 
 
-def with_compute_charge(
-    scenario: Scenario, charge: bool | None, scale: str | float | None
-) -> Scenario:
+def with_compute_charge(scenario: Scenario, charge: bool | None, scale: str | None) -> Scenario:
     """The scenario with ``--charge-compute-time`` / ``--compute-time-scale`` applied (a
     flag wins over the scenario's field). A scale while charging stays off would be
     ignored silently, so it is a :class:`ScenarioError`."""
-    changes: dict[str, object] = {}
     if charge is not None:
-        changes["charge_compute_time"] = charge
-    if scale is not None:
-        value: object = scale
-        if isinstance(scale, str):
-            try:
-                value = float(scale)
-            except ValueError:
-                value = scale
-        changes["compute_time_scale"] = check_compute_time_scale(value, "--compute-time-scale")
-    updated = attrs.evolve(scenario, **changes) if changes else scenario  # type: ignore[arg-type]
-    if scale is not None and not updated.charge_compute_time:
+        scenario = attrs.evolve(scenario, charge_compute_time=charge)
+    if scale is None:
+        return scenario
+    try:
+        value: object = float(scale)
+    except ValueError:
+        value = scale  # not a number: the check below says so
+    scenario = attrs.evolve(
+        scenario, compute_time_scale=check_compute_time_scale(value, "--compute-time-scale")
+    )
+    if not scenario.charge_compute_time:
         raise ScenarioError(
             "--compute-time-scale: has no effect while charging compute time is off "
             "(add --charge-compute-time, or chargeComputeTime: true to the scenario)"
         )
-    return updated
+    return scenario
 
 
 def _workload_problem(scenario: Scenario) -> str | None:

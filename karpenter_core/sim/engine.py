@@ -28,6 +28,7 @@ time; Kubernetes and the scenario are free and never wait for it. So after each 
 reconcile the timers that fell due while it computed fire (late by at most that
 reconcile, one at a time, each followed by the cluster's reaction), then Karpenter's next
 reconcile runs. Runs are then no longer repeatable to the nanosecond.
+
 Anything a scenario cannot do (a controller package not installed yet, an event with no
 node to hit) becomes a note in the report, never a crash.
 """
