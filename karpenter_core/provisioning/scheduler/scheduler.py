@@ -92,8 +92,10 @@ class SchedulerOptions:
     falling back). ``max_instance_types`` caps each NodeClaim's options after the solve.
     ``ignore_dra_requests`` (upstream ``IGNORE_DRA_REQUESTS``, default on) reports pods that
     use ResourceClaims as unschedulable instead of simulating device allocation.
-    ``timeout_seconds`` bounds the solve (the provisioner uses 60): placements made so far
-    are kept and pods not yet placed report that the simulation timed out.
+    ``timeout_seconds`` bounds the solve (the provisioner uses 60, as upstream): placements
+    made so far are kept and pods not yet placed report that the simulation timed out. It
+    is measured on ``monotonic`` (the controller's clock, so a simulation that charges
+    compute time to its virtual clock times out as a real controller would).
     ``scheduler_config`` is the ``--scheduler-config`` (``SCHEDULER_CONFIG``) document, as
     YAML text or already decoded: its ``podTopologySpread.defaultConstraints`` are stamped
     onto pending pods that declare no spread of their own (spec §10.7). It is validated
@@ -108,6 +110,7 @@ class SchedulerOptions:
     ignore_dra_requests: bool = True
     timeout_seconds: float | None = None
     scheduler_config: str | Mapping[str, Any] | None = field(default=None, hash=False)
+    monotonic: Callable[[], float] = field(default=time.monotonic, eq=False, hash=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         parse_scheduler_config(self.scheduler_config)
@@ -315,13 +318,13 @@ class Scheduler:
         queue: Queue[Any] = Queue(schedulable, sort_key, pod_identity)
         gauges = SolveGauges(self.controller)
         deadline = (
-            time.monotonic() + self.options.timeout_seconds
+            self.options.monotonic() + self.options.timeout_seconds
             if self.options.timeout_seconds is not None
             else None
         )
         while True:
             gauges.tick(len(queue))
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and self.options.monotonic() > deadline:
                 for waiting in queue.items():
                     errors.setdefault(pod_identity(waiting), TIMEOUT_ERROR)
                 break
