@@ -11,7 +11,7 @@ compared line by line; speed comes from caching, not from a different algorithm.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -426,37 +426,12 @@ class Scheduler:
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
         blockers = [] if self.reference else self.topology.hostname_blockers(pod)
         moving = pod.phase != "Pending" and pod.node_name not in self.deleting_node_names
-        if self._existing is not None:
-            return self._add_to_prepared_node(pod, data, claims, volumes, blockers, moving)
-        for node in self.existing_nodes:
-            if node.under_consolidate_after and moving:
-                continue
-            if blockers and any(b.get(node.hostname) for b in blockers):
-                continue
-            result = node.can_add(pod, data, volumes, claims)
-            if isinstance(result, Placement):
-                node.add(pod, data, result, volumes)
-                return True
-        return False
-
-    def _add_to_prepared_node(
-        self,
-        pod: Any,
-        data: PodData,
-        claims: Sequence[ResourceClaim],
-        volumes: Mapping[str, frozenset[str]] | None,
-        blockers: Sequence[Mapping[str, int]],
-        moving: bool,
-    ) -> bool:
-        """:meth:`_add_to_existing_node` over prepared capacity: the same nodes in the same
-        order, less those whose CPU or memory cannot take the pod (they would refuse it)."""
-        assert self._existing is not None
-        slots = self._slots
-        excluded = self._excluded_nodes
-        for i in self._existing.may_fit(data.requests):
-            node = slots[i]
-            if excluded and node.name in excluded:
-                continue
+        candidates: Iterable[tuple[int, ExistingNode]] = (
+            self._prepared_candidates(data)
+            if self._existing is not None
+            else enumerate(self.existing_nodes)
+        )
+        for i, node in candidates:
             if node.under_consolidate_after and moving:
                 continue
             if blockers and any(b.get(node.hostname) for b in blockers):
@@ -468,6 +443,17 @@ class Scheduler:
                 node.add(pod, data, result, volumes)
                 return True
         return False
+
+    def _prepared_candidates(self, data: PodData) -> Iterator[tuple[int, ExistingNode]]:
+        """Over prepared capacity, the existing nodes in order (by slot) less the excluded
+        ones and those whose CPU or memory cannot take the pod (they would refuse it)."""
+        assert self._existing is not None
+        slots = self._slots
+        excluded = self._excluded_nodes
+        for i in self._existing.may_fit(data.requests):
+            node = slots[i]
+            if not (excluded and node.name in excluded):
+                yield i, node
 
     def _own(self, slot: int, shared: ExistingNode) -> ExistingNode:
         """This solve's own copy of a shared node, in its place."""
