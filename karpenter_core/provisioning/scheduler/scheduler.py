@@ -1,8 +1,8 @@
 """The provisioning scheduler: decide where pending pods go (spec scheduling.md §8).
 
 For each pod, largest first: an existing node (initialised first), else a NodeClaim already
-planned in this solve (fewest pods first), else a new NodeClaim from the heaviest NodePool
-that can take it. A pod that fits nowhere gives up one preference and tries again; a pod
+planned in this solve (fewest pods first, ties in upstream's exact order), else a new
+NodeClaim from the heaviest NodePool that can take it. A pod that fits nowhere gives up one preference and tries again; a pod
 that still fits nowhere goes to the back of the queue, and the solve ends after a full pass
 without progress. The structure mirrors upstream ``scheduler.go`` so behaviour can be
 compared line by line; speed comes from caching, not from a different algorithm.
@@ -11,6 +11,7 @@ compared line by line; speed comes from caching, not from a different algorithm.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -55,7 +56,11 @@ from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
 )
 from karpenter_core.provisioning.scheduler.podinfo import PodData, pod_data
 from karpenter_core.provisioning.scheduler.preferences import PodSchedulingView, Preferences
-from karpenter_core.provisioning.scheduler.queue import Queue
+from karpenter_core.provisioning.scheduler.queue import (
+    Queue,
+    sort_slice,
+    stable_after_one_change,
+)
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.solvemetrics import SolveGauges, effective_zone
@@ -230,8 +235,11 @@ class Scheduler:
         # Pool -> (the remaining-limits dict it was computed for, affordable options, index).
         self._affordable: dict[str, tuple[Mapping[str, int], list[ITInfo], OptionSet | None]] = {}
         self.new_nodeclaims: list[NodeClaim] = []
-        # In-flight NodeClaims by pod count, then by signature (insertion-ordered groups).
-        self._buckets: dict[int, dict[int, dict[NodeClaim, None]]] = {}
+        # The same NodeClaims in upstream's ``newNodeClaims`` slice order (see _sort_inflight).
+        self._inflight: list[NodeClaim] = []
+        # The NodeClaims that gained a pod since _inflight was last sorted, each with whether
+        # it was new (appended).
+        self._changed: list[tuple[NodeClaim, bool]] = []
         # Hostname anti-affinity counts -> in-flight NodeClaims they do not rule out.
         self._blocker_index: dict[int, tuple[dict[str, int], dict[NodeClaim, None]]] = {}
         self.deleting_node_names = frozenset(deleting_node_names)
@@ -412,6 +420,7 @@ class Scheduler:
         self.topology.begin_scan(pod)
         if self._add_to_existing_node(pod, data, claims):
             return None
+        self._sort_inflight()
         if self._add_to_inflight_nodeclaim(pod, data, claims):
             return None
         if not self.templates:
@@ -463,14 +472,60 @@ class Scheduler:
         nodes[nodes.index(shared)] = mine
         return mine
 
+    def _sort_inflight(self) -> None:
+        """Order the in-flight NodeClaims as upstream does before it tries them for a pod:
+        ``sort.Slice`` by pod count on the slice as the last pod left it, so equal counts
+        keep whatever order Go's unstable sort gives (:mod:`.queue` reproduces it).
+
+        Since the previous sort at most one NodeClaim changed: it gained a pod, or it is new
+        and was appended. Sorting an already sorted slice changes nothing in Go, so the sort
+        is skipped when that change kept the order; when Go's sort provably ends as a stable
+        one (:func:`.queue.stable_after_one_change`) the NodeClaim is moved by bisection.
+        Otherwise, and always with ``reference=True``, Go's algorithm runs in full."""
+        order = self._inflight
+        changed = self._changed
+        if self.reference:
+            changed.clear()
+            sort_slice(order, _pod_count)
+            return
+        if not changed:
+            return
+        if len(changed) > 1:
+            changed.clear()
+            sort_slice(order, _pod_count)
+            return
+        nc, appended = changed.pop()
+        count = len(nc.pods)
+        n = len(order)
+        p = n - 1 if appended else order.index(nc)
+        if appended:
+            if n < 2 or len(order[-2].pods) <= count:
+                return
+        elif p + 1 >= n or len(order[p + 1].pods) >= count:
+            return
+
+        def less(i: int, j: int) -> bool:
+            return len(order[i].pods) < len(order[j].pods)
+
+        if not stable_after_one_change(n, less):
+            sort_slice(order, _pod_count)
+            return
+        del order[p]
+        if appended:
+            # A new NodeClaim goes after every NodeClaim with as few pods.
+            order.insert(bisect_right(order, count, key=_pod_count), nc)
+        else:
+            # One that gained a pod goes before every NodeClaim that already had as many.
+            order.insert(bisect_left(order, count, lo=p, key=_pod_count), nc)
+
     def _unblocked(self, pod: Any) -> list[NodeClaim] | None:
-        """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order
-        (fewest pods first), or None when no such rule applies to ``pod``."""
+        """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order,
+        or None when no such rule applies to ``pod``."""
         blockers = self.topology.hostname_blockers(pod)
         if not blockers:
             return None
         if self.reference:
-            return sorted(self.new_nodeclaims, key=_scan_order)
+            return list(self._inflight)
         entries = []
         for domains in blockers:
             entry = self._blocker_index.get(id(domains))
@@ -480,59 +535,36 @@ class Scheduler:
                 self._blocker_index[id(domains)] = entry
             entries.append(entry[1])
         entries.sort(key=len)
-        candidates = [nc for nc in entries[0] if all(nc in e for e in entries[1:])]
-        candidates.sort(key=_scan_order)
-        return candidates
+        if not entries[0]:
+            return []
+        return [nc for nc in self._inflight if all(nc in e for e in entries)]
 
     def _add_to_inflight_nodeclaim(
         self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
     ) -> bool:
-        """First in-flight NodeClaim that takes the pod, fewest pods first (upstream order;
-        among equal counts upstream's order is unspecified, ours groups by signature). A
-        rejection by devices is never shared (the devices left differ per NodeClaim): the
-        allocation comes after every check whose answer is."""
+        """First in-flight NodeClaim that takes the pod, in upstream's order (fewest pods
+        first, ties as Go's sort left them: see :meth:`_sort_inflight`). NodeClaims whose
+        signature already gave a shared rejection for this pod are skipped: they would say
+        the same. A rejection by devices is never shared (the devices left differ per
+        NodeClaim): the allocation comes after every check whose answer is."""
         shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
-        if unblocked is not None:
-            for nc in unblocked:
-                if rejected and nc.signature() in rejected:
-                    continue
-                result = nc.can_add(pod, data, False, want_error=False, claims=claims)
-                if isinstance(result, Placement):
-                    self._commit(nc, pod, data, result)
-                    return True
-                if shareable and nc.reject_shared:
-                    rejected.add(nc.signature())
-            return False
-        for count in sorted(self._buckets):
-            for sig, group in self._buckets[count].items():
-                if sig in rejected:
-                    continue
-                for nc in group:
-                    result = nc.can_add(pod, data, False, want_error=False, claims=claims)
-                    if isinstance(result, Placement):
-                        self._commit(nc, pod, data, result)
-                        return True
-                    if shareable and nc.reject_shared:
-                        # Every NodeClaim in this group would say the same.
-                        rejected.add(sig)
-                        break
+        for nc in self._inflight if unblocked is None else unblocked:
+            if rejected and nc.signature() in rejected:
+                continue
+            result = nc.can_add(pod, data, False, want_error=False, claims=claims)
+            if isinstance(result, Placement):
+                self._commit(nc, pod, data, result)
+                return True
+            if shareable and nc.reject_shared:
+                rejected.add(nc.signature())
         return False
 
     def _commit(self, nc: NodeClaim, pod: Any, data: PodData, placement: Placement) -> None:
         before = len(nc.pods)
-        if before:
-            by_sig = self._buckets[before]
-            sig = nc.signature()
-            group = by_sig[sig]
-            del group[nc]
-            if not group:
-                del by_sig[sig]
-                if not by_sig:
-                    del self._buckets[before]
         nc.add(pod, data, placement)
-        self._buckets.setdefault(len(nc.pods), {}).setdefault(nc.signature(), {})[nc] = None
+        self._changed.append((nc, before == 0))
         for domains, unblocked in self._blocker_index.values():
             if domains.get(nc.hostname):
                 unblocked.pop(nc, None)
@@ -618,6 +650,7 @@ class Scheduler:
             )
             self._commit(nc, pod, data, result)
             self.new_nodeclaims.append(nc)
+            self._inflight.append(nc)
             if remaining is not None:
                 # Pessimistically assume the largest candidate launches (upstream subtractMax).
                 if nc.options is template.instance_type_options:
@@ -633,8 +666,9 @@ class Scheduler:
         return CombinedError(errors)
 
 
-def _scan_order(nc: NodeClaim) -> tuple[int, int]:
-    return (len(nc.pods), nc.seq)
+def _pod_count(nc: NodeClaim) -> int:
+    """Upstream's sort key for in-flight NodeClaims."""
+    return len(nc.pods)
 
 
 def _freeze(value: Any) -> Any:

@@ -18,6 +18,7 @@ from karpenter_core.apis.labels import (
 from karpenter_core.apis.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing.fakecatalog import instance_type, offering
 
 ZONE = LABEL_TOPOLOGY_ZONE
 S2 = {"security": "s2"}
@@ -300,14 +301,21 @@ def test_hostname_spreads_of_two_deployments_on_different_arches_need_four_nodes
 
 @pytest.mark.parametrize("count", [1, 2, 5, 9, 14])
 def test_three_spreads_at_once_all_hold(count: int) -> None:
-    """'should spread pods while respecting all constraints' (one round per size)."""
+    """'should spread pods while respecting all constraints' (one round per size). Like
+    upstream (``fake.InstanceTypesAssorted``) the catalogue offers every zone and capacity
+    type pair: the default one has no spot in test-zone-3, which the spreads may need."""
+    catalog = [
+        instance_type(f"{ct}-{zone}", cpu=4, memory_gi=8, offerings=[offering(ct, zone, 1.0)])
+        for zone in ("test-zone-1", "test-zone-2", "test-zone-3")
+        for ct in ("spot", "on-demand")
+    ]
     app = {"app": "all"}
     tscs = [
         {**hostname_spread(app)[0], "topologyKey": CAPACITY_TYPE_LABEL_KEY, "maxSkew": 1},
         {**zone_spread(app)[0], "maxSkew": 2},
         {**hostname_spread(app)[0], "maxSkew": 3},
     ]
-    results = solve([pod(labels=app, tsc=tscs) for _ in range(count)], [pool()])
+    results = solve([pod(labels=app, tsc=tscs) for _ in range(count)], [pool()], catalog)
     assert results.pod_errors == {}
     for key, skew in ((CAPACITY_TYPE_LABEL_KEY, 1), (ZONE, 2)):
         counts: dict[str, int] = {}

@@ -1,0 +1,3 @@
+module gosortparity
+
+go 1.22
