@@ -68,10 +68,10 @@ def stable_after_one_change(n: int, less: Less) -> bool | None:
 
     Up to 12 elements Go insertion-sorts, which is stable. From 50, when sampling the pivot
     sees no descending pair, Go first tries to finish with at most five adjacent swaps and
-    shifts; one misplaced element is always fixed that way, moved past its new equals-free
-    neighbours without disturbing anything else, which is the stable order. Between the
-    two, or when the sample sees the misplaced element out of order, Go partitions, and
-    equal elements move around."""
+    shifts; one misplaced element is always fixed that way, shifted past the elements it
+    belongs before or after without reordering anything else, which is the stable order.
+    Between the two, or when the sample sees the misplaced element out of order, Go
+    partitions, and equal elements move around."""
     if n <= _INSERTION_MAX:
         return True
     if n < _NINTHER_MIN:

@@ -2,9 +2,9 @@
 
 For each pod, largest first: an existing node (initialised first), else a NodeClaim already
 planned in this solve (fewest pods first, ties in upstream's exact order), else a new
-NodeClaim from the heaviest NodePool that can take it. A pod that fits nowhere gives up one preference and tries again; a pod
-that still fits nowhere goes to the back of the queue, and the solve ends after a full pass
-without progress. The structure mirrors upstream ``scheduler.go`` so behaviour can be
+NodeClaim from the heaviest NodePool that can take it. A pod that fits nowhere gives up one
+preference and tries again; a pod that still fits nowhere goes to the back of the queue, and
+the solve ends after a full pass without progress. The structure mirrors upstream ``scheduler.go`` so behaviour can be
 compared line by line; speed comes from caching, not from a different algorithm.
 """
 
@@ -535,9 +535,10 @@ class Scheduler:
                 self._blocker_index[id(domains)] = entry
             entries.append(entry[1])
         entries.sort(key=len)
-        if not entries[0]:
-            return []
-        return [nc for nc in self._inflight if all(nc in e for e in entries)]
+        picked = [nc for nc in self._inflight if nc in entries[0]] if entries[0] else []
+        for others in entries[1:]:
+            picked = [nc for nc in picked if nc in others]
+        return picked
 
     def _add_to_inflight_nodeclaim(
         self, pod: Any, data: PodData, claims: Sequence[ResourceClaim] = ()
