@@ -4,8 +4,9 @@ For each pod, largest first: an existing node (initialised first), else a NodeCl
 planned in this solve (fewest pods first, ties in upstream's exact order), else a new
 NodeClaim from the heaviest NodePool that can take it. A pod that fits nowhere gives up one
 preference and tries again; a pod that still fits nowhere goes to the back of the queue, and
-the solve ends after a full pass without progress. The structure mirrors upstream ``scheduler.go`` so behaviour can be
-compared line by line; speed comes from caching, not from a different algorithm.
+the solve ends after a full pass without progress. The structure mirrors upstream
+``scheduler.go`` so behaviour can be compared line by line; speed comes from caching, not
+from a different algorithm.
 """
 
 from __future__ import annotations
