@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import compress, count
+from operator import not_
 from typing import Any
 
 from attrs import field, frozen
@@ -241,6 +243,8 @@ class Scheduler:
         # The NodeClaims that gained a pod since _inflight was last sorted, each with whether
         # it was new (appended).
         self._changed: list[tuple[NodeClaim, bool]] = []
+        # Each in-flight NodeClaim's current signature, for skipping shared rejections.
+        self._sig_of: dict[NodeClaim, int] = {}
         # Hostname anti-affinity counts -> in-flight NodeClaims they do not rule out.
         self._blocker_index: dict[int, tuple[dict[str, int], dict[NodeClaim, None]]] = {}
         self.deleting_node_names = frozenset(deleting_node_names)
@@ -496,13 +500,15 @@ class Scheduler:
             sort_slice(order, _pod_count)
             return
         nc, appended = changed.pop()
-        count = len(nc.pods)
+        size = len(nc.pods)
         n = len(order)
-        p = n - 1 if appended else order.index(nc)
+        # Only this NodeClaim is out of place, and its count grew by one: it sits among
+        # those with one pod fewer, usually first (the scan takes the first that fits).
+        p = n - 1 if appended else order.index(nc, bisect_left(order, size - 1, key=_pod_count))
         if appended:
-            if n < 2 or len(order[-2].pods) <= count:
+            if n < 2 or len(order[-2].pods) <= size:
                 return
-        elif p + 1 >= n or len(order[p + 1].pods) >= count:
+        elif p + 1 >= n or len(order[p + 1].pods) >= size:
             return
 
         def less(i: int, j: int) -> bool:
@@ -514,10 +520,10 @@ class Scheduler:
         del order[p]
         if appended:
             # A new NodeClaim goes after every NodeClaim with as few pods.
-            order.insert(bisect_right(order, count, key=_pod_count), nc)
+            order.insert(bisect_right(order, size, key=_pod_count), nc)
         else:
             # One that gained a pod goes before every NodeClaim that already had as many.
-            order.insert(bisect_left(order, count, lo=p, key=_pod_count), nc)
+            order.insert(bisect_left(order, size, lo=p, key=_pod_count), nc)
 
     def _unblocked(self, pod: Any) -> list[NodeClaim] | None:
         """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order,
@@ -552,9 +558,14 @@ class Scheduler:
         shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
-        for nc in self._inflight if unblocked is None else unblocked:
-            if rejected and nc.signature() in rejected:
-                continue
+        scan: list[NodeClaim] = self._inflight if unblocked is None else unblocked
+        candidates: Iterable[NodeClaim] = scan
+        if shareable:
+            # Lazily, so a signature rejected on the way is skipped from then on.
+            sigs = map(self._sig_of.__getitem__, scan)
+            wanted: Iterator[int] = compress(count(), map(not_, map(rejected.__contains__, sigs)))
+            candidates = map(scan.__getitem__, wanted)
+        for nc in candidates:
             result = nc.can_add(pod, data, False, want_error=False, claims=claims)
             if isinstance(result, Placement):
                 self._commit(nc, pod, data, result)
@@ -567,6 +578,7 @@ class Scheduler:
         before = len(nc.pods)
         nc.add(pod, data, placement)
         self._changed.append((nc, before == 0))
+        self._sig_of[nc] = nc.signature()
         for domains, unblocked in self._blocker_index.values():
             if domains.get(nc.hostname):
                 unblocked.pop(nc, None)
