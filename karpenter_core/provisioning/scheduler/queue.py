@@ -60,7 +60,7 @@ def sort_slice(items: list[T], key: Callable[[T], Any]) -> None:
     go_sort_slice(len(items), less, swap)
 
 
-def stable_after_one_change(n: int, less: Less) -> bool | None:
+def stable_after_one_change(n: int, less: Less, changed: int | None = None) -> bool | None:
     """For a slice of ``n`` that was sorted before one element's key grew or one element
     was appended, and is now out of order (``less`` reads it, nothing is swapped): does Go's
     ``sort.Slice`` leave it as a stable sort would? None when it does not say (the caller
@@ -71,11 +71,18 @@ def stable_after_one_change(n: int, less: Less) -> bool | None:
     shifts; one misplaced element is always fixed that way, shifted past the elements it
     belongs before or after without reordering anything else, which is the stable order.
     Between the two, or when the sample sees the misplaced element out of order, Go
-    partitions, and equal elements move around."""
+    partitions, and equal elements move around.
+
+    ``changed``, the misplaced element's index, saves the comparisons when the pivot sample
+    does not include it: everything else is in order, so the sample then ascends."""
     if n <= _INSERTION_MAX:
         return True
     if n < _NINTHER_MIN:
         return None
+    if changed is not None:
+        quarter = n // 4
+        if all(abs(changed - quarter * m) > 1 for m in (1, 2, 3)):
+            return True
     _, hint = choose_pivot(less, 0, n)
     return True if hint == INCREASING_HINT else None
 

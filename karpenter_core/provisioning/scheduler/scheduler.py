@@ -12,7 +12,6 @@ from a different algorithm.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, count
 from operator import not_
@@ -241,8 +240,10 @@ class Scheduler:
         # The same NodeClaims in upstream's ``newNodeClaims`` slice order (see _sort_inflight).
         self._inflight: list[NodeClaim] = []
         # The NodeClaims that gained a pod since _inflight was last sorted, each with whether
-        # it was new (appended).
-        self._changed: list[tuple[NodeClaim, bool]] = []
+        # it was new (appended) and, when the scan knew it, its index in _inflight.
+        self._changed: list[tuple[NodeClaim, bool, int | None]] = []
+        # How many in-flight NodeClaims hold each pod count (index = count).
+        self._sizes: list[int] = [0]
         # Each in-flight NodeClaim's current signature, for skipping shared rejections.
         self._sig_of: dict[NodeClaim, int] = {}
         # Hostname anti-affinity counts -> in-flight NodeClaims they do not rule out.
@@ -485,7 +486,8 @@ class Scheduler:
         Since the previous sort at most one NodeClaim changed: it gained a pod, or it is new
         and was appended. Sorting an already sorted slice changes nothing in Go, so the sort
         is skipped when that change kept the order; when Go's sort provably ends as a stable
-        one (:func:`.queue.stable_after_one_change`) the NodeClaim is moved by bisection.
+        one (:func:`.queue.stable_after_one_change`) the NodeClaim is moved to where the
+        pod-count histogram puts it.
         Otherwise, and always with ``reference=True``, Go's algorithm runs in full."""
         order = self._inflight
         changed = self._changed
@@ -499,12 +501,18 @@ class Scheduler:
             changed.clear()
             sort_slice(order, _pod_count)
             return
-        nc, appended = changed.pop()
+        nc, appended, known = changed.pop()
         size = len(nc.pods)
         n = len(order)
-        # Only this NodeClaim is out of place, and its count grew by one: it sits among
-        # those with one pod fewer, usually first (the scan takes the first that fits).
-        p = n - 1 if appended else order.index(nc, bisect_left(order, size - 1, key=_pod_count))
+        sizes = self._sizes
+        if appended:
+            p = n - 1
+        elif known is not None:
+            p = known
+        else:
+            # Only this NodeClaim is out of place, and it sits among those with one pod
+            # fewer, usually first (the scan takes the first that fits).
+            p = order.index(nc, sum(sizes[: size - 1]))
         if appended:
             if n < 2 or len(order[-2].pods) <= size:
                 return
@@ -514,16 +522,16 @@ class Scheduler:
         def less(i: int, j: int) -> bool:
             return len(order[i].pods) < len(order[j].pods)
 
-        if not stable_after_one_change(n, less):
+        if not stable_after_one_change(n, less, p):
             sort_slice(order, _pod_count)
             return
         del order[p]
         if appended:
-            # A new NodeClaim goes after every NodeClaim with as few pods.
-            order.insert(bisect_right(order, size, key=_pod_count), nc)
+            # A new NodeClaim goes after every other NodeClaim with as few pods.
+            order.insert(sum(sizes[: size + 1]) - 1, nc)
         else:
             # One that gained a pod goes before every NodeClaim that already had as many.
-            order.insert(bisect_left(order, size, lo=p, key=_pod_count), nc)
+            order.insert(sum(sizes[:size]), nc)
 
     def _unblocked(self, pod: Any) -> list[NodeClaim] | None:
         """In-flight NodeClaims not ruled out by hostname anti-affinity counts, in scan order,
@@ -559,26 +567,41 @@ class Scheduler:
         rejected: set[int] = set()
         unblocked = self._unblocked(pod)
         scan: list[NodeClaim] = self._inflight if unblocked is None else unblocked
-        candidates: Iterable[NodeClaim] = scan
+        positions: Iterator[int] = iter(range(len(scan)))
         if shareable:
             # Lazily, so a signature rejected on the way is skipped from then on.
             sigs = map(self._sig_of.__getitem__, scan)
-            wanted: Iterator[int] = compress(count(), map(not_, map(rejected.__contains__, sigs)))
-            candidates = map(scan.__getitem__, wanted)
-        for nc in candidates:
+            positions = compress(count(), map(not_, map(rejected.__contains__, sigs)))
+        for i in positions:
+            nc = scan[i]
             result = nc.can_add(pod, data, False, want_error=False, claims=claims)
             if isinstance(result, Placement):
-                self._commit(nc, pod, data, result)
+                self._commit(nc, pod, data, result, i if unblocked is None else None)
                 return True
             if shareable and nc.reject_shared:
                 rejected.add(nc.signature())
         return False
 
-    def _commit(self, nc: NodeClaim, pod: Any, data: PodData, placement: Placement) -> None:
+    def _commit(
+        self,
+        nc: NodeClaim,
+        pod: Any,
+        data: PodData,
+        placement: Placement,
+        position: int | None = None,
+    ) -> None:
+        """Add the pod; ``position`` is the NodeClaim's index in ``_inflight`` if known."""
         before = len(nc.pods)
         nc.add(pod, data, placement)
-        self._changed.append((nc, before == 0))
+        self._changed.append((nc, before == 0, position))
         self._sig_of[nc] = nc.signature()
+        sizes = self._sizes
+        if before:
+            sizes[before] -= 1
+        after = len(nc.pods)
+        while len(sizes) <= after:
+            sizes.append(0)
+        sizes[after] += 1
         for domains, unblocked in self._blocker_index.values():
             if domains.get(nc.hostname):
                 unblocked.pop(nc, None)

@@ -96,6 +96,9 @@ def test_stable_after_one_change_only_when_go_ends_stable(append: bool) -> None:
             if keys == sorted(keys):
                 continue
             verdict = stable_after_one_change(n, lambda i, j, k=keys: k[i] < k[j])
+            changed = n - 1 if append else next(i for i in range(n - 1) if keys[i] > keys[i + 1])
+            shortcut = stable_after_one_change(n, lambda i, j, k=keys: k[i] < k[j], changed)
+            assert shortcut == verdict, keys
             if verdict:
                 said_stable += 1
                 assert _perm(keys) == sorted(range(n), key=keys.__getitem__), keys
