@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from karpenter_core.provisioning.scheduler.dra import DRASimulation
 
 _hostname_ids = itertools.count(1)
-_nodeclaim_seq = itertools.count()
 
 
 class Placement:
@@ -284,7 +283,6 @@ class NodeClaim:
         self.finalized = False
         self._merge_cache: dict[int, tuple[Requirements, Requirements | object]] = {}
         self.reject_shared = False
-        self.seq = next(_nodeclaim_seq)
         self._sig: int | None = None
         self._by_price: list[ITInfo] | None = None
         if optset is None and options is template.instance_type_options:
