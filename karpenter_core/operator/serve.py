@@ -451,10 +451,11 @@ class Operator:
 
     def _start_informers(self) -> None:
         from karpenter_core.kube.cache import CachedClient
-        from karpenter_core.kube.informer import SharedInformers
+        from karpenter_core.kube.informer import SharedInformers, compact_object
 
         assert self.client is not None
-        self.informers = SharedInformers(self.client)
+        # slim cached objects: with a large cluster they are most of the operator's memory
+        self.informers = SharedInformers(self.client, transform=compact_object)
         kinds = cached_kinds(self.options)
         self._cached = [self.informers.informer(kind) for kind in kinds]
         self.reader = CachedClient(self.client, self.informers, kinds)
