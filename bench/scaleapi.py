@@ -118,6 +118,11 @@ class ScaleCluster:
             self._node_index = {self.node_name(i): i for i in range(self.nodes)}
         return self._node_index.get(name)
 
+    def pods_on(self, node: int) -> list[int]:
+        """Indexes of the pods bound to node ``node``."""
+        daemons = [node * len(DAEMONSETS) + d for d in range(len(DAEMONSETS))]
+        return daemons + list(range(self.ds_pods + node, self.pods, self.nodes))
+
     def namespaces(self) -> list[str]:
         return sorted(
             {ns for ns, _ in DAEMONSETS} | {f"team-{n:02d}" for n in range(APP_NAMESPACES)}
@@ -649,7 +654,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if query.get("watch") in ("true", "1"):
             self._watch_quiet(rt, query)
             return
+        on_node = self._node_selector(rt, query)
+        if on_node is not None:
+            node = gen.node_index(on_node)
+            items = [] if node is None else [make(i) for i in gen.pods_on(node)]
+            self.server.listed[f"{rt.plural} on a node"] += 1
+            self._send(
+                200,
+                {
+                    "apiVersion": "v1",
+                    "kind": rt.list_kind,
+                    "metadata": {"resourceVersion": gen.rv},
+                    "items": items,
+                },
+            )
+            return
         if query.get("labelSelector") or query.get("fieldSelector") or ns:
+            self.server.refused[f"selected list of {rt.plural}: {query}"] += 1
             raise BadRequest("this benchmark serves unfiltered, cluster-wide lists only")
         start = int(query.get("continue") or 0)
         limit = int(query.get("limit") or 0) or count
@@ -668,6 +689,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "items": [make(i) for i in range(start, end)],
             },
         )
+
+    @staticmethod
+    def _node_selector(rt: ResourceType, query: dict[str, str]) -> str | None:
+        """The node of a ``spec.nodeName=<node>`` pod listing (state's per-node reads)."""
+        fields = query.get("fieldSelector") or ""
+        if rt.kind != "Pod" or query.get("labelSelector") or "," in fields:
+            return None
+        name, sep, value = fields.partition("=")
+        return value.lstrip("=") if sep and name == "spec.nodeName" else None
 
     def _stream_start(self) -> None:
         self.send_response(200)
@@ -794,6 +824,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _HttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the operator opens dozens of connections at once
     cluster: ScaleCluster
     api: InMemoryApiServer
     stopping: threading.Event
