@@ -19,7 +19,8 @@ what to fix (:class:`ServeError`) rather than a traceback:
    stale); ``/healthz`` fails only for what a restart cures: an informer loop that died or
    has done nothing for far longer than any of its timeouts allows;
 6. leader election on the ``LEADER_ELECTION_NAME`` Lease (unless
-   ``DISABLE_LEADER_ELECTION``); once leading, cluster state, every controller of
+   ``DISABLE_LEADER_ELECTION``); once leading and every shared cache has synced, cluster
+   state, every controller of
    :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock,
    fed by the shared informers and reading the cached kinds from them
    (:class:`~karpenter_core.kube.cache.CachedClient`), so reads do not spend the client's
@@ -605,13 +606,25 @@ class Operator:
                 if self.lost.is_set():
                     code = 1
                     break
-                if self.leading.is_set() and not self.controllers_started.is_set():
+                if (
+                    self.leading.is_set()
+                    and not self.controllers_started.is_set()
+                    and self._caches_synced()
+                ):
                     self._start_controllers()
                 self._wake.wait(0.2)
                 self._wake.clear()
         finally:
             self.shutdown()
         return code
+
+    def _caches_synced(self) -> bool:
+        """Controllers start once every shared cache has listed, as controller-runtime's
+        do: a controller reading a kind whose cache has not synced reads the API server,
+        and cluster state would keep those uncached copies (with a large cluster, a second
+        copy of most pods)."""
+        informers = self.informers
+        return informers is None or informers.has_synced()
 
     def wake(self) -> None:
         """Make :meth:`run` look at its events now (signal handlers call this)."""
