@@ -40,6 +40,7 @@ from karpenter_core.kube.client import (
     ApiError,
     BadRequest,
     NotFound,
+    Obj,
     ResourceType,
     resource_types,
 )
@@ -75,6 +76,21 @@ def _fields_v1(value: Any) -> Any:
             }
         return out
     return {}
+
+
+def _managed(manager: str, time: str, fields: dict[str, Any], status: bool = False) -> Obj:
+    """One ``managedFields`` entry of an ``Update`` by ``manager``."""
+    entry: Obj = {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": "v1",
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    if status:
+        entry["subresource"] = "status"
+    return entry
 
 
 class ScaleCluster:
@@ -228,40 +244,31 @@ class ScaleCluster:
             "podCIDRs": [f"100.{64 + i // 256 % 64}.{i % 256}.0/24"],
         }
         metadata["managedFields"] = [
-            {
-                "manager": "kubelet",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": CREATED,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {
+            _managed(
+                "kubelet",
+                CREATED,
+                {
                     "f:metadata": _fields_v1(
                         {"annotations": metadata["annotations"], "labels": metadata["labels"]}
                     ),
                     "f:spec": {"f:providerID": {}},
                 },
-            },
-            {
-                "manager": "kube-controller-manager",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": CREATED,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}, 'v:"x"': {}}}},
-            },
-            {
-                "manager": "kubelet",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": STARTED,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {
+            ),
+            _managed(
+                "kube-controller-manager",
+                CREATED,
+                {"f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}, 'v:"x"': {}}}},
+            ),
+            _managed(
+                "kubelet",
+                STARTED,
+                {
                     "f:status": _fields_v1(
                         {k: status[k] for k in ("conditions", "images", "nodeInfo")}
                     )
                 },
-                "subresource": "status",
-            },
+                status=True,
+            ),
         ]
         return {
             "apiVersion": "v1",
@@ -489,32 +496,17 @@ class ScaleCluster:
             "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
             "ownerReferences": [owner_ref],
         }
+        owned = ("annotations", "generateName", "labels", "ownerReferences")
         metadata["managedFields"] = [
-            {
-                "manager": "kube-controller-manager",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": CREATED,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {
-                    "f:metadata": _fields_v1(
-                        {
-                            k: metadata[k]
-                            for k in ("annotations", "generateName", "labels", "ownerReferences")
-                        }
-                    ),
+            _managed(
+                "kube-controller-manager",
+                CREATED,
+                {
+                    "f:metadata": _fields_v1({k: metadata[k] for k in owned}),
                     "f:spec": _fields_v1({k: v for k, v in spec.items() if k != "nodeName"}),
                 },
-            },
-            {
-                "manager": "kubelet",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": STARTED,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:status": _fields_v1(status)},
-                "subresource": "status",
-            },
+            ),
+            _managed("kubelet", STARTED, {"f:status": _fields_v1(status)}, status=True),
         ]
         return {
             "apiVersion": "v1",

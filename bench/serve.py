@@ -147,6 +147,20 @@ def _get(port: int, path: str) -> tuple[int, str]:
         return 0, ""
 
 
+def _install_operator_objects(create: Callable[[dict[str, Any]], Any]) -> None:
+    """What the operator needs besides its CRDs: its namespace (the leader Lease's), the
+    KWOKNodeClass and a NodePool of instances under 32 CPUs."""
+    create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    create(
+        {
+            "apiVersion": "karpenter.kwok.sh/v1alpha1",
+            "kind": "KWOKNodeClass",
+            "metadata": {"name": "default"},
+        }
+    )
+    create(b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")]))
+
+
 class ServeProcess:
     """``karpenter serve --cloud-provider kwok`` as a subprocess on ``kubeconfig``, as users
     run it, with its metrics and probe ports and its memory as ``/proc`` reports it."""
@@ -232,17 +246,7 @@ class Env:
         crd = yaml.safe_load(KWOK_CRD.read_text())
         self.kube.create(crd)
         _wait(lambda: self._established(crd["metadata"]["name"]), "the KWOKNodeClass CRD")
-        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        self.kube.create(
-            {
-                "apiVersion": "karpenter.kwok.sh/v1alpha1",
-                "kind": "KWOKNodeClass",
-                "metadata": {"name": "default"},
-            }
-        )
-        self.kube.create(
-            b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")])
-        )
+        _install_operator_objects(self.kube.create)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "serve.log"
 
@@ -515,17 +519,7 @@ def memory_at_scale(nodes: int, pods: int, rss_cap_mb: float) -> dict[str, Any]:
     cloud_providers(get_plugin_manager({}))  # the KWOKNodeClass resource type
     workdir = Path(tempfile.mkdtemp(prefix="bench-serve-scale-"))
     server = scaleapi.ScaleApiServer(nodes, pods, workdir).start()
-    server.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    server.api.create(
-        {
-            "apiVersion": "karpenter.kwok.sh/v1alpha1",
-            "kind": "KWOKNodeClass",
-            "metadata": {"name": "default"},
-        }
-    )
-    server.api.create(
-        b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")])
-    )
+    _install_operator_objects(server.api.create)
     serve = ServeProcess(server.kubeconfig(), workdir / "serve.log")
     started = time.monotonic()
     highest = 0.0
