@@ -66,6 +66,8 @@ from karpenter_core.kube.client import (
 
 __all__ = [
     "POD_NODE_NAME_INDEX",
+    "READ_CONTAINER_STATUS_FIELDS",
+    "UNREAD_CONTAINER_FIELDS",
     "Handler",
     "Indexer",
     "Informer",
@@ -140,12 +142,77 @@ def _compact(value: Any) -> Any:
     return value
 
 
+UNREAD_CONTAINER_FIELDS = frozenset(
+    {
+        "args",
+        "command",
+        "env",
+        "envFrom",
+        "imagePullPolicy",
+        "lifecycle",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "stdin",
+        "stdinOnce",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "tty",
+        "volumeDevices",
+        "volumeMounts",
+        "workingDir",
+    }
+)
+"""What a pod's containers say that no controller reads: how the kubelet runs them. What
+scheduling reads stays: name, image, resources, ports, restartPolicy (sidecars),
+securityContext and anything not listed here."""
+
+READ_CONTAINER_STATUS_FIELDS = frozenset({"name", "resources", "allocatedResources"})
+"""What is read of a container's status: what the kubelet has allocated (in-place resize),
+which can exceed the spec's requests. Its state, image, ids and restart count are not."""
+
+_CONTAINERS = ("containers", "initContainers", "ephemeralContainers")
+_CONTAINER_STATUSES = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+
+
+def _slim_pod(obj: Obj) -> Obj:
+    """``obj`` (a v1 Pod) without the container fields of :data:`UNREAD_CONTAINER_FIELDS`
+    and the container status fields outside :data:`READ_CONTAINER_STATUS_FIELDS` (new
+    mappings where anything is dropped; ``obj`` is not changed)."""
+
+    def keep(items: Any, wanted: Callable[[str], bool]) -> Any:
+        if not isinstance(items, list):
+            return items
+        return [
+            {k: v for k, v in c.items() if wanted(k)} if isinstance(c, dict) else c for c in items
+        ]
+
+    out = dict(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        out["spec"] = {
+            k: keep(v, lambda f: f not in UNREAD_CONTAINER_FIELDS) if k in _CONTAINERS else v
+            for k, v in spec.items()
+        }
+    status = obj.get("status")
+    if isinstance(status, dict):
+        out["status"] = {
+            k: keep(v, READ_CONTAINER_STATUS_FIELDS.__contains__) if k in _CONTAINER_STATUSES else v
+            for k, v in status.items()
+        }
+    return out
+
+
 def compact_object(obj: Obj) -> Obj:
     """The object as the operator caches it: without ``metadata.managedFields`` (server-side
     apply's bookkeeping, which no controller reads: controller-runtime's
     ``TransformStripManagedFields``, as upstream's operator configures its cache) and with
     every string interned, so the many copies of the same label key, image name, condition
-    type or timestamp across thousands of objects are one string each.
+    type or timestamp across thousands of objects are one string each. Pods also lose what
+    no controller reads of their containers (:data:`UNREAD_CONTAINER_FIELDS`,
+    :data:`READ_CONTAINER_STATUS_FIELDS`): env, probes, mounts and container states are
+    a third of a typical pod. Nothing writes a cached pod back whole (pods are patched,
+    evicted and deleted), so nothing dropped here can be lost on the server.
 
     A new structure: ``obj`` is not changed (a watch may hand the same event to others).
     An update built from a cached object omits ``managedFields``, which the API server
@@ -153,6 +220,8 @@ def compact_object(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+        obj = _slim_pod(obj)
     compacted: Obj = _compact(obj)
     return compacted
 

@@ -90,6 +90,19 @@ def _pod(name: str = "web-1") -> dict[str, Any]:
                         "requests": {"cpu": "250m", "memory": "512Mi"},
                         "limits": {"memory": "512Mi"},
                     },
+                    "env": [{"name": "LOG_LEVEL", "value": "info"}],
+                    "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}},
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "initContainers": [
+                {
+                    "name": "proxy",
+                    "image": "registry.example.com/proxy:v1",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "100m"}},
+                    "command": ["/proxy", "--port=15001"],
                 }
             ],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "web-data"}}],
@@ -101,7 +114,15 @@ def _pod(name: str = "web-1") -> dict[str, Any]:
                 {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-30T08:16:03Z"}
             ],
             "containerStatuses": [
-                {"name": "app", "ready": True, "allocatedResources": {"cpu": "300m"}}
+                {
+                    "name": "app",
+                    "ready": True,
+                    "restartCount": 2,
+                    "state": {"running": {"startedAt": "2026-11-30T08:16:03Z"}},
+                    "imageID": "registry.example.com/web@sha256:0123",
+                    "allocatedResources": {"cpu": "300m"},
+                    "resources": {"requests": {"cpu": "300m"}},
+                }
             ],
         },
     }
@@ -149,18 +170,44 @@ def _typed(model: Any) -> dict[str, Any]:
 
 
 def test_compact_object_drops_managed_fields_and_keeps_the_rest() -> None:
+    node = _node()
+    before = copy.deepcopy(node)
+    compacted = compact_object(node)
+    assert "managedFields" not in compacted["metadata"]
+    assert compacted == _without_managed_fields(before)
+    assert node == before  # the input is left as it was
+
+
+def test_a_compacted_pod_keeps_what_scheduling_reads_of_its_containers_only() -> None:
     pod = _pod()
     before = copy.deepcopy(pod)
     compacted = compact_object(pod)
-    assert "managedFields" not in compacted["metadata"]
-    assert compacted == _without_managed_fields(before)
-    assert pod == before  # the input is left as it was
+    assert pod == before
+    expected = _without_managed_fields(before)
+    app = expected["spec"]["containers"][0]
+    for unread in ("env", "readinessProbe", "volumeMounts", "imagePullPolicy"):
+        del app[unread]
+    del expected["spec"]["initContainers"][0]["command"]
+    expected["status"]["containerStatuses"] = [
+        {
+            "name": "app",
+            "allocatedResources": {"cpu": "300m"},
+            "resources": {"requests": {"cpu": "300m"}},
+        }
+    ]
+    assert compacted == expected
+    # the pod-level fields the scheduler and disruption read are all still there
+    assert compacted["spec"]["volumes"] == before["spec"]["volumes"]
+    assert compacted["metadata"]["annotations"] == before["metadata"]["annotations"]
 
 
 def test_compacted_objects_parse_to_the_same_typed_models() -> None:
     # everything the controllers read goes through these models
     pod = _pod()
-    assert _typed(Pod.from_dict(compact_object(pod))) == _typed(Pod.from_dict(pod))
+    typed = _typed(Pod.from_dict(compact_object(pod)))
+    assert typed == _typed(Pod.from_dict(pod))
+    # requests from the kubelet's allocation (larger than the spec's), plus the sidecar's
+    assert typed["requests"]["cpu"] == 400
     node = _node()
     assert _typed(Node.from_dict(compact_object(node))) == _typed(Node.from_dict(node))
 
