@@ -125,7 +125,9 @@ def _progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-def _wait(predicate: Callable[[], Any], what: str, deadline: float = 600.0) -> Any:
+def _wait(
+    predicate: Callable[[], Any], what: str, deadline: float = 600.0, every: float = 0.1
+) -> Any:
     _progress(f"waiting for {what}")
     end = time.monotonic() + deadline
     while True:
@@ -134,12 +136,12 @@ def _wait(predicate: Callable[[], Any], what: str, deadline: float = 600.0) -> A
             return value
         if time.monotonic() > end:
             raise SystemExit(f"bench: gave up waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(every)
 
 
-def _get(port: int, path: str) -> tuple[int, str]:
+def _get(port: int, path: str, timeout: float = 10.0) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -194,8 +196,8 @@ class ServeProcess:
         if self.exited():
             raise SystemExit(f"bench: karpenter serve exited; see {self.log}")
 
-    def leading_and_synced(self) -> bool:
-        body = _get(self.metrics_port, "/metrics")[1]
+    def leading_and_synced(self, timeout: float = 10.0) -> bool:
+        body = _get(self.metrics_port, "/metrics", timeout)[1]
         return (
             'leader_election_master_status{name="karpenter-leader-election"} 1.0' in body
             and "karpenter_cluster_state_synced 1.0" in body
@@ -534,10 +536,16 @@ def memory_at_scale(nodes: int, pods: int, rss_cap_mb: float) -> dict[str, Any]:
                 f"bench: operator RSS passed --rss-cap-mb {rss_cap_mb:.0f} MB before its "
                 "caches synced; stopped it"
             )
-        return serve.ready() and serve.leading_and_synced()
+        # /metrics is large with a pod series per pod: read it seldom, and wait for it
+        return serve.ready() and serve.leading_and_synced(timeout=120.0)
 
     try:
-        _wait(synced, f"caches of {nodes} nodes / {pods} pods and synced cluster state", 3600.0)
+        _wait(
+            synced,
+            f"caches of {nodes} nodes / {pods} pods and synced cluster state",
+            3600.0,
+            every=5.0,
+        )
         sync_seconds = time.monotonic() - started
         _progress(f"synced in {sync_seconds:.1f}s; settling {SCALE_SETTLE:g}s")
         time.sleep(SCALE_SETTLE)
