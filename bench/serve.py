@@ -1,6 +1,6 @@
 """``karpenter serve`` on a real control plane: provisioning latency and operator memory.
 
-Two measurements, each against a fresh etcd + kube-apiserver built from the pinned
+Two measurements against a fresh etcd + kube-apiserver built from the pinned
 upstream modules (``tests/integration/controlplane.py``), with ``karpenter serve
 --cloud-provider kwok`` as a subprocess exactly as users run it:
 
@@ -49,6 +49,21 @@ has marked unschedulable, as upstream does.
    is read once ``/readyz`` passes (informer caches synced) and cluster state is synced.
    Target: under 300 MB.
 
+3. **Operator memory at scale** (``--scale NODESxPODS``, issue 17's ``5000x150000``; only
+   this measurement runs). A real etcd would take far longer to fill than the operator to
+   read it, so the operator connects (kubeconfig, plain HTTP) to the stand-in API server of
+   ``bench/scaleapi.py``: Nodes and Pods generated on the fly as a real API server returns
+   them, ``managedFields`` included (a Deployment's pod is ~9 KB of JSON, a Node ~6.5 KB;
+   two DaemonSet pods per node, the rest from 1,000 Deployments in 40 namespaces, spread
+   evenly over the nodes), watches that only bookmark (the cluster at rest), and the
+   NodePool, KWOKNodeClass, DaemonSets, Lease and Events in an in-memory API server.
+   Printed: ``{nodes, pods, syncSeconds, rssMB, peakRssMB}``: ``syncSeconds`` from the
+   process start until ``/readyz`` passes, it leads and ``karpenter_cluster_state_synced``
+   is 1; ``rssMB`` the median of five ``VmRSS`` readings a second apart after a further
+   20 s; ``peakRssMB`` its ``VmHWM``. Target: at most 1.5 GB. ``--rss-cap-mb`` (default
+   12,000) stops an operator that grows past it before syncing, so a shared machine is
+   not driven out of memory.
+
 Both record ``operatorCommit``: the commit of the operator code that ran, ``+dirty`` when
 ``karpenter_core`` had uncommitted changes.
 
@@ -57,6 +72,8 @@ Both record ``operatorCommit``: the commit of the operator code that ran, ``+dir
                                           #  "nodeclaims", "rssMB", "runs", ...}
     python bench/serve.py --pods 200 --cache-pods 1000 --cache-nodes 100   # quicker
     python bench/serve.py --runs 3        # median of three latency runs
+    python bench/serve.py --scale 5000x150000 --json   # {"nodes", "pods", "syncSeconds",
+                                                       #  "rssMB", "peakRssMB", ...}
 """
 
 from __future__ import annotations
@@ -108,7 +125,9 @@ def _progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-def _wait(predicate: Callable[[], Any], what: str, deadline: float = 600.0) -> Any:
+def _wait(
+    predicate: Callable[[], Any], what: str, deadline: float = 600.0, every: float = 0.1
+) -> Any:
     _progress(f"waiting for {what}")
     end = time.monotonic() + deadline
     while True:
@@ -117,17 +136,94 @@ def _wait(predicate: Callable[[], Any], what: str, deadline: float = 600.0) -> A
             return value
         if time.monotonic() > end:
             raise SystemExit(f"bench: gave up waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(every)
 
 
-def _get(port: int, path: str) -> tuple[int, str]:
+def _get(port: int, path: str, timeout: float = 10.0) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
     except OSError:
         return 0, ""
+
+
+def _install_operator_objects(create: Callable[[dict[str, Any]], Any]) -> None:
+    """What the operator needs besides its CRDs: its namespace (the leader Lease's), the
+    KWOKNodeClass and a NodePool of instances under 32 CPUs."""
+    create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    create(
+        {
+            "apiVersion": "karpenter.kwok.sh/v1alpha1",
+            "kind": "KWOKNodeClass",
+            "metadata": {"name": "default"},
+        }
+    )
+    create(b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")]))
+
+
+class ServeProcess:
+    """``karpenter serve --cloud-provider kwok`` as a subprocess on ``kubeconfig``, as users
+    run it, with its metrics and probe ports and its memory as ``/proc`` reports it."""
+
+    def __init__(self, kubeconfig: Path, log: Path) -> None:
+        self.metrics_port, self.health_port = _port(), _port()
+        self.log = log
+        exe = Path(sys.executable).parent / "karpenter"
+        args = [
+            str(exe),
+            "serve",
+            "--cloud-provider=kwok",
+            f"--kubeconfig={kubeconfig}",
+            f"--leader-election-namespace={NS}",
+            f"--metrics-port={self.metrics_port}",
+            f"--health-probe-port={self.health_port}",
+            f"--batch-idle-duration={BATCH_IDLE:g}s",
+            "--log-level=error",
+        ]
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+
+    def exited(self) -> bool:
+        return self.proc.poll() is not None
+
+    def ready(self) -> bool:
+        return _get(self.health_port, "/readyz")[0] == 200
+
+    def wait_ready(self) -> None:
+        _wait(lambda: self.ready() or self.exited(), "karpenter serve to become ready")
+        if self.exited():
+            raise SystemExit(f"bench: karpenter serve exited; see {self.log}")
+
+    def leading_and_synced(self, timeout: float = 10.0) -> bool:
+        body = _get(self.metrics_port, "/metrics", timeout)[1]
+        return (
+            'leader_election_master_status{name="karpenter-leader-election"} 1.0' in body
+            and "karpenter_cluster_state_synced 1.0" in body
+        )
+
+    def _status_mb(self, field: str) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+        raise SystemExit(f"bench: no {field} for the operator process")
+
+    def rss_mb(self) -> float:
+        """Resident memory now (``VmRSS``)."""
+        return self._status_mb("VmRSS")
+
+    def peak_rss_mb(self) -> float:
+        """The most resident memory the process has had (``VmHWM``)."""
+        return self._status_mb("VmHWM")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(30)
+            if self.proc.poll() is None:
+                self.proc.kill()
 
 
 class Env:
@@ -152,17 +248,7 @@ class Env:
         crd = yaml.safe_load(KWOK_CRD.read_text())
         self.kube.create(crd)
         _wait(lambda: self._established(crd["metadata"]["name"]), "the KWOKNodeClass CRD")
-        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        self.kube.create(
-            {
-                "apiVersion": "karpenter.kwok.sh/v1alpha1",
-                "kind": "KWOKNodeClass",
-                "metadata": {"name": "default"},
-            }
-        )
-        self.kube.create(
-            b.nodepool(requirements=[b.requirement("karpenter.kwok.sh/instance-size", "Lt", "32")])
-        )
+        _install_operator_objects(self.kube.create)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "serve.log"
 
@@ -174,49 +260,19 @@ class Env:
         )
 
     def start_serve(self) -> None:
-        self.metrics_port, self.health_port = _port(), _port()
-        exe = Path(sys.executable).parent / "karpenter"
-        args = [
-            str(exe),
-            "serve",
-            "--cloud-provider=kwok",
-            f"--kubeconfig={self.cp.kubeconfig}",
-            f"--leader-election-namespace={NS}",
-            f"--metrics-port={self.metrics_port}",
-            f"--health-probe-port={self.health_port}",
-            f"--batch-idle-duration={BATCH_IDLE:g}s",
-            "--log-level=error",
-        ]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-        _wait(
-            lambda: _get(self.health_port, "/readyz")[0] == 200 or self.proc.poll() is not None,  # type: ignore[union-attr]
-            "karpenter serve to become ready",
-        )
-        if self.proc.poll() is not None:
-            raise SystemExit(f"bench: karpenter serve exited; see {self.log}")
+        self.serve = ServeProcess(self.cp.kubeconfig, self.log)
+        self.serve.wait_ready()
+        self.proc = self.serve.proc
 
     def leading_and_synced(self) -> bool:
-        body = _get(self.metrics_port, "/metrics")[1]
-        return (
-            'leader_election_master_status{name="karpenter-leader-election"} 1.0' in body
-            and "karpenter_cluster_state_synced 1.0" in body
-        )
+        return self.serve.leading_and_synced()
 
     def rss_mb(self) -> float:
-        assert self.proc is not None
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise SystemExit("bench: no VmRSS for the operator process")
+        return self.serve.rss_mb()
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(30)
-            if self.proc.poll() is None:
-                self.proc.kill()
+        if self.proc is not None:
+            self.serve.close()
         self.kube.close()
         self.cp.stop()
 
@@ -448,6 +504,78 @@ def memory(cache_pods: int, cache_nodes: int) -> dict[str, Any]:
         env.close()
 
 
+SCALE_RSS_TARGET_MB = 1536.0
+"""Issue 17's target: ``karpenter serve`` RSS at most 1.5 GB with 150,000 pods / 5,000 nodes."""
+SCALE_SETTLE = 20.0
+SCALE_SAMPLES = 5
+
+
+def memory_at_scale(nodes: int, pods: int, rss_cap_mb: float) -> dict[str, Any]:
+    """The operator's memory on the stand-in API server of ``bench/scaleapi.py`` holding
+    ``nodes`` Nodes and ``pods`` Pods (see the module docstring, measurement 3)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import scaleapi
+
+    from karpenter_core.plugins import cloud_providers, get_plugin_manager
+
+    cloud_providers(get_plugin_manager({}))  # the KWOKNodeClass resource type
+    workdir = Path(tempfile.mkdtemp(prefix="bench-serve-scale-"))
+    server = scaleapi.ScaleApiServer(nodes, pods, workdir).start()
+    _install_operator_objects(server.api.create)
+    serve = ServeProcess(server.kubeconfig(), workdir / "serve.log")
+    started = time.monotonic()
+    highest = 0.0
+
+    def synced() -> bool:
+        nonlocal highest
+        if serve.exited():
+            raise SystemExit(f"bench: karpenter serve exited; see {serve.log}")
+        highest = max(highest, serve.rss_mb())
+        if highest > rss_cap_mb:
+            raise SystemExit(
+                f"bench: operator RSS passed --rss-cap-mb {rss_cap_mb:.0f} MB before its "
+                "caches synced; stopped it"
+            )
+        # /metrics is large with a pod series per pod: read it seldom, and wait for it
+        return serve.ready() and serve.leading_and_synced(timeout=120.0)
+
+    try:
+        _wait(
+            synced,
+            f"caches of {nodes} nodes / {pods} pods and synced cluster state",
+            3600.0,
+            every=5.0,
+        )
+        sync_seconds = time.monotonic() - started
+        _progress(f"synced in {sync_seconds:.1f}s; settling {SCALE_SETTLE:g}s")
+        time.sleep(SCALE_SETTLE)
+        samples = []
+        for _ in range(SCALE_SAMPLES):
+            samples.append(serve.rss_mb())
+            time.sleep(1.0)
+        if serve.exited():
+            raise SystemExit(f"bench: karpenter serve exited; see {serve.log}")
+        return {
+            "nodes": nodes,
+            "pods": pods,
+            "syncSeconds": round(sync_seconds, 1),
+            "rssMB": round(statistics.median(samples), 1),
+            "peakRssMB": round(serve.peak_rss_mb(), 1),
+            "rssTargetMB": SCALE_RSS_TARGET_MB,
+            "apiServer": server.stats(),
+        }
+    finally:
+        serve.close()
+        server.stop()
+
+
+def _scale(text: str) -> tuple[int, int]:
+    nodes, sep, pods = text.lower().partition("x")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected NODESxPODS (e.g. 5000x150000), not {text!r}")
+    return _positive_int(nodes), _positive_int(pods)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -475,6 +603,23 @@ def _row(figures: dict[str, Any], name: str, what: str, target: str = "") -> str
     )
 
 
+def _print_scale(figures: dict[str, Any], as_json: bool) -> int:
+    figures["operatorCommit"] = operator_commit()
+    if as_json:
+        print(json.dumps(figures))
+        return 0
+    print(
+        f"operator with {figures['nodes']} nodes / {figures['pods']} pods cached: synced in "
+        f"{figures['syncSeconds']:.1f}s, RSS {figures['rssMB']:.1f} MB (peak "
+        f"{figures['peakRssMB']:.1f} MB; target <= {SCALE_RSS_TARGET_MB:.0f} MB)"
+    )
+    refused = figures["apiServer"]["refusedWrites"]
+    if refused:
+        print(f"  writes the stand-in API server refused: {refused}")
+    print(f"operator: {figures['operatorCommit']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=_positive_int, default=1000)
@@ -498,8 +643,24 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="latency runs, each on a fresh control plane; the median of each figure",
     )
+    parser.add_argument(
+        "--scale",
+        type=_scale,
+        default=None,
+        metavar="NODESxPODS",
+        help="only the memory-at-scale measurement (e.g. 5000x150000), on a stand-in API server",
+    )
+    parser.add_argument(
+        "--rss-cap-mb",
+        type=float,
+        default=12000.0,
+        help="with --scale: stop the operator if its RSS passes this (a shared machine)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.scale is not None:
+        os.environ.pop("KUBECONFIG", None)
+        return _print_scale(memory_at_scale(*args.scale, args.rss_cap_mb), args.json)
     if controlplane.skip_requested():
         print(f"bench: {controlplane.SKIP_ENV} is set; nothing to do", file=sys.stderr)
         return 0

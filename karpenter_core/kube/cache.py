@@ -91,18 +91,32 @@ class CachedClient:
     # ------------------------------------------------------------------ reads
 
     def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Obj:
+        obj, cached = self._get(resource, name, namespace)
+        if not cached:
+            return obj
+        copied: Obj = deep_copy(obj)
+        return copied
+
+    def get_shared(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Obj:
+        """:meth:`get` without the copy: the cached object itself, which the caller must
+        not change (nor anything it hands it to). For readers that keep what they read:
+        cluster state keeps every pod it is told of, and a private copy of each of
+        150,000 pods would double the memory the pod cache takes."""
+        return self._get(resource, name, namespace)[0]
+
+    def _get(self, resource: ResourceLike, name: str, namespace: str | None) -> tuple[Obj, bool]:
+        """The object and whether it came from the cache (else from the API server)."""
         rt = resource_for(resource)
         inf = self._informer(rt)
         if inf is None:
             self.api_reads += 1
-            return self.client.get(rt, name, namespace)
+            return self.client.get(rt, name, namespace), False
         self.cache_reads += 1
         key = f"{namespace or 'default'}/{name}" if rt.namespaced else name
         obj = inf.get(key)
         if obj is None:
             raise _not_found(rt, name)
-        copied: Obj = deep_copy(obj)
-        return copied
+        return obj, True
 
     def list(
         self,
@@ -111,6 +125,29 @@ class CachedClient:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+    ) -> ObjectList:
+        return self._list(resource, namespace, label_selector, field_selector, copy=True)
+
+    def list_shared(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        """:meth:`list` without copies: the cached objects themselves, which the caller must
+        not change (see :meth:`get_shared`)."""
+        return self._list(resource, namespace, label_selector, field_selector, copy=False)
+
+    def _list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        *,
+        copy: bool,
     ) -> ObjectList:
         rt = resource_for(resource)
         inf = self._informer(rt)
@@ -141,7 +178,7 @@ class CachedClient:
                 continue
             if wanted and not fields.matches({f: field_value(obj, f) for f in wanted}):
                 continue
-            items.append(deep_copy(obj))
+            items.append(deep_copy(obj) if copy else obj)
         return ObjectList(items=items, resource_version=inf.resource_version or "")
 
     def watch(

@@ -19,7 +19,8 @@ what to fix (:class:`ServeError`) rather than a traceback:
    stale); ``/healthz`` fails only for what a restart cures: an informer loop that died or
    has done nothing for far longer than any of its timeouts allows;
 6. leader election on the ``LEADER_ELECTION_NAME`` Lease (unless
-   ``DISABLE_LEADER_ELECTION``); once leading, cluster state, every controller of
+   ``DISABLE_LEADER_ELECTION``); once leading and every shared cache has synced, cluster
+   state, every controller of
    :func:`~karpenter_core.operator.controllers.register_all` on a Manager with a wall clock,
    fed by the shared informers and reading the cached kinds from them
    (:class:`~karpenter_core.kube.cache.CachedClient`), so reads do not spend the client's
@@ -34,6 +35,7 @@ what to fix (:class:`ServeError`) rather than a traceback:
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -60,6 +62,7 @@ __all__ = [
     "Operator",
     "ServeConfig",
     "ServeError",
+    "freeze_heap",
     "provider_settings",
     "run",
 ]
@@ -148,6 +151,19 @@ def _leader_gauge() -> Any:
         ["name"],
         registry=metrics.REGISTRY,
     )
+
+
+def freeze_heap() -> None:
+    """Leave everything allocated so far — with a large cluster, mostly the caches just
+    listed — out of every later cyclic garbage collection (``gc.freeze``).
+
+    A full collection walks every tracked object; with 150,000 pods cached that is tens of
+    millions, a pause of seconds, and the burst of work when the controllers start triggers
+    several: on a busy machine long enough to miss a lease renewal (seen in
+    ``bench/serve.py --scale``). Cached objects are plain JSON data without reference
+    cycles, so reference counting frees each one when the watch replaces it; only cyclic
+    garbage among what is frozen would stay, and the start-up leaves little."""
+    gc.freeze()
 
 
 class ServeError(RuntimeError):
@@ -451,10 +467,11 @@ class Operator:
 
     def _start_informers(self) -> None:
         from karpenter_core.kube.cache import CachedClient
-        from karpenter_core.kube.informer import SharedInformers
+        from karpenter_core.kube.informer import SharedInformers, compact_object
 
         assert self.client is not None
-        self.informers = SharedInformers(self.client)
+        # slim cached objects: with a large cluster they are most of the operator's memory
+        self.informers = SharedInformers(self.client, transform=compact_object)
         kinds = cached_kinds(self.options)
         self._cached = [self.informers.informer(kind) for kind in kinds]
         self.reader = CachedClient(self.client, self.informers, kinds)
@@ -604,13 +621,26 @@ class Operator:
                 if self.lost.is_set():
                     code = 1
                     break
-                if self.leading.is_set() and not self.controllers_started.is_set():
+                if (
+                    self.leading.is_set()
+                    and not self.controllers_started.is_set()
+                    and self._caches_synced()
+                ):
+                    freeze_heap()
                     self._start_controllers()
                 self._wake.wait(0.2)
                 self._wake.clear()
         finally:
             self.shutdown()
         return code
+
+    def _caches_synced(self) -> bool:
+        """Controllers start once every shared cache has listed, as controller-runtime's
+        do: a controller reading a kind whose cache has not synced reads the API server,
+        and cluster state would keep those uncached copies (with a large cluster, a second
+        copy of most pods)."""
+        informers = self.informers
+        return informers is None or informers.has_synced()
 
     def wake(self) -> None:
         """Make :meth:`run` look at its events now (signal handlers call this)."""

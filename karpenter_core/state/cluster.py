@@ -781,7 +781,9 @@ class Cluster:
     def _build_usage(self, node: Node, limits: Mapping[str, int]) -> StateNode:
         """A StateNode for ``node`` counting the non-terminal pods bound to it (listed from the
         API; pods the pod informer already parsed at the same version are reused)."""
-        items = self.kube.list(PODS, field_selector=f"spec.nodeName={node.name}").items
+        # the cached pods themselves where the reader can share them (read-only here)
+        list_pods = getattr(self.kube, "list_shared", self.kube.list)
+        items = list_pods(PODS, field_selector=f"spec.nodeName={node.name}").items
         pods: list[Pod] = []
         for obj in items:
             meta = meta_of(obj)

@@ -132,8 +132,11 @@ class PodInformer:
         self.cluster = cluster_of(ctx)
 
     def reconcile(self, key: ObjectKey) -> Result:
+        # the cached pod itself where the reader can share it: cluster state keeps every
+        # pod, read-only, and a private copy of each would double the pods' memory
+        read = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)
         try:
-            pod = self.ctx.kube.get(PODS, key.name, key.namespace)
+            pod = read(PODS, key.name, key.namespace)
         except NotFound:
             self.cluster.delete_pod(str(key))
             return Result()

@@ -105,6 +105,22 @@ def test_a_get_returns_a_copy_the_caller_may_mutate(env: Any) -> None:
     assert cached.get("pods", "p1", "a")["metadata"]["labels"]["app"] == "web"
 
 
+def test_a_shared_get_returns_the_cached_object_itself_once_synced(env: Any) -> None:
+    server, counting, informers, cached = env
+    server.create(_pod("p1", app="web"))
+    # before the cache has synced: the server's answer
+    assert cached.get_shared("pods", "p1", "a")["metadata"]["labels"] == {"app": "web"}
+    assert counting.calls["get"] == 1
+    _pump(informers)
+    shared = cached.get_shared("pods", "p1", "a")
+    assert shared is informers.informer("pods").get("a/p1")
+    assert shared is cached.get_shared("pods", "p1", "a")
+    assert cached.get("pods", "p1", "a") is not shared  # get still copies
+    assert counting.calls["get"] == 1
+    with pytest.raises(NotFound):
+        cached.get_shared("pods", "nope", "a")
+
+
 def test_a_missing_object_is_not_found_like_the_server_says(env: Any) -> None:
     server, _, informers, cached = env
     _pump(informers)
@@ -239,3 +255,15 @@ def test_create_with_status_writes_status_through_the_subresource() -> None:
     created = create_with_status(server, pod)
     assert created["status"]["phase"] == "Running"
     assert server.get("pods", "p2", "a")["status"]["phase"] == "Running"
+
+
+def test_a_shared_list_returns_the_cached_objects_themselves(env: Any) -> None:
+    server, _counting, informers, cached = env
+    server.create(_node("n1"))
+    server.create(_pod("p1", node="n1"))
+    server.create(_pod("p2", node="n2"))
+    _pump(informers)
+    shared = cached.list_shared("pods", field_selector="spec.nodeName=n1").items
+    assert [o["metadata"]["name"] for o in shared] == ["p1"]
+    assert shared[0] is informers.informer("pods").get("a/p1")
+    assert cached.list("pods", field_selector="spec.nodeName=n1").items[0] is not shared[0]
