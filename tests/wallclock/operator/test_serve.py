@@ -301,8 +301,14 @@ def test_readiness_fails_while_a_cache_cannot_be_kept_current_and_recovers(
         for inf in op.informers.all():  # the watches break
             if inf._stream is not None:
                 inf._stream.stop()
-        wait_for(lambda: get(port, "/readyz")[0] == 500, "readiness to fail")
-        body = get(port, "/readyz")[1]
+        # Other checks that call the API server (the CRDs') may fail first: wait for the
+        # informers' own check to notice the broken watches, which takes a relist attempt.
+        wait_for(
+            lambda: "[-]informer-fresh failed" in get(port, "/readyz")[1],
+            "the informer check to fail",
+        )
+        status, body = get(port, "/readyz")
+        assert status == 500
         assert "[-]informer-fresh failed: caches may be stale" in body
         assert "connection refused" in body
         assert get(port, "/healthz")[0] == 200  # an outage is no reason to restart
