@@ -27,9 +27,15 @@ import argparse
 import json
 import logging
 import resource
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perfsuite import DEFAULT_SCENARIOS, SCENARIOS, check_phases, run_scenario
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
@@ -159,13 +165,96 @@ def run(small: int = 500, large: int = 500) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- upstream's suite, phased
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}{unit}" if value < 10 else f"{value:.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def print_perf(result: dict[str, Any]) -> None:
+    """One scenario's phases as a table, upstream's threshold beside each figure."""
+    print(f"== {result['scenario']}  ({result['upstream']})")
+    print(f"{'measure':<28} {'value':>14}   upstream")
+    for ph in result["phases"]:
+        t = ph["thresholds"]
+        print(f"-- {ph['phase']} ({ph['type']}, {ph['pods']} pods)")
+        rows = [
+            ("virtual time (upstream's)", _cell(ph["virtualSeconds"], "s"),
+             t["virtualSeconds"], "<"),
+            ("  settled after", _cell(ph["settledSeconds"], "s"), None, ""),
+            ("pods bound / pending", f"{ph['podsBound']} / {ph['podsPending']}", None, ""),
+            ("nodes (net change)", f"{ph['nodes']} ({ph['nodesNetChange']:+d})", None, ""),
+            ("rounds", str(ph["rounds"]), None, ""),
+            ("reserved CPU utilisation", _cell(ph["cpuUtilization"]), t["cpuUtilization"], ">"),
+            ("reserved memory utilisation", _cell(ph["memoryUtilization"]),
+             t["memoryUtilization"], ">"),
+            ("wall time", _cell(ph["wallSeconds"], "s"), None, ""),
+            ("  CPU time", _cell(ph["cpuSeconds"], "s"), None, ""),
+            ("peak RSS", f"{ph['peakRssMB']:.0f} MB", t["peakRssMB"], "<"),
+        ]  # fmt: skip
+        if "protectedNodesRemaining" in ph:
+            rows.append(
+                (
+                    "protected nodes kept",
+                    f"{ph['protectedNodesRemaining']} of {ph['protectedNodesBefore']}",
+                    0,
+                    ">",
+                )
+            )
+        for name, value, limit, sign in rows:
+            print(f"{name:<28} {value:>14}   {'' if limit is None else f'{sign} {limit:g}'}")
+    print(
+        f"wall time {result['wallSeconds']:.1f}s (CPU {result['cpuSeconds']:.1f}s), peak RSS {result['peakRssMB']:.0f} MB"
+    )
+    for miss in check_phases(result["phases"]):
+        print(f"below upstream's threshold: {miss}")
+    for note in result["notes"]:
+        print(f"note: {note}")
+
+
+def run_perf(names: list[str], as_json: bool) -> int:
+    """Run the named scenarios of bench/perfsuite.py; several run one process each, so
+    each one's peak RSS and wall time are its own."""
+    if len(names) == 1:
+        result = run_scenario(SCENARIOS[names[0]]())
+        if as_json:
+            print(json.dumps(result))
+        else:
+            print_perf(result)
+        return 0
+    for name in names:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--scenario", name]
+        out = subprocess.run([*cmd, "--json"], check=True, capture_output=True, text=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        if as_json:
+            print(json.dumps(result), flush=True)
+        else:
+            print_perf(result)
+            print(flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--scenario",
+        choices=[*SCENARIOS, "all"],
+        help="run an upstream performance-suite scenario with its scale-in/drift phase "
+        "(all: every one but large, one process each)",
+    )
     parser.add_argument("--small", type=int, default=500, help="small pods (default 500)")
     parser.add_argument("--large", type=int, default=500, help="large pods (default 500)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)
+    if args.scenario is not None:
+        names = list(DEFAULT_SCENARIOS) if args.scenario == "all" else [args.scenario]
+        return run_perf(names, args.json)
     result = run(args.small, args.large)
     if args.json:
         keys = (
