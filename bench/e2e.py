@@ -189,6 +189,12 @@ def print_perf(result: dict[str, Any]) -> None:
             ("  settled after", _cell(ph["settledSeconds"], "s"), None, ""),
             ("pods bound / pending", f"{ph['podsBound']} / {ph['podsPending']}", None, ""),
             ("nodes (net change)", f"{ph['nodes']} ({ph['nodesNetChange']:+d})", None, ""),
+            (
+                "NodeClaims launched / removed",
+                f"{ph['nodeClaimsLaunched']} / {ph['nodeClaimsRemoved']}",
+                None,
+                "",
+            ),
             ("rounds", str(ph["rounds"]), None, ""),
             ("reserved CPU utilisation", _cell(ph["cpuUtilization"]), t["cpuUtilization"], ">"),
             ("reserved memory utilisation", _cell(ph["memoryUtilization"]),

@@ -685,6 +685,9 @@ class _Runner:
         bound, pending = obs.counts()
         cpu, memory = obs.utilization()
         nodes = self._node_count()
+        claims = obs.nodeclaims.values()
+        launched = sum(1 for c in claims if c.launched is not None and c.launched >= start)
+        removed = sum(1 for c in claims if c.deleting is not None and c.deleting >= start)
         result: dict[str, Any] = {
             "phase": p.key,
             "type": p.kind,
@@ -698,6 +701,8 @@ class _Runner:
             "rounds": rounds,
             "nodes": nodes,
             "nodesNetChange": nodes - initial_nodes,
+            "nodeClaimsLaunched": launched,
+            "nodeClaimsRemoved": removed,
             "podsPerNode": round(bound / nodes, 2) if nodes else 0.0,
             "cpuUtilization": round(cpu, 4),
             "memoryUtilization": round(memory, 4),
