@@ -19,6 +19,37 @@ is Karpenter's own latency: batching, solving, launching.
     python bench/e2e.py            # table
     python bench/e2e.py --json     # {"virtualSecondsToAllBound", "wallSeconds",
                                    #  "cpuUtilization", "memoryUtilization", "peakRssMB"}
+
+Upstream's whole performance suite, each test with its second phase, is
+``--scenario NAME`` (scenarios and phase runner in ``bench/perfsuite.py``):
+
+    basic                  500 + 500 pods, then both to 350 (consolidation)
+    wide-deployments       30 deployments, 1,000 pods (zone spreads; 3 with hostname
+                           anti-affinity, 3 with hostname spreads), then 700
+    hostname-spreading     basic with the small pods hostname-spread, then 700
+    hostname-spreading-xl  the same at 1,000 + 1,000, then 1,400
+    interference           500 pods with self anti-affinity; then 250 of them and 500
+                           large ones (a scale-out to 750); then 400 + 200 (to 600)
+    do-not-disrupt         basic plus 100 do-not-disrupt pods, then 250 + 250 + 100
+    drift                  300 + 300 pods, then a NodePool template annotation changes
+    large                  150,000 pods onto ~5,000 nodes, then every deployment -30 %
+                           (the issue's cluster-scale run; not upstream's)
+    all                    every scenario but large, one process each (so each peak RSS
+                           is its own); large is left out because it takes many minutes
+
+Per phase: virtual time as upstream's report measures it (scale-out: until the pod count
+is reached; consolidation: the pod count, then node watches every 30 s until 3 minutes
+pass without a draining node; drift: watches every 15 s until 2 quiet minutes, then the
+pod count), ``settledSeconds`` (when the last draining node or bound pod was seen), pods,
+nodes and their net change, NodeClaims launched and removed, rounds, reserved CPU and
+memory utilisation, wall and CPU seconds, and peak RSS, each beside upstream's threshold
+(``thresholds.go`` defaults; the RSS threshold is for the controller alone, so it is an
+upper bound here). Do-not-disrupt also counts the nodes holding protected pods that are
+still there. ``--json`` prints one object per scenario (``scenario``, ``phases`` [...],
+``wallSeconds``, ``cpuSeconds``, ``peakRssMB``, ``notes``).
+
+    python bench/e2e.py --scenario basic
+    python bench/e2e.py --scenario all --json
 """
 
 from __future__ import annotations
