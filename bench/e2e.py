@@ -66,7 +66,7 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perfsuite import DEFAULT_SCENARIOS, SCENARIOS, check_phases, run_scenario
+from perfsuite import DEFAULT_SCENARIOS, SCENARIOS, check_phases, run_scenario, suite_nodepool
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
@@ -81,41 +81,7 @@ MAX_VIRTUAL_SECONDS = 15 * 60.0  # upstream's ReportScaleOut timeout
 def basic_scenario(small: int = 500, large: int = 500) -> Scenario:
     """upstream's default NodePool (test/pkg/environment/common) as the performance suite
     adjusts it, and the two deployments of the basic test."""
-    nodepool: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {
-            "disruption": {
-                "consolidationPolicy": "WhenEmptyOrUnderutilized",
-                "consolidateAfter": "30s",
-                "budgets": [{"nodes": "100%"}],
-            },
-            "template": {
-                "spec": {
-                    "expireAfter": "Never",
-                    "requirements": [
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
-                        {
-                            "key": "karpenter.kwok.sh/instance-size",
-                            "operator": "Lt",
-                            "values": ["32"],
-                        },
-                    ],
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                }
-            },
-        },
-    }
+    nodepool = suite_nodepool()
     return parse_scenario(
         {
             "name": "basic-scale-out",

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
@@ -50,6 +50,7 @@ __all__ = [
     "peak_rss_mb",
     "run_scenario",
     "scaled",
+    "suite_nodepool",
 ]
 
 DISCOVERY_LABEL = "testing/cluster"
@@ -152,7 +153,7 @@ class PerfScenario:
 MIN = 60.0
 
 
-def _nodepool() -> dict[str, Any]:
+def suite_nodepool() -> dict[str, Any]:
     """The suite's NodePool (``suite_test.go`` BeforeEach over the environment default)."""
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -199,60 +200,59 @@ def _large(n: int, **kw: Any) -> Deployment:
     return Deployment("large-resource-app", n, "3500m", "28Gi", **kw)
 
 
-def _basic() -> PerfScenario:
+Limits = tuple[float, float | None, float | None, float | None, float | None]
+"""A phase's timeout, then upstream's thresholds: time, CPU and memory utilisation, RSS."""
+
+
+def _small_large(
+    name: str, test: str, key: str, per: int, *, spread: bool, out: Limits, scale_in: Limits
+) -> PerfScenario:
+    """basic and the hostname-spreading tests: ``per`` small and ``per`` large pods (the
+    small ones hostname-spread when ``spread``), then both deployments to 70 %."""
+    after = per * 7 // 10
     return PerfScenario(
-        "basic",
-        "test/suites/performance/basic_test.go",
-        (_small(500), _large(500)),
+        name,
+        f"test/suites/performance/{test}",
+        (_small(per, hostname_spread=spread), _large(per)),
         (
+            Phase(f"{key}/scaleOut", SCALE_OUT, 2 * per, out[0], {}, (), False, *out[1:]),
             Phase(
-                "basic/scaleOut", SCALE_OUT, 1000, 15 * MIN, {}, (), False,
-                2 * MIN, 0.53, 0.65, 260,
-            ),
-            Phase(
-                "basic/consolidation", CONSOLIDATION, 700, 20 * MIN,
-                {"small-resource-app": 350, "large-resource-app": 350}, (), False,
-                20 * MIN, None, None, 260,
+                f"{key}/consolidation",
+                CONSOLIDATION,
+                2 * after,
+                scale_in[0],
+                {"small-resource-app": after, "large-resource-app": after},
+                (),
+                False,
+                *scale_in[1:],
             ),
         ),
+    )
+
+
+def _basic() -> PerfScenario:
+    return _small_large(
+        "basic", "basic_test.go", "basic", 500, spread=False,
+        out=(15 * MIN, 2 * MIN, 0.53, 0.65, 260),
+        scale_in=(20 * MIN, 20 * MIN, None, None, 260),
     )  # fmt: skip
 
 
 def _hostname_spreading() -> PerfScenario:
-    return PerfScenario(
-        "hostname-spreading",
-        "test/suites/performance/host_name_spreading_test.go",
-        (_small(500, hostname_spread=True), _large(500)),
-        (
-            Phase(
-                "hostNameSpreading/scaleOut", SCALE_OUT, 1000, 15 * MIN, {}, (), False,
-                5 * MIN, 0.38, 0.40, 680,
-            ),
-            Phase(
-                "hostNameSpreading/consolidation", CONSOLIDATION, 700, 30 * MIN,
-                {"small-resource-app": 350, "large-resource-app": 350}, (), False,
-                None, 0.38, 0.40, 575,
-            ),
-        ),
+    return _small_large(
+        "hostname-spreading", "host_name_spreading_test.go", "hostNameSpreading", 500,
+        spread=True,
+        out=(15 * MIN, 5 * MIN, 0.38, 0.40, 680),
+        scale_in=(30 * MIN, None, 0.38, 0.40, 575),
     )  # fmt: skip
 
 
 def _hostname_spreading_xl() -> PerfScenario:
-    return PerfScenario(
-        "hostname-spreading-xl",
-        "test/suites/performance/host_name_spreading_xl_test.go",
-        (_small(1000, hostname_spread=True), _large(1000)),
-        (
-            Phase(
-                "hostNameSpreadingXL/scaleOut", SCALE_OUT, 2000, 25 * MIN, {}, (), False,
-                35 * MIN, 0.38, 0.40, 1330,
-            ),
-            Phase(
-                "hostNameSpreadingXL/consolidation", CONSOLIDATION, 1400, 25 * MIN,
-                {"small-resource-app": 700, "large-resource-app": 700}, (), False,
-                35 * MIN, 0.38, 0.40, 1200,
-            ),
-        ),
+    return _small_large(
+        "hostname-spreading-xl", "host_name_spreading_xl_test.go", "hostNameSpreadingXL", 1000,
+        spread=True,
+        out=(25 * MIN, 35 * MIN, 0.38, 0.40, 1330),
+        scale_in=(25 * MIN, 35 * MIN, 0.38, 0.40, 1200),
     )  # fmt: skip
 
 
@@ -482,34 +482,19 @@ def scaled(s: PerfScenario, factor: float) -> PerfScenario:
     def n(x: int) -> int:
         return max(1, round(x * factor))
 
-    deployments = tuple(
-        Deployment(
-            d.name, n(d.replicas), d.cpu, d.memory, d.hostname_spread, d.zone_spread,
-            d.anti_affinity, d.do_not_disrupt, d.labels,
-        )
-        for d in s.deployments
-    )  # fmt: skip
+    def fewer(ds: tuple[Deployment, ...]) -> tuple[Deployment, ...]:
+        return tuple(evolve(d, replicas=n(d.replicas)) for d in ds)
+
+    deployments = fewer(s.deployments)
     current = {d.name: d.replicas for d in deployments}
     phases = []
     for p in s.phases:
         replicas = {k: n(v) for k, v in p.replicas.items()}
-        create = tuple(
-            Deployment(
-                d.name, n(d.replicas), d.cpu, d.memory, d.hostname_spread, d.zone_spread,
-                d.anti_affinity, d.do_not_disrupt, d.labels,
-            )
-            for d in p.create
-        )  # fmt: skip
+        create = fewer(p.create)
         current.update({d.name: d.replicas for d in create})
         current.update(replicas)
-        phases.append(
-            Phase(
-                p.key, p.kind, sum(current.values()), p.timeout, replicas, create, p.drift,
-                p.time_threshold, p.cpu_util_threshold, p.memory_util_threshold,
-                p.memory_mb_threshold,
-            )
-        )  # fmt: skip
-    return PerfScenario(s.name, s.upstream, deployments, tuple(phases), s.protected_app)
+        phases.append(evolve(p, pods=sum(current.values()), replicas=replicas, create=create))
+    return evolve(s, deployments=deployments, phases=tuple(phases))
 
 
 def build_scenario(s: PerfScenario, extra: Mapping[str, Any] | None = None) -> Scenario:
@@ -518,7 +503,7 @@ def build_scenario(s: PerfScenario, extra: Mapping[str, Any] | None = None) -> S
     data: dict[str, Any] = {
         "name": f"perf-{s.name}",
         "seed": 0,
-        "nodePools": [_nodepool()],
+        "nodePools": [suite_nodepool()],
         "sampleInterval": "30s",
         "workloads": [d.workload() for d in s.deployments],
         **(extra or {}),
