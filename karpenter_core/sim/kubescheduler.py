@@ -72,8 +72,10 @@ Approximations, on purpose (that test excludes exactly these):
   ``distinctAttribute``) leave a pod unschedulable; no extended resources backed by DRA.
 - A NotReady node counts as tainted ``node.kubernetes.io/not-ready`` (the node lifecycle
   controller's work, folded in here).
-- Every pass retries every pending pod at once; kube-scheduler backs pods off and
-  requeues them on the cluster events that may help.
+- A pass retries every pending pod at once when a node, a bound pod, a namespace or a
+  device changed since the last pass, and otherwise only the pending pods that are new
+  or changed; kube-scheduler backs pods off and requeues them on the cluster events that
+  may help.
 - The condition is written only when its status or reason changes, not when just the
   message would; the real scheduler rewrites it on message changes too, and every write
   is a pod event that re-triggers Karpenter's provisioning batch for nothing.
@@ -582,6 +584,12 @@ class KubeScheduler:
         self._pending: dict[str, _PodInfo] = {}
         self._states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
         self._stale_nodes: set[str] = set()
+        # A pending pod that failed stays failed until the cluster changes: the next pass
+        # tries every pending pod only when a node, a bound pod, a namespace or a device
+        # changed (or a write failed) since the last one (``_full``); otherwise only the
+        # pending pods that are new or changed (``_fresh``).
+        self._full = True
+        self._fresh: set[str] = set()
         self._nodes: dict[str, _NodeStatic | None] = {}
         self._classes: dict[Hashable, _PodClass] = {}
         # False after a pass whose writes failed: the next pass must run even if nothing
@@ -590,6 +598,7 @@ class KubeScheduler:
 
     def _on_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
+        self._full = True
 
     def _on_pod_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
@@ -616,6 +625,7 @@ class KubeScheduler:
                 except ApiError as again:
                     log.info("kube-scheduler: listing %s failed: %s", informer.resource, again)
                     self._settled = False
+                    self._full = True
 
     # ------------------------------------------------------------------ the pass
 
@@ -627,6 +637,10 @@ class KubeScheduler:
         self.passes += 1
         self._settled = True
         state, pending = self._pass_state()
+        full, self._full = self._full, False
+        fresh, self._fresh = self._fresh, set()
+        if not full:
+            pending = [self._pending[k] for k in fresh if k in self._pending]
         pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
         self._dra = (
             DynamicResources(*(c.objects() for c in self._dra_caches))
@@ -651,7 +665,10 @@ class KubeScheduler:
                 failed.add(info.class_key)
             elif outcome:
                 failed = {k for k in failed if classes[k].monotone}
-        self._classes = classes
+        if full:
+            self._classes = classes
+        else:
+            self._classes.update(classes)
         return Result()
 
     def feasibility(self, pod: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -733,12 +750,15 @@ class KubeScheduler:
             if not pod.is_terminal():
                 self._bound.setdefault(pod.node_name, {})[key] = info
                 self._stale_nodes.add(pod.node_name)
+            self._full = True
         elif self._serves(pod) and pod.is_active():
             self._pending[key] = info
+            self._fresh.add(key)
 
     def _unplace(self, key: str, info: _PodInfo) -> None:
         name = info.pod.node_name
         if name:
+            self._full = True
             bound = self._bound.get(name)
             if bound is not None and bound.pop(key, None) is not None:
                 self._stale_nodes.add(name)
@@ -809,6 +829,7 @@ class KubeScheduler:
         except ApiError as e:
             log.info("kube-scheduler: binding %s to %s failed: %s", pod.key, best.name, e)
             self._settled = False
+            self._full = True
             return False
         self.bindings += 1
         best.add(pod)
@@ -897,6 +918,7 @@ class KubeScheduler:
         except ApiError as e:
             log.info("kube-scheduler: updating %s failed: %s", pod.key, e)
             self._settled = False
+            self._full = True
 
 
 class _PodContext:
