@@ -25,7 +25,7 @@ Figures per size (medians of ``--repeat`` runs, each size in a process of its ow
   scheduling simulation and verdict: the median over the candidates tried (the first one
   also builds what the pass's simulations share; ``msPerCandidateMean`` includes that);
 * ``singlePassSeconds`` — the whole single-node pass (snapshot, candidates, every
-  candidate's simulation) when N ≤ ``--full-pass-max`` (default 1,000; null above, where
+  candidate's simulation) when N ≤ ``--full-pass-max`` (default 5,000; null above, where
   only ``--sample`` candidates are tried for the per-candidate figure);
 * ``multiPassSeconds`` — the multi-node pass (its binary search over up to 100
   candidates);
@@ -307,8 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--full-pass-max",
         type=int,
-        default=1000,
-        help="largest size whose single-node pass tries every candidate (default 1000)",
+        default=5000,
+        help="largest size whose single-node pass tries every candidate (default 5000; "
+        "lower it for code whose candidates cost hundreds of milliseconds)",
     )
     parser.add_argument(
         "--sample",

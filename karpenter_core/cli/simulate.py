@@ -3,6 +3,7 @@
 ::
 
     karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o text|json|html] [--out FILE]
+                       [--charge-compute-time | --no-charge-compute-time] [--compute-time-scale X]
 
 The scenario format and every report field are documented in ``docs/simulate.md``. The
 ``-o json`` object is a public interface. Exit status (``docs/cli.md``): 0 when the
@@ -34,6 +35,7 @@ from karpenter_core.runtime.options import (
 from karpenter_core.sim.scenario import (
     Scenario,
     ScenarioError,
+    check_compute_time_scale,
     check_run_length,
     load_scenario,
     parse_duration,
@@ -79,6 +81,22 @@ FORMATS = ("text", "json", "html")
     help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}, read when the "
     "scenario's options do not set it; default true]",
 )
+@click.option(
+    "--charge-compute-time/--no-charge-compute-time",
+    "charge_compute_time",
+    default=None,
+    help="Charge each Karpenter reconcile's CPU time to the virtual clock, so timeouts and "
+    "batching behave as on a controller of this machine's speed. Default: the scenario's "
+    "`chargeComputeTime`, else off.",
+)
+@click.option(
+    "--compute-time-scale",
+    "compute_time_scale",
+    metavar="X",
+    default=None,
+    help="Charge X times the measured CPU time (2: a controller half this machine's "
+    "speed). Default: the scenario's `computeTimeScale`, else 1.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log the controllers' warnings to stderr.")
 def command(
     scenario: str,
@@ -87,6 +105,8 @@ def command(
     output: str,
     out: str | None,
     ignore_dra_requests: str | None,
+    charge_compute_time: bool | None,
+    compute_time_scale: str | None,
     verbose: bool,
 ) -> None:
     """Simulate SCENARIO.yaml: NodePools, workloads and events on a virtual clock, and
@@ -96,6 +116,7 @@ def command(
         raise BadInput(f"--out {out}: is a directory, expected a file")
     try:
         parsed = with_dra_setting(load_scenario(scenario), ignore_dra_requests, os.environ)
+        parsed = with_compute_charge(parsed, charge_compute_time, compute_time_scale)
         until_s = None if until is None else parse_duration(until, "--until")
         check_run_length(parsed, until_s)
     except ScenarioError as e:
@@ -156,6 +177,29 @@ def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str,
     }
     options[IGNORE_DRA_REQUESTS_ENV] = "true" if ignore else "false"
     return attrs.evolve(scenario, options=options)
+
+
+def with_compute_charge(scenario: Scenario, charge: bool | None, scale: str | None) -> Scenario:
+    """The scenario with ``--charge-compute-time`` / ``--compute-time-scale`` applied (a
+    flag wins over the scenario's field). A scale while charging stays off would be
+    ignored silently, so it is a :class:`ScenarioError`."""
+    if charge is not None:
+        scenario = attrs.evolve(scenario, charge_compute_time=charge)
+    if scale is None:
+        return scenario
+    try:
+        value: object = float(scale)
+    except ValueError:
+        value = scale  # not a number: the check below says so
+    scenario = attrs.evolve(
+        scenario, compute_time_scale=check_compute_time_scale(value, "--compute-time-scale")
+    )
+    if not scenario.charge_compute_time:
+        raise ScenarioError(
+            "--compute-time-scale: has no effect while charging compute time is off "
+            "(add --charge-compute-time, or chargeComputeTime: true to the scenario)"
+        )
+    return scenario
 
 
 def _workload_problem(scenario: Scenario) -> str | None:

@@ -43,6 +43,7 @@ from karpenter_core.provisioning.scheduler.dra import DRASimulation
 from karpenter_core.provisioning.scheduler.errors import PodError
 from karpenter_core.provisioning.scheduler.existingcapacity import ExistingCapacity
 from karpenter_core.provisioning.scheduler.scheduler import pod_identity
+from karpenter_core.provisioning.scheduler.templates import NodePoolTemplates
 from karpenter_core.provisioning.scheduler.topology import TopologyBase
 from karpenter_core.provisioning.scheduler.volumetopology import volume_requirements_by_pod
 from karpenter_core.state.snapshot import ClusterSnapshot
@@ -197,8 +198,9 @@ def simulate_scheduling(
 class PassState:
     """What every scheduling simulation of one pass shares, built once per snapshot (and
     consolidation flag): the state nodes, the pending pods, the NodePools in order, the
-    DaemonSet pods, the topology's counts (:class:`TopologyBase`) and the existing nodes as
-    the solver sees them (:class:`ExistingCapacity`). A simulation then only takes its
+    DaemonSet pods, the NodePools' templates (:class:`NodePoolTemplates`), the topology's
+    counts (:class:`TopologyBase`) and the existing nodes as the solver sees them
+    (:class:`ExistingCapacity`). A simulation then only takes its
     candidates out, so its cost does not grow with the cluster."""
 
     def __init__(
@@ -215,6 +217,7 @@ class PassState:
         if options.ignore_dra_requests:
             daemon_pods = [p for p in daemon_pods if not p.has_dra_requirements]
         self.daemon_pods = daemon_pods
+        self.templates = NodePoolTemplates(self.pools, inputs.instance_types, options, daemon_pods)
         self.topology = TopologyBase(cluster, self.active, self.pools, inputs.instance_types)
         gate = _consolidation_gate(snapshot, inputs) if consolidation else None
         self.capacity = ExistingCapacity(self.active, daemon_pods, gate)
@@ -271,6 +274,7 @@ def _simulate_reusing(
             dra=dra,
             existing=state.capacity,
             excluded_nodes=names,
+            pools=state.templates,
         )
         return scheduler.solve(spread)
 

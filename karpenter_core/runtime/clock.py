@@ -6,19 +6,36 @@ hour of 10-second reconciles is then a few hundred callbacks, not an hour.
 
 ``now()`` is wall time (an aware UTC datetime, for timestamps written to objects);
 ``monotonic()`` is seconds on a clock that never goes back (for durations and timers).
+
+A virtual clock can also *charge compute*: inside :meth:`VirtualClock.charging` time
+moves with a meter (by default this process's CPU time), so code that checks
+``clock.now()`` against a deadline while it computes sees the deadline come as it would on
+a real controller of this speed (see :class:`ComputeCharge`).
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "TimerHandle", "VirtualClock", "WallClock", "format_time", "parse_time"]
+__all__ = [
+    "ChargedSpan",
+    "Clock",
+    "ComputeCharge",
+    "ManualMeter",
+    "TimerHandle",
+    "VirtualClock",
+    "WallClock",
+    "format_time",
+    "parse_time",
+]
 
 
 def format_time(t: datetime) -> str:
@@ -179,6 +196,11 @@ class VirtualClock:
     firing timers (a callback that sleeps must not re-enter the loop); timers that became
     due meanwhile fire on the next ``step``/``advance``, at the then-current time.
     Thread-safe, but meant to be driven from one thread.
+
+    Inside a :meth:`charging` block the clock also moves with a compute meter: every
+    reading (and every timer scheduled) is "now plus the compute spent in the block so
+    far", and the block's total is added for good when it ends. Timers that fall due
+    within the block do not interrupt it; they fire afterwards, at the block's end time.
     """
 
     def __init__(self, start: datetime | None = None) -> None:
@@ -190,15 +212,63 @@ class VirtualClock:
         self._heap: list[tuple[int, int, TimerHandle]] = []
         self._seq = itertools.count()
         self._lock = threading.RLock()
+        # the running charged block: its meter, the meter's reading when it began, its scale
+        self._meter: Callable[[], float] | None = None
+        self._meter_start = 0.0
+        self._meter_scale = 1.0
 
     # -- reading time
     def now(self) -> datetime:
         with self._lock:
-            return self._start + timedelta(microseconds=self._now_ns // 1000)
+            return self._start + timedelta(microseconds=self._current_ns() // 1000)
 
     def monotonic(self) -> float:
         with self._lock:
-            return self._now_ns / _NS
+            return self._current_ns() / _NS
+
+    def _running_ns(self) -> int:
+        """Compute charged so far by the running :meth:`charging` block (0 outside one)."""
+        if self._meter is None:
+            return 0
+        return max(0, round((self._meter() - self._meter_start) * self._meter_scale * _NS))
+
+    def _current_ns(self) -> int:
+        return self._now_ns + self._running_ns()
+
+    # -- charged compute
+    @property
+    def charging_now(self) -> bool:
+        """Whether a :meth:`charging` block is running."""
+        with self._lock:
+            return self._meter is not None
+
+    @contextmanager
+    def charging(self, meter: Callable[[], float], scale: float = 1.0) -> Iterator[ChargedSpan]:
+        """Charge the compute ``meter`` measures during the block to this clock.
+
+        ``meter`` returns seconds of compute (any origin, never decreasing); time moves
+        by ``scale`` times what it measured. Readings inside the block include the compute
+        spent so far; when the block ends its total stays added and is reported in the
+        yielded :class:`ChargedSpan`. A block inside a running one charges nothing of its
+        own (the outer block already measures that compute) and reports 0.
+        """
+        _check_scale(scale)
+        span = ChargedSpan()
+        with self._lock:
+            outer = self._meter is not None
+            if not outer:
+                self._meter, self._meter_start, self._meter_scale = meter, meter(), scale
+        if outer:
+            yield span
+            return
+        try:
+            yield span
+        finally:
+            with self._lock:
+                spent = self._running_ns()
+                self._now_ns += spent
+                self._meter = None
+            span.nanoseconds = spent
 
     @property
     def start(self) -> datetime:
@@ -212,11 +282,11 @@ class VirtualClock:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
         with self._lock:
-            return self._push(self._now_ns + _to_ns(max(0.0, delay)), callback)
+            return self._push(self._current_ns() + _to_ns(max(0.0, delay)), callback)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         with self._lock:
-            return self._push(max(self._now_ns, _to_ns(when)), callback)
+            return self._push(max(self._current_ns(), _to_ns(when)), callback)
 
     def after(self, delay: float) -> threading.Event:
         return _after(self, delay)
@@ -296,3 +366,86 @@ class VirtualClock:
 
 def _to_ns(seconds: float) -> int:
     return round(seconds * _NS)
+
+
+def _check_scale(scale: float) -> None:
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"a compute-time scale must be a positive number, got {scale!r}")
+
+
+class ChargedSpan:
+    """What one :meth:`VirtualClock.charging` block charged, known once it has ended."""
+
+    __slots__ = ("nanoseconds",)
+
+    def __init__(self) -> None:
+        self.nanoseconds = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.nanoseconds / _NS
+
+
+class ManualMeter:
+    """A compute meter that moves only when told to (:meth:`spend`): charged time that does
+    not depend on the machine, for tests and for costs that come from a model rather than
+    a measurement."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.value = start
+
+    def __call__(self) -> float:
+        return self.value
+
+    def spend(self, seconds: float) -> None:
+        """Record ``seconds`` of compute (not negative: a meter never goes back)."""
+        if seconds < 0:
+            raise ValueError(f"compute spent cannot be negative ({seconds}s)")
+        self.value += seconds
+
+
+class ComputeCharge:
+    """Charge each reconcile's measured compute to the virtual clock ("faithful time").
+
+    A :class:`~karpenter_core.runtime.manager.Manager` given one runs every reconcile in a
+    :meth:`VirtualClock.charging` block and keeps what each controller was charged, so
+    timeouts read from the clock while a controller computes (single-node consolidation's
+    3 minutes, multi-node's 1 minute) and batching windows behave as on a real controller
+    of this speed, ``scale`` times slower.
+
+    The meter defaults to :func:`time.process_time`, this process's CPU time, rather than
+    wall time: on a shared machine wall time also counts the moments the process waited
+    for a core other programs held, which says nothing about the controller, while CPU
+    time is what the controller itself spent; it also counts work a reconcile hands to
+    helper threads (the provisioner's parallel launches), at their summed, not their
+    parallel, duration. What runs in-process on the reconcile's behalf — the simulated
+    API server answering its requests — is charged too, standing in for round trips.
+    Tests inject a meter they advance by hand.
+    """
+
+    def __init__(
+        self, *, meter: Callable[[], float] = time.process_time, scale: float = 1.0
+    ) -> None:
+        _check_scale(scale)
+        self.meter = meter
+        self.scale = scale
+        self._by_controller: dict[str, int] = {}
+
+    def add(self, controller: str, span: ChargedSpan) -> None:
+        """Book ``span`` to ``controller``."""
+        self._by_controller[controller] = self._by_controller.get(controller, 0) + span.nanoseconds
+
+    @property
+    def total_nanoseconds(self) -> int:
+        return sum(self._by_controller.values())
+
+    @property
+    def total_seconds(self) -> float:
+        return self.total_nanoseconds / _NS
+
+    def by_controller(self) -> dict[str, float]:
+        """Seconds charged per controller, most first (ties by name)."""
+        ordered = sorted(self._by_controller.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {name: ns / _NS for name, ns in ordered}

@@ -8,6 +8,12 @@ jump the clock to the next timer (a delayed requeue, a back-off, a sim kubelet's
 The order is fixed by registration order (round-robin over controllers with ready work),
 or by a seeded shuffle when ``seed`` is given — the same inputs and seed give the same run.
 
+By default a reconcile takes no virtual time. Given a :class:`ComputeCharge`, the virtual
+Manager charges each reconcile's measured compute to the clock ("faithful time"): its
+controllers share one worker, as the loop above already runs them one at a time, and a
+reconcile that computes for 10 s ends 10 s later; timers falling due meanwhile (a requeue,
+another component's timer) fire after it ends, at its end time.
+
 On a wall clock, a Manager given ``informers`` feeds its controllers from those shared
 caches instead of opening a watch per controller: against a real API server the process
 then keeps one list+watch per resource, and reads served from the same caches
@@ -26,7 +32,7 @@ from typing import Any
 
 from karpenter_core.kube.client import ApiError, Gone, KubeClient, WatchEvent, WatchStream
 from karpenter_core.kube.informer import Handler, Informer, SharedInformers
-from karpenter_core.runtime.clock import Clock, VirtualClock
+from karpenter_core.runtime.clock import Clock, ComputeCharge, VirtualClock
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.runtime.reconciler import Reconciler, Result, SingletonReconciler, Watch
 from karpenter_core.runtime.scope import controller_scope
@@ -60,8 +66,11 @@ class Controller:
         singleton: bool,
         workers: int,
         watches: tuple[Watch, ...],
+        charged: bool = True,
     ) -> None:
         self.name = name
+        self.charged = charged
+        """Whether a Manager's :class:`ComputeCharge` applies to this controller."""
         self.reconciler = reconciler
         self.queue = queue
         self.singleton = singleton
@@ -69,6 +78,8 @@ class Controller:
         self.watches = watches
         self.reconciles = 0
         self.errors = 0
+        self.charged_seconds = 0.0
+        """Virtual time charged for this controller's compute (see :class:`ComputeCharge`)."""
         self.last_error: BaseException | None = None
         self._lock = threading.Lock()
 
@@ -209,11 +220,20 @@ class Manager:
         max_reconciles_per_instant: int = 100_000,
         informers: SharedInformers | None = None,
         guard: Callable[[], None] | None = None,
+        charge: ComputeCharge | None = None,
     ) -> None:
         """``guard`` (wall clock only) runs before every reconcile; when it raises, the
         key waits :data:`GUARD_RETRY` seconds instead of being reconciled (``serve`` passes
-        the leader elector's check, so a replica that lost its lease acts on nothing)."""
+        the leader elector's check, so a replica that lost its lease acts on nothing).
+
+        ``charge`` (virtual clock only) charges each reconcile's measured compute to the
+        clock; several Managers may share one to total their charges (a restarted one)."""
+        if charge is not None and not isinstance(clock, VirtualClock):
+            raise ValueError(
+                "charging compute time needs a VirtualClock (a wall clock already does)"
+            )
         self.clock = clock
+        self.charge = charge
         self._guard = guard
         self.client = client
         self.informers = informers
@@ -228,8 +248,9 @@ class Manager:
         self._threads: list[threading.Thread] = []
         self._rr = 0
         self._max_per_instant = max_reconciles_per_instant
-        self._instant: float = -1.0
+        self._instant = -1
         self._instant_count = 0
+        self._charged_ns = 0
 
     # ------------------------------------------------------------------ registration
 
@@ -241,8 +262,12 @@ class Manager:
         watches: Iterable[Watch] = (),
         workers: int = 1,
         rate_limiter: RateLimiter | None = None,
+        charged: bool = True,
     ) -> Controller:
-        """Register a keyed controller fed by ``watches`` (and by :meth:`enqueue`)."""
+        """Register a keyed controller fed by ``watches`` (and by :meth:`enqueue`).
+
+        ``charged=False`` keeps it out of the Manager's :class:`ComputeCharge`: for a
+        bookkeeping controller that is no part of the system being timed."""
         return self._add(
             name,
             reconciler,
@@ -250,6 +275,7 @@ class Manager:
             watches=tuple(watches),
             workers=workers,
             rate_limiter=rate_limiter,
+            charged=charged,
         )
 
     def add_singleton(
@@ -269,6 +295,7 @@ class Manager:
         watches: tuple[Watch, ...],
         workers: int,
         rate_limiter: RateLimiter | None,
+        charged: bool = True,
     ) -> Controller:
         if not name:
             raise ValueError("a controller needs a name")
@@ -288,7 +315,13 @@ class Manager:
             raise RuntimeError(f"cannot add controller {name!r}: the manager has already started")
         queue: WorkQueue[Any] = WorkQueue(self.clock, rate_limiter, name=name)
         controller = Controller(
-            name, reconciler, queue, singleton=singleton, workers=workers, watches=watches
+            name,
+            reconciler,
+            queue,
+            singleton=singleton,
+            workers=workers,
+            watches=watches,
+            charged=charged,
         )
         self._controllers.append(controller)
         self._by_name[name] = controller
@@ -477,8 +510,11 @@ class Manager:
         if key is None:  # pragma: no cover - _pick saw an item
             return False
         now = clock.monotonic()
-        if now != self._instant:
-            self._instant, self._instant_count = now, 0
+        # Charged compute is not time "moving on": a reconciler that requeues at once
+        # would otherwise escape the check by the microseconds each reconcile costs.
+        instant = round(now * 1_000_000_000) - self._charged_ns
+        if instant != self._instant:
+            self._instant, self._instant_count = instant, 0
         self._instant_count += 1
         if self._instant_count > self._max_per_instant:
             controller.queue.done(key)
@@ -488,10 +524,22 @@ class Manager:
                 "requeues immediately needs a requeue_after on a virtual clock"
             )
         try:
-            controller.run_one(key)
+            if self.charge is None or not controller.charged:
+                controller.run_one(key)
+            else:
+                self._run_charged(clock, self.charge, controller, key)
         finally:
             controller.queue.done(key)
         return True
+
+    def _run_charged(
+        self, clock: VirtualClock, charge: ComputeCharge, controller: Controller, key: Any
+    ) -> None:
+        with clock.charging(charge.meter, charge.scale) as span:
+            controller.run_one(key)
+        charge.add(controller.name, span)
+        controller.charged_seconds += span.seconds
+        self._charged_ns += span.nanoseconds
 
     def step(self) -> bool:
         """Do one thing: deliver watch events and run one ready reconcile, or else fire the
@@ -528,12 +576,14 @@ class Manager:
         clock = self._require_virtual()
         return self.run_until(clock.monotonic() + seconds)
 
-    def settle(self) -> int:
-        """Run whatever is ready now without advancing the clock; returns the reconciles run."""
+    def settle(self, limit: int | None = None) -> int:
+        """Run whatever is ready now (at most ``limit`` reconciles) without firing timers;
+        returns the reconciles run. Only charged compute moves the clock here."""
         clock = self._require_virtual()
         ran = 0
-        while True:
+        while limit is None or ran < limit:
             self.pump_watches()
             if not self._run_ready(clock):
                 return ran
             ran += 1
+        return ran

@@ -20,6 +20,15 @@ The cloud provider (KWOK) is the "cloud": it outlives Karpenter restarts.
 Scenario changes (workloads created and scaled, node failures, spot interruptions,
 offering outages, objects patched or applied) are clock timers, so they interleave with reconciles deterministically.
 Reconciles take no virtual time; the same scenario and seed always give the same report.
+
+With ``chargeComputeTime`` ("faithful time") Karpenter's reconciles take the CPU time they
+measure (times ``computeTimeScale``), through a :class:`ComputeCharge` shared by Karpenter's
+Managers across restarts. The model: Karpenter is one worker, running one reconcile at a
+time; Kubernetes and the scenario are free and never wait for it. So after each Karpenter
+reconcile the timers that fell due while it computed fire (late by at most that
+reconcile, one at a time, each followed by the cluster's reaction), then Karpenter's next
+reconcile runs. Runs are then no longer repeatable to the nanosecond.
+
 Anything a scenario cannot do (a controller package not installed yet, an event with no
 node to hit) becomes a note in the report, never a crash.
 """
@@ -53,7 +62,7 @@ from karpenter_core.kube.client import (
 )
 from karpenter_core.operator.controllers import Registration, register_all
 from karpenter_core.plugins import PluginContributions
-from karpenter_core.runtime.clock import VirtualClock, format_time
+from karpenter_core.runtime.clock import ComputeCharge, VirtualClock, format_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
@@ -65,6 +74,7 @@ from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
 from karpenter_core.sim.report import (
     CAPACITY_TYPE_LABEL,
     NODEPOOL_LABEL,
+    ComputeCharged,
     ControllerFailures,
     Observer,
     Report,
@@ -174,8 +184,16 @@ class Simulation:
         *,
         seed: int | None = None,
         start: datetime = DEFAULT_START,
+        compute_meter: Callable[[], float] = time.process_time,
     ) -> None:
+        """``compute_meter`` measures compute when the scenario charges it (tests pass a
+        meter they advance by hand; see :class:`ComputeCharge` for the default)."""
         self.scenario = scenario
+        self.charge: ComputeCharge | None = (
+            ComputeCharge(meter=compute_meter, scale=scenario.compute_time_scale)
+            if scenario.charge_compute_time
+            else None
+        )
         self.seed = seed if seed is not None else (scenario.seed or 0)
         self.wall_started = time.perf_counter()
         self._metrics_before = _metrics_snapshot()
@@ -395,7 +413,7 @@ class Simulation:
 
     def _start_karpenter(self) -> None:
         """Build Karpenter's Manager from a fresh context, as the operator's main does."""
-        self.karpenter = Manager(self.clock, self.server, seed=self.seed)
+        self.karpenter = Manager(self.clock, self.server, seed=self.seed, charge=self.charge)
         try:
             from karpenter_core.state.cluster import Cluster
 
@@ -421,6 +439,7 @@ class Simulation:
             "sim.observer",
             _WatchOnly(),
             watches=[Watch("nodeclaims", mapper=self.observer.on_nodeclaim)],
+            charged=False,  # the report's, not Karpenter's
         )
         for note in self.registration.notes():
             self.observer.note(note)
@@ -903,8 +922,14 @@ class Simulation:
         while True:
             ran = 0
             try:
-                for m in (self.cluster, self.karpenter):
-                    ran += m.settle()
+                if self.charge is None:
+                    for m in (self.cluster, self.karpenter):
+                        ran += m.settle()
+                else:
+                    ran += self.cluster.settle()
+                    if self._fire_overdue(target):
+                        continue
+                    ran += self.karpenter.settle(limit=1)
             except LivelockError as e:
                 self.halted = str(e)
                 self.observer.note(f"the simulation stopped early: {e}")
@@ -925,11 +950,24 @@ class Simulation:
             # one timer at a time, like Manager.run_until: timers due at the same instant
             # still happen one after the other, each followed by what reacts to it (as
             # nodes "registering together" really do, milliseconds apart)
-            try:
-                self.clock.step()
-            except Exception as e:
-                log.warning("a timer failed: %s", e, exc_info=True)
-                self.observer.note(f"a timer callback failed: {type(e).__name__}: {e}")
+            self._step_timer()
+
+    def _step_timer(self) -> None:
+        """Fire the next timer; a failing callback is a note, not the end of the run."""
+        try:
+            self.clock.step()
+        except Exception as e:
+            log.warning("a timer failed: %s", e, exc_info=True)
+            self.observer.note(f"a timer callback failed: {type(e).__name__}: {e}")
+
+    def _fire_overdue(self, target: float) -> bool:
+        """Fire one timer that fell due while a charged reconcile computed (due before now
+        and not after ``target``); False when there is none."""
+        nxt = self.clock.next_timer()
+        if nxt is None or nxt >= self.clock.monotonic() or nxt > target:
+            return False
+        self._step_timer()
+        return True
 
     def run(self, until: float | None = None) -> Report:
         """Run to ``until`` seconds (default: the scenario's) and report."""
@@ -946,6 +984,17 @@ class Simulation:
             controllers=self.registration.controllers,
             metrics=_counter_totals(self._metrics_before),
             controller_failures=self.controller_failures(),
+            compute_charged=self.compute_charged(),
+        )
+
+    def compute_charged(self) -> ComputeCharged | None:
+        """What charging compute time added to the run (None when it is off)."""
+        if self.charge is None:
+            return None
+        return ComputeCharged(
+            scale=self.charge.scale,
+            total_seconds=self.charge.total_seconds,
+            by_controller=self.charge.by_controller(),
         )
 
     def controller_failures(self) -> list[ControllerFailures]:

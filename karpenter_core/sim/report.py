@@ -542,6 +542,33 @@ class ControllerFailures:
 
 
 @frozen
+class ComputeCharged:
+    """Virtual time charged for Karpenter's compute (``chargeComputeTime``): the scale,
+    the total and each controller's share, most first."""
+
+    scale: float
+    total_seconds: float
+    by_controller: Mapping[str, float]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "scale": self.scale,
+            "totalSeconds": round(self.total_seconds, 3),
+            "controllers": {name: round(sec, 3) for name, sec in self.by_controller.items()},
+        }
+
+    def describe(self, top: int = 3) -> str:
+        shown = list(self.by_controller.items())[:top]
+        parts = ", ".join(f"{name} {sec:.1f}s" for name, sec in shown)
+        more = len(self.by_controller) - len(shown)
+        return (
+            f"{self.total_seconds:.1f}s charged to the virtual clock (x{self.scale:g})"
+            + (f": {parts}" if parts else "")
+            + (f", {more} more" if more > 0 else "")
+        )
+
+
+@frozen
 class Report:
     """The outcome of one simulation (see ``docs/simulate.md`` for every field)."""
 
@@ -568,6 +595,7 @@ class Report:
     time_of: Callable[[float | None], str | None]
     metrics: Mapping[str, float] = field(factory=dict)
     controller_failures: tuple[ControllerFailures, ...] = ()
+    compute_charged: ComputeCharged | None = None
 
     @property
     def failed_controllers(self) -> tuple[ControllerFailures, ...]:
@@ -650,6 +678,9 @@ class Report:
             "decisions": list(self.decisions),
             "controllers": list(self.controllers),
             "controllerFailures": [f.to_json_dict() for f in self.controller_failures],
+            "computeCharged": (
+                None if self.compute_charged is None else self.compute_charged.to_json_dict()
+            ),
             "metrics": dict(self.metrics),
             "notes": list(self.notes),
         }
@@ -668,6 +699,7 @@ def build_report(
     controllers: Sequence[str] = (),
     metrics: Mapping[str, float] | None = None,
     controller_failures: Sequence[ControllerFailures] = (),
+    compute_charged: ComputeCharged | None = None,
 ) -> Report:
     """Freeze what ``observer`` saw (and the controllers' recorded events) into a report."""
     end = observer.now()
@@ -714,6 +746,7 @@ def build_report(
         time_of=observer.time_of,
         metrics=dict(metrics or {}),
         controller_failures=tuple(controller_failures),
+        compute_charged=compute_charged,
     )
 
 
@@ -849,6 +882,8 @@ def render_text(
         f"Cost       total ${j['cost']['total']:.4f}, ${j['cost']['perHourAtEnd']:.4f}/h at the end",
         f"Reserved   CPU {j['utilization']['cpu'] * 100:.1f}%  memory {j['utilization']['memory'] * 100:.1f}%",
     ]
+    if report.compute_charged is not None:
+        lines.append(f"Compute    {report.compute_charged.describe()}")
     if report.nodeclaims:
         lines += [
             "",
@@ -967,6 +1002,13 @@ def render_html(report: Report) -> str:
             f"{j['utilization']['cpu'] * 100:.0f}% / {j['utilization']['memory'] * 100:.0f}%",
         ),
     ]
+    if report.compute_charged is not None:
+        cards.append(
+            (
+                f"Compute charged (x{report.compute_charged.scale:g})",
+                f"{report.compute_charged.total_seconds:.1f}s",
+            )
+        )
     samples = report.samples
     charts = [
         _svg_chart("Nodes", "count", [(s.t, float(s.nodes)) for s in samples], "#1f77b4"),

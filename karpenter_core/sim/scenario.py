@@ -7,6 +7,8 @@ A scenario is one YAML (or JSON) mapping; the format is documented in ``docs/sim
     name: quickstart
     until: 30m                 # how long to run (virtual time); --until overrides
     seed: 1                    # --seed overrides
+    chargeComputeTime: true    # charge each reconcile's CPU time to the virtual clock
+    computeTimeScale: 2        # ... twice over (a controller half this machine's speed)
     nodePools: [<NodePool>]    # karpenter.sh/v1 manifests, validated like the CRDs
     nodeOverlays: [<NodeOverlay>]
     objects: [<any manifest>]  # namespaces, PDBs, DaemonSets, NodeClasses... created at t=0
@@ -52,6 +54,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioEvent",
     "Workload",
+    "check_compute_time_scale",
     "check_run_length",
     "load_scenario",
     "manifest_problem",
@@ -101,6 +104,8 @@ _TOP_KEYS = frozenset(
         "seed",
         "until",
         "sampleInterval",
+        "chargeComputeTime",
+        "computeTimeScale",
         "options",
         "cloudProvider",
         "nodePools",
@@ -173,6 +178,22 @@ MAX_SAMPLES = 300_000
 
 class ScenarioError(ValueError):
     """The scenario cannot be run; the message is one line naming file, entry and field."""
+
+
+MAX_COMPUTE_TIME_SCALE = 1000.0
+"""The most a scenario may multiply charged compute by (a controller 1000x slower)."""
+
+
+def check_compute_time_scale(value: Any, where: str) -> float:
+    """A ``computeTimeScale``: a number in (0, :data:`MAX_COMPUTE_TIME_SCALE`]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{where}: expected a positive number, got {shown_repr(value)}")
+    scale = float(value)
+    if not math.isfinite(scale) or scale <= 0 or scale > MAX_COMPUTE_TIME_SCALE:
+        raise ScenarioError(
+            f"{where}: must be above 0 and at most {MAX_COMPUTE_TIME_SCALE:g}, got {shown_repr(value)}"
+        )
+    return scale
 
 
 def parse_duration(value: Any, where: str) -> float:
@@ -305,6 +326,8 @@ class Scenario:
     seed: int | None = None
     until: float | None = None
     sample_interval: float = DEFAULT_SAMPLE_INTERVAL
+    charge_compute_time: bool = False
+    compute_time_scale: float = 1.0
     options: dict[str, str] = field(factory=dict)
     cloud_provider: str = "kwok"
     provider_settings: dict[str, str] = field(factory=dict)
@@ -387,6 +410,14 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             raise ScenarioError(
                 f"{source}: sampleInterval: must be at least {MIN_SAMPLE_INTERVAL:g}s, got {sample:g}s"
             )
+    charge = data.get("chargeComputeTime", False)
+    if not isinstance(charge, bool):
+        raise ScenarioError(
+            f"{source}: chargeComputeTime: expected true or false, got {shown_repr(charge)}"
+        )
+    scale = check_compute_time_scale(
+        data.get("computeTimeScale", 1.0), f"{source}: computeTimeScale"
+    )
     options = _string_map(data.get("options"), f"{source}: options")
     provider, settings = _cloud_provider(data.get("cloudProvider"), source)
 
@@ -426,6 +457,8 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         seed=seed,
         until=until,
         sample_interval=sample,
+        charge_compute_time=charge,
+        compute_time_scale=scale,
         options=options,
         cloud_provider=provider,
         provider_settings=settings,

@@ -70,6 +70,9 @@ log = logging.getLogger("karpenter.provisioner")
 
 NAME = "provisioner"
 MAX_PARALLEL_CREATES = 32
+SOLVE_TIMEOUT_SECONDS = 60.0
+"""A solve gives up after a minute (upstream ``provisioner.go``): what it placed so far is
+launched, and the pods it did not reach wait for the next batch."""
 """NodeClaims of one batch created at once, on a wall clock (the main client's connection
 pool holds 64)."""
 NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
@@ -206,6 +209,8 @@ class Provisioner:
             reserved_capacity=opts.gate("ReservedCapacity"),
             strict_reserved_offerings=True,
             ignore_dra_requests=opts.ignore_dra_requests,
+            timeout_seconds=SOLVE_TIMEOUT_SECONDS,
+            monotonic=self.ctx.clock.monotonic,
         )
         config = self._scheduler_config()
         if config:

@@ -10,9 +10,8 @@ compared line by line; speed comes from caching, not from a different algorithm.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -28,10 +27,6 @@ from karpenter_core.apis.resource import ResourceClaim
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler import resourcelist as rl
-from karpenter_core.provisioning.scheduler.daemons import (
-    DaemonOverheadGroup,
-    build_daemon_overhead_groups,
-)
 from karpenter_core.provisioning.scheduler.dra import ClaimError, DRASimulation
 from karpenter_core.provisioning.scheduler.errors import (
     CombinedError,
@@ -47,14 +42,12 @@ from karpenter_core.provisioning.scheduler.existingcapacity import (
 )
 from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
 from karpenter_core.provisioning.scheduler.instancetypes import (
-    InstanceTypeIndex,
     ITInfo,
     OptionSet,
 )
 from karpenter_core.provisioning.scheduler.nodeclaim import (
     NodeClaim,
     Placement,
-    filter_instance_types,
 )
 from karpenter_core.provisioning.scheduler.nodeclaimtemplate import (
     MAX_INSTANCE_TYPES,
@@ -66,6 +59,7 @@ from karpenter_core.provisioning.scheduler.queue import Queue
 from karpenter_core.provisioning.scheduler.reservations import ReservationManager
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.solvemetrics import SolveGauges, effective_zone
+from karpenter_core.provisioning.scheduler.templates import NodePoolTemplates
 from karpenter_core.provisioning.scheduler.topology import Topology, parse_scheduler_config
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.runtime.scope import current_controller
@@ -82,7 +76,6 @@ DRA_ERROR = DRAError(
     "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
 )
 TIMEOUT_ERROR = PodError("scheduling simulation timed out before this pod was placed")
-NO_TEMPLATES_ERROR = PodError("nodepool requirements filtered out all available instance types")
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -99,8 +92,10 @@ class SchedulerOptions:
     falling back). ``max_instance_types`` caps each NodeClaim's options after the solve.
     ``ignore_dra_requests`` (upstream ``IGNORE_DRA_REQUESTS``, default on) reports pods that
     use ResourceClaims as unschedulable instead of simulating device allocation.
-    ``timeout_seconds`` bounds the solve (the provisioner uses 60): placements made so far
-    are kept and pods not yet placed report that the simulation timed out.
+    ``timeout_seconds`` bounds the solve (the provisioner uses 60, as upstream): placements
+    made so far are kept and pods not yet placed report that the simulation timed out. It
+    is measured on ``monotonic`` (the controller's clock, so a simulation that charges
+    compute time to its virtual clock times out as a real controller would).
     ``scheduler_config`` is the ``--scheduler-config`` (``SCHEDULER_CONFIG``) document, as
     YAML text or already decoded: its ``podTopologySpread.defaultConstraints`` are stamped
     onto pending pods that declare no spread of their own (spec §10.7). It is validated
@@ -115,6 +110,7 @@ class SchedulerOptions:
     ignore_dra_requests: bool = True
     timeout_seconds: float | None = None
     scheduler_config: str | Mapping[str, Any] | None = field(default=None, hash=False)
+    monotonic: Callable[[], float] = field(default=time.monotonic, eq=False, hash=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         parse_scheduler_config(self.scheduler_config)
@@ -174,6 +170,7 @@ class Scheduler:
         dra: DRASimulation | None = None,
         existing: ExistingCapacity | None = None,
         excluded_nodes: Iterable[str] = (),
+        pools: NodePoolTemplates | None = None,
     ) -> None:
         """``reference=True`` turns off every shortcut (memoised topology answers, skipped
         NodeClaims, bisected instance-type filtering) so tests can check that the shortcuts
@@ -193,69 +190,38 @@ class Scheduler:
         ``existing`` replaces ``state_nodes`` (and ``under_consolidate_after``, which it
         has applied) by capacity prepared once for many solves (:mod:`.existingcapacity`),
         less the nodes named in ``excluded_nodes``: its nodes are shared, and copied only
-        when this solve places a pod on one."""
+        when this solve places a pod on one. ``pools`` are the NodePools' templates
+        prepared the same way (:class:`.templates.NodePoolTemplates`, built from
+        ``nodepools``, ``instance_types`` and ``daemon_pods`` when not given)."""
         self.options = options
         self.dra = dra if not options.ignore_dra_requests else None
         self._pods: dict[str, Any] = {}
         self.controller = current_controller() if controller is None else controller
         self.reference = reference
-        self.index = InstanceTypeIndex()
-        self.index.reference = reference
+        if pools is None:
+            pools = NodePoolTemplates(nodepools, instance_types, options, daemon_pods, reference)
+        elif pools.reference != reference:
+            raise ValueError("prepared NodePool templates were built for another reference mode")
+        self.index = pools.index
         self.topology = TopologyAdapter(topology, reference=reference)
         self.ignore_preferences = options.preference_policy == PREFERENCE_POLICY_IGNORE
-        self.relax_min_values = options.min_values_policy == MIN_VALUES_POLICY_BEST_EFFORT
+        self.relax_min_values = pools.relax_min_values
         self.volume_requirements = dict(volume_requirements or {})
         self.pod_volumes = pod_volumes
         self.pod_data: dict[str, PodData] = {}
         self._pod_data_cache: dict[Any, PodData] = {}
-        templates = [NodeClaimTemplate(np) for np in nodepools]
-        self.prefer_no_schedule = any(t.has_prefer_no_schedule_taint() for t in templates)
+        templates = pools.all_templates
+        self.prefer_no_schedule = pools.prefer_no_schedule
         self.preferences = Preferences(
             tolerate_prefer_no_schedule=self.prefer_no_schedule,
             policy=options.preference_policy,
         )
-        self.skipped_templates: dict[str, str] = {}
-        self.skipped_for_min_values: set[str] = set()
-        self.templates: list[NodeClaimTemplate] = []
-        for t in templates:
-            infos = self.index.wrap(instance_types.get(t.nodepool_name, ()))
-            survivors, _, err = filter_instance_types(
-                self.index,
-                infos,
-                t.requirements,
-                _EMPTY_POD,
-                {},
-                [_single_group(infos)],
-                {},
-                self.relax_min_values,
-                True,
-            )
-            if not survivors:
-                # Upstream only emits an event here; keep the reason so pod errors can say
-                # which pool was dropped and why.
-                if err is not None and err.min_values_error is not None:
-                    reason = err.min_values_error
-                    self.skipped_for_min_values.add(t.nodepool_name)
-                elif not infos:
-                    reason = "no instance types"
-                else:
-                    reason = "requirements matched no instance type with an available offering"
-                self.skipped_templates[t.nodepool_name] = reason
-                continue
-            t.set_instance_type_options(survivors)
-            self.templates.append(t)
-        self._no_templates_error = NO_TEMPLATES_ERROR
-        if self.skipped_templates:
-            detail = "; ".join(
-                f"nodepool {json.dumps(name)}: {why}"
-                for name, why in sorted(self.skipped_templates.items())
-            )
-            self._no_templates_error = PodError(f"{NO_TEMPLATES_ERROR.text} ({detail})")
-        if options.ignore_dra_requests:
-            daemon_pods = [p for p in daemon_pods if not getattr(p, "has_dra_requirements", False)]
-        self.daemon_groups: dict[str, list[DaemonOverheadGroup]] = {
-            t.nodepool_name: build_daemon_overhead_groups(t, daemon_pods) for t in self.templates
-        }
+        self.skipped_templates = pools.skipped_templates
+        self.skipped_for_min_values = pools.skipped_for_min_values
+        self.templates = pools.templates
+        self._no_templates_error = pools.no_templates_error
+        daemon_pods = pools.daemon_pods
+        self.daemon_groups = pools.daemon_groups
         self.remaining: dict[str, dict[str, int]] = {}
         for t in templates:
             if t.limits:
@@ -352,13 +318,13 @@ class Scheduler:
         queue: Queue[Any] = Queue(schedulable, sort_key, pod_identity)
         gauges = SolveGauges(self.controller)
         deadline = (
-            time.monotonic() + self.options.timeout_seconds
+            self.options.monotonic() + self.options.timeout_seconds
             if self.options.timeout_seconds is not None
             else None
         )
         while True:
             gauges.tick(len(queue))
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and self.options.monotonic() > deadline:
                 for waiting in queue.items():
                     errors.setdefault(pod_identity(waiting), TIMEOUT_ERROR)
                 break
@@ -460,37 +426,12 @@ class Scheduler:
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
         blockers = [] if self.reference else self.topology.hostname_blockers(pod)
         moving = pod.phase != "Pending" and pod.node_name not in self.deleting_node_names
-        if self._existing is not None:
-            return self._add_to_prepared_node(pod, data, claims, volumes, blockers, moving)
-        for node in self.existing_nodes:
-            if node.under_consolidate_after and moving:
-                continue
-            if blockers and any(b.get(node.hostname) for b in blockers):
-                continue
-            result = node.can_add(pod, data, volumes, claims)
-            if isinstance(result, Placement):
-                node.add(pod, data, result, volumes)
-                return True
-        return False
-
-    def _add_to_prepared_node(
-        self,
-        pod: Any,
-        data: PodData,
-        claims: Sequence[ResourceClaim],
-        volumes: Mapping[str, frozenset[str]] | None,
-        blockers: Sequence[Mapping[str, int]],
-        moving: bool,
-    ) -> bool:
-        """:meth:`_add_to_existing_node` over prepared capacity: the same nodes in the same
-        order, less those whose CPU or memory cannot take the pod (they would refuse it)."""
-        assert self._existing is not None
-        slots = self._slots
-        excluded = self._excluded_nodes
-        for i in self._existing.may_fit(data.requests):
-            node = slots[i]
-            if excluded and node.name in excluded:
-                continue
+        candidates: Iterable[tuple[int, ExistingNode]] = (
+            self._prepared_candidates(data)
+            if self._existing is not None
+            else enumerate(self.existing_nodes)
+        )
+        for i, node in candidates:
             if node.under_consolidate_after and moving:
                 continue
             if blockers and any(b.get(node.hostname) for b in blockers):
@@ -502,6 +443,17 @@ class Scheduler:
                 node.add(pod, data, result, volumes)
                 return True
         return False
+
+    def _prepared_candidates(self, data: PodData) -> Iterator[tuple[int, ExistingNode]]:
+        """Over prepared capacity, the existing nodes in order (by slot) less the excluded
+        ones and those whose CPU or memory cannot take the pod (they would refuse it)."""
+        assert self._existing is not None
+        slots = self._slots
+        excluded = self._excluded_nodes
+        for i in self._existing.may_fit(data.requests):
+            node = slots[i]
+            if not (excluded and node.name in excluded):
+                yield i, node
 
     def _own(self, slot: int, shared: ExistingNode) -> ExistingNode:
         """This solve's own copy of a shared node, in its place."""
@@ -683,23 +635,6 @@ class Scheduler:
 
 def _scan_order(nc: NodeClaim) -> tuple[int, int]:
     return (len(nc.pods), nc.seq)
-
-
-def _single_group(infos: Sequence[ITInfo]) -> DaemonOverheadGroup:
-    from karpenter_core.apis.hostports import HostPortUsage
-
-    g = DaemonOverheadGroup((), {}, HostPortUsage())
-    g.instance_types = list(infos)
-    g.members = {i.index for i in infos}
-    return g
-
-
-class _EmptyPod:
-    key = ""
-    host_ports = ()
-
-
-_EMPTY_POD = _EmptyPod()
 
 
 def _freeze(value: Any) -> Any:

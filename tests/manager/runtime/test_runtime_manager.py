@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.runtime.clock import VirtualClock, WallClock
+from karpenter_core.runtime.clock import ComputeCharge, ManualMeter, VirtualClock, WallClock
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
 from karpenter_core.sim.apiserver import InMemoryApiServer
@@ -174,12 +174,17 @@ def test_keys_enqueued_many_times_at_once_reconcile_once() -> None:
     assert recorder.calls == [(0.0, "k")]
 
 
-def test_a_reconciler_that_requeues_itself_forever_is_reported() -> None:
-    clock = VirtualClock()
-    manager = Manager(clock, max_reconciles_per_instant=50)
+@pytest.mark.parametrize("charged", [False, True], ids=["free", "charged"])
+def test_a_reconciler_that_requeues_itself_forever_is_reported(charged: bool) -> None:
+    # charged: every reconcile costs a millisecond of compute, which must not count as
+    # time moving on (or the loop would spin until the target, never reported)
+    clock, meter = VirtualClock(), ManualMeter()
+    charge = ComputeCharge(meter=meter) if charged else None
+    manager = Manager(clock, max_reconciles_per_instant=50, charge=charge)
 
     class Spinner:
         def reconcile(self, key: Any) -> Result:
+            meter.spend(0.001)
             manager.enqueue("spin", key)
             return Result()
 

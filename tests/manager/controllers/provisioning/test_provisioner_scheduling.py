@@ -136,3 +136,13 @@ def test_a_bad_scheduler_config_is_logged_once_and_provisioning_goes_on(
     assert expected in line
     options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
     assert options.default_spread_constraints() == ()
+
+
+def test_the_solve_times_out_after_a_minute_on_the_controller_clock() -> None:
+    env = make_env()
+    options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
+    assert options.timeout_seconds == 60
+    before = options.monotonic()
+    env.clock.advance(30)
+    # the virtual clock, not the machine's: a simulation sees the minute pass as it runs
+    assert options.monotonic() == before + 30

@@ -303,17 +303,15 @@ def test_option_set_bisects_only_cpu_sorted_lists() -> None:
     assert unsorted.max_allocatable("cpu") == 7900
 
 
-def test_timed_out_solve_keeps_placements_and_reports_the_rest(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_timed_out_solve_keeps_placements_and_reports_the_rest() -> None:
     from karpenter_core.provisioning.scheduler import SchedulerOptions
-    from karpenter_core.provisioning.scheduler import scheduler as scheduler_module
 
     ticks = iter([0.0, 0.0, 0.0, 100.0, 100.0, 100.0])
-    monkeypatch.setattr(scheduler_module.time, "monotonic", lambda: next(ticks))
     pods = [pod(cpu="3"), pod(cpu="2"), pod(cpu="1")]
-    results = solve(pods, options=SchedulerOptions(timeout_seconds=60))
-    # Clock reads: the deadline, then one check per pod; the third check is past it.
+    options = SchedulerOptions(timeout_seconds=60, monotonic=lambda: next(ticks))
+    results = solve(pods, options=options)
+    # Clock reads (on the given clock): the deadline, then one check per pod; the third
+    # check is past it.
     placed = [p.key for nc in results.new_nodeclaims for p in nc.pods]
     assert placed == [pods[0].key, pods[1].key]
     assert set(results.pod_errors) == {pods[2].key}
