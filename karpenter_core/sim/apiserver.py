@@ -131,7 +131,10 @@ class _Encoded:
         buf = io.BytesIO()
         pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
         pickler.fast = True  # no memo: nothing shared, exactly like deep_copy
-        pickler.dump(obj)
+        # encode what deep_copy would give (tuples as lists, plain dicts), not the stored
+        # object's own types: a reader comparing a tuple it wrote with the list it reads
+        # back would see a change that never settles
+        pickler.dump(deep_copy(obj))
         self._blobs[id(obj)] = (obj, buf.getvalue())
 
     def copy(self, obj: Obj) -> Obj:

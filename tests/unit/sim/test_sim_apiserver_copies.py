@@ -111,3 +111,15 @@ def test_encodings_are_kept_only_for_what_is_stored() -> None:
     for i in range(20):
         server.delete("configmaps", f"c{i}", "default")
     assert len(server._encoded._blobs) == stored_at_start
+
+
+def test_an_encoded_copy_has_deep_copys_types() -> None:
+    # a stored object that holds a tuple (the server's own writes may) reads back with a
+    # list, as deep_copy gives: a reader comparing what it wrote with what it reads must
+    # not see a change that is not there
+    stored = {"metadata": {"finalizers": ("a", "b")}, "spec": {"taints": ({"key": "k"},)}}
+    encoded = _Encoded()
+    encoded.put(stored)
+    got = encoded.copy(stored)
+    assert got == {"metadata": {"finalizers": ["a", "b"]}, "spec": {"taints": [{"key": "k"}]}}
+    assert type(got["metadata"]["finalizers"]) is list
