@@ -27,6 +27,39 @@ as on a real controller of this machine's speed, and batching and timeouts see i
     python bench/e2e.py --json     # {"virtualSecondsToAllBound", "wallSeconds",
                                    #  "cpuUtilization", "memoryUtilization", "peakRssMB"}
     python bench/e2e.py --no-charge-compute-time    # reconciles take no virtual time
+
+Upstream's whole performance suite, each test with its second phase, is
+``--scenario NAME`` (scenarios and phase runner in ``bench/perfsuite.py``):
+
+    basic                  500 + 500 pods, then both to 350 (consolidation)
+    wide-deployments       30 deployments, 1,000 pods (zone spreads; 3 with hostname
+                           anti-affinity, 3 with hostname spreads), then 700
+    hostname-spreading     basic with the small pods hostname-spread, then 700
+    hostname-spreading-xl  the same at 1,000 + 1,000, then 1,400
+    interference           500 pods with self anti-affinity; then 250 of them and 500
+                           large ones (a scale-out to 750); then 400 + 200 (to 600)
+    do-not-disrupt         basic plus 100 do-not-disrupt pods, then 250 + 250 + 100
+    drift                  300 + 300 pods, then a NodePool template annotation changes
+    large                  150,000 pods onto ~5,000 nodes, then every deployment -30 %
+                           (the issue's cluster-scale run; not upstream's)
+    all                    every scenario but large, one process each (so each peak RSS
+                           is its own); large is left out because it takes many minutes
+
+Per phase: virtual time as upstream's report measures it (scale-out: until the pod count
+is reached; consolidation: the pod count, then node watches every 30 s until 3 minutes
+pass without a draining node; drift: watches every 15 s until 2 quiet minutes, then the
+pod count), ``settledSeconds`` (when the last draining node or bound pod was seen), pods,
+nodes and their net change, NodeClaims launched and removed, rounds, reserved CPU and
+memory utilisation, wall and CPU seconds, and peak RSS, each beside upstream's threshold
+(``thresholds.go`` defaults; the RSS threshold is for the controller alone, so it is an
+upper bound here). Do-not-disrupt also counts the nodes holding protected pods that are
+still there. ``--json`` prints one object per scenario (``scenario``, ``phases`` [...],
+``wallSeconds``, ``cpuSeconds``, ``peakRssMB``, ``notes``).
+
+The scenarios run with faithful time too (the same two flags apply).
+
+    python bench/e2e.py --scenario basic
+    python bench/e2e.py --scenario all --json
 """
 
 from __future__ import annotations
@@ -36,9 +69,15 @@ import json
 import logging
 import math
 import resource
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perfsuite import DEFAULT_SCENARIOS, SCENARIOS, check_phases, run_scenario, suite_nodepool
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
@@ -56,41 +95,7 @@ def basic_scenario(
     """upstream's default NodePool (test/pkg/environment/common) as the performance suite
     adjusts it, and the two deployments of the basic test; ``charge`` and ``scale`` are
     the scenario's ``chargeComputeTime`` and ``computeTimeScale``."""
-    nodepool: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {
-            "disruption": {
-                "consolidationPolicy": "WhenEmptyOrUnderutilized",
-                "consolidateAfter": "30s",
-                "budgets": [{"nodes": "100%"}],
-            },
-            "template": {
-                "spec": {
-                    "expireAfter": "Never",
-                    "requirements": [
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
-                        {
-                            "key": "karpenter.kwok.sh/instance-size",
-                            "operator": "Lt",
-                            "values": ["32"],
-                        },
-                    ],
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                }
-            },
-        },
-    }
+    nodepool = suite_nodepool()
     return parse_scenario(
         {
             "name": "basic-scale-out",
@@ -189,9 +194,98 @@ def run(
     }
 
 
+# ---------------------------------------------------------------- upstream's suite, phased
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}{unit}" if value < 10 else f"{value:.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def print_perf(result: dict[str, Any]) -> None:
+    """One scenario's phases as a table, upstream's threshold beside each figure."""
+    print(f"== {result['scenario']}  ({result['upstream']})")
+    print(f"{'measure':<28} {'value':>14}   upstream")
+    for ph in result["phases"]:
+        t = ph["thresholds"]
+        print(f"-- {ph['phase']} ({ph['type']}, {ph['pods']} pods)")
+        rows = [
+            ("virtual time (upstream's)", _cell(ph["virtualSeconds"], "s"),
+             t["virtualSeconds"], "<"),
+            ("  settled after", _cell(ph["settledSeconds"], "s"), None, ""),
+            ("pods bound / pending", f"{ph['podsBound']} / {ph['podsPending']}", None, ""),
+            ("nodes (net change)", f"{ph['nodes']} ({ph['nodesNetChange']:+d})", None, ""),
+            (
+                "NodeClaims launched / removed",
+                f"{ph['nodeClaimsLaunched']} / {ph['nodeClaimsRemoved']}",
+                None,
+                "",
+            ),
+            ("rounds", str(ph["rounds"]), None, ""),
+            ("reserved CPU utilisation", _cell(ph["cpuUtilization"]), t["cpuUtilization"], ">"),
+            ("reserved memory utilisation", _cell(ph["memoryUtilization"]),
+             t["memoryUtilization"], ">"),
+            ("wall time", _cell(ph["wallSeconds"], "s"), None, ""),
+            ("  CPU time", _cell(ph["cpuSeconds"], "s"), None, ""),
+            ("peak RSS", f"{ph['peakRssMB']:.0f} MB", t["peakRssMB"], "<"),
+        ]  # fmt: skip
+        if "protectedNodesRemaining" in ph:
+            rows.append(
+                (
+                    "protected nodes kept",
+                    f"{ph['protectedNodesRemaining']} of {ph['protectedNodesBefore']}",
+                    0,
+                    ">",
+                )
+            )
+        for name, value, limit, sign in rows:
+            print(f"{name:<28} {value:>14}   {'' if limit is None else f'{sign} {limit:g}'}")
+    print(
+        f"wall time {result['wallSeconds']:.1f}s (CPU {result['cpuSeconds']:.1f}s), peak RSS {result['peakRssMB']:.0f} MB"
+    )
+    for miss in check_phases(result["phases"]):
+        print(f"below upstream's threshold: {miss}")
+    for note in result["notes"]:
+        print(f"note: {note}")
+
+
+def run_perf(names: list[str], as_json: bool, *, charge: bool = True, scale: float = 1.0) -> int:
+    """Run the named scenarios of bench/perfsuite.py (faithful time as for the basic run:
+    ``charge`` and ``scale``); several run one process each, so each one's peak RSS and
+    wall time are its own."""
+    if len(names) == 1:
+        extra = {"chargeComputeTime": charge, "computeTimeScale": scale}
+        result = run_scenario(SCENARIOS[names[0]](), extra)
+        if as_json:
+            print(json.dumps(result))
+        else:
+            print_perf(result)
+        return 0
+    for name in names:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--scenario", name]
+        cmd += ["--compute-time-scale", f"{scale!r}"] if charge else ["--no-charge-compute-time"]
+        out = subprocess.run([*cmd, "--json"], check=True, capture_output=True, text=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        if as_json:
+            print(json.dumps(result), flush=True)
+        else:
+            print_perf(result)
+            print(flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--scenario",
+        choices=[*SCENARIOS, "all"],
+        help="run an upstream performance-suite scenario with its scale-in/drift phase "
+        "(all: every one but large, one process each)",
+    )
     parser.add_argument("--small", type=int, default=500, help="small pods (default 500)")
     parser.add_argument("--large", type=int, default=500, help="large pods (default 500)")
     parser.add_argument(
@@ -211,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.charge and args.compute_time_scale != 1.0:
         parser.error("--compute-time-scale has no effect with --no-charge-compute-time")
     logging.basicConfig(level=logging.CRITICAL)
+    if args.scenario is not None:
+        names = list(DEFAULT_SCENARIOS) if args.scenario == "all" else [args.scenario]
+        return run_perf(names, args.json, charge=args.charge, scale=args.compute_time_scale)
     result = run(args.small, args.large, charge=args.charge, scale=args.compute_time_scale)
     if args.json:
         keys = (

@@ -72,8 +72,10 @@ Approximations, on purpose (that test excludes exactly these):
   ``distinctAttribute``) leave a pod unschedulable; no extended resources backed by DRA.
 - A NotReady node counts as tainted ``node.kubernetes.io/not-ready`` (the node lifecycle
   controller's work, folded in here).
-- Every pass retries every pending pod at once; kube-scheduler backs pods off and
-  requeues them on the cluster events that may help.
+- A pass retries every pending pod at once when a node, a bound pod, a namespace or a
+  device changed since the last pass, and otherwise only the pending pods that are new
+  or changed; kube-scheduler backs pods off and requeues them on the cluster events that
+  may help.
 - The condition is written only when its status or reason changes, not when just the
   message would; the real scheduler rewrites it on message changes too, and every write
   is a pod event that re-triggers Karpenter's provisioning batch for nothing.
@@ -541,7 +543,8 @@ class KubeScheduler:
     A pass's decisions are those of the straightforward algorithm (every pending pod
     against every node); the work is incremental: objects come from watch-fed caches
     (:class:`~karpenter_core.kube.informer.Informer`, pumped at the start of each pass),
-    parsed once per resourceVersion; node-only filters (unschedulable, taints, node
+    parsed once per resourceVersion, the pods' placement (pending, or bound to a node)
+    and each node's state updated from the pod events alone; node-only filters (unschedulable, taints, node
     affinity) are remembered per pod class and node version; and once a pod class fails
     on every node, later pods of that class in the same pass fail without being tried
     again (for spread and pod-affinity classes only until the next binding). A pod whose
@@ -566,14 +569,27 @@ class KubeScheduler:
         )
         self._dra: DynamicResources | None = None
         self._changed = False
-        for informer in (
-            self._pod_cache,
-            self._node_cache,
-            self._namespace_cache,
-            *self._dra_caches,
-        ):
+        for informer in (self._node_cache, self._namespace_cache, *self._dra_caches):
             informer.add_handler(self._on_change, replay=False)
-        self._pods: dict[str, _PodInfo | None] = {}
+        self._pod_cache.add_handler(self._on_pod_change, replay=False)
+        # The pods as the passes see them, kept up to date from the pod events alone, so
+        # a pass costs what changed, not the size of the cluster: the parsed pods, the
+        # ones bound to each node name (not terminal), the pending ones this scheduler
+        # serves, and each node's state with its bound pods added, rebuilt only when one
+        # of them or the node changed (a pass adds the pods it binds to the states; their
+        # binding events then mark those nodes for rebuilding).
+        self._pods: dict[str, _PodInfo] = {}
+        self._dirty_pods: set[str] = set()
+        self._bound: dict[str, dict[str, _PodInfo]] = {}
+        self._pending: dict[str, _PodInfo] = {}
+        self._states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
+        self._stale_nodes: set[str] = set()
+        # A pending pod that failed stays failed until the cluster changes: the next pass
+        # tries every pending pod only when a node, a bound pod, a namespace or a device
+        # changed (or a write failed) since the last one (``_full``); otherwise only the
+        # pending pods that are new or changed (``_fresh``).
+        self._full = True
+        self._fresh: set[str] = set()
         self._nodes: dict[str, _NodeStatic | None] = {}
         self._classes: dict[Hashable, _PodClass] = {}
         # False after a pass whose writes failed: the next pass must run even if nothing
@@ -582,6 +598,11 @@ class KubeScheduler:
 
     def _on_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
+        self._full = True
+
+    def _on_pod_change(self, event_type: str, obj: Obj) -> None:
+        self._changed = True
+        self._dirty_pods.add(object_key(obj))
 
     def _sync(self) -> None:
         """Bring the caches up to date. Changes are noted in ``_changed`` (the event
@@ -604,6 +625,7 @@ class KubeScheduler:
                 except ApiError as again:
                     log.info("kube-scheduler: listing %s failed: %s", informer.resource, again)
                     self._settled = False
+                    self._full = True
 
     # ------------------------------------------------------------------ the pass
 
@@ -615,6 +637,10 @@ class KubeScheduler:
         self.passes += 1
         self._settled = True
         state, pending = self._pass_state()
+        full, self._full = self._full, False
+        fresh, self._fresh = self._fresh, set()
+        if not full:
+            pending = [self._pending[k] for k in fresh if k in self._pending]
         pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
         self._dra = (
             DynamicResources(*(c.objects() for c in self._dra_caches))
@@ -639,7 +665,10 @@ class KubeScheduler:
                 failed.add(info.class_key)
             elif outcome:
                 failed = {k for k in failed if classes[k].monotone}
-        self._classes = classes
+        if full:
+            self._classes = classes
+        else:
+            self._classes.update(classes)
         return Result()
 
     def feasibility(self, pod: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -658,25 +687,85 @@ class KubeScheduler:
     def _pass_state(self) -> tuple[_PassState, list[_PodInfo]]:
         """The node states with their bound pods, and the pending pods this scheduler
         serves."""
-        nodes = [_NodeState(s) for s in self._node_statics()]
-        by_name = {n.name: n for n in nodes}
-        pending: list[_PodInfo] = []
+        self._update_pods()
+        nodes: list[_NodeState] = []
         holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = []
-        for info in self._pod_infos():
-            pod = info.pod
-            if pod.node_name:
-                node = by_name.get(pod.node_name)
-                if node is not None and not pod.is_terminal():
-                    node.add(pod)
-                    if pod.has_required_pod_anti_affinity():
-                        holders.append((info.anti_affinity, node.labels))
-            elif self._serves(pod) and pod.is_active():
-                pending.append(info)
+        states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
+        for static in self._node_statics():
+            entry = self._states.get(static.name)
+            if entry is None or entry[0].static is not static or static.name in self._stale_nodes:
+                entry = self._node_state(static)
+            states[static.name] = entry
+            node, node_holders = entry
+            nodes.append(node)
+            holders.extend((terms, node.labels) for terms, _key in node_holders)
+        self._states = states
+        self._stale_nodes.clear()
         namespaces = {
             object_key(ns): (ns.get("metadata") or {}).get("labels") or {}
             for ns in self._namespace_cache.objects()
         }
-        return _PassState(nodes, holders, namespaces), pending
+        return _PassState(nodes, holders, namespaces), list(self._pending.values())
+
+    def _node_state(
+        self, static: _NodeStatic
+    ) -> tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]:
+        """A node's state with its bound pods (in key order), and the anti-affinity terms
+        of those that have required anti-affinity."""
+        node = _NodeState(static)
+        node_holders: list[tuple[tuple[AffinityTerm, ...], str]] = []
+        bound = self._bound.get(static.name, {})
+        for key in sorted(bound):
+            info = bound[key]
+            node.add(info.pod)
+            if info.pod.has_required_pod_anti_affinity():
+                node_holders.append((info.anti_affinity, key))
+        return node, node_holders
+
+    def _update_pods(self) -> None:
+        """Bring the parsed pods, their placement and the pending set up to date with the
+        pod events since the last pass (the first one brings every pod)."""
+        dirty, self._dirty_pods = self._dirty_pods, set()
+        for key in sorted(dirty):
+            old = self._pods.pop(key, None)
+            if old is not None:
+                self._unplace(key, old)
+            obj = self._pod_cache.get(key)
+            if obj is None:
+                continue
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            info = old if old is not None and rv and old.rv == rv else None
+            if info is None:
+                try:
+                    info = _PodInfo(rv, Pod.from_dict(obj))
+                except ObjectError as e:
+                    log.warning("kube-scheduler: skipping pod %s: %s", key, e)
+                    continue
+            self._pods[key] = info
+            self._place(key, info)
+
+    def _place(self, key: str, info: _PodInfo) -> None:
+        pod = info.pod
+        if pod.node_name:
+            if not pod.is_terminal():
+                self._bound.setdefault(pod.node_name, {})[key] = info
+                self._stale_nodes.add(pod.node_name)
+            self._full = True
+        elif self._serves(pod) and pod.is_active():
+            self._pending[key] = info
+            self._fresh.add(key)
+
+    def _unplace(self, key: str, info: _PodInfo) -> None:
+        name = info.pod.node_name
+        if name:
+            self._full = True
+            bound = self._bound.get(name)
+            if bound is not None and bound.pop(key, None) is not None:
+                self._stale_nodes.add(name)
+                if not bound:
+                    del self._bound[name]
+        else:
+            self._pending.pop(key, None)
 
     def _node_statics(self) -> list[_NodeStatic]:
         cache: dict[str, _NodeStatic | None] = {}
@@ -694,23 +783,6 @@ class KubeScheduler:
                 cache[name] = None
         self._nodes = cache
         return sorted((s for s in cache.values() if s is not None), key=lambda s: s.name)
-
-    def _pod_infos(self) -> list[_PodInfo]:
-        cache: dict[str, _PodInfo | None] = {}
-        for obj in self._pod_cache.objects():
-            key = object_key(obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            old = self._pods.get(key)
-            if old is not None and rv and old.rv == rv:
-                cache[key] = old
-                continue
-            try:
-                cache[key] = _PodInfo(rv, Pod.from_dict(obj))
-            except ObjectError as e:
-                log.warning("kube-scheduler: skipping pod %s: %s", key, e)
-                cache[key] = None
-        self._pods = cache
-        return [i for _, i in sorted(cache.items()) if i is not None]
 
     def _serves(self, pod: Pod) -> bool:
         name = (pod.raw.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
@@ -757,9 +829,13 @@ class KubeScheduler:
         except ApiError as e:
             log.info("kube-scheduler: binding %s to %s failed: %s", pod.key, best.name, e)
             self._settled = False
+            self._full = True
             return False
         self.bindings += 1
         best.add(pod)
+        # the state is kept between passes: rebuild it next time from what the watch says
+        # is bound there, whether or not this binding is among it
+        self._stale_nodes.add(best.name)
         if cls.anti_affinity:
             state.holders.append((cls.anti_affinity, best.labels))
         return True
@@ -842,6 +918,7 @@ class KubeScheduler:
         except ApiError as e:
             log.info("kube-scheduler: updating %s failed: %s", pod.key, e)
             self._settled = False
+            self._full = True
 
 
 class _PodContext:

@@ -1,0 +1,125 @@
+"""The in-memory API server hands every reader and watcher a private copy, now decoded from
+an encoding made once per stored version: copies must stay independent of the store, of
+each other and of later versions, and the encodings must not outlive what is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpenter_core.kube.client import ADDED, DELETED, MODIFIED
+from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.sim.apiserver import InMemoryApiServer, _Encoded
+
+
+def _cm(name: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
+        "data": data or {"k": "v"},
+    }
+
+
+def _containers(obj: Any) -> list[int]:
+    """ids of every dict and list inside ``obj``."""
+    found: list[int] = []
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            found.append(id(value))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            found.append(id(value))
+            stack.extend(value)
+    return found
+
+
+def test_reads_are_private_copies() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    first = server.get("configmaps", "a", "default")
+    first["data"]["k"] = "changed"
+    first["metadata"]["labels"]["app"] = "changed"
+    second = server.get("configmaps", "a", "default")
+    assert second["data"] == {"k": "v"} and second["metadata"]["labels"] == {"app": "x"}
+    (listed,) = server.list("configmaps", "default").items
+    assert listed == second
+    assert not set(_containers(listed)) & set(_containers(second))
+
+
+def test_a_copy_shares_no_container_within_itself() -> None:
+    # the encoder runs without a memo: a container stored twice is copied twice, as
+    # deep_copy does, so changing one place in a copy never changes another
+    labels = {"app": "x"}
+    stored = {"metadata": {"labels": labels}, "spec": {"selector": labels}}
+    encoded = _Encoded()
+    encoded.put(stored)
+    got = encoded.copy(stored)
+    assert got == stored
+    ids = _containers(got)
+    assert len(ids) == len(set(ids))
+    got["spec"]["selector"]["app"] = "y"
+    assert got["metadata"]["labels"] == {"app": "x"}
+
+
+def test_tuples_in_a_created_object_come_back_as_lists() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    obj = _cm("a")
+    obj["metadata"]["finalizers"] = ("example.com/f",)
+    server.create(obj)
+    got = server.get("configmaps", "a", "default")
+    assert got["metadata"]["finalizers"] == ["example.com/f"]
+    got["metadata"]["finalizers"].append("example.com/g")  # a list, so callers may append
+
+
+def test_reads_after_a_write_see_the_new_version() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    server.get("configmaps", "a", "default")
+    server.patch("configmaps", "a", {"data": {"k": "w"}}, "default")
+    assert server.get("configmaps", "a", "default")["data"] == {"k": "w"}
+    assert server.list("configmaps", "default").items[0]["data"] == {"k": "w"}
+
+
+def test_each_watcher_gets_its_own_copy_of_each_event() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    one = server.watch("configmaps", "default", resource_version=server.resource_version)
+    two = server.watch("configmaps", "default", resource_version=server.resource_version)
+    server.create(_cm("a"))
+    server.patch("configmaps", "a", {"data": {"k": "w"}}, "default")
+    server.delete("configmaps", "a", "default")
+    events_one = one.poll()
+    events_two = two.poll()
+    assert [e.type for e in events_one] == [ADDED, MODIFIED, DELETED]
+    # the ADDED event was superseded before the poll: it still shows the first version
+    assert events_one[0].object["data"] == {"k": "v"}
+    assert events_one[1].object["data"] == {"k": "w"}
+    events_one[1].object["data"]["k"] = "mutated"
+    assert events_two[1].object["data"] == {"k": "w"}
+    assert not set(_containers(events_one[1].object)) & set(_containers(events_two[1].object))
+
+
+def test_encodings_are_kept_only_for_what_is_stored() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    stored_at_start = len(server._encoded._blobs)
+    for i in range(20):
+        server.create(_cm(f"c{i}"))
+    for i in range(20):
+        server.patch("configmaps", f"c{i}", {"data": {"n": str(i)}}, "default")
+    assert len(server._encoded._blobs) == stored_at_start + 20
+    for i in range(20):
+        server.delete("configmaps", f"c{i}", "default")
+    assert len(server._encoded._blobs) == stored_at_start
+
+
+def test_an_encoded_copy_has_deep_copys_types() -> None:
+    # a stored object that holds a tuple (the server's own writes may) reads back with a
+    # list, as deep_copy gives: a reader comparing what it wrote with what it reads must
+    # not see a change that is not there
+    stored = {"metadata": {"finalizers": ("a", "b")}, "spec": {"taints": ({"key": "k"},)}}
+    encoded = _Encoded()
+    encoded.put(stored)
+    got = encoded.copy(stored)
+    assert got == {"metadata": {"finalizers": ["a", "b"]}, "spec": {"taints": [{"key": "k"}]}}
+    assert type(got["metadata"]["finalizers"]) is list
