@@ -111,7 +111,13 @@ def test_a_pod_with_a_resource_claim_gets_a_node_whose_published_device_is_alloc
 
         node_name = wait_for(bound, "the real kube-scheduler to bind the pod")
 
-        [nodeclaim] = cluster.nodeclaims()
+        # The kube-scheduler may bind the pod as soon as the Node is ready, before Karpenter
+        # has written the NodeClaim's registration: wait for that write, not for the bind.
+        def registered() -> dict[str, Any] | None:
+            [claim] = cluster.nodeclaims()
+            return claim if (claim.get("status") or {}).get("nodeName") else None
+
+        nodeclaim = wait_for(registered, "the NodeClaim to record its Node")
         node = kube.get("nodes", node_name)
         assert node["metadata"]["labels"][FAMILY] == GPU_FAMILY
         assert nodeclaim["status"]["nodeName"] == node_name
