@@ -917,7 +917,9 @@ class Simulation:
         (callback), and the report says what happened."""
         if self.halted is not None:
             return
-        target = self.observer.t0 + offset
+        # on the clock's own nanosecond grid: a float sum such as 0.1 + 0.2 lies between
+        # two readings the clock can show, and "not there yet" would then hold for ever
+        target = self.clock.target_monotonic(self.observer.t0 + offset)
         last_t = self.clock.monotonic()
         while True:
             ran = 0

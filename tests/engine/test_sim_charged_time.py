@@ -137,3 +137,24 @@ def test_charge_fields_default_off_at_scale_one() -> None:
     assert (parsed.charge_compute_time, parsed.compute_time_scale) == (False, 1.0)
     parsed = parse_scenario({"name": "x", "chargeComputeTime": True, "computeTimeScale": 2.5})
     assert (parsed.charge_compute_time, parsed.compute_time_scale) == (True, 2.5)
+
+
+@pytest.mark.timeout(60)
+def test_run_until_an_offset_off_the_clocks_nanosecond_grid_returns() -> None:
+    """An offset such as 0.1 + 0.2 lies a hair above a time the virtual clock (whole
+    nanoseconds) can show: the run must still end there instead of waiting for time to
+    reach it. Charged runs meet such offsets all the time (phase ends computed from charged
+    readings); a 1/50 perf-suite drift run hung on one."""
+    meter = ManualMeter()
+    sim = Simulation(scenario(True), compute_meter=meter)
+    costly(sim, meter)
+    sim.run_until(60.0)
+    elapsed = sim.clock.monotonic() - sim.observer.t0
+    offset = next(
+        o
+        for o in (elapsed + k / 3 * 1e-6 for k in range(1, 1000))
+        if round((sim.observer.t0 + o) * 1e9) / 1e9 < sim.observer.t0 + o
+    )
+    sim.run_until(offset)  # returned: the regression looped here for ever
+    assert sim.clock.monotonic() - sim.observer.t0 >= offset - 1e-6
+    assert sim.halted is None and sim.report().pods_bound == 8
