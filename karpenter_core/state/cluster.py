@@ -439,6 +439,15 @@ class Cluster:
             sn = self._nodes.get(pid) if pid is not None else None
             return sn.copy() if sn is not None else None
 
+    def node_labels(self, node_name: str) -> Mapping[str, str] | None:
+        """The labels of the Node named ``node_name`` as state last saw it, or None; no
+        copy of its StateNode (a parsed Node is replaced, never changed, on update), for
+        readers as frequent as one per pod."""
+        with self._lock:
+            pid = self._node_name_to_pid.get(node_name)
+            sn = self._nodes.get(pid) if pid is not None else None
+            return sn.node.labels if sn is not None and sn.node is not None else None
+
     def state_node_for_nodeclaim(self, nodeclaim_name: str) -> StateNode | None:
         with self._lock:
             pid = self._nodeclaim_name_to_pid.get(nodeclaim_name)
@@ -597,13 +606,16 @@ class Cluster:
         with self._lock:
             if self._has_synced:
                 return all(self._nodeclaim_name_to_pid.values())
+        # read-only: the cached objects themselves, not a copy of every Node and NodeClaim
+        # at each of the many calls made while the first sync is pending
+        list_objects = getattr(self.kube, "list_shared", self.kube.list)
         try:
             nodeclaims = [
                 nc
-                for nc in self.kube.list(NODECLAIMS).items
+                for nc in list_objects(NODECLAIMS).items
                 if is_managed_nodeclaim(nc, self.cloud_provider)
             ]
-            nodes = self.kube.list(NODES).items
+            nodes = list_objects(NODES).items
         except Exception as e:
             log.error("failed checking cluster state sync: %s", e)
             return False

@@ -33,7 +33,8 @@ def register(manager: Manager, ctx: ControllerContext) -> None:
     """Add the three metrics controllers (none when cluster-state observability is off)."""
     if ctx.options.disable_cluster_state_observability:
         return
-    manager.add_controller(pod.NAME, PodMetrics(ctx), watches=[Watch("pods")], workers=10)
+    pods = PodMetrics(ctx)
+    manager.add_controller(pod.NAME, pods, watches=pods.watches(), workers=10)
     manager.add_singleton(node.NAME, NodeMetrics(ctx))
     manager.add_controller(
         nodepool.NAME, NodePoolMetrics(ctx), watches=[Watch("nodepools")], workers=10

@@ -12,7 +12,11 @@ Per pod (spec apis-and-cloudprovider §13, upstream ``pkg/controllers/metrics/po
 * ``pods_provisioning_scheduling_undecided_time_seconds`` from when cluster state
   acknowledged the pod until the provisioner decides anything about it.
 
-Pods are requeued every 30 s so the waiting gauges keep growing without an event.
+A pod with a waiting gauge is requeued every 30 s so the gauge keeps growing without an
+event (upstream requeues every pod; one whose series holds no time has nothing to refresh, and
+with 150,000 pods those reconciles were 5,000 a second). What else a series shows comes from
+the pod, refreshed by its events, and from its node's labels: a change of those labels
+(or a node that appears after its pods were labelled without it) requeues the node's pods.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from karpenter_core.apis.v1 import parse_time
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
 from karpenter_core.kube.client import NotFound
 from karpenter_core.runtime.context import ControllerContext
-from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.state.cluster import cluster_of
 
 __all__ = ["NAME", "REQUEUE_SECONDS", "PodMetrics", "owner_self_link"]
@@ -68,6 +72,20 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
+_NODE_LABELS = (
+    NODEPOOL_LABEL_KEY,
+    LABEL_TOPOLOGY_ZONE,
+    LABEL_ARCH,
+    CAPACITY_TYPE_LABEL_KEY,
+    LABEL_INSTANCE_TYPE,
+)
+
+
+def _node_values(labels: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node label values a pod's ``pods_state`` series shows."""
+    return tuple(str(labels.get(k) or "") for k in _NODE_LABELS)
+
+
 def owner_self_link(pod: Mapping[str, Any]) -> str:
     """The first owner's API path, as upstream rebuilds the deprecated selfLink:
     ``/apis/<apiVersion>/namespaces/<ns>/<lower kind>s/<name>``; "" without owners."""
@@ -90,6 +108,40 @@ class PodMetrics:
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._unscheduled: set[str] = set()
+        # the node-derived label values each node's pods were last labelled with, and the
+        # pods labelled while their node was unknown (by node name)
+        self._node_values: dict[str, tuple[str, ...]] = {}
+        self._nodeless: dict[str, set[str]] = {}
+
+    def watches(self) -> list[Watch]:
+        """Pods, and nodes whose labels change what their pods' series show."""
+        return [Watch("pods"), Watch("nodes", mapper=self._pods_of_node)]
+
+    def _pods_of_node(self, event_type: str, node: Any) -> list[ObjectKey]:
+        meta = _mapping(_mapping(node).get("metadata"))
+        name = str(meta.get("name") or "")
+        values = None if event_type == "DELETED" else _node_values(_mapping(meta.get("labels")))
+        with self._lock:
+            seen = self._node_values.get(name)
+            if values is None:
+                self._node_values.pop(name, None)
+            else:
+                self._node_values[name] = values
+            waiting = self._nodeless.pop(name, set()) if values is not None else set()
+        if seen is None or values is None or seen == values:
+            keys = waiting
+        else:
+            list_pods = getattr(self.ctx.kube, "list_shared", self.ctx.kube.list)
+            pods = list_pods("pods", field_selector=f"spec.nodeName={name}").items
+            keys = set()
+            for p in pods:
+                pod_meta = _mapping(p.get("metadata"))
+                keys.add(f"{pod_meta.get('namespace') or 'default'}/{pod_meta.get('name')}")
+        out = []
+        for ident in sorted(keys):
+            namespace, _, pod_name = ident.partition("/")
+            out.append(ObjectKey(name=pod_name, namespace=namespace))
+        return out
 
     def reconcile(self, key: ObjectKey) -> Result:
         namespace = key.namespace or "default"
@@ -113,7 +165,9 @@ class PodMetrics:
         self._undecided(pod, ident, name_labels, now)
         self._startup(pod, ident, name_labels, now, created, schedulable)
         self._bound(pod, ident, name_labels, now, created, schedulable)
-        return Result.after(REQUEUE_SECONDS)
+        with self._lock:
+            waiting = ident in self._pending or ident in self._unscheduled
+        return Result.after(REQUEUE_SECONDS) if waiting else Result()
 
     # -- labels --
 
@@ -122,15 +176,18 @@ class PodMetrics:
         node_name = str(spec.get("nodeName") or "")
         node_labels: Mapping[str, Any] = {}
         if node_name:
-            # Cluster state's parsed node first: a sim with thousands of pods refreshing
-            # every 30 s should not copy a node out of the API server for each of them.
-            sn = self.cluster.state_node_for_node(node_name)
-            if sn is not None and sn.node is not None:
-                node_labels = sn.node.labels
-            else:
+            # Cluster state's parsed node first: a sim with thousands of pods should not
+            # copy a node out of the API server for each of them.
+            found = self.cluster.node_labels(node_name)
+            if found is None:
                 with contextlib.suppress(NotFound):
                     node = self.ctx.kube.get("nodes", node_name)
-                    node_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+                    found = _mapping(_mapping(node.get("metadata")).get("labels"))
+            if found is None:
+                with self._lock:
+                    self._nodeless.setdefault(node_name, set()).add(f"{namespace}/{name}")
+            else:
+                node_labels = found
         pool = str(node_labels.get(NODEPOOL_LABEL_KEY) or "")
         return {
             "name": name,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from metrics_controllers_harness import MANAGED_LABELS, make_env, node, pod, stamp
 
 from karpenter_core.apis.objects import Pod
@@ -128,3 +130,82 @@ def test_provisioning_variants_count_from_when_karpenter_found_the_pod_a_place()
     assert metric_value("karpenter_pods_provisioning_startup_duration_seconds_sum") == 30.0
     # Started: cluster state forgets the pod's scheduling times.
     assert cluster.pod_scheduling_success("default/p") is None
+
+
+def _count_reconciles(env: Any) -> dict[str, int]:
+    """Count metrics.pod reconciles per pod name from now on."""
+    counts: dict[str, int] = {}
+    (controller,) = [c for c in env.manager.controllers if c.name == "metrics.pod"]
+    inner = controller.run_one
+
+    def run_one(key: Any) -> Any:
+        counts[key.name] = counts.get(key.name, 0) + 1
+        return inner(key)
+
+    controller.run_one = run_one
+    return counts
+
+
+def _running(env: Any, created: dict[str, Any], node_name: str) -> None:
+    env.set_status(
+        env.bind(created, node_name),
+        {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        },
+    )
+
+
+def test_a_pending_pod_is_requeued_and_a_settled_one_is_not() -> None:
+    """Only a pod whose series holds a waiting time needs the 30 s refresh; with 150,000
+    running pods the refresh of the others was thousands of reconciles a second."""
+    env = make_env()
+    env.create(node("n1", labels=MANAGED_LABELS))
+    waiting = env.create(pod("waiting"))
+    settled = env.create(pod("settled"))
+    env.run_for(1)
+    _running(env, settled, "n1")
+    env.run_for(1)
+    counts = _count_reconciles(env)
+    env.run_for(120)
+    assert counts.get("waiting", 0) == 4  # every 30 s
+    assert counts.get("settled", 0) == 1  # the refresh booked while it waited, then none
+    assert metric_value("karpenter_pods_unbound_time_seconds", name="waiting") is not None
+    [(labels, _)] = [s for s in metric_samples(STATE) if s[0]["name"] == "settled"]
+    assert labels["ready"] == "true"
+    assert waiting  # created
+
+
+def test_a_node_label_change_relabels_the_pods_on_it() -> None:
+    env = make_env()
+    n1 = env.create(node("n1", labels=MANAGED_LABELS))
+    other = env.create(node("n2", labels=MANAGED_LABELS))
+    _running(env, env.create(pod("p")), "n1")
+    _running(env, env.create(pod("q")), "n2")
+    env.run_for(1)
+    counts = _count_reconciles(env)
+    relabelled = {**n1["metadata"]["labels"], "topology.kubernetes.io/zone": "zone-b"}
+    env.kube.patch("nodes", "n1", {"metadata": {"labels": relabelled}})
+    env.run_for(1)
+    zones = {s[0]["name"]: s[0]["zone"] for s in metric_samples(STATE)}
+    assert zones == {"p": "zone-b", "q": "zone-a"}
+    assert counts == {"p": 1}  # q's node did not change; n1's status-only updates do nothing
+    env.kube.patch("nodes", "n1", {"metadata": {"annotations": {"unrelated": "x"}}})
+    env.run_for(1)
+    assert counts == {"p": 1}
+    assert other
+
+
+def test_a_pod_labelled_before_its_node_was_known_is_relabelled_when_it_appears() -> None:
+    env = make_env()
+    _running(env, env.create(pod("p")), "late")
+    env.run_for(1)
+    [(labels, _)] = metric_samples(STATE)
+    assert labels["node"] == "late" and labels["nodepool"] == ""
+    env.create(node("late", labels=MANAGED_LABELS))
+    env.run_for(1)
+    [(labels, _)] = metric_samples(STATE)
+    assert labels["nodepool"] == "default" and labels["managed"] == "true"
