@@ -49,7 +49,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import attrs
 from attrs import field, frozen
 from botocore.exceptions import (  # type: ignore[import-untyped]
     BotoCoreError,
@@ -580,9 +579,11 @@ show it (EC2's eventual consistency)."""
 class InstanceCache:
     """The instances last seen, by id, with no expiry (upstream's instance cache).
 
-    ``get`` answers from it; a lookup that skips it, a ``list`` and a termination bring
-    entries up to date, and ``list`` forgets instances EC2 no longer reports, except
-    those launched here less than :data:`LAUNCH_GRACE_SECONDS` ago.
+    ``get`` answers from it; a lookup that skips it and a ``list`` bring entries up to
+    date, ``list`` forgets instances EC2 no longer reports, except those launched here
+    less than :data:`LAUNCH_GRACE_SECONDS` ago, and a termination forgets its instance
+    (upstream keeps the entry as it was before, so a cached ``get`` would still say
+    running).
     """
 
     def __init__(
@@ -843,11 +844,8 @@ class InstanceProvider:
                 self.cache.forget(instance_id)
                 raise NodeClaimNotFoundError(e) from e
             raise
-        for change in out.get("TerminatingInstances") or []:
-            state = str((change.get("CurrentState") or {}).get("Name") or "")
-            if change.get("InstanceId") == instance_id and state:
-                # what a cached get reports next: terminating, not the state before
-                self.cache.put(attrs.evolve(instance, state=state))
+        # the cached state is the one before termination: the next get asks EC2
+        self.cache.forget(instance_id)
 
     def create_tags(self, instance_id: str, tags: Mapping[str, str]) -> None:
         """Add tags to an instance; NodeClaimNotFoundError when it is gone."""
