@@ -190,6 +190,11 @@ class Batcher(Generic[T, U]):
 
     # ------------------------------------------------------------------ windows
 
+    def pending(self) -> int:
+        """How many items wait in the open window."""
+        with self._cond:
+            return self._window.count if self._window is not None else 0
+
     def deadline(self) -> float | None:
         """When the open window closes (monotonic seconds), None when none is open."""
         with self._cond:

@@ -297,6 +297,7 @@ class LaunchTemplateProvider:
         self._ttl = ttl
         self._seen: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._lookups: dict[str, threading.Lock] = {}
 
     def ensure(self, spec: LaunchTemplateSpec) -> str:
         """The name of an existing template with ``spec``'s content (created if missing).
@@ -304,11 +305,27 @@ class LaunchTemplateProvider:
         Raises botocore's ``ClientError`` for anything but a missing template.
         """
         name = spec.name()
+        if self._renew(name):
+            return name
+        with self._lock:
+            lookup = self._lookups.setdefault(name, threading.Lock())
+        # one lookup per name at a time (upstream serialises them all): a burst of
+        # launches needing a new template describes and creates it once, not per launch
+        with lookup:
+            if self._renew(name):
+                return name
+            return self._find_or_create(spec, name)
+
+    def _renew(self, name: str) -> bool:
+        """Whether ``name`` is cached (unexpired); a hit renews its lifetime."""
         now = self._monotonic()
         with self._lock:
             if self._seen.get(name, -math.inf) > now:
                 self._seen[name] = now + self._ttl
-                return name
+                return True
+            return False
+
+    def _find_or_create(self, spec: LaunchTemplateSpec, name: str) -> str:
         try:
             out = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])
             found = bool(out.get("LaunchTemplates"))
@@ -324,7 +341,7 @@ class LaunchTemplateProvider:
                 if error_code(e) != _ALREADY_EXISTS:
                     raise
         with self._lock:
-            self._seen[name] = now + self._ttl
+            self._seen[name] = self._monotonic() + self._ttl
         return name
 
     def invalidate(self, name: str) -> None:
@@ -373,6 +390,7 @@ class LaunchTemplateProvider:
                         log.warning("deleting expired launch template %s failed: %s", name, e)
                         continue
                 del self._seen[name]
+                self._lookups.pop(name, None)
                 deleted.append(name)
         if deleted:
             log.info("deleted %d unused launch templates: %s", len(deleted), ", ".join(deleted))
