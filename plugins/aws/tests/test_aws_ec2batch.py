@@ -77,10 +77,22 @@ def run_gated(
     """``fn`` for each arg at once, on a thread each. With a batcher, its windows close
     only when every unfinished call waits in one of them (then the fake clock jumps past
     every deadline): the burst arrives within one window whatever the machine's speed,
-    so the call counts are exact."""
+    so the call counts are exact. Without one the calls run one after another: each is
+    its own EC2 call whatever the concurrency, and moto's server is not safe under
+    hundreds of concurrent launches into one subnet."""
+    if batcher is None:
+        done: list[Future[Any]] = []
+        for a in args:
+            f: Future[Any] = Future()
+            try:
+                f.set_result(fn(a))
+            except Exception as e:
+                f.set_exception(e)
+            done.append(f)
+        return done
     with ThreadPoolExecutor(max_workers=len(args)) as pool:
         futures = [pool.submit(fn, a) for a in args]
-        while batcher is not None and not all(f.done() for f in futures):
+        while not all(f.done() for f in futures):
             unfinished = sum(not f.done() for f in futures)
             if sum(b.pending() for b in batcher.batchers) == unfinished:
                 clock.now += 10.0
