@@ -838,7 +838,7 @@ class InstanceProvider:
         if instance.state == "shutting-down":
             return
         try:
-            out = self.calls.terminate_instances(instance_id)
+            self.calls.terminate_instances(instance_id)
         except ClientError as e:
             if error_code(e) in NOT_FOUND_CODES:
                 self.cache.forget(instance_id)
