@@ -431,9 +431,9 @@ def test_scaling_to_zero_terminates_every_instance_and_a_deleted_nodeclass_clean
         assert instance is not None and instance["State"]["Name"] == "terminated", iid
 
     # Deleting the NodeClass (its finalizer) removes the instance profile Karpenter made
-    # for it and its launch templates.
+    # for it and its launch templates (those still there: a template no launch used for a
+    # minute may already be gone, deleted by aws.launchtemplate.cleanup).
     profile = aws.nodeclass("default")["status"]["instanceProfile"]
-    assert aws.launch_templates("default")
     aws.kube.delete(NODEPOOL, "default")
     aws.kube.delete(EC2NODECLASS, "default")
     wait_for(lambda: not aws.kube.list(EC2NODECLASS).items, "the EC2NodeClass to be deleted")

@@ -3,7 +3,8 @@
 Upstream's AWS provider adds these beside the core's: ``nodeclass.status`` (EC2NodeClass
 status and finalizer), the interruption singletons (the SQS queue poller when the
 ``interruption-queue`` setting names a queue, and the instance-status poller), the
-catalogue and price refresh, and ``nodeclaim.tagging``. Each runs only with the ``aws``
+catalogue and price refresh, ``nodeclaim.tagging`` and the launch-template cache's
+hydration and clean-up. Each runs only with the ``aws``
 cloud provider selected; its factory reaches the provider's clients and caches through
 the controller context's ``base_cloud_provider``.
 """
@@ -11,6 +12,7 @@ the controller context's ``base_cloud_provider``.
 from __future__ import annotations
 
 from karpenter_aws import interruption, nodeclass_status
+from karpenter_aws.launchtemplate import LaunchTemplateCleanup
 from karpenter_aws.provider import (
     NAME,
     TAGGING_CONTROLLER,
@@ -28,9 +30,10 @@ from karpenter_core.plugin_api import (
     SingletonReconciler,
 )
 
-__all__ = ["CATALOGUE_REFRESH", "CONTROLLERS", "aws_provider"]
+__all__ = ["CATALOGUE_REFRESH", "CONTROLLERS", "LAUNCH_TEMPLATE_CLEANUP", "aws_provider"]
 
 CATALOGUE_REFRESH = "aws.catalogue.refresh"
+LAUNCH_TEMPLATE_CLEANUP = "aws.launchtemplate.cleanup"
 
 
 def aws_provider(ctx: ControllerContext) -> AWSCloudProvider:
@@ -76,6 +79,11 @@ def _tagging(ctx: ControllerContext) -> Reconciler:
     return tagging_controller(ctx.kube, aws_provider(ctx))
 
 
+def _launch_template_cleanup(ctx: ControllerContext) -> SingletonReconciler:
+    p = aws_provider(ctx)
+    return LaunchTemplateCleanup(p.instances.launch_templates, p.settings.cluster_name)
+
+
 CONTROLLERS = (
     ControllerSpec(
         nodeclass_status.CONTROLLER_NAME,
@@ -95,5 +103,8 @@ CONTROLLERS = (
     ),
     ControllerSpec(CATALOGUE_REFRESH, _refresh, singleton=True, cloud_provider=NAME),
     ControllerSpec(TAGGING_CONTROLLER, _tagging, watches=tagging_watches(), cloud_provider=NAME),
+    ControllerSpec(
+        LAUNCH_TEMPLATE_CLEANUP, _launch_template_cleanup, singleton=True, cloud_provider=NAME
+    ),
 )
 """Every controller the AWS plugin registers, in upstream's order."""

@@ -20,12 +20,21 @@ Failures are classified for the core (:mod:`karpenter_core.cloudprovider.errors`
 - ``get``/``delete`` of an instance EC2 does not know, or that is already terminated
   ⇒ ``NodeClaimNotFoundError``.
 
-Instances are found by tags: every instance carries the cluster, NodePool, NodeClaim and
-EC2NodeClass tags (:func:`launch_tags`). The provider id is ``aws:///<zone>/<id>``.
+Instances are found by tags: every instance carries the cluster, NodePool and
+EC2NodeClass tags (:func:`launch_tags`); as upstream, the NodeClaim's own name is not a
+launch tag (it would make every CreateFleet request unique, so none could be merged) but
+is added by the ``nodeclaim.tagging`` controller once the node registered. The provider
+id is ``aws:///<zone>/<id>``.
 
-Not implemented (docs/aws.md): capacity reservations, placement groups, EFA interfaces,
-batching of concurrent CreateFleet calls and the
-in-flight IP estimate per subnet.
+CreateFleet, DescribeInstances and TerminateInstances go through
+:class:`~karpenter_aws.ec2batch.EC2Batcher`, so concurrent launches, lookups and
+terminations share EC2 calls. Instances are remembered in an :class:`InstanceCache`
+(upstream's instance cache): :meth:`InstanceProvider.get` answers from it unless asked to
+skip it, so a node launched a moment ago is not reported gone because an eventually
+consistent DescribeInstances does not know it yet.
+
+Not implemented (docs/aws.md): capacity reservations, placement groups, EFA interfaces
+and the in-flight IP estimate per subnet.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import builtins
 import logging
 import math
 import re
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -44,6 +55,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     ClientError,
 )
 
+from karpenter_aws.ec2batch import DirectEC2, EC2Batcher, EC2Calls
 from karpenter_aws.labels import LABEL_INSTANCE_TENANCY, LABEL_NODE_CLASS, LABEL_TOPOLOGY_ZONE_ID
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
@@ -80,6 +92,7 @@ __all__ = [
     "NODECLAIM_TAG",
     "NODEPOOL_TAG",
     "Instance",
+    "InstanceCache",
     "InstanceProvider",
     "LaunchRequest",
     "Override",
@@ -558,6 +571,67 @@ def fleet_request(
     return request
 
 
+LAUNCH_GRACE_SECONDS = 60.0
+"""How long an instance this process launched stays cached although ``list`` does not
+show it (EC2's eventual consistency)."""
+
+
+class InstanceCache:
+    """The instances last seen, by id, with no expiry (upstream's instance cache).
+
+    ``get`` answers from it; a lookup that skips it and a ``list`` bring entries up to
+    date, ``list`` forgets instances EC2 no longer reports, except those launched here
+    less than :data:`LAUNCH_GRACE_SECONDS` ago, and a termination forgets its instance
+    (upstream keeps the entry as it was before, so a cached ``get`` would still say
+    running).
+    """
+
+    def __init__(
+        self,
+        monotonic: Callable[[], float] = time.monotonic,
+        grace: float = LAUNCH_GRACE_SECONDS,
+    ) -> None:
+        self._monotonic = monotonic
+        self._grace = grace
+        self._items: dict[str, Instance] = {}
+        self._launched: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def get(self, instance_id: str) -> Instance | None:
+        with self._lock:
+            return self._items.get(instance_id)
+
+    def put(self, instance: Instance) -> None:
+        with self._lock:
+            self._items[instance.id] = instance
+
+    def launched(self, instance: Instance) -> None:
+        """Remember an instance this process just launched."""
+        with self._lock:
+            self._items[instance.id] = instance
+            self._launched[instance.id] = self._monotonic()
+
+    def forget(self, instance_id: str) -> None:
+        with self._lock:
+            self._items.pop(instance_id, None)
+            self._launched.pop(instance_id, None)
+
+    def replace(self, listed: Iterable[Instance]) -> None:
+        """What a full listing found; the rest is forgotten but recent launches."""
+        now = self._monotonic()
+        with self._lock:
+            fresh = {i.id: i for i in listed}
+            recent = {
+                k: t for k, t in self._launched.items() if now - t < self._grace and k not in fresh
+            }
+            self._items = {**{k: self._items[k] for k in recent if k in self._items}, **fresh}
+            self._launched = recent
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
 class _TemplateNotFound(Exception):
     def __init__(self, cause: ClientError) -> None:
         super().__init__(str(cause))
@@ -575,12 +649,20 @@ class InstanceProvider:
         launch_templates: LaunchTemplateProvider | None = None,
         *,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        calls: EC2Calls | None = None,
+        batch: bool = True,
+        cache: InstanceCache | None = None,
     ) -> None:
+        """``calls`` makes the per-instance EC2 calls: by default an
+        :class:`~karpenter_aws.ec2batch.EC2Batcher`, or one EC2 call each when ``batch``
+        is False."""
         self._ec2 = ec2
         self._cluster = cluster_name
         self._unavailable = unavailable
         self.launch_templates = launch_templates or LaunchTemplateProvider(ec2)
         self._wall = wall
+        self.calls: EC2Calls = calls or (EC2Batcher(ec2) if batch else DirectEC2(ec2))
+        self.cache = cache or InstanceCache()
 
     # ------------------------------------------------------------------ create
 
@@ -646,7 +728,7 @@ class InstanceProvider:
             )
         fleet = fleet_request(configs, capacity_type, request.tags, request.context)
         try:
-            out = self._ec2.create_fleet(**fleet)
+            out = self.calls.create_fleet(fleet)
         except ClientError as e:
             if error_code(e) in LT_NOT_FOUND_CODES:
                 for name, _ in configs:
@@ -663,7 +745,9 @@ class InstanceProvider:
         for fi in out.get("Instances") or []:
             ids = fi.get("InstanceIds") or []
             if ids:
-                return self._from_fleet(fi, ids[0], capacity_type, request)
+                instance = self._from_fleet(fi, ids[0], capacity_type, request)
+                self.cache.launched(instance)
+                return instance
         raise _fleet_error(errors)
 
     def _mark_unavailable(self, errors: Sequence[Mapping[str, Any]], capacity_type: str) -> None:
@@ -704,13 +788,18 @@ class InstanceProvider:
 
     # ------------------------------------------------------------------ find / delete
 
-    def get(self, instance_id: str) -> Instance:
-        """The live instance ``instance_id``; NodeClaimNotFoundError when EC2 does not
-        know it or it is terminated."""
+    def get(self, instance_id: str, *, skip_cache: bool = False) -> Instance:
+        """The live instance ``instance_id``, from the cache unless ``skip_cache``;
+        NodeClaimNotFoundError when EC2 does not know it or it is terminated."""
+        if not skip_cache:
+            cached = self.cache.get(instance_id)
+            if cached is not None:
+                return cached
         try:
-            out = self._ec2.describe_instances(InstanceIds=[instance_id], Filters=[_STATE_FILTER])
+            out = self.calls.describe_instances(instance_id, [_STATE_FILTER])
         except ClientError as e:
             if error_code(e) in NOT_FOUND_CODES:
+                self.cache.forget(instance_id)
                 raise NodeClaimNotFoundError(e) from e
             raise
         found = [
@@ -719,7 +808,9 @@ class InstanceProvider:
             for i in r.get("Instances") or []
         ]
         if not found:
+            self.cache.forget(instance_id)
             raise NodeClaimNotFoundError(f"instance {instance_id} not found or terminated")
+        self.cache.put(found[0])
         return found[0]
 
     def list(self) -> builtins.list[Instance]:
@@ -731,23 +822,30 @@ class InstanceProvider:
             _STATE_FILTER,
         ]
         out: builtins.list[Instance] = []
-        for page in self._ec2.get_paginator("describe_instances").paginate(Filters=filters):
+        pages = self._ec2.get_paginator("describe_instances").paginate(
+            Filters=filters, PaginationConfig={"PageSize": 1000}
+        )
+        for page in pages:
             for r in page.get("Reservations") or []:
                 out.extend(Instance.from_ec2(i) for i in r.get("Instances") or [])
+        self.cache.replace(out)
         return out
 
     def delete(self, instance_id: str) -> None:
         """Terminate ``instance_id`` unless it already is shutting down;
         NodeClaimNotFoundError once it is gone."""
-        instance = self.get(instance_id)
+        instance = self.get(instance_id, skip_cache=True)
         if instance.state == "shutting-down":
             return
         try:
-            self._ec2.terminate_instances(InstanceIds=[instance_id])
+            self.calls.terminate_instances(instance_id)
         except ClientError as e:
             if error_code(e) in NOT_FOUND_CODES:
+                self.cache.forget(instance_id)
                 raise NodeClaimNotFoundError(e) from e
             raise
+        # the cached state is the one before termination: the next get asks EC2
+        self.cache.forget(instance_id)
 
     def create_tags(self, instance_id: str, tags: Mapping[str, str]) -> None:
         """Add tags to an instance; NodeClaimNotFoundError when it is gone."""

@@ -9,15 +9,19 @@ AMI, a different max-pods) gives a new name instead of editing a template in use
 
 :class:`LaunchTemplateSpec` is the pure value (content, name, CreateLaunchTemplate
 request); :class:`LaunchTemplateProvider` makes sure one exists in EC2: it remembers
-templates it saw for a minute, else ``DescribeLaunchTemplates`` by name, and creates the
-template on ``InvalidLaunchTemplateName.NotFoundException``. A template CreateFleet says
-is gone is forgotten (:meth:`LaunchTemplateProvider.invalidate`) so the retry recreates
-it. :meth:`LaunchTemplateProvider.delete_all` removes an EC2NodeClass's templates (its
-finalizer calls it).
+templates it saw for a minute (each use renews the minute), else
+``DescribeLaunchTemplates`` by name, and creates the template on
+``InvalidLaunchTemplateName.NotFoundException``. A template CreateFleet says is gone is
+forgotten (:meth:`LaunchTemplateProvider.invalidate`) so the retry recreates it.
+:meth:`LaunchTemplateProvider.delete_all` removes an EC2NodeClass's templates.
 
-Differences from upstream: an expired cache entry is only forgotten, not deleted from
-EC2 (templates are deleted with their EC2NodeClass instead), and there is no start-up
-hydration of the cache.
+Cleanup, as upstream: at start-up (:meth:`LaunchTemplateProvider.hydrate`, once the
+process leads) every template tagged for the cluster enters the cache, and a template
+whose entry expires, i.e. no launch used it for a minute, is deleted from EC2
+(:meth:`LaunchTemplateProvider.sweep`, every minute). So templates of an older AMI or
+kubelet setting, and of EC2NodeClasses deleted while no Karpenter ran, do not pile up;
+one still needed is simply made again by the next launch. The ``aws.launchtemplate.cleanup``
+singleton (:class:`LaunchTemplateCleanup`) drives both.
 """
 
 from __future__ import annotations
@@ -33,16 +37,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from attrs import asdict, evolve, field, frozen
-from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from karpenter_aws.amifamily import get_family
 from karpenter_aws.labels import GROUP, LABEL_NODE_CLASS
 from karpenter_aws.userdata import UserDataOptions, render
+from karpenter_core.plugin_api import Result
 
 __all__ = [
     "EKS_CLUSTER_NAME_TAG",
     "LT_NOT_FOUND_CODES",
     "BlockDevice",
+    "LaunchTemplateCleanup",
     "LaunchTemplateProvider",
     "LaunchTemplateSpec",
     "MetadataOptions",
@@ -61,6 +67,8 @@ LT_NOT_FOUND_CODES = frozenset(
 )
 _ALREADY_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
 CACHE_TTL_SECONDS = 60.0
+SWEEP_INTERVAL_SECONDS = 60.0
+"""How often expired templates are deleted (upstream's cache clean-up interval)."""
 GIB = 1 << 30
 
 
@@ -289,6 +297,7 @@ class LaunchTemplateProvider:
         self._ttl = ttl
         self._seen: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._lookups: dict[str, threading.Lock] = {}
 
     def ensure(self, spec: LaunchTemplateSpec) -> str:
         """The name of an existing template with ``spec``'s content (created if missing).
@@ -296,11 +305,27 @@ class LaunchTemplateProvider:
         Raises botocore's ``ClientError`` for anything but a missing template.
         """
         name = spec.name()
+        if self._renew(name):
+            return name
+        with self._lock:
+            lookup = self._lookups.setdefault(name, threading.Lock())
+        # one lookup per name at a time (upstream serialises them all): a burst of
+        # launches needing a new template describes and creates it once, not per launch
+        with lookup:
+            if self._renew(name):
+                return name
+            return self._find_or_create(spec, name)
+
+    def _renew(self, name: str) -> bool:
+        """Whether ``name`` is cached (unexpired); a hit renews its lifetime."""
         now = self._monotonic()
         with self._lock:
             if self._seen.get(name, -math.inf) > now:
                 self._seen[name] = now + self._ttl
-                return name
+                return True
+            return False
+
+    def _find_or_create(self, spec: LaunchTemplateSpec, name: str) -> str:
         try:
             out = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])
             found = bool(out.get("LaunchTemplates"))
@@ -316,13 +341,60 @@ class LaunchTemplateProvider:
                 if error_code(e) != _ALREADY_EXISTS:
                     raise
         with self._lock:
-            self._seen[name] = now + self._ttl
+            self._seen[name] = self._monotonic() + self._ttl
         return name
 
     def invalidate(self, name: str) -> None:
         """Forget ``name`` (CreateFleet said it does not exist), so it is recreated."""
         with self._lock:
             self._seen.pop(name, None)
+
+    def hydrate(self, cluster_name: str) -> int:
+        """Cache every template tagged for ``cluster_name`` (start-up); how many.
+
+        From now on each of them is deleted by :meth:`sweep` unless a launch uses it
+        within the cache's lifetime.
+        """
+        paginator = self._ec2.get_paginator("describe_launch_templates")
+        filters = [{"Name": f"tag:{EKS_CLUSTER_NAME_TAG}", "Values": [cluster_name]}]
+        names = [
+            str(lt.get("LaunchTemplateName") or "")
+            for page in paginator.paginate(Filters=filters, PaginationConfig={"PageSize": 200})
+            for lt in page.get("LaunchTemplates", [])
+        ]
+        expiry = self._monotonic() + self._ttl
+        with self._lock:
+            for name in names:
+                if name:
+                    self._seen.setdefault(name, expiry)
+        log.info("hydrated the launch template cache with %d templates", len(names))
+        return len(names)
+
+    def sweep(self) -> list[str]:
+        """Delete from EC2 every cached template whose entry expired; their names.
+
+        The lock is held while deleting so that no launch renews an entry being deleted;
+        a launch that looked a template up just before still recovers, since CreateFleet
+        then reports it missing and the retry recreates it.
+        """
+        deleted: list[str] = []
+        with self._lock:
+            now = self._monotonic()
+            for name, expiry in sorted(self._seen.items()):
+                if expiry > now:
+                    continue
+                try:
+                    self._ec2.delete_launch_template(LaunchTemplateName=name)
+                except ClientError as e:
+                    if error_code(e) not in LT_NOT_FOUND_CODES:
+                        log.warning("deleting expired launch template %s failed: %s", name, e)
+                        continue
+                del self._seen[name]
+                self._lookups.pop(name, None)
+                deleted.append(name)
+        if deleted:
+            log.info("deleted %d unused launch templates: %s", len(deleted), ", ".join(deleted))
+        return deleted
 
     def delete_all(self, cluster_name: str, nodeclass_name: str) -> int:
         """Delete every template this cluster made for ``nodeclass_name``; how many."""
@@ -343,3 +415,29 @@ class LaunchTemplateProvider:
                 self.invalidate(name)
                 deleted += 1
         return deleted
+
+
+class LaunchTemplateCleanup:
+    """A singleton reconciler: hydrate the cache once, then :meth:`~LaunchTemplateProvider.
+    sweep` every :data:`SWEEP_INTERVAL_SECONDS` (hydration is retried until it works;
+    launches do not wait for it)."""
+
+    def __init__(self, provider: LaunchTemplateProvider, cluster_name: str) -> None:
+        self._provider = provider
+        self._cluster = cluster_name
+        self._hydrated = False
+
+    def reconcile(self) -> Result:
+        if not self._hydrated:
+            try:
+                self._provider.hydrate(self._cluster)
+            except (ClientError, BotoCoreError) as e:
+                log.warning("hydrating the launch template cache failed: %s", e)
+                return Result.after(SWEEP_INTERVAL_SECONDS)
+            self._hydrated = True
+            return Result.after(SWEEP_INTERVAL_SECONDS)
+        try:
+            self._provider.sweep()
+        except BotoCoreError as e:
+            log.warning("deleting expired launch templates failed: %s", e)
+        return Result.after(SWEEP_INTERVAL_SECONDS)

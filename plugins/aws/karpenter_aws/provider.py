@@ -9,7 +9,8 @@ It wires the pieces together the way upstream's ``pkg/cloudprovider`` does:
   :class:`~karpenter_aws.instance.InstanceProvider` with the class's subnets (one per zone,
   in status order: most free addresses first), security groups, AMIs, instance profile,
   user data and tags. The returned NodeClaim carries the drift-hash annotations.
-- ``get``/``list``/``delete``: by provider id ``aws:///<zone>/<id>`` and by tags.
+- ``get``/``list``/``delete``: by provider id ``aws:///<zone>/<id>`` and by tags; ``get``
+  answers from the instance cache, drift and tagging look EC2 up afresh (as upstream).
 - ``get_instance_types``: the NodePool's EC2NodeClass's types (``[]`` and an event when the
   class is missing). Without a cluster (``karpenter instance-types``) a default view: every
   zone of the region, AL2023.
@@ -296,7 +297,9 @@ class AWSCloudProvider:
             subnets=_subnet_per_zone(nodeclass.subnets, self.unavailable),
             amis=_amis(nodeclass),
             template=template,
-            tags={**tags, NODECLAIM_TAG: nc.name or ""},
+            # not the NodeClaim's name: nodeclaim.tagging adds it, so that the launches
+            # of one NodePool make equal CreateFleet requests, which can be merged
+            tags=tags,
             requests=requests,
             # upstream drops the fleet Context when the scheduler relaxed minValues
             context=None
@@ -523,7 +526,7 @@ class AWSCloudProvider:
         if ami:
             return ami
         try:
-            instance = self.instances.get(parse_instance_id(_provider_id(nc)))
+            instance = self.instances.get(parse_instance_id(_provider_id(nc)), skip_cache=True)
         except (ValueError, NodeClaimNotFoundError) as e:
             log.debug("drift of %s: no instance (%s)", nc.name, e)
             return ""
@@ -601,7 +604,7 @@ class _Tagging:
             EKS_CLUSTER_NAME_TAG: self._cluster,
         }
         try:
-            instance = self._instances.get(instance_id)
+            instance = self._instances.get(instance_id, skip_cache=True)
             missing = {k: v for k, v in wanted.items() if k not in instance.tags}
             if missing:
                 self._instances.create_tags(instance_id, missing)

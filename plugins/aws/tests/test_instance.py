@@ -497,6 +497,9 @@ def test_a_template_still_missing_after_the_retry_is_a_create_error(
 def test_describe_errors_other_than_not_found_propagate(
     stubbed: Stubber, provider: InstanceProvider
 ) -> None:
+    # the batched call fails, then the one-by-one retry of its ids: the retry's error is
+    # what the caller gets
+    stubbed.add_client_error("describe_instances", service_error_code="RequestLimitExceeded")
     stubbed.add_client_error("describe_instances", service_error_code="RequestLimitExceeded")
     with pytest.raises(ClientError):
         provider.get("i-1")
