@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from karpenter_core import metrics
     from karpenter_core.apis import labels, resources
+    from karpenter_core.cloudprovider import catalogue
     from karpenter_core.apis.accessors import (
         annotations_of,
         labels_of,
@@ -375,6 +376,7 @@ _MODULES: dict[str, str] = {
     "labels": "karpenter_core.apis.labels",  # well-known label, annotation and taint keys
     "resources": "karpenter_core.apis.resources",  # resource lists
     "metrics": "karpenter_core.metrics",  # the metrics module (reset/snapshot in tests)
+    "catalogue": "karpenter_core.cloudprovider.catalogue",  # bundled catalogue package data
 }
 """Modules re-exported whole."""
 
@@ -480,6 +482,7 @@ __all__ = [
     "Watch",
     "annotations_of",
     "as_nodeclaim",
+    "catalogue",
     "condition_of",
     "conditions_of",
     "counter",
