@@ -436,8 +436,11 @@ def infos_from_json(data: Any) -> dict[str, Mapping[str, Any]]:
     page or a list of pages), a list of records, or an object keyed by name."""
     if isinstance(data, Mapping) and "InstanceTypes" in data:
         records: Iterable[Any] = data.get("InstanceTypes") or ()
-    elif isinstance(data, list) and data and isinstance(data[0], Mapping) and (
-        "InstanceTypes" in data[0]
+    elif (
+        isinstance(data, list)
+        and data
+        and isinstance(data[0], Mapping)
+        and ("InstanceTypes" in data[0])
     ):
         records = [r for page in data for r in page.get("InstanceTypes") or ()]
     elif isinstance(data, Mapping):

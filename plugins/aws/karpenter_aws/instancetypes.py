@@ -892,7 +892,9 @@ class InstanceTypeProvider:
             self._catalogue = fallback
             # stale in BUNDLED_RETRY seconds: a listing then tries EC2 again
             self._catalogue_at = (
-                self._clock.monotonic() - self._catalogue_ttl + min(BUNDLED_RETRY, self._catalogue_ttl)
+                self._clock.monotonic()
+                - self._catalogue_ttl
+                + min(BUNDLED_RETRY, self._catalogue_ttl)
             )
         return fallback
 

@@ -38,14 +38,14 @@ from karpenter_core.plugin_api import Clock, format_time
 
 __all__ = [
     "SPOT_PRODUCT_DESCRIPTIONS",
-    "fetch_on_demand",
-    "parse_price_item",
     "PriceListError",
     "PricingError",
     "PricingProvider",
     "describe_error",
+    "fetch_on_demand",
     "load_price_list",
     "on_demand_filters",
+    "parse_price_item",
 ]
 
 log = logging.getLogger("karpenter.aws.pricing")
@@ -164,9 +164,7 @@ def parse_price_item(raw: Any, currency: str) -> tuple[str, float] | None:
     return (str(instance_type), found) if found is not None else None
 
 
-def _fetch_pass(
-    pricing: Any, filters: list[dict[str, str]], currency: str
-) -> dict[str, float]:
+def _fetch_pass(pricing: Any, filters: list[dict[str, str]], currency: str) -> dict[str, float]:
     prices: dict[str, float] = {}
     try:
         pages = pricing.get_paginator("get_products").paginate(
@@ -234,7 +232,11 @@ class PricingProvider:
             self._on_demand = dict(table.on_demand)
             self.seed = (
                 f"the bundled {table.region} prices of {format_time(table.generated_at)}"
-                + ("" if table.region == self._region else f" (none are bundled for {self._region})")
+                + (
+                    ""
+                    if table.region == self._region
+                    else f" (none are bundled for {self._region})"
+                )
             )
         if settings.price_list_file:
             try:

@@ -163,7 +163,7 @@ def test_without_a_cluster_the_factory_needs_no_credentials_region_or_cluster_na
 
 
 def test_without_a_cluster_an_unknown_region_names_the_bundled_ones() -> None:
-    with pytest.raises(ValueError, match="bundled regions: .*us-east-1") as e:
+    with pytest.raises(ValueError, match=r"bundled regions: .*us-east-1") as e:
         _spec().factory(ProviderContext(settings={"region": "xx-nowhere-1"}))
     assert "xx-nowhere-1" in str(e.value) and "\n" not in str(e.value)
 

@@ -257,7 +257,9 @@ def test_price_list_file_seeds_and_the_api_overrides_what_it_knows(
     clients: AWSClients, tmp_path: Path
 ) -> None:
     path = write(tmp_path, json.dumps({"m5.large": 0.5, "x9.huge": 12}))
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock(), bundled=False)
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert pricing.price_list_error is None
     assert pricing.on_demand("m5.large") == 0.5
     assert pricing.spot("x9.huge", "us-west-2b") == 12.0
@@ -298,7 +300,9 @@ def test_malformed_price_list_file_is_a_clear_error_not_a_crash(
     with pytest.raises(PriceListError, match=message):
         load_price_list(path)
     with caplog.at_level(logging.ERROR, logger="karpenter.aws.pricing"):
-        pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock(), bundled=False)
+        pricing = PricingProvider(
+            clients, settings(price_list_file=path), VirtualClock(), bundled=False
+        )
     assert pricing.price_list_error is not None and message in pricing.price_list_error
     assert path in caplog.text and message in caplog.text
     assert pricing.on_demand("m5.large") is None
@@ -308,7 +312,9 @@ def test_missing_price_list_file(clients: AWSClients, tmp_path: Path) -> None:
     path = str(tmp_path / "absent.json")
     with pytest.raises(PriceListError, match="cannot be read"):
         load_price_list(path)
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock(), bundled=False)
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert pricing.price_list_error is not None and "absent.json" in pricing.price_list_error
 
 
@@ -319,7 +325,9 @@ def test_spot_refresh_from_moto_replaces_the_on_demand_stand_in(
     clients: AWSClients, tmp_path: Path
 ) -> None:
     path = write(tmp_path, '{"m5.large": 0.096}')
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock(), bundled=False)
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert not pricing.spot_updated
     assert pricing.spot("m5.large", "us-west-2a") == pytest.approx(0.096)
     assert pricing.spot("c6g.large", "us-west-2a") is None  # no price from any source
