@@ -3,7 +3,8 @@
 Upstream's AWS provider adds these beside the core's: ``nodeclass.status`` (EC2NodeClass
 status and finalizer), the interruption singletons (the SQS queue poller when the
 ``interruption-queue`` setting names a queue, and the instance-status poller), the
-catalogue and price refresh, and ``nodeclaim.tagging``. Each runs only with the ``aws``
+catalogue and price refresh, ``nodeclaim.tagging`` and ``cloudprovider.metrics`` (offering
+price and availability series). Each runs only with the ``aws``
 cloud provider selected; its factory reaches the provider's clients and caches through
 the controller context's ``base_cloud_provider``.
 """
@@ -11,6 +12,7 @@ the controller context's ``base_cloud_provider``.
 from __future__ import annotations
 
 from karpenter_aws import interruption, nodeclass_status
+from karpenter_aws import metrics as aws_metrics
 from karpenter_aws.provider import (
     NAME,
     TAGGING_CONTROLLER,
@@ -72,6 +74,12 @@ def _refresh(ctx: ControllerContext) -> SingletonReconciler:
     return refresh_controller(aws_provider(ctx))
 
 
+def _offering_metrics(ctx: ControllerContext) -> SingletonReconciler:
+    return aws_metrics.OfferingMetricsController(
+        ctx.kube, aws_provider(ctx), reserved_capacity=ctx.options.gate("ReservedCapacity")
+    )
+
+
 def _tagging(ctx: ControllerContext) -> Reconciler:
     return tagging_controller(ctx.kube, aws_provider(ctx))
 
@@ -95,5 +103,8 @@ CONTROLLERS = (
     ),
     ControllerSpec(CATALOGUE_REFRESH, _refresh, singleton=True, cloud_provider=NAME),
     ControllerSpec(TAGGING_CONTROLLER, _tagging, watches=tagging_watches(), cloud_provider=NAME),
+    ControllerSpec(
+        aws_metrics.CONTROLLER_NAME, _offering_metrics, singleton=True, cloud_provider=NAME
+    ),
 )
 """Every controller the AWS plugin registers, in upstream's order."""

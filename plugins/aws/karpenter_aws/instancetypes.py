@@ -43,6 +43,7 @@ from attrs import field, frozen
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.amifamily import AMIFamily, get_family
 from karpenter_aws.clients import AWSClients
+from karpenter_aws.metrics import record_instance_type
 from karpenter_aws.nodeclass import EC2NodeClass
 from karpenter_aws.offerings import PriceSource, build_offerings, compatible_with_ami_family
 from karpenter_aws.pricing import describe_error
@@ -1031,6 +1032,8 @@ class InstanceTypeProvider:
                 offering_zones=catalogue.zones_by_type.get(name, frozenset()),
                 instance_store_policy=nodeclass.instance_store_policy,
             )
+            info = catalogue.infos[name]
+            record_instance_type(name, _vcpus(info), _memory_mib(info))
             discovered = self._discovered.get((name, amis))
             if discovered is not None and discovered[1] > now:
                 it = attrs.evolve(it, capacity={**it.capacity, res.MEMORY: discovered[0]})
