@@ -186,6 +186,24 @@ class BundledData:
             return None
         return {n: float(p) for n, p in zip(names, column, strict=True) if p is not None}
 
+    def column_prices(
+        self, region: str, on_demand_kind: str, spot_kind: str | None = None
+    ) -> PriceTable | None:
+        """``region``'s prices from the price table (on-demand from the
+        ``on_demand_kind`` column, spot from ``spot_kind``'s when given), dated and sourced
+        as the table is; None when the table has no on-demand column for the region."""
+        on_demand = self.price_column(on_demand_kind, region)
+        if on_demand is None:
+            return None
+        table = self.price_table
+        return PriceTable(
+            region=region,
+            on_demand=on_demand,
+            spot=(self.price_column(spot_kind, region) or {}) if spot_kind else {},
+            generated_at=parse_time(table.get("generatedAt")),
+            provenance=str(table.get("provenance", "")),
+        )
+
 
 def update_price_table(
     path: Path,
