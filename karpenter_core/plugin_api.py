@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from karpenter_core import metrics
     from karpenter_core.apis import labels, resources
-    from karpenter_core.cloudprovider import catalogue
     from karpenter_core.apis.accessors import (
         annotations_of,
         labels_of,
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
         NodeClaimStatus,
         NodePool,
     )
+    from karpenter_core.cloudprovider import catalogue
     from karpenter_core.cloudprovider.errors import (
         CloudProviderError,
         CreateError,

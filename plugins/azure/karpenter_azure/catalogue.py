@@ -97,9 +97,6 @@ SCHEMA = 1
 
 CatalogueError = bundled.CatalogueError
 PriceTable = bundled.PriceTable
-_format_time = bundled.format_time
-_parse_time = bundled.parse_time
-_prices = bundled.prices_from_json
 
 DATA = bundled.BundledData(
     "karpenter_azure",
@@ -113,10 +110,6 @@ def data_dir() -> Traversable:
     return DATA.data_dir()
 
 
-def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
-    return dict(value)
-
-
 def _sku_tuple(value: Iterable[Sku]) -> tuple[Sku, ...]:
     return tuple(value)
 
@@ -127,8 +120,8 @@ class Snapshot:
 
     region: str
     skus: tuple[Sku, ...] = field(converter=_sku_tuple)
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    on_demand: Mapping[str, float] = field(converter=dict)
+    spot: Mapping[str, float] = field(converter=dict)
     generated_at: datetime
     """When the prices were retrieved (what the pricing provider reports as their age)."""
     skus_recorded_at: datetime
@@ -138,8 +131,8 @@ class Snapshot:
         return {
             "schema": SCHEMA,
             "region": self.region,
-            "generatedAt": _format_time(self.generated_at),
-            "skusRecordedAt": _format_time(self.skus_recorded_at),
+            "generatedAt": bundled.format_time(self.generated_at),
+            "skusRecordedAt": bundled.format_time(self.skus_recorded_at),
             "provenance": self.provenance,
             "skus": [s.to_dict() for s in self.skus],
             "onDemand": dict(sorted(self.on_demand.items())),
@@ -157,10 +150,10 @@ class Snapshot:
         return cls(
             region=str(data.get("region", "")),
             skus=skus,
-            on_demand=_prices(data.get("onDemand")),
-            spot=_prices(data.get("spot")),
-            generated_at=_parse_time(data.get("generatedAt")),
-            skus_recorded_at=_parse_time(data.get("skusRecordedAt")),
+            on_demand=bundled.prices_from_json(data.get("onDemand")),
+            spot=bundled.prices_from_json(data.get("spot")),
+            generated_at=bundled.parse_time(data.get("generatedAt")),
+            skus_recorded_at=bundled.parse_time(data.get("skusRecordedAt")),
             provenance=str(data.get("provenance", "")),
         )
 
@@ -275,7 +268,7 @@ def refresh_region(
         skus_recorded_at=now,
         provenance=(
             f"Resource SKUs (Microsoft.Compute/skus) and retail prices ({endpoint}) "
-            f"read live on {_format_time(now)}"
+            f"read live on {bundled.format_time(now)}"
         ),
     )
 
@@ -329,7 +322,7 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     skus = [s for s in skus if s.resource_type.lower() == "virtualmachines"]
     now = datetime.now(UTC)
-    recorded = _parse_time(args.recorded_at) if args.recorded_at else now
+    recorded = bundled.parse_time(args.recorded_at) if args.recorded_at else now
     snapshot = Snapshot(
         region=args.region,
         skus=skus,
@@ -351,9 +344,9 @@ def _list(_: argparse.Namespace) -> int:
     for region in REGIONS:
         snap = load_snapshot(region)
         print(
-            f"{region}: {len(snap.skus)} SKUs (recorded {_format_time(snap.skus_recorded_at)}), "
+            f"{region}: {len(snap.skus)} SKUs (recorded {bundled.format_time(snap.skus_recorded_at)}), "
             f"{len(snap.on_demand)} on-demand / {len(snap.spot)} spot prices "
-            f"(retrieved {_format_time(snap.generated_at)})"
+            f"(retrieved {bundled.format_time(snap.generated_at)})"
         )
     print(f"on-demand prices for {len(PRICE_REGIONS)} regions")
     return 0

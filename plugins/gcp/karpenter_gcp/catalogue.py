@@ -101,9 +101,6 @@ SCHEMA = 1
 
 CatalogueError = bundled.CatalogueError
 PriceTable = bundled.PriceTable
-_format_time = bundled.format_time
-_parse_time = bundled.parse_time
-_prices = bundled.prices_from_json
 
 DATA = bundled.BundledData(
     "karpenter_gcp",
@@ -115,10 +112,6 @@ DATA = bundled.BundledData(
 def data_dir() -> Traversable:
     """The package's ``data/`` directory (a zip entry when installed zipped)."""
     return DATA.data_dir()
-
-
-def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
-    return dict(value)
 
 
 def _types_tuple(value: Iterable[MachineType]) -> tuple[MachineType, ...]:
@@ -136,8 +129,8 @@ class Snapshot:
     region: str
     zones: tuple[str, ...] = field(converter=_zones_tuple)
     machine_types: tuple[MachineType, ...] = field(converter=_types_tuple)
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    on_demand: Mapping[str, float] = field(converter=dict)
+    spot: Mapping[str, float] = field(converter=dict)
     generated_at: datetime
     """When the prices were retrieved (what the pricing provider reports as their age)."""
     machine_types_recorded_at: datetime
@@ -148,8 +141,8 @@ class Snapshot:
             "schema": SCHEMA,
             "region": self.region,
             "zones": list(self.zones),
-            "generatedAt": _format_time(self.generated_at),
-            "machineTypesRecordedAt": _format_time(self.machine_types_recorded_at),
+            "generatedAt": bundled.format_time(self.generated_at),
+            "machineTypesRecordedAt": bundled.format_time(self.machine_types_recorded_at),
             "provenance": self.provenance,
             "machineTypes": [mt.to_dict() for mt in self.machine_types],
             "onDemand": dict(sorted(self.on_demand.items())),
@@ -171,10 +164,10 @@ class Snapshot:
             region=str(data.get("region", "")),
             zones=zones,
             machine_types=types,
-            on_demand=_prices(data.get("onDemand")),
-            spot=_prices(data.get("spot")),
-            generated_at=_parse_time(data.get("generatedAt")),
-            machine_types_recorded_at=_parse_time(data.get("machineTypesRecordedAt")),
+            on_demand=bundled.prices_from_json(data.get("onDemand")),
+            spot=bundled.prices_from_json(data.get("spot")),
+            generated_at=bundled.parse_time(data.get("generatedAt")),
+            machine_types_recorded_at=bundled.parse_time(data.get("machineTypesRecordedAt")),
             provenance=str(data.get("provenance", "")),
         )
 
@@ -306,7 +299,7 @@ def refresh_region(
         machine_types_recorded_at=now,
         provenance=(
             f"machine types (machineTypes.aggregatedList, project {project}) and prices "
-            f"({endpoint}) read live on {_format_time(now)}"
+            f"({endpoint}) read live on {bundled.format_time(now)}"
         ),
     )
 
@@ -380,7 +373,7 @@ def _import(args: argparse.Namespace) -> int:
             return 1
         on_demand, spot = table.get(args.region, ({}, {}))
     now = datetime.now(UTC)
-    recorded = _parse_time(args.recorded_at) if args.recorded_at else now
+    recorded = bundled.parse_time(args.recorded_at) if args.recorded_at else now
     snapshot = Snapshot(
         region=args.region,
         zones=sorted({z for mt in types for z in mt.zones}),
@@ -406,9 +399,9 @@ def _list(_: argparse.Namespace) -> int:
         snap = load_snapshot(region)
         print(
             f"{region}: {len(snap.machine_types)} machine types in {', '.join(snap.zones)} "
-            f"(recorded {_format_time(snap.machine_types_recorded_at)}), "
+            f"(recorded {bundled.format_time(snap.machine_types_recorded_at)}), "
             f"{len(snap.on_demand)} on-demand / {len(snap.spot)} spot prices "
-            f"(retrieved {_format_time(snap.generated_at)})"
+            f"(retrieved {bundled.format_time(snap.generated_at)})"
         )
     print(f"prices for {len(PRICE_REGIONS)} regions")
     return 0

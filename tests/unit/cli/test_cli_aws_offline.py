@@ -121,17 +121,22 @@ def _value(requirements: list[dict[str, Any]], key: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> dict[str, dict[str, Any]]:
-    """``instance-types --cloud-provider aws --region us-east-1 -o json``, by name (read
-    once: it is the same for every test)."""
+def _listed(region: str) -> dict[str, dict[str, Any]]:
+    """``instance-types --cloud-provider aws --region REGION -o json``, by name."""
     result = CliRunner().invoke(
         instance_types_command,
-        ["--cloud-provider", "aws", "--region", "us-east-1", "-o", "json"],
+        ["--cloud-provider", "aws", "--region", region, "-o", "json"],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
     return {it["name"]: it for it in json.loads(result.stdout)}
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> dict[str, dict[str, Any]]:
+    """``instance-types --cloud-provider aws --region us-east-1 -o json``, by name (read
+    once: it is the same for every test)."""
+    return _listed("us-east-1")
 
 
 def _cpu(it: dict[str, Any]) -> int:
@@ -280,20 +285,10 @@ def test_an_nvidia_gpu_workload_gets_nvidia_gpu_types(
         assert _value(reqs, "karpenter.k8s.aws/instance-gpu-manufacturer") == "nvidia", name
 
 
-def _names(region: str) -> set[str]:
-    result = CliRunner().invoke(
-        instance_types_command,
-        ["--cloud-provider", "aws", "--region", region, "-o", "json"],
-        catch_exceptions=False,
-    )
-    assert result.exit_code == 0, result.output
-    return {it["name"] for it in json.loads(result.stdout)}
-
-
 def test_schedule_uses_the_region_given(
     tmp_path: Path, catalogue: dict[str, dict[str, Any]]
 ) -> None:
-    here = _names("me-south-1")
+    here = set(_listed("me-south-1"))
     assert here < set(catalogue)  # a smaller region than us-east-1
     pool = _nodepool("default", [])
     out = _schedule(tmp_path, pool, _deployment("inflate", 1, {"cpu": "1"}), region="me-south-1")
