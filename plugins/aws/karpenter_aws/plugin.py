@@ -149,7 +149,8 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             crds=crds(),
             description="Amazon EC2 (EC2NodeClass): launches instances with CreateFleet from "
             "the instance types, subnets, security groups and AMIs an EC2NodeClass resolves; "
-            "spot and on-demand, drift, interruption via SQS",
+            "spot and on-demand, drift, interruption via SQS; offline catalogue and prices for 33 "
+            "regions",
         )
     ]
 
