@@ -132,10 +132,11 @@ def _listed(region: str) -> dict[str, dict[str, Any]]:
     return {it["name"]: it for it in json.loads(result.stdout)}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def catalogue() -> dict[str, dict[str, Any]]:
-    """``instance-types --cloud-provider aws --region us-east-1 -o json``, by name (read
-    once: it is the same for every test)."""
+    """``instance-types --cloud-provider aws --region us-east-1 -o json``, by name (per
+    test, inside ``_offline``: the provider registers AWS labels that must not outlive
+    the test)."""
     return _listed("us-east-1")
 
 
