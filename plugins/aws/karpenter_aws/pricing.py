@@ -198,6 +198,8 @@ class PricingProvider:
     """Current prices, refreshed by :meth:`refresh_on_demand` / :meth:`refresh_spot`.
 
     Thread-safe: readers see either the old or the new table, never half of one.
+    ``bundled=False`` starts from no prices at all (the price-list file only): for tests
+    of the API paths alone.
     """
 
     def __init__(
@@ -222,6 +224,7 @@ class PricingProvider:
         self._version = 0
         self._skip_logged = False
         self._bundled_said = False
+        self._fetched = False
         self.seed: str = ""
         """Where the starting prices came from ("" for none): the bundled table, said in
         the once-only message when the pricing API cannot be reached."""
@@ -258,8 +261,8 @@ class PricingProvider:
     def _say_bundled_once(self) -> None:
         """The pricing API failed: say once which prices stand in (upstream keeps its
         static table the same way)."""
-        if self._bundled_said or not self.seed:
-            return
+        if self._bundled_said or self._fetched or not self.seed:
+            return  # once; and not after the API answered (its prices are in use then)
         self._bundled_said = True
         log.warning(
             "aws: the pricing API is unreachable; on-demand prices are %s until it answers",
@@ -318,6 +321,7 @@ class PricingProvider:
         except PricingError:
             self._say_bundled_once()
             raise
+        self._fetched = True
         with self._lock:
             merged = {**self._on_demand, **fetched}
             changed = merged != self._on_demand

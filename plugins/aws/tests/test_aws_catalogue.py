@@ -404,3 +404,26 @@ def test_offline_clients_refuse_every_call() -> None:
     with pytest.raises(catalogue.OfflineError, match=r"ec2\.run_instances"):
         clients.ec2.run_instances()
     assert not catalogue.is_offline(attrs.evolve(clients, ec2=object()))
+
+
+def test_after_the_api_answered_a_failure_does_not_claim_bundled_prices(
+    clients: AWSClients, caplog: pytest.LogCaptureFixture
+) -> None:
+    pricing = PricingProvider(clients, AWSSettings(cluster_name="test"), VirtualClock())
+    item = {
+        "product": {"attributes": {"instanceType": "m5.large"}},
+        "terms": {"OnDemand": {"t": {"priceDimensions": {"d": {"pricePerUnit": {"USD": "0.5"}}}}}},
+    }
+    with Stubber(clients.pricing) as stub:
+        for _ in range(2):  # the shared and the bare-metal pass
+            stub.add_response("get_products", {"PriceList": [json.dumps(item)]})
+        assert pricing.refresh_on_demand() is True
+    with (
+        caplog.at_level(logging.WARNING, logger="karpenter.aws.pricing"),
+        Stubber(clients.pricing) as stub,
+    ):
+        stub.add_client_error("get_products", "ThrottlingException", "slow down")
+        with pytest.raises(PricingError):
+            pricing.refresh_on_demand()
+    assert "pricing API is unreachable" not in caplog.text
+    assert pricing.on_demand("m5.large") == 0.5
