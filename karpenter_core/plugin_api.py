@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         NodeClaimStatus,
         NodePool,
     )
+    from karpenter_core.cloudprovider import catalogue
     from karpenter_core.cloudprovider.errors import (
         CloudProviderError,
         CreateError,
@@ -375,6 +376,7 @@ _MODULES: dict[str, str] = {
     "labels": "karpenter_core.apis.labels",  # well-known label, annotation and taint keys
     "resources": "karpenter_core.apis.resources",  # resource lists
     "metrics": "karpenter_core.metrics",  # the metrics module (reset/snapshot in tests)
+    "catalogue": "karpenter_core.cloudprovider.catalogue",  # bundled catalogue package data
 }
 """Modules re-exported whole."""
 
@@ -480,6 +482,7 @@ __all__ = [
     "Watch",
     "annotations_of",
     "as_nodeclaim",
+    "catalogue",
     "condition_of",
     "conditions_of",
     "counter",

@@ -3,8 +3,9 @@
 Upstream's AWS provider adds these beside the core's: ``nodeclass.status`` (EC2NodeClass
 status and finalizer), the interruption singletons (the SQS queue poller when the
 ``interruption-queue`` setting names a queue, and the instance-status poller), the
-catalogue and price refresh, ``nodeclaim.tagging`` and the launch-template cache's
-hydration and clean-up. Each runs only with the ``aws``
+catalogue and price refresh, ``nodeclaim.tagging``, the launch-template cache's hydration
+and clean-up, and ``cloudprovider.metrics`` (offering price and availability series). Each
+runs only with the ``aws``
 cloud provider selected; its factory reaches the provider's clients and caches through
 the controller context's ``base_cloud_provider``.
 """
@@ -12,6 +13,7 @@ the controller context's ``base_cloud_provider``.
 from __future__ import annotations
 
 from karpenter_aws import interruption, nodeclass_status
+from karpenter_aws import metrics as aws_metrics
 from karpenter_aws.launchtemplate import LaunchTemplateCleanup
 from karpenter_aws.provider import (
     NAME,
@@ -75,6 +77,12 @@ def _refresh(ctx: ControllerContext) -> SingletonReconciler:
     return refresh_controller(aws_provider(ctx))
 
 
+def _offering_metrics(ctx: ControllerContext) -> SingletonReconciler:
+    return aws_metrics.OfferingMetricsController(
+        ctx.kube, aws_provider(ctx), reserved_capacity=ctx.options.gate("ReservedCapacity")
+    )
+
+
 def _tagging(ctx: ControllerContext) -> Reconciler:
     return tagging_controller(ctx.kube, aws_provider(ctx))
 
@@ -105,6 +113,9 @@ CONTROLLERS = (
     ControllerSpec(TAGGING_CONTROLLER, _tagging, watches=tagging_watches(), cloud_provider=NAME),
     ControllerSpec(
         LAUNCH_TEMPLATE_CLEANUP, _launch_template_cleanup, singleton=True, cloud_provider=NAME
+    ),
+    ControllerSpec(
+        aws_metrics.CONTROLLER_NAME, _offering_metrics, singleton=True, cloud_provider=NAME
     ),
 )
 """Every controller the AWS plugin registers, in upstream's order."""

@@ -43,6 +43,7 @@ from attrs import field, frozen
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.amifamily import AMIFamily, get_family
 from karpenter_aws.clients import AWSClients
+from karpenter_aws.metrics import record_instance_type
 from karpenter_aws.nodeclass import EC2NodeClass
 from karpenter_aws.offerings import PriceSource, build_offerings, compatible_with_ami_family
 from karpenter_aws.pricing import describe_error
@@ -725,6 +726,8 @@ def build_instance_type(
 CATALOGUE_TTL = 12 * 60 * 60.0
 """Seconds before :meth:`InstanceTypeProvider.list` re-reads EC2's catalogue (upstream
 refreshes instance types and their zones every 12 h)."""
+BUNDLED_RETRY = 5 * 60.0
+"""Seconds before EC2 is asked again after the bundled catalogue stood in for it."""
 DISCOVERED_CAPACITY_TTL = 60 * 24 * 60 * 60.0
 """Seconds a node's observed memory capacity replaces the estimate (upstream: 60 days)."""
 INSTANCE_TYPES_TTL = 5 * 60.0
@@ -826,8 +829,16 @@ class InstanceTypeProvider:
         """Re-read EC2's catalogue now; caches are flushed when it changed.
 
         Raises :class:`CatalogueError` (keeping the previous catalogue) when EC2 fails.
+        A provider without AWS access reads the bundled catalogue instead
+        (:mod:`karpenter_aws.catalogue`; a ValueError naming the bundled regions when the
+        region has none).
         """
-        fresh = describe_catalogue(self._clients)
+        from karpenter_aws import catalogue as bundled
+
+        if bundled.is_offline(self._clients):
+            fresh = bundled.load_catalogue(self._clients.region)
+        else:
+            fresh = describe_catalogue(self._clients)
         with self._lock:
             old = self._catalogue
             if old is None or old.fingerprint() != fresh.fingerprint():
@@ -852,13 +863,41 @@ class InstanceTypeProvider:
                 or self._clock.monotonic() - self._catalogue_at >= self._catalogue_ttl
             )
         if catalogue is None:
-            return self.refresh()
+            try:
+                return self.refresh()
+            except CatalogueError as err:
+                return self._bundled_instead(err)
         if stale:
             try:
                 return self.refresh()
             except CatalogueError as err:
                 log.warning("instance type refresh failed, keeping the previous catalogue: %s", err)
         return catalogue
+
+    def _bundled_instead(self, err: CatalogueError) -> Catalogue:
+        """EC2's catalogue could not be read at start-up: serve the bundled one of the
+        region (when there is one) until a refresh succeeds; else ``err``."""
+        from karpenter_aws import catalogue as bundled
+
+        region = self._clients.region
+        if region not in bundled.REGIONS:
+            raise err
+        log.warning(
+            "describing instance types failed (%s); using the bundled %s catalogue until a "
+            "refresh succeeds",
+            err,
+            region,
+        )
+        fallback = bundled.load_catalogue(region)
+        with self._lock:
+            self._catalogue = fallback
+            # stale in BUNDLED_RETRY seconds: a listing then tries EC2 again
+            self._catalogue_at = (
+                self._clock.monotonic()
+                - self._catalogue_ttl
+                + min(BUNDLED_RETRY, self._catalogue_ttl)
+            )
+        return fallback
 
     def info(self, name: str) -> Mapping[str, Any] | None:
         """EC2's ``InstanceTypeInfo`` for ``name`` (e.g. for ENI limits at launch)."""
@@ -993,6 +1032,8 @@ class InstanceTypeProvider:
                 offering_zones=catalogue.zones_by_type.get(name, frozenset()),
                 instance_store_policy=nodeclass.instance_store_policy,
             )
+            info = catalogue.infos[name]
+            record_instance_type(name, _vcpus(info), _memory_mib(info))
             discovered = self._discovered.get((name, amis))
             if discovered is not None and discovered[1] > now:
                 it = attrs.evolve(it, capacity={**it.capacity, res.MEMORY: discovered[0]})

@@ -12,6 +12,7 @@ from importlib.resources.abc import Traversable
 
 import boto3  # type: ignore[import-untyped]
 
+from karpenter_aws import catalogue
 from karpenter_aws.labels import EC2_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_aws.provider import NAME, AWSCloudProvider
 from karpenter_aws.settings import AWSSettings
@@ -26,12 +27,15 @@ from karpenter_core.plugin_api import (
 CRD_FILE = "karpenter.k8s.aws_ec2nodeclasses.yaml"
 CATALOGUE_ONLY_CLUSTER = "-"
 """The cluster name a provider built without a cluster uses (it never tags or lists)."""
+DEFAULT_REGION = "us-east-1"
+"""The region catalogue commands list when none is set (upstream's price fallback)."""
 
 SETTINGS = (
     ProviderSetting(
         "region",
         "The AWS region (AWS_DEFAULT_REGION and the profile's region are read too when "
-        "this is empty); `karpenter instance-types --region` sets it.",
+        "this is empty); `karpenter instance-types --region` sets it. Without a cluster the "
+        "bundled catalogue of the region is listed (us-east-1 when none is set).",
         env="AWS_REGION",
     ),
     ProviderSetting(
@@ -92,21 +96,35 @@ def crds() -> tuple[Traversable, ...]:
 def make_provider(context: ProviderContext) -> AWSCloudProvider:
     """The spec's factory: typed settings, boto3 clients from the standard chain.
 
+    Without a cluster (catalogue commands) no AWS client is made at all: the provider
+    lists the bundled catalogue of the region (:mod:`karpenter_aws.catalogue`).
+
     Raises ``ValueError`` (one line for ``karpenter serve``) for a bad setting, no region
     or no credentials: every later call would fail with a less helpful botocore error.
     """
     from karpenter_aws.clients import AWSClients
 
     raw = dict(context.settings)
-    if context.kube is None and not (raw.get("cluster-name") or "").strip():
-        # No cluster (``karpenter instance-types`` / ``schedule``): the catalogue needs no
-        # cluster name; launching, which does, is refused without a cluster client anyway.
-        raw["cluster-name"] = CATALOGUE_ONLY_CLUSTER
-    settings = AWSSettings.from_mapping(raw)
-    session = boto3.session.Session()
     # AWS_REGION is what the Go SDK (and upstream's docs) use; boto3 reads only
     # AWS_DEFAULT_REGION and profiles, so honour both.
     region = (raw.get("region") or os.environ.get("AWS_REGION") or "").strip() or None
+    if context.kube is None:
+        # No cluster (``karpenter instance-types`` / ``schedule``): the bundled catalogue,
+        # no credentials, no network, none of the settings only launching needs.
+        raw["cluster-name"] = (raw.get("cluster-name") or "").strip() or CATALOGUE_ONLY_CLUSTER
+        settings = AWSSettings.from_mapping(raw)
+        region = region or os.environ.get("AWS_DEFAULT_REGION", "").strip() or DEFAULT_REGION
+        if region not in catalogue.REGIONS:
+            raise catalogue.DATA.unknown_region(region)
+        return AWSCloudProvider(
+            catalogue.offline_clients(region),
+            settings,
+            None,
+            context.clock,
+            context.recorder,
+        )
+    settings = AWSSettings.from_mapping(raw)
+    session = boto3.session.Session()
     clients = AWSClients.create(region, session=session)
     if session.get_credentials() is None:
         raise ValueError(
@@ -131,7 +149,8 @@ def karpenter_cloud_providers() -> list[CloudProviderSpec]:
             crds=crds(),
             description="Amazon EC2 (EC2NodeClass): launches instances with CreateFleet from "
             "the instance types, subnets, security groups and AMIs an EC2NodeClass resolves; "
-            "spot and on-demand, drift, interruption via SQS",
+            "spot and on-demand, drift, interruption via SQS; offline catalogue and prices for 33 "
+            "regions",
         )
     ]
 

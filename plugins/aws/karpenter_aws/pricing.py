@@ -3,9 +3,13 @@
 Karpenter orders launches and consolidation by price, and an offering without a price is
 never launched (upstream's ``hasPrice``). Prices come from:
 
+- the bundled table (:mod:`karpenter_aws.catalogue`): the region's on-demand prices, or
+  us-east-1's for a region without its own, as upstream seeds from its generated tables.
+  This is what a provider without AWS access (``karpenter instance-types``/``schedule``)
+  prices with, and what ``serve`` keeps when the pricing API is unreachable (said once);
 - the ``price-list-file`` setting, a JSON object ``{"m5.large": 0.096, ...}`` of on-demand
-  USD/hour, read once as the seed (upstream bundles a generated table instead; we don't).
-  A file that cannot be used is reported once, clearly, and ignored;
+  USD/hour, read once over the bundled seed (its prices win). A file that cannot be used
+  is reported once, clearly, and ignored;
 - the AWS Price List API (``pricing:GetProducts``), Linux, shared tenancy, on-demand, in
   two passes (``Compute Instance`` shared, ``Compute Instance (bare metal)`` dedicated);
   prices it returns replace the seed's, types it does not know keep theirs. Skipped in
@@ -30,7 +34,7 @@ from typing import Any
 
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.settings import AWSSettings
-from karpenter_core.plugin_api import Clock
+from karpenter_core.plugin_api import Clock, format_time
 
 __all__ = [
     "SPOT_PRODUCT_DESCRIPTIONS",
@@ -38,8 +42,10 @@ __all__ = [
     "PricingError",
     "PricingProvider",
     "describe_error",
+    "fetch_on_demand",
     "load_price_list",
     "on_demand_filters",
+    "parse_price_item",
 ]
 
 log = logging.getLogger("karpenter.aws.pricing")
@@ -129,7 +135,7 @@ def describe_error(err: Exception) -> str:
     return " ".join(str(err).split())[:300] or type(err).__name__
 
 
-def _parse_price_item(raw: Any, currency: str) -> tuple[str, float] | None:
+def parse_price_item(raw: Any, currency: str) -> tuple[str, float] | None:
     """(instance type, price) from one GetProducts PriceList entry, None when it has none."""
     try:
         item = json.loads(raw) if isinstance(raw, str | bytes) else raw
@@ -158,37 +164,110 @@ def _parse_price_item(raw: Any, currency: str) -> tuple[str, float] | None:
     return (str(instance_type), found) if found is not None else None
 
 
+def _fetch_pass(pricing: Any, filters: list[dict[str, str]], currency: str) -> dict[str, float]:
+    prices: dict[str, float] = {}
+    try:
+        pages = pricing.get_paginator("get_products").paginate(
+            ServiceCode="AmazonEC2", Filters=filters, PaginationConfig={"PageSize": 100}
+        )
+        for page in pages:
+            for raw in page.get("PriceList", []):
+                parsed = parse_price_item(raw, currency)
+                if parsed is not None:
+                    prices[parsed[0]] = parsed[1]
+    except Exception as err:  # botocore raises many kinds; all mean "no prices now"
+        raise PricingError(f"getting on-demand pricing data: {describe_error(err)}") from err
+    return prices
+
+
+def fetch_on_demand(pricing: Any, region: str) -> dict[str, float]:
+    """``region``'s on-demand prices from the pricing API client ``pricing``, both passes
+    (shared instances, bare metal). Raises :class:`PricingError` when a pass fails or
+    finds nothing."""
+    currency = "CNY" if region.startswith("cn-") else "USD"
+    fetched: dict[str, float] = {}
+    for tenancy, family in _ON_DEMAND_PASSES:
+        found = _fetch_pass(pricing, on_demand_filters(region, tenancy, family), currency)
+        if not found:
+            raise PricingError(f"no on-demand pricing found for {region} ({tenancy} {family})")
+        fetched.update(found)
+    return fetched
+
+
 class PricingProvider:
     """Current prices, refreshed by :meth:`refresh_on_demand` / :meth:`refresh_spot`.
 
     Thread-safe: readers see either the old or the new table, never half of one.
+    ``bundled=False`` starts from no prices at all (the price-list file only): for tests
+    of the API paths alone.
     """
 
-    def __init__(self, clients: AWSClients, settings: AWSSettings, clock: Clock) -> None:
+    def __init__(
+        self,
+        clients: AWSClients,
+        settings: AWSSettings,
+        clock: Clock,
+        *,
+        bundled: bool = True,
+    ) -> None:
+        from karpenter_aws.catalogue import initial_prices, is_offline
+
         self._clients = clients
         self._settings = settings
         self._clock = clock
         self._region = clients.region
+        self._offline = is_offline(clients)
         self._lock = threading.Lock()
         self._on_demand: dict[str, float] = {}
         self._spot: dict[str, dict[str, float]] = {}
         self._spot_updated = False
         self._version = 0
         self._skip_logged = False
+        self._bundled_said = False
+        self._fetched = False
+        self.seed: str = ""
+        """Where the starting prices came from ("" for none): the bundled table, said in
+        the once-only message when the pricing API cannot be reached."""
         self.price_list_error: str | None = None
         """Why the price-list file was ignored, None when it was used (or not set)."""
+        table = initial_prices(self._region) if bundled else None
+        if table is not None:
+            self._on_demand = dict(table.on_demand)
+            self.seed = (
+                f"the bundled {table.region} prices of {format_time(table.generated_at)}"
+                + (
+                    ""
+                    if table.region == self._region
+                    else f" (none are bundled for {self._region})"
+                )
+            )
         if settings.price_list_file:
             try:
-                self._on_demand = load_price_list(settings.price_list_file)
+                listed = load_price_list(settings.price_list_file)
             except PriceListError as err:
                 self.price_list_error = str(err)
-                log.error("%s; starting without seed prices", err)
+                log.error("%s; starting without its prices", err)
             else:
+                self._on_demand.update(listed)
+                self.seed = (self.seed + " and " if self.seed else "") + (
+                    f"price-list-file {settings.price_list_file}"
+                )
                 log.info(
                     "loaded %d on-demand prices from %s",
-                    len(self._on_demand),
+                    len(listed),
                     settings.price_list_file,
                 )
+
+    def _say_bundled_once(self) -> None:
+        """The pricing API failed: say once which prices stand in (upstream keeps its
+        static table the same way)."""
+        if self._bundled_said or self._fetched or not self.seed:
+            return  # once; and not after the API answered (its prices are in use then)
+        self._bundled_said = True
+        log.warning(
+            "aws: the pricing API is unreachable; on-demand prices are %s until it answers",
+            self.seed,
+        )
 
     # --- reading --------------------------------------------------------------------------
 
@@ -219,6 +298,8 @@ class PricingProvider:
     # --- refreshing -----------------------------------------------------------------------
 
     def _on_demand_skipped(self) -> str | None:
+        if self._offline:
+            return "no AWS access (offline catalogue)"
         if self._settings.isolated_vpc:
             return "running in an isolated VPC"
         if self._region.startswith("us-gov"):
@@ -235,17 +316,12 @@ class PricingProvider:
                 self._skip_logged = True
                 log.info("%s: on-demand prices will not be refreshed", reason)
             return False
-        currency = "CNY" if self._region.startswith("cn-") else "USD"
-        fetched: dict[str, float] = {}
-        for tenancy, family in _ON_DEMAND_PASSES:
-            found = self._fetch_on_demand(
-                on_demand_filters(self._region, tenancy, family), currency
-            )
-            if not found:
-                raise PricingError(
-                    f"no on-demand pricing found for {self._region} ({tenancy} {family})"
-                )
-            fetched.update(found)
+        try:
+            fetched = fetch_on_demand(self._clients.pricing, self._region)
+        except PricingError:
+            self._say_bundled_once()
+            raise
+        self._fetched = True
         with self._lock:
             merged = {**self._on_demand, **fetched}
             changed = merged != self._on_demand
@@ -256,24 +332,12 @@ class PricingProvider:
             log.info("updated on-demand pricing: %d instance types", len(merged))
         return True
 
-    def _fetch_on_demand(self, filters: list[dict[str, str]], currency: str) -> dict[str, float]:
-        prices: dict[str, float] = {}
-        try:
-            pages = self._clients.pricing.get_paginator("get_products").paginate(
-                ServiceCode="AmazonEC2", Filters=filters, PaginationConfig={"PageSize": 100}
-            )
-            for page in pages:
-                for raw in page.get("PriceList", []):
-                    parsed = _parse_price_item(raw, currency)
-                    if parsed is not None:
-                        prices[parsed[0]] = parsed[1]
-        except Exception as err:  # botocore raises many kinds; all mean "no prices now"
-            raise PricingError(f"getting on-demand pricing data: {describe_error(err)}") from err
-        return prices
-
     def refresh_spot(self) -> None:
         """Fetch current spot prices per type and zone. Raises :class:`PricingError` when
-        EC2 fails or returns nothing, keeping the previous prices."""
+        EC2 fails or returns nothing, keeping the previous prices. Offline, nothing: spot
+        stays at the on-demand stand-in, as upstream before its first spot refresh."""
+        if self._offline:
+            return
         latest: dict[tuple[str, str], tuple[datetime | None, float]] = {}
         try:
             pages = self._clients.ec2.get_paginator("describe_spot_price_history").paginate(

@@ -483,6 +483,18 @@ class AWSCloudProvider:
 
     def _default_nodeclass(self) -> EC2NodeClass:
         """A stand-in EC2NodeClass for listing without a cluster: every zone, AL2023."""
+        from karpenter_aws import catalogue
+
+        if catalogue.is_offline(self.clients):
+            region = catalogue.load_region(self.clients.region)
+            return EC2NodeClass(
+                name="",
+                ami_family=DEFAULT_FAMILY,
+                subnets=tuple(
+                    SubnetStatus(id="", zone=zone, zone_id=zone_id)
+                    for zone, zone_id in sorted(region.zones.items())
+                ),
+            )
         try:
             zones = self.clients.ec2.describe_availability_zones()["AvailabilityZones"]
         except (ClientError, BotoCoreError) as e:

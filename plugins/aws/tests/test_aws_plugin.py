@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from karpenter_aws import plugin
+from karpenter_aws import catalogue, plugin
 from karpenter_aws.labels import GROUP
 from karpenter_aws.provider import AWSCloudProvider
 
@@ -134,7 +134,7 @@ def test_factory_without_credentials_is_one_clear_error(
     _no_aws_config(monkeypatch)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     with pytest.raises(ValueError, match=r"^no AWS credentials: ") as e:
-        _spec().factory(ProviderContext(settings=SETTINGS))
+        _spec().factory(ProviderContext(settings=SETTINGS, kube=InMemoryApiServer()))
     assert "\n" not in str(e.value)
 
 
@@ -145,7 +145,27 @@ def test_factory_without_region_is_one_clear_error(
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     monkeypatch.delenv("AWS_REGION", raising=False)
     with pytest.raises(ValueError, match=re.escape("no AWS region: set AWS_REGION")):
-        _spec().factory(ProviderContext(settings=SETTINGS))
+        _spec().factory(ProviderContext(settings=SETTINGS, kube=InMemoryApiServer()))
+
+
+def test_without_a_cluster_the_factory_needs_no_credentials_region_or_cluster_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_aws_config(monkeypatch)
+    for var in ("AWS_DEFAULT_REGION", "AWS_REGION", "CLUSTER_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    provider = _spec().factory(ProviderContext(settings={}))
+    assert isinstance(provider, AWSCloudProvider) and provider.kube is None
+    assert provider.clients.region == plugin.DEFAULT_REGION
+    assert catalogue.is_offline(provider.clients)
+    with pytest.raises(catalogue.OfflineError, match="offline catalogue"):
+        provider.clients.ec2.describe_instances()
+
+
+def test_without_a_cluster_an_unknown_region_names_the_bundled_ones() -> None:
+    with pytest.raises(ValueError, match=r"bundled regions: .*us-east-1") as e:
+        _spec().factory(ProviderContext(settings={"region": "xx-nowhere-1"}))
+    assert "xx-nowhere-1" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_repair_policies_are_upstreams(aws_env: None) -> None:

@@ -125,7 +125,7 @@ def test_on_demand_filters_match_the_spec() -> None:
 
 
 def test_on_demand_refresh_reads_both_passes_across_pages(clients: AWSClients) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     assert pricing.on_demand("m5.large") is None
     with Stubber(clients.pricing) as stub:
         stub.add_response(
@@ -155,7 +155,7 @@ def test_on_demand_refresh_reads_both_passes_across_pages(clients: AWSClients) -
 
 
 def test_zero_and_unparsable_prices_are_ignored(clients: AWSClients) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     with Stubber(clients.pricing) as stub:
         stub.add_response(
             "get_products",
@@ -183,7 +183,7 @@ def test_zero_and_unparsable_prices_are_ignored(clients: AWSClients) -> None:
 def test_china_regions_read_cny(moto_endpoint: str) -> None:
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
     cn = AWSClients.create("cn-north-1", endpoint_url=moto_endpoint, session=session)
-    pricing = PricingProvider(cn, settings(), VirtualClock())
+    pricing = PricingProvider(cn, settings(), VirtualClock(), bundled=False)
     with Stubber(cn.pricing) as stub:
         stub.add_response(
             "get_products",
@@ -211,7 +211,7 @@ def test_api_failure_keeps_previous_prices(clients: AWSClients, tmp_path: Path) 
 
 
 def test_empty_pass_is_an_error(clients: AWSClients) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     with Stubber(clients.pricing) as stub:
         stub.add_response(
             "get_products", {"PriceList": []}, products_params(REGION, "Shared", "Compute Instance")
@@ -223,7 +223,7 @@ def test_empty_pass_is_an_error(clients: AWSClients) -> None:
 def test_refresh_tries_both_logs_each_failure_and_raises_one_error(
     clients: AWSClients, caplog: pytest.LogCaptureFixture
 ) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     with Stubber(clients.pricing) as pstub, Stubber(clients.ec2) as estub:
         pstub.add_client_error("get_products", "ThrottlingException", "slow down")
         estub.add_client_error("describe_spot_price_history", "RequestLimitExceeded", "slow")
@@ -257,7 +257,9 @@ def test_price_list_file_seeds_and_the_api_overrides_what_it_knows(
     clients: AWSClients, tmp_path: Path
 ) -> None:
     path = write(tmp_path, json.dumps({"m5.large": 0.5, "x9.huge": 12}))
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock())
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert pricing.price_list_error is None
     assert pricing.on_demand("m5.large") == 0.5
     assert pricing.spot("x9.huge", "us-west-2b") == 12.0
@@ -298,7 +300,9 @@ def test_malformed_price_list_file_is_a_clear_error_not_a_crash(
     with pytest.raises(PriceListError, match=message):
         load_price_list(path)
     with caplog.at_level(logging.ERROR, logger="karpenter.aws.pricing"):
-        pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock())
+        pricing = PricingProvider(
+            clients, settings(price_list_file=path), VirtualClock(), bundled=False
+        )
     assert pricing.price_list_error is not None and message in pricing.price_list_error
     assert path in caplog.text and message in caplog.text
     assert pricing.on_demand("m5.large") is None
@@ -308,7 +312,9 @@ def test_missing_price_list_file(clients: AWSClients, tmp_path: Path) -> None:
     path = str(tmp_path / "absent.json")
     with pytest.raises(PriceListError, match="cannot be read"):
         load_price_list(path)
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock())
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert pricing.price_list_error is not None and "absent.json" in pricing.price_list_error
 
 
@@ -319,7 +325,9 @@ def test_spot_refresh_from_moto_replaces_the_on_demand_stand_in(
     clients: AWSClients, tmp_path: Path
 ) -> None:
     path = write(tmp_path, '{"m5.large": 0.096}')
-    pricing = PricingProvider(clients, settings(price_list_file=path), VirtualClock())
+    pricing = PricingProvider(
+        clients, settings(price_list_file=path), VirtualClock(), bundled=False
+    )
     assert not pricing.spot_updated
     assert pricing.spot("m5.large", "us-west-2a") == pytest.approx(0.096)
     assert pricing.spot("c6g.large", "us-west-2a") is None  # no price from any source
@@ -335,7 +343,7 @@ def test_spot_refresh_from_moto_replaces_the_on_demand_stand_in(
 
 def test_spot_keeps_the_newest_price_per_type_and_zone(clients: AWSClients) -> None:
     clock = VirtualClock()
-    pricing = PricingProvider(clients, settings(), clock)
+    pricing = PricingProvider(clients, settings(), clock, bundled=False)
 
     def row(zone: str, price: str, hour: int) -> dict[str, Any]:
         return {
@@ -370,7 +378,7 @@ def test_spot_keeps_the_newest_price_per_type_and_zone(clients: AWSClients) -> N
 
 
 def test_empty_spot_history_is_an_error(clients: AWSClients) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     with Stubber(clients.ec2) as stub:
         stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []})
         with pytest.raises(PricingError, match="no spot pricing found"):
@@ -379,7 +387,7 @@ def test_empty_spot_history_is_an_error(clients: AWSClients) -> None:
 
 
 def test_an_html_error_page_is_summarised_not_repeated(clients: AWSClients) -> None:
-    pricing = PricingProvider(clients, settings(), VirtualClock())
+    pricing = PricingProvider(clients, settings(), VirtualClock(), bundled=False)
     page = "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>" + "x" * 500
     with Stubber(clients.pricing) as stub:
         stub.add_client_error("get_products", "500", page, http_status_code=500)

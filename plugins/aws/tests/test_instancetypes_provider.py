@@ -95,7 +95,7 @@ def ice(clock: VirtualClock) -> UnavailableOfferings:
 
 @pytest.fixture
 def pricing(aws: AWSClients, settings: AWSSettings, clock: VirtualClock) -> PricingProvider:
-    return PricingProvider(aws, settings, clock)
+    return PricingProvider(aws, settings, clock, bundled=False)
 
 
 @pytest.fixture
@@ -323,10 +323,11 @@ def test_failed_refresh_keeps_the_previous_catalogue(
     assert "RequestLimitExceeded" in caplog.text
 
 
-def test_no_catalogue_at_all_is_an_error(
+def test_no_catalogue_at_all_is_an_error_where_none_is_bundled(
     aws: AWSClients, settings: AWSSettings, pricing: PricingProvider, ice: UnavailableOfferings
 ) -> None:
-    provider = InstanceTypeProvider(aws, settings, pricing, ice, VirtualClock())
+    unbundled = attrs.evolve(aws, region="xx-nowhere-1")
+    provider = InstanceTypeProvider(unbundled, settings, pricing, ice, VirtualClock())
     with Stubber(aws.ec2) as stub:
         stub.add_client_error("describe_instance_types", "UnauthorizedOperation", "no")
         with pytest.raises(

@@ -424,7 +424,7 @@ def test_without_a_cluster_instance_types_are_listed_for_every_zone(
         provider.create(nodeclaim())
 
 
-def test_the_plugin_registers_status_interruption_refresh_and_tagging(env: Env) -> None:
+def test_the_plugin_registers_status_interruption_refresh_tagging_and_metrics(env: Env) -> None:
     from karpenter_aws import plugin
 
     from karpenter_core.operator.controllers import register_all
@@ -446,6 +446,7 @@ def test_the_plugin_registers_status_interruption_refresh_and_tagging(env: Env) 
         "aws.catalogue.refresh",
         "nodeclaim.tagging",
         "aws.launchtemplate.cleanup",
+        "cloudprovider.metrics",
     }
     # no interruption-queue setting: the queue poller is not needed, and says so
     assert ("interruption", "not needed with these settings") in reg.skipped

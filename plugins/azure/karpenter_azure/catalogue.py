@@ -58,14 +58,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
 import json
 import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -73,6 +71,7 @@ from typing import Any
 from attrs import field, frozen
 
 from karpenter_azure.skus import Sku, SkuError, skus_from_json
+from karpenter_core.plugin_api import catalogue as bundled
 
 __all__ = [
     "PRICE_REGIONS",
@@ -96,59 +95,19 @@ log = logging.getLogger("karpenter.azure.catalogue")
 SCHEMA = 1
 """Version of the snapshot file format."""
 
-_SUFFIX = ".json.gz"
+CatalogueError = bundled.CatalogueError
+PriceTable = bundled.PriceTable
 
-
-class CatalogueError(ValueError):
-    """No bundled catalogue for a region, or a snapshot file that cannot be used."""
+DATA = bundled.BundledData(
+    "karpenter_azure",
+    "Azure",
+    "python -m karpenter_azure.catalogue refresh --region {region}",
+)
 
 
 def data_dir() -> Traversable:
     """The package's ``data/`` directory (a zip entry when installed zipped)."""
-    return files("karpenter_azure") / "data"
-
-
-def _read_json_gz(entry: Traversable) -> Any:
-    with entry.open("rb") as raw:
-        return json.loads(gzip.decompress(raw.read()).decode("utf-8"))
-
-
-def _write_json_gz(path: Path, data: Any) -> None:
-    """Compact, deterministic gzip JSON (mtime 0: same content, same bytes)."""
-    text = json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-    tmp.replace(path)
-
-
-def _parse_time(value: Any) -> datetime:
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return datetime.fromtimestamp(0, UTC)
-
-
-def _format_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _prices(value: Any) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {
-        str(k): float(v)
-        for k, v in value.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-    }
-
-
-def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
-    return dict(value)
+    return DATA.data_dir()
 
 
 def _sku_tuple(value: Iterable[Sku]) -> tuple[Sku, ...]:
@@ -161,8 +120,8 @@ class Snapshot:
 
     region: str
     skus: tuple[Sku, ...] = field(converter=_sku_tuple)
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    on_demand: Mapping[str, float] = field(converter=dict)
+    spot: Mapping[str, float] = field(converter=dict)
     generated_at: datetime
     """When the prices were retrieved (what the pricing provider reports as their age)."""
     skus_recorded_at: datetime
@@ -172,8 +131,8 @@ class Snapshot:
         return {
             "schema": SCHEMA,
             "region": self.region,
-            "generatedAt": _format_time(self.generated_at),
-            "skusRecordedAt": _format_time(self.skus_recorded_at),
+            "generatedAt": bundled.format_time(self.generated_at),
+            "skusRecordedAt": bundled.format_time(self.skus_recorded_at),
             "provenance": self.provenance,
             "skus": [s.to_dict() for s in self.skus],
             "onDemand": dict(sorted(self.on_demand.items())),
@@ -191,73 +150,30 @@ class Snapshot:
         return cls(
             region=str(data.get("region", "")),
             skus=skus,
-            on_demand=_prices(data.get("onDemand")),
-            spot=_prices(data.get("spot")),
-            generated_at=_parse_time(data.get("generatedAt")),
-            skus_recorded_at=_parse_time(data.get("skusRecordedAt")),
+            on_demand=bundled.prices_from_json(data.get("onDemand")),
+            spot=bundled.prices_from_json(data.get("spot")),
+            generated_at=bundled.parse_time(data.get("generatedAt")),
+            skus_recorded_at=bundled.parse_time(data.get("skusRecordedAt")),
             provenance=str(data.get("provenance", "")),
         )
 
 
-@frozen
-class PriceTable:
-    """Bundled prices of one region (spot empty when none were bundled)."""
-
-    region: str
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
-    generated_at: datetime
-    provenance: str = ""
-
-
 def _region_entries() -> dict[str, Traversable]:
-    folder = data_dir() / "regions"
-    if not folder.is_dir():
-        return {}
-    return {
-        entry.name[: -len(_SUFFIX)]: entry
-        for entry in folder.iterdir()
-        if entry.name.endswith(_SUFFIX)
-    }
+    return DATA.region_entries()
 
 
-REGIONS: tuple[str, ...] = tuple(sorted(_region_entries()))
+REGIONS: tuple[str, ...] = DATA.regions()
 """Regions with a bundled snapshot (SKUs and prices)."""
 
-
-@functools.cache
-def _price_table() -> Mapping[str, Any]:
-    entry = data_dir() / "prices.json.gz"
-    if not entry.is_file():
-        return {}
-    data = _read_json_gz(entry)
-    return data if isinstance(data, Mapping) else {}
-
-
-PRICE_REGIONS: tuple[str, ...] = tuple(sorted((_price_table().get("regions") or {}).keys()))
+PRICE_REGIONS: tuple[str, ...] = DATA.price_regions("regions")
 """Regions with bundled on-demand prices (every region :data:`REGIONS` names, and more)."""
-
-
-def _unknown_region(region: str) -> CatalogueError:
-    return CatalogueError(
-        f"no bundled Azure catalogue for region {region!r}; bundled regions: "
-        f"{', '.join(REGIONS) or 'none'} (add one with: python -m karpenter_azure.catalogue "
-        f"refresh --region {region or 'REGION'})"
-    )
 
 
 @functools.cache
 def load_snapshot(region: str) -> Snapshot:
     """The bundled snapshot of ``region``. Raises :class:`CatalogueError` naming the
     bundled regions when there is none."""
-    entry = _region_entries().get(region)
-    if entry is None:
-        raise _unknown_region(region)
-    where = f"bundled catalogue {region}"
-    try:
-        data = _read_json_gz(entry)
-    except (OSError, ValueError) as err:
-        raise CatalogueError(f"{where}: cannot be read: {err}") from None
+    data, where = DATA.read_region(region)
     return Snapshot.from_dict(data, where)
 
 
@@ -273,18 +189,7 @@ def bundled_prices(region: str) -> PriceTable | None:
             generated_at=snap.generated_at,
             provenance=snap.provenance,
         )
-    table = _price_table()
-    column = (table.get("regions") or {}).get(region)
-    names = table.get("names") or []
-    if not isinstance(column, list) or len(column) != len(names):
-        return None
-    return PriceTable(
-        region=region,
-        on_demand={n: float(p) for n, p in zip(names, column, strict=True) if p is not None},
-        spot={},
-        generated_at=_parse_time(table.get("generatedAt")),
-        provenance=str(table.get("provenance", "")),
-    )
+    return DATA.column_prices(region, "regions")
 
 
 @functools.cache
@@ -303,7 +208,7 @@ def gpu_skus() -> Mapping[str, tuple[str, frozenset[str]]]:
 def known_skus() -> frozenset[str]:
     """VM sizes known to work with AKS (others are priced last, as upstream)."""
     entry = data_dir() / "known-skus.json.gz"
-    data = _read_json_gz(entry) if entry.is_file() else {}
+    data = bundled.read_json_gz(entry) if entry.is_file() else {}
     return frozenset(str(n) for n in data.get("names") or ())
 
 
@@ -314,33 +219,17 @@ def write_snapshot(snapshot: Snapshot, output_dir: str | Path) -> Path:
     """Write ``snapshot`` as ``<output_dir>/regions/<region>.json.gz`` and put its
     on-demand prices in ``<output_dir>/prices.json.gz``; returns the snapshot's path."""
     out = Path(output_dir)
-    path = out / "regions" / f"{snapshot.region}{_SUFFIX}"
-    _write_json_gz(path, snapshot.to_dict())
-    _update_price_table(out / "prices.json.gz", snapshot)
-    return path
-
-
-def _update_price_table(path: Path, snapshot: Snapshot) -> None:
-    columns: dict[str, dict[str, float]] = {}
-    meta: dict[str, Any] = {}
-    if path.is_file():
-        data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-        names = data.get("names") or []
-        for region, column in (data.get("regions") or {}).items():
-            columns[region] = {n: p for n, p in zip(names, column, strict=False) if p is not None}
-        meta = {k: data[k] for k in ("generatedAt", "provenance") if k in data}
-    columns[snapshot.region] = dict(snapshot.on_demand)
-    names = sorted({n for column in columns.values() for n in column})
-    _write_json_gz(
-        path,
-        {
-            "schema": SCHEMA,
-            "generatedAt": meta.get("generatedAt", _format_time(snapshot.generated_at)),
-            "provenance": meta.get("provenance", snapshot.provenance),
-            "names": names,
-            "regions": {r: [c.get(n) for n in names] for r, c in sorted(columns.items())},
-        },
+    path = out / "regions" / f"{snapshot.region}{bundled.SUFFIX}"
+    bundled.write_json_gz(path, snapshot.to_dict())
+    bundled.update_price_table(
+        out / "prices.json.gz",
+        snapshot.region,
+        {"regions": snapshot.on_demand},
+        generated_at=snapshot.generated_at,
+        provenance=snapshot.provenance,
+        kinds=("regions",),
     )
+    return path
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -379,7 +268,7 @@ def refresh_region(
         skus_recorded_at=now,
         provenance=(
             f"Resource SKUs (Microsoft.Compute/skus) and retail prices ({endpoint}) "
-            f"read live on {_format_time(now)}"
+            f"read live on {bundled.format_time(now)}"
         ),
     )
 
@@ -433,7 +322,7 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     skus = [s for s in skus if s.resource_type.lower() == "virtualmachines"]
     now = datetime.now(UTC)
-    recorded = _parse_time(args.recorded_at) if args.recorded_at else now
+    recorded = bundled.parse_time(args.recorded_at) if args.recorded_at else now
     snapshot = Snapshot(
         region=args.region,
         skus=skus,
@@ -455,9 +344,9 @@ def _list(_: argparse.Namespace) -> int:
     for region in REGIONS:
         snap = load_snapshot(region)
         print(
-            f"{region}: {len(snap.skus)} SKUs (recorded {_format_time(snap.skus_recorded_at)}), "
+            f"{region}: {len(snap.skus)} SKUs (recorded {bundled.format_time(snap.skus_recorded_at)}), "
             f"{len(snap.on_demand)} on-demand / {len(snap.spot)} spot prices "
-            f"(retrieved {_format_time(snap.generated_at)})"
+            f"(retrieved {bundled.format_time(snap.generated_at)})"
         )
     print(f"on-demand prices for {len(PRICE_REGIONS)} regions")
     return 0

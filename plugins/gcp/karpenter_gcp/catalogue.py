@@ -64,19 +64,18 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
 import json
 import logging
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from attrs import evolve, field, frozen
 
+from karpenter_core.plugin_api import catalogue as bundled
 from karpenter_gcp.machinetypes import MachineType, MachineTypeError, machine_types_from_json
 
 __all__ = [
@@ -100,59 +99,19 @@ log = logging.getLogger("karpenter.gcp.catalogue")
 SCHEMA = 1
 """Version of the snapshot file format."""
 
-_SUFFIX = ".json.gz"
+CatalogueError = bundled.CatalogueError
+PriceTable = bundled.PriceTable
 
-
-class CatalogueError(ValueError):
-    """No bundled catalogue for a region, or a snapshot file that cannot be used."""
+DATA = bundled.BundledData(
+    "karpenter_gcp",
+    "GCP",
+    "python -m karpenter_gcp.catalogue refresh --region {region} --project PROJECT",
+)
 
 
 def data_dir() -> Traversable:
     """The package's ``data/`` directory (a zip entry when installed zipped)."""
-    return files("karpenter_gcp") / "data"
-
-
-def _read_json_gz(entry: Traversable) -> Any:
-    with entry.open("rb") as raw:
-        return json.loads(gzip.decompress(raw.read()).decode("utf-8"))
-
-
-def _write_json_gz(path: Path, data: Any) -> None:
-    """Compact, deterministic gzip JSON (mtime 0: same content, same bytes)."""
-    text = json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-    tmp.replace(path)
-
-
-def _parse_time(value: Any) -> datetime:
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return datetime.fromtimestamp(0, UTC)
-
-
-def _format_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _prices(value: Any) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {
-        str(k): float(v)
-        for k, v in value.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-    }
-
-
-def _freeze_prices(value: Mapping[str, float]) -> Mapping[str, float]:
-    return dict(value)
+    return DATA.data_dir()
 
 
 def _types_tuple(value: Iterable[MachineType]) -> tuple[MachineType, ...]:
@@ -170,8 +129,8 @@ class Snapshot:
     region: str
     zones: tuple[str, ...] = field(converter=_zones_tuple)
     machine_types: tuple[MachineType, ...] = field(converter=_types_tuple)
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
+    on_demand: Mapping[str, float] = field(converter=dict)
+    spot: Mapping[str, float] = field(converter=dict)
     generated_at: datetime
     """When the prices were retrieved (what the pricing provider reports as their age)."""
     machine_types_recorded_at: datetime
@@ -182,8 +141,8 @@ class Snapshot:
             "schema": SCHEMA,
             "region": self.region,
             "zones": list(self.zones),
-            "generatedAt": _format_time(self.generated_at),
-            "machineTypesRecordedAt": _format_time(self.machine_types_recorded_at),
+            "generatedAt": bundled.format_time(self.generated_at),
+            "machineTypesRecordedAt": bundled.format_time(self.machine_types_recorded_at),
             "provenance": self.provenance,
             "machineTypes": [mt.to_dict() for mt in self.machine_types],
             "onDemand": dict(sorted(self.on_demand.items())),
@@ -205,82 +164,31 @@ class Snapshot:
             region=str(data.get("region", "")),
             zones=zones,
             machine_types=types,
-            on_demand=_prices(data.get("onDemand")),
-            spot=_prices(data.get("spot")),
-            generated_at=_parse_time(data.get("generatedAt")),
-            machine_types_recorded_at=_parse_time(data.get("machineTypesRecordedAt")),
+            on_demand=bundled.prices_from_json(data.get("onDemand")),
+            spot=bundled.prices_from_json(data.get("spot")),
+            generated_at=bundled.parse_time(data.get("generatedAt")),
+            machine_types_recorded_at=bundled.parse_time(data.get("machineTypesRecordedAt")),
             provenance=str(data.get("provenance", "")),
         )
 
 
-@frozen
-class PriceTable:
-    """Bundled prices of one region (spot empty when none were bundled)."""
-
-    region: str
-    on_demand: Mapping[str, float] = field(converter=_freeze_prices)
-    spot: Mapping[str, float] = field(converter=_freeze_prices)
-    generated_at: datetime
-    provenance: str = ""
-
-
 def _region_entries() -> dict[str, Traversable]:
-    folder = data_dir() / "regions"
-    if not folder.is_dir():
-        return {}
-    return {
-        entry.name[: -len(_SUFFIX)]: entry
-        for entry in folder.iterdir()
-        if entry.name.endswith(_SUFFIX)
-    }
+    return DATA.region_entries()
 
 
-REGIONS: tuple[str, ...] = tuple(sorted(_region_entries()))
+REGIONS: tuple[str, ...] = DATA.regions()
 """Regions with a bundled snapshot (machine types and prices)."""
 
-
-@functools.cache
-def _price_table() -> Mapping[str, Any]:
-    entry = data_dir() / "prices.json.gz"
-    if not entry.is_file():
-        return {}
-    data = _read_json_gz(entry)
-    return data if isinstance(data, Mapping) else {}
-
-
-PRICE_REGIONS: tuple[str, ...] = tuple(sorted((_price_table().get("onDemand") or {}).keys()))
+PRICE_REGIONS: tuple[str, ...] = DATA.price_regions("onDemand")
 """Regions with bundled prices (every region :data:`REGIONS` names, and more)."""
-
-
-def _unknown_region(region: str) -> CatalogueError:
-    return CatalogueError(
-        f"no bundled GCP catalogue for region {region!r}; bundled regions: "
-        f"{', '.join(REGIONS) or 'none'} (add one with: python -m karpenter_gcp.catalogue "
-        f"refresh --region {region or 'REGION'} --project PROJECT)"
-    )
 
 
 @functools.cache
 def load_snapshot(region: str) -> Snapshot:
     """The bundled snapshot of ``region``. Raises :class:`CatalogueError` naming the
     bundled regions when there is none."""
-    entry = _region_entries().get(region)
-    if entry is None:
-        raise _unknown_region(region)
-    where = f"bundled catalogue {region}"
-    try:
-        data = _read_json_gz(entry)
-    except (OSError, ValueError) as err:
-        raise CatalogueError(f"{where}: cannot be read: {err}") from None
+    data, where = DATA.read_region(region)
     return Snapshot.from_dict(data, where)
-
-
-def _column(table: Mapping[str, Any], kind: str, region: str) -> dict[str, float] | None:
-    names = table.get("names") or []
-    column = (table.get(kind) or {}).get(region)
-    if not isinstance(column, list) or len(column) != len(names):
-        return None
-    return {n: float(p) for n, p in zip(names, column, strict=True) if p is not None}
 
 
 def bundled_prices(region: str) -> PriceTable | None:
@@ -295,17 +203,7 @@ def bundled_prices(region: str) -> PriceTable | None:
             generated_at=snap.generated_at,
             provenance=snap.provenance,
         )
-    table = _price_table()
-    on_demand = _column(table, "onDemand", region)
-    if on_demand is None:
-        return None
-    return PriceTable(
-        region=region,
-        on_demand=on_demand,
-        spot=_column(table, "spot", region) or {},
-        generated_at=_parse_time(table.get("generatedAt")),
-        provenance=str(table.get("provenance", "")),
-    )
+    return DATA.column_prices(region, "onDemand", "spot")
 
 
 @functools.cache
@@ -332,40 +230,17 @@ def write_snapshot(snapshot: Snapshot, output_dir: str | Path) -> Path:
     """Write ``snapshot`` as ``<output_dir>/regions/<region>.json.gz`` and put its prices
     in ``<output_dir>/prices.json.gz``; returns the snapshot's path."""
     out = Path(output_dir)
-    path = out / "regions" / f"{snapshot.region}{_SUFFIX}"
-    _write_json_gz(path, snapshot.to_dict())
-    _update_price_table(out / "prices.json.gz", snapshot)
-    return path
-
-
-def _update_price_table(path: Path, snapshot: Snapshot) -> None:
-    columns: dict[str, dict[str, dict[str, float]]] = {"onDemand": {}, "spot": {}}
-    meta: dict[str, Any] = {}
-    if path.is_file():
-        data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-        names = data.get("names") or []
-        for kind in columns:
-            for region, column in (data.get(kind) or {}).items():
-                columns[kind][region] = {
-                    n: p for n, p in zip(names, column, strict=False) if p is not None
-                }
-        meta = {k: data[k] for k in ("generatedAt", "provenance") if k in data}
-    columns["onDemand"][snapshot.region] = dict(snapshot.on_demand)
-    columns["spot"][snapshot.region] = dict(snapshot.spot)
-    names = sorted({n for kind in columns.values() for c in kind.values() for n in c})
-    _write_json_gz(
-        path,
-        {
-            "schema": SCHEMA,
-            "generatedAt": meta.get("generatedAt", _format_time(snapshot.generated_at)),
-            "provenance": meta.get("provenance", snapshot.provenance),
-            "names": names,
-            **{
-                kind: {r: [c.get(n) for n in names] for r, c in sorted(regions.items())}
-                for kind, regions in columns.items()
-            },
-        },
+    path = out / "regions" / f"{snapshot.region}{bundled.SUFFIX}"
+    bundled.write_json_gz(path, snapshot.to_dict())
+    bundled.update_price_table(
+        out / "prices.json.gz",
+        snapshot.region,
+        {"onDemand": snapshot.on_demand, "spot": snapshot.spot},
+        generated_at=snapshot.generated_at,
+        provenance=snapshot.provenance,
+        kinds=("onDemand", "spot"),
     )
+    return path
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -424,7 +299,7 @@ def refresh_region(
         machine_types_recorded_at=now,
         provenance=(
             f"machine types (machineTypes.aggregatedList, project {project}) and prices "
-            f"({endpoint}) read live on {_format_time(now)}"
+            f"({endpoint}) read live on {bundled.format_time(now)}"
         ),
     )
 
@@ -498,7 +373,7 @@ def _import(args: argparse.Namespace) -> int:
             return 1
         on_demand, spot = table.get(args.region, ({}, {}))
     now = datetime.now(UTC)
-    recorded = _parse_time(args.recorded_at) if args.recorded_at else now
+    recorded = bundled.parse_time(args.recorded_at) if args.recorded_at else now
     snapshot = Snapshot(
         region=args.region,
         zones=sorted({z for mt in types for z in mt.zones}),
@@ -524,9 +399,9 @@ def _list(_: argparse.Namespace) -> int:
         snap = load_snapshot(region)
         print(
             f"{region}: {len(snap.machine_types)} machine types in {', '.join(snap.zones)} "
-            f"(recorded {_format_time(snap.machine_types_recorded_at)}), "
+            f"(recorded {bundled.format_time(snap.machine_types_recorded_at)}), "
             f"{len(snap.on_demand)} on-demand / {len(snap.spot)} spot prices "
-            f"(retrieved {_format_time(snap.generated_at)})"
+            f"(retrieved {bundled.format_time(snap.generated_at)})"
         )
     print(f"prices for {len(PRICE_REGIONS)} regions")
     return 0
