@@ -36,7 +36,11 @@ kube-scheduler's order, stopping at a node's first failure:
 
 Feasible nodes are scored by NodeResourcesFit alone (``LeastAllocated`` by default, or
 ``MostAllocated``), ties going to the node name that sorts first, and the pod is bound
-(``pods/binding``). Pods bound earlier in the pass count against later ones. A pod that
+(``pods/binding``). As kube-scheduler does, the search for a pod stops once it has found
+``numFeasibleNodesToFind`` feasible nodes (every node up to 100 nodes; with the default
+``percentageOfNodesToScore`` of 0, 50% less 1% per 125 nodes, at least 5% and 100 nodes)
+and the next pod's search starts where it stopped; a pod that fits nowhere has tried
+every node. Pods bound earlier in the pass count against later ones. A pod that
 fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with kube-scheduler's message
 (``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).``);
 a gated pod gets reason ``SchedulingGated``.
@@ -193,6 +197,24 @@ class KubeSchedulerOptions:
     scheduler_names: frozenset[str] = field(
         default=frozenset({DEFAULT_SCHEDULER_NAME}), converter=_names
     )
+    percentage_of_nodes_to_score: int = 0
+    """kube-scheduler's ``percentageOfNodesToScore``: 0 (its default) adapts to the cluster
+    (50% less 1% per 125 nodes, at least 5%); 100 tries every node."""
+
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes kube-scheduler looks for before it stops filtering
+    (``numFeasibleNodesToFind``): every node below 100 nodes, else ``percentage`` of them
+    (adaptive when 0), never fewer than 100."""
+    if nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return nodes
+    if percentage <= 0:
+        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 def _toleration_covers(tolerations: Sequence[Toleration], taint: Taint) -> bool:
@@ -595,6 +617,7 @@ class KubeScheduler:
         # False after a pass whose writes failed: the next pass must run even if nothing
         # changed, to retry them.
         self._settled = False
+        self._next_start = 0
 
     def _on_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
@@ -806,7 +829,15 @@ class KubeScheduler:
         best: _NodeState | None = None
         best_score = -1.0
         nodes = state.nodes
-        for node in nodes:
+        # like kube-scheduler, stop once enough nodes fit, and start the next pod's search
+        # where this one stopped, so every node gets its turn
+        count = len(nodes)
+        wanted = feasible_nodes_to_find(count, self.options.percentage_of_nodes_to_score)
+        start = self._next_start % count if count else 0
+        feasible = processed = 0
+        for i in range(count):
+            node = nodes[(start + i) % count]
+            processed += 1
             failed = self._filter(ctx, cls, node)
             if not failed and claims is not None and self._dra is not None:
                 dra_failure = self._dra.filter(claims, node.node.raw)
@@ -816,8 +847,13 @@ class KubeScheduler:
                     reasons[r] = reasons.get(r, 0) + 1
                 continue
             score = self._score(pod, node)
-            if score > best_score:
+            if score > best_score or (score == best_score and best and node.name < best.name):
                 best, best_score = node, score
+            feasible += 1
+            if feasible >= wanted:
+                break
+        if count:
+            self._next_start = (start + processed) % count
         if best is None:
             self._mark(pod, "Unschedulable", _fit_error(len(nodes), reasons))
             return None
