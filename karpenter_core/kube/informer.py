@@ -63,6 +63,7 @@ from karpenter_core.kube.client import (
     WatchStream,
     resource_for,
 )
+from karpenter_core.kube.sharing import SharedStructures
 
 __all__ = [
     "POD_NODE_NAME_INDEX",
@@ -73,6 +74,7 @@ __all__ = [
     "Informer",
     "InformerHealth",
     "SharedInformers",
+    "SharingCompactor",
     "Transform",
     "WatchSpec",
     "compact_object",
@@ -203,7 +205,7 @@ def _slim_pod(obj: Obj) -> Obj:
     return out
 
 
-def compact_object(obj: Obj) -> Obj:
+def compact_object(obj: Obj, shared: SharedStructures | None = None) -> Obj:
     """The object as the operator caches it: without ``metadata.managedFields`` (server-side
     apply's bookkeeping, which no controller reads: controller-runtime's
     ``TransformStripManagedFields``, as upstream's operator configures its cache) and with
@@ -216,14 +218,28 @@ def compact_object(obj: Obj) -> Obj:
 
     A new structure: ``obj`` is not changed (a watch may hand the same event to others).
     An update built from a cached object omits ``managedFields``, which the API server
-    takes as "leave them as they are"."""
+    takes as "leave them as they are".
+
+    With ``shared``, nested values alike across objects (a Deployment's replicas' containers,
+    tolerations, labels...) are one object each (:mod:`karpenter_core.kube.sharing`)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
     if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         obj = _slim_pod(obj)
-    compacted: Obj = _compact(obj)
+    compacted: Obj = _compact(obj) if shared is None else shared.share(obj)
     return compacted
+
+
+class SharingCompactor:
+    """:func:`compact_object` with one :class:`SharedStructures` table for every informer
+    it is given to (``serve``'s cache transform)."""
+
+    def __init__(self) -> None:
+        self.shared = SharedStructures()
+
+    def __call__(self, obj: Obj) -> Obj:
+        return compact_object(obj, self.shared)
 
 
 def pod_node_name(obj: Mapping[str, Any]) -> list[str]:
