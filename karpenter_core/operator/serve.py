@@ -281,6 +281,8 @@ class Operator:
         self.leading = threading.Event()
         self.lost = threading.Event()
         self.controllers_started = threading.Event()
+        self._settled_frozen = False
+        self._cluster: Any = None
         self._wake = threading.Event()
         self._crd_kinds: list[ResourceType] = []
         self._cached: list[Any] = []
@@ -467,11 +469,12 @@ class Operator:
 
     def _start_informers(self) -> None:
         from karpenter_core.kube.cache import CachedClient
-        from karpenter_core.kube.informer import SharedInformers, compact_object
+        from karpenter_core.kube.informer import SharedInformers, SharingCompactor
 
         assert self.client is not None
-        # slim cached objects: with a large cluster they are most of the operator's memory
-        self.informers = SharedInformers(self.client, transform=compact_object)
+        # slim cached objects, their alike parts held once: with a large cluster they are
+        # most of the operator's memory
+        self.informers = SharedInformers(self.client, transform=SharingCompactor())
         kinds = cached_kinds(self.options)
         self._cached = [self.informers.informer(kind) for kind in kinds]
         self.reader = CachedClient(self.client, self.informers, kinds)
@@ -557,6 +560,7 @@ class Operator:
             cluster=Cluster(self.reader, self.clock, self.provider),
             base_cloud_provider=self.provider,
         )
+        self._cluster = ctx.cluster
         if self.plugin_manager is not None:
             from karpenter_core.plugins import PluginError, plugin_contributions
 
@@ -628,11 +632,24 @@ class Operator:
                 ):
                     freeze_heap()
                     self._start_controllers()
+                if not self._settled_frozen and self._first_burst_done():
+                    # cluster state's models of every pod and node, made since the caches
+                    # synced, are the next tens of millions of long-lived objects
+                    self._settled_frozen = True
+                    freeze_heap()
                 self._wake.wait(0.2)
                 self._wake.clear()
         finally:
             self.shutdown()
         return code
+
+    def _first_burst_done(self) -> bool:
+        """Controllers started, cluster state synced and no controller has work ready: the
+        start-up's reconcile of every cached object is over."""
+        manager = self.manager
+        if manager is None or self._cluster is None or not self._cluster.has_synced():
+            return False
+        return not any(c.queue.has_ready() for c in manager.controllers)
 
     def _caches_synced(self) -> bool:
         """Controllers start once every shared cache has listed, as controller-runtime's
