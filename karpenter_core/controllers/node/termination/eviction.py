@@ -31,7 +31,14 @@ from karpenter_core import metrics
 from karpenter_core.apis import v1
 from karpenter_core.apis.conditions import TRUE, condition_of
 from karpenter_core.controllers.node.termination import pods as podutil
-from karpenter_core.kube.client import ApiError, Conflict, KubeClient, NotFound, TooManyRequests
+from karpenter_core.kube.client import (
+    ApiError,
+    Conflict,
+    KubeClient,
+    NotFound,
+    TooManyRequests,
+    deep_copy,
+)
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.events import NORMAL, WARNING, Event, EventRecorder
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -290,9 +297,18 @@ def nodeclaims_for_node(kube: KubeClient, node: Mapping[str, Any]) -> list[dict[
     provider_id = (node.get("spec") or {}).get("providerID")
     if not provider_id:
         return []
+    # scan the cached objects and copy the match only: a copy of every NodeClaim at each
+    # termination and health reconcile was most of their cost with thousands of nodes
+    list_objects = getattr(kube, "list_shared", None)
+    if list_objects is None:
+        return [
+            nc
+            for nc in kube.list("nodeclaims").items
+            if (nc.get("status") or {}).get("providerID") == provider_id
+        ]
     return [
-        nc
-        for nc in kube.list("nodeclaims").items
+        deep_copy(nc)
+        for nc in list_objects("nodeclaims").items
         if (nc.get("status") or {}).get("providerID") == provider_id
     ]
 
