@@ -31,6 +31,7 @@ import urllib.parse
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,21 @@ from karpenter_core.sim.apiserver import InMemoryApiServer
 
 CREATED = "2026-11-30T08:15:42Z"
 STARTED = "2026-11-30T08:16:03Z"
+_EPOCH = datetime(2026, 11, 28, 6, 0, 0, tzinfo=UTC)
+
+
+def _pod_times(i: int) -> tuple[str, str, str, str]:
+    """Pod ``i``'s creation, scheduling, start and readiness times: each pod its own, one
+    created every 1.1 s over two days (as a real cluster's pods are, so no two pods' status
+    conditions are alike), scheduled a second later, started after 21 s, Ready 6 s on."""
+    created = _EPOCH + timedelta(seconds=round(i * 1.1))
+
+    def at(seconds: int) -> str:
+        return (created + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return at(0), at(1), at(21), at(27)
+
+
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 INSTANCE_TYPES = (("m6i.8xlarge", "32", "128Gi"), ("c6i.8xlarge", "32", "64Gi"))
 DAEMONSETS = (("kube-system", "kube-proxy"), ("kube-system", "aws-node"))
@@ -445,27 +461,28 @@ class ScaleCluster:
             ]
         host_ip = f"10.{node // 250 % 256}.{node % 250}.{10 + node // 64000}"
         pod_ip = f"100.{64 + node // 256 % 64}.{node % 256}.{2 + i % 250}"
+        created, scheduled, started, ready = _pod_times(i)
         status = {
             "phase": "Running",
             "conditions": [
-                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": STARTED}
-                for t in (
-                    "PodReadyToStartContainers",
-                    "Initialized",
-                    "Ready",
-                    "ContainersReady",
-                    "PodScheduled",
+                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": when}
+                for t, when in (
+                    ("PodReadyToStartContainers", started),
+                    ("Initialized", started),
+                    ("Ready", ready),
+                    ("ContainersReady", ready),
+                    ("PodScheduled", scheduled),
                 )
             ],
             "hostIP": host_ip,
             "hostIPs": [{"ip": host_ip}],
             "podIP": pod_ip,
             "podIPs": [{"ip": pod_ip}],
-            "startTime": STARTED,
+            "startTime": started,
             "containerStatuses": [
                 {
                     "name": container["name"],
-                    "state": {"running": {"startedAt": STARTED}},
+                    "state": {"running": {"startedAt": started}},
                     "lastState": {},
                     "ready": True,
                     "restartCount": 0,
@@ -491,7 +508,7 @@ class ScaleCluster:
             "namespace": ns,
             "uid": _uid("pod", i),
             "resourceVersion": self.rv,
-            "creationTimestamp": CREATED,
+            "creationTimestamp": created,
             "labels": labels,
             "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
             "ownerReferences": [owner_ref],
@@ -500,13 +517,13 @@ class ScaleCluster:
         metadata["managedFields"] = [
             _managed(
                 "kube-controller-manager",
-                CREATED,
+                created,
                 {
                     "f:metadata": _fields_v1({k: metadata[k] for k in owned}),
                     "f:spec": _fields_v1({k: v for k, v in spec.items() if k != "nodeName"}),
                 },
             ),
-            _managed("kubelet", STARTED, {"f:status": _fields_v1(status)}, status=True),
+            _managed("kubelet", ready, {"f:status": _fields_v1(status)}, status=True),
         ]
         return {
             "apiVersion": "v1",
