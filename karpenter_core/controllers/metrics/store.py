@@ -38,14 +38,15 @@ class MetricStore:
         self._series: dict[Hashable, set[_Series]] = {}
 
     @staticmethod
-    def _values(metric: StoreMetric) -> tuple[str, ...]:
+    def label_values(metric: StoreMetric) -> tuple[str, ...]:
+        """The metric's label values in its gauge's label order (for ``gauge.labels``)."""
         return tuple(str(metric.labels.get(name, "")) for name in metric.gauge._labelnames)
 
     def update(self, key: Hashable, metrics: Iterable[StoreMetric]) -> None:
         """Make ``metrics`` the series of ``key``: set them, remove its others."""
         new: set[_Series] = set()
         for m in metrics:
-            values = self._values(m)
+            values = self.label_values(m)
             m.gauge.labels(*values).set(m.value)
             new.add((m.gauge, values))
         with self._lock:

@@ -78,3 +78,36 @@ def test_a_deleted_node_loses_its_series() -> None:
     env.run_for(6)
     names = {labels["node_name"] for labels, _ in metric_samples("karpenter_nodes_allocatable")}
     assert names == {"n2"}
+
+
+def test_series_follow_pod_and_node_changes_after_the_first_pass() -> None:
+    """Unchanged nodes keep their series from pass to pass (only the lifetime moves); a pod
+    that arrives or leaves, and a node relabelled, change them at the next pass."""
+    env = make_env()
+    env.create(node("n1", labels=MANAGED_LABELS))
+    env.run_for(6)
+
+    def cpu_requests() -> float | None:
+        return metric_value(
+            "karpenter_nodes_total_pod_requests", node_name="n1", resource_type="cpu"
+        )
+
+    assert cpu_requests() is None  # no pod yet: no requests series
+    created = env.create(pod("a", cpu="500m", node_name="n1", phase="Running"))
+    env.run_for(6)
+    assert cpu_requests() == 0.5
+    env.create(pod("b", cpu="1", node_name="n1", phase="Running"))
+    env.run_for(6)
+    assert cpu_requests() == 1.5
+    env.kube.delete("pods", created["metadata"]["name"], "default", grace_period_seconds=0)
+    env.run_for(6)
+    assert cpu_requests() == 1.0
+    _, label_map = metrics.node_gauges()
+    zone = label_map["topology.kubernetes.io/zone"]
+    env.kube.patch(
+        "nodes", "n1", {"metadata": {"labels": {"topology.kubernetes.io/zone": "zone-b"}}}
+    )
+    env.run_for(6)
+    zones = {labels[zone] for labels, _ in metric_samples("karpenter_nodes_allocatable")}
+    assert zones == {"zone-b"}  # the zone-a series went with the change
+    assert metric_value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 30.0
