@@ -35,3 +35,28 @@ def test_freeze_heap_leaves_what_exists_out_of_later_collections() -> None:
         assert all(gc.is_tracked(o) for o in cached)  # still tracked, merely frozen
     finally:
         gc.unfreeze()
+
+
+def test_the_second_freeze_waits_for_synced_state_and_idle_controllers() -> None:
+    from types import SimpleNamespace
+
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    operator = Operator(ServeConfig(), client=server, configure_logs=False)
+    assert not operator._first_burst_done()  # no controllers yet
+
+    class Queue:
+        ready = True
+
+        def has_ready(self) -> bool:
+            return self.ready
+
+    queue = Queue()
+    synced = SimpleNamespace(value=False)
+    operator.manager = SimpleNamespace(controllers=[SimpleNamespace(queue=queue)])  # type: ignore[assignment]
+    operator._cluster = SimpleNamespace(has_synced=lambda: synced.value)
+    assert not operator._first_burst_done()  # state not synced
+    synced.value = True
+    assert not operator._first_burst_done()  # a controller has work ready
+    queue.ready = False
+    assert operator._first_burst_done()
+    operator.manager = None
