@@ -33,8 +33,11 @@ terminations share EC2 calls. Instances are remembered in an :class:`InstanceCac
 skip it, so a node launched a moment ago is not reported gone because an eventually
 consistent DescribeInstances does not know it yet.
 
-Not implemented (docs/aws.md): capacity reservations, placement groups, EFA interfaces
-and the in-flight IP estimate per subnet.
+A NodeClaim requesting ``vpc.amazonaws.com/efa`` gets templates with EFA interfaces (one
+per network card of its type, unless the EC2NodeClass lists its own interfaces).
+
+Not implemented (docs/aws.md): capacity reservations, placement groups and the in-flight
+IP estimate per subnet.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ unfulfillable-capacity set)."""
 SPOT_SLR_CODE = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 NOT_FOUND_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+RESOURCE_EFA = "vpc.amazonaws.com/efa"
 _STATE_FILTER = {"Name": "instance-state-name", "Values": list(LIVE_STATES)}
 _RESERVATION_LABELS = frozenset(
     {
@@ -689,13 +693,17 @@ class InstanceProvider:
         self, request: LaunchRequest, types: Sequence[InstanceType], capacity_type: str
     ) -> Instance:
         reqs = _with_capacity_type(request.requirements, capacity_type)
-        groups: dict[tuple[str, int | None], list[InstanceType]] = {}
+        # one template per (AMI, max pods, EFA interfaces): all three are in its content;
+        # EFA interfaces only when the NodeClaim asks for EFA, as many as the type offers
+        wants_efa = request.requests.get(RESOURCE_EFA, 0) > 0
+        groups: dict[tuple[str, int | None, int], list[InstanceType]] = {}
         for it in types:
             ami = ami_for(it, request.amis)
             if ami is None:
                 continue
             pods = it.capacity.get(res.PODS)
-            groups.setdefault((ami, pods // 1000 if pods else None), []).append(it)
+            efa = it.capacity.get(RESOURCE_EFA, 0) // 1000 if wants_efa else 0
+            groups.setdefault((ami, pods // 1000 if pods else None, efa), []).append(it)
         if not groups:
             amis = ", ".join(a.id for a in request.amis) or "none"
             raise CreateError(
@@ -704,12 +712,12 @@ class InstanceProvider:
                 "no AMI of the EC2NodeClass suits the candidate instance types",
             )
         configs: list[tuple[str, list[Override]]] = []
-        for (ami, max_pods), its in groups.items():
+        for (ami, max_pods, efa_count), its in groups.items():
             overrides = build_overrides(its, reqs, request.subnets, ami)
             if not overrides:
                 continue
             try:
-                spec = request.template.spec(ami, max_pods, capacity_type)
+                spec = request.template.spec(ami, max_pods, capacity_type, efa_count)
                 name = self.launch_templates.ensure(spec)
             except UserDataError as e:
                 raise CreateError(e, "UserDataInvalid", str(e)) from e

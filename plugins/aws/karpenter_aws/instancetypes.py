@@ -21,7 +21,7 @@ Data upstream takes from generated tables is taken from ``DescribeInstanceTypes`
 EC2 reports it and left out where it does not: the network-bandwidth label is the sum of
 the network cards' ``BaselineBandwidthInGbps`` (in Mbit/s, as upstream's table) and is
 absent when EC2 gives no baseline; ``vpc.amazonaws.com/pod-eni`` (ENI trunking, known
-only from the VPC resource controller's table) is never advertised;
+only from the VPC resource controller's table) comes from :mod:`karpenter_aws.network`;
 ``vpc.amazonaws.com/PrivateIPv4Address`` on Windows is ``Ipv4AddressesPerInterface - 1``,
 which is what that table holds.
 """
@@ -41,6 +41,7 @@ import attrs
 from attrs import field, frozen
 
 from karpenter_aws import labels as aws_labels
+from karpenter_aws import network
 from karpenter_aws.amifamily import AMIFamily, get_family
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.metrics import record_instance_type
@@ -685,6 +686,7 @@ def build_instance_type(
         res.EPHEMERAL_STORAGE: storage,
         res.PODS: pods * _MILLI,
         **_extended_resources(info, network_interfaces),
+        **network.capacity(name),
     }
     if traits.os == "windows" and requirements.get(core_labels.LABEL_OS).has("windows"):
         per_eni = _int(_dict(info.get("NetworkInfo")).get("Ipv4AddressesPerInterface"))
@@ -932,6 +934,7 @@ class InstanceTypeProvider:
                 self._built[key] = built
             compatible = {
                 it.name: compatible_with_ami_family(it.name, nodeclass.ami_family)
+                and network.compatible_with_nodeclass(catalogue.infos[it.name], nodeclass)
                 for it in built.types
             }
             missing: builtins.list[tuple[str, str]] = []
@@ -1007,6 +1010,9 @@ class InstanceTypeProvider:
             _kubelet_key(nodeclass.kubelet),
             repr(nodeclass.block_device_mappings),
             nodeclass.instance_store_policy,
+            nodeclass.network_interfaces,
+            nodeclass.nested_virtualization,
+            nodeclass.connection_tracking is not None,
         )
 
     def _build_all(
@@ -1031,6 +1037,7 @@ class InstanceTypeProvider:
                 settings=self._settings,
                 offering_zones=catalogue.zones_by_type.get(name, frozenset()),
                 instance_store_policy=nodeclass.instance_store_policy,
+                network_interfaces=nodeclass.network_interfaces,
             )
             info = catalogue.infos[name]
             record_instance_type(name, _vcpus(info), _memory_mib(info))

@@ -41,6 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 
 from karpenter_aws.amifamily import get_family
 from karpenter_aws.labels import GROUP, LABEL_NODE_CLASS
+from karpenter_aws.network import Interfaces
 from karpenter_aws.userdata import UserDataOptions, render
 from karpenter_core.plugin_api import Result
 
@@ -70,6 +71,8 @@ CACHE_TTL_SECONDS = 60.0
 SWEEP_INTERVAL_SECONDS = 60.0
 """How often expired templates are deleted (upstream's cache clean-up interval)."""
 GIB = 1 << 30
+_OPTIONAL = frozenset({"network", "nested_virtualization"})
+"""Template parts left out of the name while unset."""
 
 
 @frozen
@@ -194,18 +197,24 @@ class LaunchTemplateSpec:
     associate_public_ip: bool | None = None
     detailed_monitoring: bool = False
     tenancy: str = "default"
+    # None: the one default interface from security_group_ids and associate_public_ip
+    network: Interfaces | None = None
+    nested_virtualization: str | None = None
 
     def name(self) -> str:
-        """``karpenter.k8s.aws/<decimal 64-bit hash of the content>``."""
-        doc = json.dumps(asdict(self), sort_keys=True, default=str)
+        """``karpenter.k8s.aws/<decimal 64-bit hash of the content>``; unset optional
+        parts stay out of it, so templates made before they existed keep their names."""
+        content = asdict(self, filter=lambda a, v: v is not None or a.name not in _OPTIONAL)
+        doc = json.dumps(content, sort_keys=True, default=str)
         digest = int.from_bytes(hashlib.sha256(doc.encode()).digest()[:8], "big")
         return f"{NAME_PREFIX}/{digest}"
 
     def request(self) -> dict[str, Any]:
         """The ``CreateLaunchTemplate`` arguments for this template."""
-        nic: dict[str, Any] = {"DeviceIndex": 0, "Groups": list(self.security_group_ids)}
-        if self.associate_public_ip is not None:
-            nic["AssociatePublicIpAddress"] = self.associate_public_ip
+        network = self.network or Interfaces(
+            security_group_ids=self.security_group_ids,
+            associate_public_ip=self.associate_public_ip,
+        )
         data_tags = [{"ResourceType": "network-interface", "Tags": ec2_tags(self.tags)}]
         if self.capacity_type == "spot":
             data_tags.append(
@@ -215,12 +224,14 @@ class LaunchTemplateSpec:
             "ImageId": self.image_id,
             "IamInstanceProfile": {"Name": self.instance_profile},
             "Monitoring": {"Enabled": self.detailed_monitoring},
-            "NetworkInterfaces": [nic],
+            "NetworkInterfaces": network.request(),
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "MetadataOptions": self.metadata_options.request(),
             "TagSpecifications": data_tags,
             "Placement": {"Tenancy": self.tenancy},
         }
+        if self.nested_virtualization:
+            data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if self.block_devices:
             data["BlockDeviceMappings"] = [b.request() for b in self.block_devices]
         return {
@@ -249,10 +260,15 @@ class TemplateInputs:
     associate_public_ip: bool | None = None
     detailed_monitoring: bool = False
     tenancy: str = "default"
+    network: Interfaces | None = None
+    nested_virtualization: str | None = None
 
-    def spec(self, image_id: str, max_pods: int | None, capacity_type: str) -> LaunchTemplateSpec:
+    def spec(
+        self, image_id: str, max_pods: int | None, capacity_type: str, efa_count: int = 0
+    ) -> LaunchTemplateSpec:
         """The template for ``image_id`` with kubelet ``max_pods`` (the user's own
-        ``maxPods`` wins) for ``capacity_type`` launches. Raises
+        ``maxPods`` wins) for ``capacity_type`` launches, with ``efa_count`` EFA interfaces
+        when the NodeClass lists no interfaces of its own. Raises
         :class:`~karpenter_aws.userdata.UserDataError` when the user data cannot be made."""
         ud = self.user_data
         labels = {**ud.labels, "karpenter.sh/capacity-type": capacity_type}
@@ -272,7 +288,19 @@ class TemplateInputs:
             associate_public_ip=self.associate_public_ip,
             detailed_monitoring=self.detailed_monitoring,
             tenancy=self.tenancy,
+            network=self._network(efa_count),
+            nested_virtualization=self.nested_virtualization,
         )
+
+    def _network(self, efa_count: int) -> Interfaces | None:
+        """The interfaces with ``efa_count`` EFAs; None when they are just the default
+        one (so that template keeps the name it always had)."""
+        default = Interfaces(
+            security_group_ids=self.security_group_ids,
+            associate_public_ip=self.associate_public_ip,
+        )
+        network = evolve(self.network or default, efa_count=efa_count)
+        return None if network == default else network
 
 
 def error_code(err: BaseException) -> str:

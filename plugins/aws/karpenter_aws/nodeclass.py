@@ -60,10 +60,13 @@ __all__ = [
     "Alias",
     "BlockDeviceMapping",
     "CapacityReservationSelectorTerm",
+    "ConnectionTracking",
     "EC2NodeClass",
     "KubeletConfiguration",
     "MetadataOptions",
+    "NetworkInterface",
     "NodeClassError",
+    "PlacementGroupSelector",
     "SecurityGroupSelectorTerm",
     "SecurityGroupStatus",
     "SubnetSelectorTerm",
@@ -699,6 +702,135 @@ class MetadataOptions:
         )
 
 
+@frozen
+class NetworkInterface:
+    """One ``spec.networkInterfaces`` entry: an ENA (``interface``) or ``efa-only``
+    interface on a network card. When the list is set it replaces the launch template's
+    single default interface, and its ``efa-only`` count is the type's
+    ``vpc.amazonaws.com/efa``."""
+
+    network_card_index: int = 0
+    device_index: int = 0
+    interface_type: str = "interface"
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> NetworkInterface:
+        m = _obj(raw, path)
+        for key in ("networkCardIndex", "deviceIndex", "interfaceType"):
+            if m.get(key) is None:
+                raise NodeClassError(f"{path}.{key}: required")
+        kind = _str(m.get("interfaceType"), f"{path}.interfaceType") or ""
+        if kind not in ("interface", "efa-only"):
+            raise NodeClassError(
+                f"{path}.interfaceType: {kind!r} is not one of interface, efa-only"
+            )
+        return cls(
+            network_card_index=_int(m.get("networkCardIndex"), f"{path}.networkCardIndex", 0) or 0,
+            device_index=_int(m.get("deviceIndex"), f"{path}.deviceIndex", 0) or 0,
+            interface_type=kind,
+        )
+
+
+def _network_interfaces(raw: Any) -> tuple[NetworkInterface, ...] | None:
+    """None when unset (the type's own EFA count applies); the CRD's rules otherwise."""
+    if raw is None:
+        return None
+    path = "spec.networkInterfaces"
+    items = _list(raw, path)
+    if len(items) > 150:
+        raise NodeClassError(f"{path}: at most 150, got {len(items)}")
+    nics = tuple(NetworkInterface.from_dict(n, f"{path}[{i}]") for i, n in enumerate(items))
+    if nics and not any(
+        n.network_card_index == 0 and n.device_index == 0 and n.interface_type == "interface"
+        for n in nics
+    ):
+        raise NodeClassError(
+            f"{path}: networkInterfaces must include a primary interface with "
+            "interfaceType='interface'"
+        )
+    slots = [(n.network_card_index, n.device_index) for n in nics]
+    efa_cards = [n.network_card_index for n in nics if n.interface_type == "efa-only"]
+    if len(set(slots)) != len(slots) or len(set(efa_cards)) != len(efa_cards):
+        raise NodeClassError(
+            f"{path}: networkInterfaces must not have duplicate networkCardIndex and "
+            "deviceIndex pairs, and can have at most one efa device per network card"
+        )
+    return nics
+
+
+@frozen
+class ConnectionTracking:
+    """Idle connection-tracking timeouts (seconds) for the ENIs of the launch template."""
+
+    tcp_established_timeout: int | None = None
+    udp_stream_timeout: int | None = None
+    udp_timeout: int | None = None
+
+    @classmethod
+    def from_dict(
+        cls, raw: Any, path: str = "spec.connectionTracking"
+    ) -> ConnectionTracking | None:
+        if raw is None:
+            return None
+        m = _obj(raw, path)
+        ct = cls(
+            tcp_established_timeout=_int(
+                m.get("tcpEstablishedTimeout"), f"{path}.tcpEstablishedTimeout", 60, 432000
+            ),
+            udp_stream_timeout=_int(m.get("udpStreamTimeout"), f"{path}.udpStreamTimeout", 60, 180),
+            udp_timeout=_int(m.get("udpTimeout"), f"{path}.udpTimeout", 30, 60),
+        )
+        if (
+            ct.tcp_established_timeout is None
+            and ct.udp_stream_timeout is None
+            and (ct.udp_timeout is None)
+        ):
+            raise NodeClassError(
+                f"{path}: at least one of tcpEstablishedTimeout, udpStreamTimeout, or "
+                "udpTimeout must be set"
+            )
+        return ct
+
+
+_PG_ID = re.compile(r"^pg-[0-9a-z]+$")
+
+
+@frozen
+class PlacementGroupSelector:
+    """``spec.placementGroupSelector``: one placement group, by ``name`` or ``id``."""
+
+    name: str = ""
+    id: str = ""
+
+    @classmethod
+    def from_dict(
+        cls, raw: Any, path: str = "spec.placementGroupSelector"
+    ) -> PlacementGroupSelector | None:
+        if raw is None:
+            return None
+        m = _obj(raw, path)
+        sel = cls(
+            name=_str(m.get("name"), f"{path}.name") or "",
+            id=_pattern(m.get("id"), f"{path}.id", _PG_ID, "a placement group id (pg-...)"),
+        )
+        if not sel.name and not sel.id:
+            raise NodeClassError(f"{path}: expected at least one, got none, ['name', 'id']")
+        if sel.name and sel.id:
+            raise NodeClassError(f"{path}: 'name' and 'id' are mutually exclusive")
+        return sel
+
+
+def _nested_virtualization(raw: Any) -> str | None:
+    path = "spec.cpuOptions"
+    m = _obj(raw, path)
+    value = _str(m.get("nestedVirtualization"), f"{path}.nestedVirtualization")
+    if value is not None and value not in ("enabled", "disabled"):
+        raise NodeClassError(
+            f"{path}.nestedVirtualization: {value!r} is not one of enabled, disabled"
+        )
+    return value
+
+
 # --- status -------------------------------------------------------------------------------
 
 
@@ -848,6 +980,11 @@ class EC2NodeClass:
     detailed_monitoring: bool = False
     instance_store_policy: str | None = None
     context: str | None = None
+    network_interfaces: tuple[NetworkInterface, ...] | None = None
+    ip_prefix_count: int | None = None
+    connection_tracking: ConnectionTracking | None = None
+    placement_group_selector: PlacementGroupSelector | None = None
+    nested_virtualization: str | None = None
     # status
     subnets: tuple[SubnetStatus, ...] = ()
     security_groups: tuple[SecurityGroupStatus, ...] = ()
@@ -947,7 +1084,6 @@ class EC2NodeClass:
         policy = _str(spec.get("instanceStorePolicy"), "spec.instanceStorePolicy")
         if policy is not None and policy != "RAID0":
             raise NodeClassError(f"spec.instanceStorePolicy: {policy!r} is not one of RAID0")
-        _int(spec.get("ipPrefixCount"), "spec.ipPrefixCount", minimum=0)
 
         generation = _int(meta.get("generation"), "metadata.generation") or 0
         deletion = meta.get("deletionTimestamp")
@@ -978,6 +1114,13 @@ class EC2NodeClass:
             ),
             instance_store_policy=policy,
             context=_str(spec.get("context"), "spec.context"),
+            network_interfaces=_network_interfaces(spec.get("networkInterfaces")),
+            ip_prefix_count=_int(spec.get("ipPrefixCount"), "spec.ipPrefixCount", minimum=0),
+            connection_tracking=ConnectionTracking.from_dict(spec.get("connectionTracking")),
+            placement_group_selector=PlacementGroupSelector.from_dict(
+                spec.get("placementGroupSelector")
+            ),
+            nested_virtualization=_nested_virtualization(spec.get("cpuOptions")),
             subnets=status["subnets"],
             security_groups=status["security_groups"],
             amis=status["amis"],

@@ -14,9 +14,9 @@ Each reconcile of an EC2NodeClass:
 * sets ``SubnetsReady``, ``SecurityGroupsReady``, ``AMIsReady``, ``InstanceProfileReady``,
   ``ValidationSucceeded`` and their conjunction ``Ready``, stamped with the generation.
 
-``ValidationSucceeded`` is set from the other conditions only: upstream also proves the
-controller's IAM permissions with ``DryRun`` calls (CreateFleet, CreateLaunchTemplate,
-RunInstances); this provider does not, so a missing permission shows at launch instead.
+``ValidationSucceeded`` also needs the ``DryRun`` permission checks of
+:mod:`karpenter_aws.validation` to pass, and no field this provider does not implement
+(``placementGroupSelector``, ``capacityReservationSelectorTerms``) to be set.
 
 AWS failures (``ClientError``, connection errors) become a False condition whose message
 carries the AWS error code, plus a Warning event; the controller itself never raises for
@@ -67,6 +67,7 @@ from karpenter_aws.nodeclass import (
     NodeClassError,
 )
 from karpenter_aws.settings import AWSSettings
+from karpenter_aws.validation import REASON_UNSUPPORTED_FIELD, DryRunValidator, unsupported_fields
 from karpenter_core.plugin_api import (
     ApiError,
     Clock,
@@ -215,6 +216,7 @@ class NodeClassStatusReconciler:
         # (role, uid) -> profile created but maybe not yet in status (a failed status
         # write must not make the next reconcile create a second profile)
         self._created_profiles: dict[tuple[str, str], str] = {}
+        self._dry_run = DryRunValidator(clients.ec2, clock.monotonic)
 
     # ------------------------------------------------------------------ entry point
 
@@ -248,7 +250,7 @@ class NodeClassStatusReconciler:
             self._amis(nodeclass, status, conditions, obj),
             self._instance_profile(nodeclass, status, conditions, obj),
         ]
-        self._validation(nodeclass, conditions)
+        self._validation(nodeclass, conditions, obj, status)
         return self._write_status(obj, status_obj) or Result.after(min(after))
 
     # ------------------------------------------------------------------ metadata
@@ -749,24 +751,57 @@ class NodeClassStatusReconciler:
 
     # ------------------------------------------------------------------ validation
 
-    def _validation(self, nodeclass: EC2NodeClass, conditions: ConditionSet) -> None:
-        """False for a kubelet configuration the kubelet would reject or ignore, else True
-        once the other conditions are; no DryRun permission checks (see the module
-        docstring)."""
+    def _validation(
+        self,
+        nodeclass: EC2NodeClass,
+        conditions: ConditionSet,
+        obj: Mapping[str, Any],
+        status: Mapping[str, Any],
+    ) -> None:
+        """False for a kubelet configuration the kubelet would reject or ignore, for a
+        field this provider does not implement, and when a DryRun says the controller may
+        not launch; True once the other conditions are and the DryRun calls are allowed
+        (:mod:`karpenter_aws.validation`)."""
         kubelet = nodeclass.kubelet.problems()
         if kubelet:
             conditions.set_false(
                 CONDITION_VALIDATION_SUCCEEDED, "InvalidKubeletConfiguration", "; ".join(kubelet)
             )
             return
+        unsupported = unsupported_fields(nodeclass)
+        if unsupported:
+            message = f"{', '.join(unsupported)}: not supported by this provider"
+            conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, REASON_UNSUPPORTED_FIELD, message)
+            self.recorder.warning(obj, REASON_UNSUPPORTED_FIELD, message)
+            return
         others = [t for t in READY_CONDITIONS if t != CONDITION_VALIDATION_SUCCEEDED]
         message = "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution"
         if any(conditions.is_false(t) for t in others):
             conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "DependenciesNotReady", message)
-        elif any(conditions.is_unknown(t) for t in others):
+            return
+        if any(conditions.is_unknown(t) for t in others):
             conditions.set_unknown_with_reason(
                 CONDITION_VALIDATION_SUCCEEDED, "DependenciesNotReady", message
             )
+            return
+        # the status just written holds what a launch would use
+        resolved = EC2NodeClass.from_dict({**obj, "status": status})
+        cluster = self.settings.cluster_name
+        tags = {
+            **nodeclass.tags,
+            f"kubernetes.io/cluster/{cluster}": "owned",
+            "eks:eks-cluster-name": cluster,
+            LABEL_NODE_CLASS: nodeclass.name,
+        }
+        result = self._dry_run.validate(resolved, tags)
+        if result.unknown:
+            conditions.set_unknown_with_reason(
+                CONDITION_VALIDATION_SUCCEEDED, "DryRunFailed", result.message
+            )
+            log.warning("EC2NodeClass %s: %s", nodeclass.name, result.message)
+        elif result.reason:
+            conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, result.reason, result.message)
+            self.recorder.warning(obj, result.reason, result.message)
         else:
             conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
 

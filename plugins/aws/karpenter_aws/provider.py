@@ -55,10 +55,12 @@ from karpenter_aws.instance import (
 from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_INSTANCE_TENANCY
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
+    MetadataOptions,
     TemplateInputs,
     block_device_from,
     metadata_options_from,
 )
+from karpenter_aws.network import IP_FAMILY_IPV6, Interfaces, ip_family
 from karpenter_aws.nodeclass import (
     HASH_ANNOTATION,
     HASH_VERSION,
@@ -259,12 +261,13 @@ class AWSCloudProvider:
         taints = [UNREGISTERED_TAINT]
         for t in (*nc.spec.taints, *nc.spec.startup_taints):
             taints.append(Taint(t.key, t.effect, t.value or ""))
+        cluster_dns = kubelet.cluster_dns or self._kube_dns()
         user_data = UserDataOptions(
             cluster_name=self.settings.cluster_name,
             cluster_endpoint=cluster["endpoint"],
             ca_bundle=cluster["ca"],
             cluster_cidr=cluster["cidr"],
-            cluster_dns=kubelet.cluster_dns or self._kube_dns(),
+            cluster_dns=cluster_dns,
             max_pods=kubelet.max_pods,
             pods_per_core=kubelet.pods_per_core,
             kube_reserved=kubelet.kube_reserved,
@@ -285,10 +288,19 @@ class AWSCloudProvider:
             user_data=user_data,
             tags=tags,
             block_devices=tuple(block_device_from(b) for b in nodeclass.block_device_mappings),
-            metadata_options=metadata_options_from(nodeclass.metadata_options),
+            metadata_options=_metadata_options(nodeclass, cluster_dns),
             associate_public_ip=nodeclass.associate_public_ip,
             detailed_monitoring=nodeclass.detailed_monitoring,
             tenancy=_tenancy(reqs),
+            network=Interfaces.of(
+                [sg.id for sg in nodeclass.security_groups],
+                associate_public_ip=nodeclass.associate_public_ip,
+                cluster_dns=cluster_dns,
+                ip_prefix_count=nodeclass.ip_prefix_count,
+                connection_tracking=nodeclass.connection_tracking,
+                configured=nodeclass.network_interfaces,
+            ),
+            nested_virtualization=nodeclass.nested_virtualization,
         )
         return LaunchRequest(
             nodeclaim_name=nc.name or "",
@@ -666,6 +678,15 @@ class _Refresh:
                 ok = False
                 log.warning("refreshing %s failed, retrying in %ds: %s", what, REFRESH_RETRY, e)
         return Result.after(REFRESH_INTERVAL if ok else REFRESH_RETRY)
+
+
+def _metadata_options(nodeclass: EC2NodeClass, cluster_dns: Sequence[str]) -> MetadataOptions:
+    """The class's metadata options; unset, the defaults, with the IPv6 endpoint in an IPv6
+    cluster (as upstream's family defaults)."""
+    options = metadata_options_from(nodeclass.metadata_options)
+    if "metadataOptions" not in nodeclass.raw_spec and ip_family(cluster_dns) == IP_FAMILY_IPV6:
+        return attrs.evolve(options, http_protocol_ipv6="enabled")
+    return options
 
 
 def _tenancy(reqs: Requirements) -> str:

@@ -49,6 +49,8 @@ from typing import Any
 import yaml
 from attrs import field, frozen
 
+from karpenter_aws.network import IP_FAMILY_IPV6, ip_family
+
 __all__ = [
     "BOUNDARY",
     "NODECONFIG_CONTENT_TYPE",
@@ -351,6 +353,8 @@ def _al2(o: UserDataOptions) -> str:
     cmd += _sh(o.cluster_endpoint)
     if o.ca_bundle:
         cmd += f" --b64-cluster-ca {_sh(o.ca_bundle)}"
+    if ip_family(o.cluster_dns) == IP_FAMILY_IPV6:
+        cmd += " \\\n--ip-family ipv6"
     if o.cluster_dns:
         cmd += f" \\\n--dns-cluster-ip {_sh(o.cluster_dns[0])}"
     if o.max_pods is not None:

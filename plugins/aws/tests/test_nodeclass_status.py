@@ -751,3 +751,91 @@ def test_the_controller_runs_from_its_watch_events(clients: AWSClients) -> None:
     assert env.condition("Ready")["status"] == "True"
     assert DEFAULT_REQUEUE > SUBNET_REQUEUE
     manager.stop()
+
+
+# --- unsupported fields and DryRun permission checks ----------------------------------------
+
+
+def test_a_placement_group_is_rejected_naming_the_field(env: Env) -> None:
+    env.create(placementGroupSelector={"name": "training"})
+    env.reconcile()
+    cond = env.condition("ValidationSucceeded")
+    assert (cond["status"], cond["reason"]) == ("False", "UnsupportedField")
+    assert "spec.placementGroupSelector" in cond["message"]
+    assert env.condition("Ready")["status"] == "False"
+    assert any(
+        r == "UnsupportedField" and "spec.placementGroupSelector" in m for r, m in env.warnings()
+    )
+
+
+def _unauthorized(operation: str) -> Callable[..., Any]:
+    """A handler failing ``operation`` as EC2 does for a caller without the permission
+    (moto answers every DryRun as allowed)."""
+
+    def handler(params: dict[str, Any], **_: Any) -> None:
+        assert params.get("DryRun") is True  # the validation never makes the real call
+        raise ClientError(
+            {"Error": {"Code": "UnauthorizedOperation", "Message": "You are not authorized"}},
+            operation,
+        )
+
+    return handler
+
+
+def test_dry_runs_that_ec2_allows_make_the_class_valid(env: Env) -> None:
+    calls: list[str] = []
+    for op in ("CreateLaunchTemplate", "RunInstances"):
+        hook(
+            env.clients.ec2,
+            f"provide-client-params.ec2.{op}",
+            lambda params, op=op, **_: calls.append(f"{op}:{params.get('DryRun')}"),
+        )
+    env.create()
+    env.reconcile()
+    assert env.condition("ValidationSucceeded")["status"] == "True"
+    assert env.condition("Ready")["status"] == "True"
+    assert calls == ["CreateLaunchTemplate:True", "RunInstances:True"]
+    # nothing was created: both were dry runs
+    assert not env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
+    assert not env.clients.ec2.describe_instances()["Reservations"]
+    # remembered: a second reconcile of the same class asks EC2 nothing
+    env.reconcile()
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("operation", "reason"),
+    [
+        ("CreateLaunchTemplate", "CreateLaunchTemplateAuthCheckFailed"),
+        ("RunInstances", "RunInstancesAuthCheckFailed"),
+    ],
+)
+def test_an_unauthorized_dry_run_fails_validation(env: Env, operation: str, reason: str) -> None:
+    hook(env.clients.ec2, f"provide-client-params.ec2.{operation}", _unauthorized(operation))
+    env.create()
+    env.reconcile()
+    cond = env.condition("ValidationSucceeded")
+    assert (cond["status"], cond["reason"]) == ("False", reason)
+    assert f"ec2:{operation}" in cond["message"] and "UnauthorizedOperation" in cond["message"]
+    assert env.condition("Ready")["status"] == "False"
+    assert any(r == reason for r, _ in env.warnings())
+
+
+def test_a_throttled_dry_run_leaves_validation_unknown_and_is_retried(env: Env) -> None:
+    throttled = [True]
+
+    def handler(**_: Any) -> None:
+        if throttled[0]:
+            raise ClientError(
+                {"Error": {"Code": "RequestLimitExceeded", "Message": "slow down"}},
+                "RunInstances",
+            )
+
+    hook(env.clients.ec2, "before-call.ec2.RunInstances", handler)
+    env.create()
+    env.reconcile()
+    cond = env.condition("ValidationSucceeded")
+    assert (cond["status"], cond["reason"]) == ("Unknown", "DryRunFailed")
+    throttled[0] = False
+    env.reconcile()
+    assert env.condition("ValidationSucceeded")["status"] == "True"
