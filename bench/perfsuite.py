@@ -618,7 +618,8 @@ class _Runner:
         last_draining = obs.now()
         last_change = obs.now()
         nodes = self._node_count()
-        while obs.now() - start < timeout:
+        # a halted simulation (see its notes) never moves on: looking again would spin
+        while obs.now() - start < timeout and self.sim.halted is None:
             if self._draining():
                 last_draining = last_change = obs.now()
                 rounds += 1

@@ -217,7 +217,8 @@ class Manager:
         client: KubeClient | None = None,
         *,
         seed: int | None = None,
-        max_reconciles_per_instant: int = 100_000,
+        max_reconciles_per_instant: int = 10_000_000,
+        max_reconciles_per_key: int = 1_000,
         informers: SharedInformers | None = None,
         guard: Callable[[], None] | None = None,
         charge: ComputeCharge | None = None,
@@ -247,9 +248,14 @@ class Manager:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._rr = 0
+        # Livelock detection on a virtual clock: one key reconciled over and over without
+        # time moving on. Counted per key, so a burst of many distinct keys at one instant
+        # (150,000 pods created at once) is not mistaken for one; the total is a backstop.
         self._max_per_instant = max_reconciles_per_instant
+        self._max_per_key = max_reconciles_per_key
         self._instant = -1
         self._instant_count = 0
+        self._instant_keys: dict[tuple[str, Hashable], int] = {}
         self._charged_ns = 0
 
     # ------------------------------------------------------------------ registration
@@ -515,13 +521,21 @@ class Manager:
         instant = round(now * 1_000_000_000) - self._charged_ns
         if instant != self._instant:
             self._instant, self._instant_count = instant, 0
+            self._instant_keys.clear()
         self._instant_count += 1
-        if self._instant_count > self._max_per_instant:
+        seen = self._instant_keys.get((controller.name, key), 0) + 1
+        self._instant_keys[(controller.name, key)] = seen
+        if seen > self._max_per_key or self._instant_count > self._max_per_instant:
             controller.queue.done(key)
+            what = (
+                f"key {key} reconciled more than {self._max_per_key} times"
+                if seen > self._max_per_key
+                else f"more than {self._max_per_instant} reconciles"
+            )
             raise LivelockError(
-                f"more than {self._max_per_instant} reconciles at virtual time {now:.6f}s without time "
-                f"moving on (last: controller {controller.name!r}, key {key}); a reconciler that "
-                "requeues immediately needs a requeue_after on a virtual clock"
+                f"{what} at virtual time {now:.6f}s without time moving on (last: controller "
+                f"{controller.name!r}, key {key}); a reconciler that requeues immediately needs "
+                "a requeue_after on a virtual clock"
             )
         try:
             if self.charge is None or not controller.charged:
