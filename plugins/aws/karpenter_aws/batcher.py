@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 
 from attrs import frozen
 
-from karpenter_core import metrics
+from karpenter_core.plugin_api import metrics
 
 __all__ = [
     "BATCH_SIZE",
