@@ -785,13 +785,26 @@ class _Offered:
     instance_type: InstanceType
 
 
-def _with_reserved_capacity_type(it: InstanceType) -> InstanceType:
-    """``it`` whose capacity-type requirement also allows ``reserved`` (it has reserved
-    offerings): a NodeClaim pinned to a reservation must still match the type."""
+def _with_reservations(
+    it: InstanceType, reservations: Sequence[CapacityReservation]
+) -> InstanceType:
+    """``it`` with reserved offerings: its capacity types also allow ``reserved`` and the
+    reservation labels take its reservations' values instead of "does not exist" (as
+    upstream), so a NodeClaim pinned to one of them still matches the type."""
     key = core_labels.CAPACITY_TYPE_LABEL_KEY
-    values = {*it.requirements.get(key).values, core_labels.CAPACITY_TYPE_RESERVED}
     reqs = it.requirements.copy()
-    reqs[key] = Requirement.new(key, IN, sorted(values))
+    reqs[key] = Requirement.new(
+        key, IN, sorted({*it.requirements.get(key).values, core_labels.CAPACITY_TYPE_RESERVED})
+    )
+    for label, values in (
+        (aws_labels.LABEL_CAPACITY_RESERVATION_ID, {r.id for r in reservations}),
+        (aws_labels.LABEL_CAPACITY_RESERVATION_TYPE, {r.reservation_type for r in reservations}),
+        (
+            aws_labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+            {str(r.interruptible).lower() for r in reservations},
+        ),
+    ):
+        reqs[label] = Requirement.new(label, IN, sorted(values))
     return attrs.evolve(it, requirements=reqs)
 
 
@@ -822,7 +835,7 @@ class InstanceTypeProvider:
         """``reservations`` gives the available counts of reserved offerings (none
         without it: every reserved offering is then unavailable)."""
         self._clients = clients
-        self._reservations = reservations
+        self.reservations = reservations
         self._settings = settings
         self._pricing = pricing
         self._unavailable = unavailable
@@ -1078,7 +1091,7 @@ class InstanceTypeProvider:
         seq: Any = self._unavailable.seq(it.name)
         prices = _pricing_version(self._pricing)
         mine = tuple(r for r in reservations if r.instance_type == it.name)
-        counts = self._reservations
+        counts = self.reservations
         if mine:
             # reserved offerings change with the reservations and their counts
             seq = (seq, counts.version if counts is not None else 0)
@@ -1105,7 +1118,7 @@ class InstanceTypeProvider:
         )
         offered = it.with_offerings(offerings)
         if mine:
-            offered = _with_reserved_capacity_type(offered)
+            offered = _with_reservations(offered, mine)
         self._offered[offered_key] = _Offered(now, seq, prices, offered)
         return offered
 

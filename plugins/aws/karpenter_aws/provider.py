@@ -198,6 +198,8 @@ class AWSCloudProvider:
         )
         if self.instances.reservations is None:
             self.instances.reservations = self.reservations
+        if getattr(self.instance_types, "reservations", False) is None:
+            self.instance_types.reservations = self.reservations
         self._lock = threading.Lock()
         self._cluster: dict[str, str] | None = None
         self._cluster_partial: tuple[dict[str, str], float] | None = None
