@@ -43,6 +43,7 @@ __all__ = [
     "CapacityReservation",
     "CapacityReservationProvider",
     "queries",
+    "tag_filters",
 ]
 
 log = logging.getLogger("karpenter.aws.capacityreservation")
@@ -146,6 +147,15 @@ class CapacityReservation:
         return out
 
 
+def tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
+    """EC2 describe filters for a selector's tags: ``*`` matches any value of the key
+    (``tag-key``), anything else the exact value."""
+    return [
+        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
+        for k, v in sorted(tags.items())
+    ]
+
+
 def queries(terms: Iterable[Any]) -> list[dict[str, Any]]:
     """The ``DescribeCapacityReservations`` arguments of each selector term."""
     out: list[dict[str, Any]] = []
@@ -157,12 +167,7 @@ def queries(terms: Iterable[Any]) -> list[dict[str, Any]]:
             filters: list[dict[str, Any]] = [active]
             if t.owner_id:
                 filters.append({"Name": "owner-id", "Values": [t.owner_id]})
-            for k, v in sorted(t.tags.items()):
-                filters.append(
-                    {"Name": "tag-key", "Values": [k]}
-                    if v == "*"
-                    else {"Name": f"tag:{k}", "Values": [v]}
-                )
+            filters.extend(tag_filters(t.tags))
             if t.instance_match_criteria:
                 filters.append(
                     {"Name": "instance-match-criteria", "Values": [t.instance_match_criteria]}

@@ -58,6 +58,7 @@ from karpenter_aws.capacityreservation import (
     EXPIRATION_PERIOD,
     CapacityReservation,
     CapacityReservationProvider,
+    tag_filters,
 )
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_NODE_CLASS
@@ -171,14 +172,6 @@ def _union_by_id(
 
 def _code(e: ClientError) -> str:
     return str((e.response.get("Error") or {}).get("Code") or "")
-
-
-def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
-    """``*`` matches any value of the key (``tag-key``), anything else the exact value."""
-    return [
-        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
-        for k, v in sorted(tags.items())
-    ]
 
 
 def _parse_time(text: str | None) -> datetime | None:
@@ -423,7 +416,7 @@ class NodeClassStatusReconciler:
         ids = [t.id for t in nodeclass.subnet_selector_terms if t.id]
         for t in nodeclass.subnet_selector_terms:
             if not t.id:
-                filter_sets.append(_tag_filters(t.tags))
+                filter_sets.append(tag_filters(t.tags))
         if ids:
             filter_sets.append([{"Name": "subnet-id", "Values": ids}])
         return _union_by_id(
@@ -472,7 +465,7 @@ class NodeClassStatusReconciler:
 
     def _describe_security_groups(self, nodeclass: EC2NodeClass) -> list[dict[str, Any]]:
         terms = nodeclass.security_group_selector_terms
-        filter_sets = [_tag_filters(t.tags) for t in terms if t.tags]
+        filter_sets = [tag_filters(t.tags) for t in terms if t.tags]
         ids = [t.id for t in terms if t.id]
         names = [t.name for t in terms if t.name]
         if ids:
@@ -603,7 +596,7 @@ class NodeClassStatusReconciler:
                         term.ssm_parameter,
                     )
             else:
-                args: dict[str, Any] = {"Filters": _tag_filters(term.tags)}
+                args: dict[str, Any] = {"Filters": tag_filters(term.tags)}
                 owners = [term.owner] if term.owner else []
                 if term.name:
                     args["Filters"].append({"Name": "name", "Values": [term.name]})
