@@ -98,6 +98,7 @@ if TYPE_CHECKING:
         Offering,
         Offerings,
         fits,
+        register_reservation_labels,
         truncate,
     )
     from karpenter_core.cloudprovider.unavailable import (
@@ -245,6 +246,7 @@ _NAMES: dict[str, str] = {
     "Offering": "karpenter_core.cloudprovider.types",
     "Offerings": "karpenter_core.cloudprovider.types",
     "fits": "karpenter_core.cloudprovider.types",
+    "register_reservation_labels": "karpenter_core.cloudprovider.types",
     "truncate": "karpenter_core.cloudprovider.types",
     "CloudProviderError": "karpenter_core.cloudprovider.errors",
     "CreateError": "karpenter_core.cloudprovider.errors",
@@ -515,6 +517,7 @@ __all__ = [
     "parse_yaml",
     "read_text",
     "record_disruption",
+    "register_reservation_labels",
     "register_resource",
     "resources",
     "simulate_scheduling",

@@ -36,8 +36,14 @@ consistent DescribeInstances does not know it yet.
 A NodeClaim requesting ``vpc.amazonaws.com/efa`` gets templates with EFA interfaces (one
 per network card of its type, unless the EC2NodeClass lists its own interfaces).
 
-Not implemented (docs/aws.md): capacity reservations, placement groups and the in-flight
-IP estimate per subnet.
+A reserved launch (the NodeClaim pinned to ``reserved`` and reservation ids by the core's
+reserved-capacity scheduling) keeps per type and zone the reserved offering with most
+capacity left, makes one template per reservation (``CapacityReservationSpecification``
+targeting it, ``capacity-reservations-only``; a capacity block also gets the
+``capacity-block`` market type) with that reservation's single override, and labels the
+instance with the reservation it went to; a capacity error marks that reservation full.
+
+Not implemented (docs/aws.md): placement groups and the in-flight IP estimate per subnet.
 """
 
 from __future__ import annotations
@@ -52,14 +58,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import attrs
 from attrs import field, frozen
 from botocore.exceptions import (  # type: ignore[import-untyped]
     BotoCoreError,
     ClientError,
 )
 
+from karpenter_aws.capacityreservation import CapacityReservationProvider
 from karpenter_aws.ec2batch import DirectEC2, EC2Batcher, EC2Calls
-from karpenter_aws.labels import LABEL_INSTANCE_TENANCY, LABEL_NODE_CLASS, LABEL_TOPOLOGY_ZONE_ID
+from karpenter_aws.labels import (
+    LABEL_CAPACITY_RESERVATION_ID,
+    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+    LABEL_CAPACITY_RESERVATION_TYPE,
+    LABEL_INSTANCE_TENANCY,
+    LABEL_NODE_CLASS,
+    LABEL_TOPOLOGY_ZONE_ID,
+)
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
     LT_NOT_FOUND_CODES,
@@ -250,6 +265,9 @@ class Instance:
     tags: Mapping[str, str] = field(factory=dict)
     tenancy: str = "default"
     launch_time: datetime | None = None
+    reservation_id: str = ""
+    reservation_type: str = ""
+    reservation_interruptible: bool = False
 
     @property
     def provider_id(self) -> str:
@@ -275,6 +293,8 @@ class Instance:
         else:
             capacity_type = wk.CAPACITY_TYPE_ON_DEMAND
         launch = d.get("LaunchTime")
+        lifecycle = d.get("InstanceLifecycle")
+        reserved = capacity_type == wk.CAPACITY_TYPE_RESERVED
         return cls(
             id=str(d.get("InstanceId") or ""),
             instance_type=str(d.get("InstanceType") or ""),
@@ -290,6 +310,14 @@ class Instance:
             tags={str(t.get("Key")): str(t.get("Value") or "") for t in d.get("Tags") or []},
             tenancy=str(placement.get("Tenancy") or "default"),
             launch_time=launch if isinstance(launch, datetime) else None,
+            reservation_id=str(d.get("CapacityReservationId") or "") if reserved else "",
+            reservation_type=(
+                ("capacity-block" if lifecycle == "capacity-block" else "default")
+                if reserved
+                else ""
+            ),
+            reservation_interruptible=reserved
+            and lifecycle == "interruptible-capacity-reservation",
         )
 
 
@@ -322,6 +350,12 @@ def instance_to_nodeclaim(
     if zone_id or instance.zone_id:
         labels[LABEL_TOPOLOGY_ZONE_ID] = zone_id or instance.zone_id
     labels[wk.CAPACITY_TYPE_LABEL_KEY] = instance.capacity_type
+    if instance.capacity_type == wk.CAPACITY_TYPE_RESERVED and instance.reservation_id:
+        labels[LABEL_CAPACITY_RESERVATION_ID] = instance.reservation_id
+        labels[LABEL_CAPACITY_RESERVATION_TYPE] = instance.reservation_type or "default"
+        labels[LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] = str(
+            instance.reservation_interruptible
+        ).lower()
     labels[LABEL_INSTANCE_TENANCY] = instance.tenancy
     if NODEPOOL_TAG in instance.tags:
         labels[wk.NODEPOOL_LABEL_KEY] = instance.tags[NODEPOOL_TAG]
@@ -400,9 +434,14 @@ class LaunchRequest:
 
 
 def choose_capacity_type(reqs: Requirements, instance_types: Sequence[InstanceType]) -> str:
-    """Spot when the requirements allow it and some type offers it, else on-demand
-    (reserved capacity is not supported yet)."""
+    """Reserved, then spot, then on-demand: the first the requirements allow and some
+    type has an available offering of (upstream's order)."""
     ct = reqs.get(wk.CAPACITY_TYPE_LABEL_KEY) if reqs.has(wk.CAPACITY_TYPE_LABEL_KEY) else None
+    if ct is None or ct.has(wk.CAPACITY_TYPE_RESERVED):
+        reserved = _with_capacity_type(reqs, wk.CAPACITY_TYPE_RESERVED)
+        for it in instance_types:
+            if it.offerings.available().has_compatible(reserved):
+                return wk.CAPACITY_TYPE_RESERVED
     if ct is None or ct.has(wk.CAPACITY_TYPE_SPOT):
         spot = _with_capacity_type(reqs, wk.CAPACITY_TYPE_SPOT)
         for it in instance_types:
@@ -512,6 +551,40 @@ def spot_offering_filter(
     return out
 
 
+def reserved_offering_filter(
+    reqs: Requirements, instance_types: Sequence[InstanceType]
+) -> list[InstanceType]:
+    """For a reserved launch: each type keeps one reserved offering per zone, the one
+    with the most capacity left (upstream's reserved-offering filter), so a launch
+    template and override exist per reservation and the launched instance's zone names
+    its reservation. Types with none are dropped."""
+    out: list[InstanceType] = []
+    for it in instance_types:
+        best: dict[str, Any] = {}
+        for o in it.offerings.available().compatible(reqs):
+            if o.capacity_type != wk.CAPACITY_TYPE_RESERVED:
+                continue
+            current = best.get(o.zone)
+            if current is None or o.reservation_capacity > current.reservation_capacity:
+                best[o.zone] = o
+        if best:
+            out.append(it.with_offerings([best[z] for z in sorted(best)]))
+    return out
+
+
+def _reservation_of(o: Any) -> tuple[str, str, bool]:
+    reqs = o.requirements
+
+    def one(key: str) -> str:
+        return next(iter(reqs.get(key).values), "") if reqs.has(key) else ""
+
+    return (
+        one(LABEL_CAPACITY_RESERVATION_ID),
+        one(LABEL_CAPACITY_RESERVATION_TYPE) or "default",
+        one(LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE) == "true",
+    )
+
+
 def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> str | None:
     """The first (newest) AMI whose requirements the type meets."""
     for ami in amis:
@@ -547,13 +620,29 @@ def fleet_request(
     capacity_type: str,
     tags: Mapping[str, str],
     context: str | None = None,
+    *,
+    reservation_type: str = "",
+    interruptible: bool = False,
 ) -> dict[str, Any]:
-    """The ``CreateFleet`` arguments: instant, one instance, one config per template."""
+    """The ``CreateFleet`` arguments: instant, one instance, one config per template.
+
+    A reserved launch buys ``capacity-block`` for a capacity block, ``reserved-capacity``
+    for an interruptible reservation, else on-demand (the templates target the
+    reservations)."""
+    target = capacity_type
+    if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+        target = (
+            "capacity-block"
+            if reservation_type == "capacity-block"
+            else "reserved-capacity"
+            if interruptible
+            else wk.CAPACITY_TYPE_ON_DEMAND
+        )
     request: dict[str, Any] = {
         "Type": "instant",
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": 1,
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": target,
         },
         "LaunchTemplateConfigs": [
             {
@@ -568,7 +657,11 @@ def fleet_request(
     }
     if capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-    else:
+    elif target == "reserved-capacity":
+        request["ReservedCapacityOptions"] = {
+            "ReservationTypes": ["interruptible-capacity-reservation"]
+        }
+    elif target != "capacity-block":
         request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
     if context:
         request["Context"] = context
@@ -667,6 +760,8 @@ class InstanceProvider:
         self._wall = wall
         self.calls: EC2Calls = calls or (EC2Batcher(ec2) if batch else DirectEC2(ec2))
         self.cache = cache or InstanceCache()
+        # told when a reservation turns out full (set by the cloud provider)
+        self.reservations: CapacityReservationProvider | None = None
 
     # ------------------------------------------------------------------ create
 
@@ -675,6 +770,10 @@ class InstanceProvider:
         reqs = request.requirements
         types = filter_instance_types(reqs, request.requests, request.instance_types)
         capacity_type = choose_capacity_type(reqs, types)
+        if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+            types = reserved_offering_filter(
+                _with_capacity_type(reqs, wk.CAPACITY_TYPE_RESERVED), types
+            )
         try:
             return self._launch(request, types, capacity_type)
         except _TemplateNotFound:
@@ -696,14 +795,22 @@ class InstanceProvider:
         # one template per (AMI, max pods, EFA interfaces): all three are in its content;
         # EFA interfaces only when the NodeClaim asks for EFA, as many as the type offers
         wants_efa = request.requests.get(RESOURCE_EFA, 0) > 0
-        groups: dict[tuple[str, int | None, int], list[InstanceType]] = {}
+        # a reserved launch also has one template per reservation (the template targets it)
+        groups: dict[
+            tuple[str, int | None, int, tuple[str, str, bool] | None], list[InstanceType]
+        ] = {}
         for it in types:
             ami = ami_for(it, request.amis)
             if ami is None:
                 continue
             pods = it.capacity.get(res.PODS)
             efa = it.capacity.get(RESOURCE_EFA, 0) // 1000 if wants_efa else 0
-            groups.setdefault((ami, pods // 1000 if pods else None, efa), []).append(it)
+            base = (ami, pods // 1000 if pods else None, efa)
+            if capacity_type != wk.CAPACITY_TYPE_RESERVED:
+                groups.setdefault((*base, None), []).append(it)
+                continue
+            for o in it.offerings:
+                groups.setdefault((*base, _reservation_of(o)), []).append(it)
         if not groups:
             amis = ", ".join(a.id for a in request.amis) or "none"
             raise CreateError(
@@ -712,12 +819,25 @@ class InstanceProvider:
                 "no AMI of the EC2NodeClass suits the candidate instance types",
             )
         configs: list[tuple[str, list[Override]]] = []
-        for (ami, max_pods, efa_count), its in groups.items():
-            overrides = build_overrides(its, reqs, request.subnets, ami)
+        reservation_type, interruptible = "", False
+        for (ami, max_pods, efa_count, reservation), its in groups.items():
+            group_reqs = reqs
+            if reservation is not None:
+                group_reqs = reqs.copy()
+                group_reqs.add(Requirement.new(LABEL_CAPACITY_RESERVATION_ID, IN, [reservation[0]]))
+                # upstream: the types of one launch share the reservation type
+                reservation_type, interruptible = reservation[1], reservation[2]
+            overrides = build_overrides(its, group_reqs, request.subnets, ami)
             if not overrides:
                 continue
             try:
-                spec = request.template.spec(ami, max_pods, capacity_type, efa_count)
+                spec = request.template.spec(
+                    ami,
+                    max_pods,
+                    capacity_type,
+                    efa_count,
+                    reservation[:2] if reservation is not None else None,
+                )
                 name = self.launch_templates.ensure(spec)
             except UserDataError as e:
                 raise CreateError(e, "UserDataInvalid", str(e)) from e
@@ -734,7 +854,14 @@ class InstanceProvider:
                 "no capacity offerings are currently available given the constraints "
                 f"(zones with subnets: {', '.join(sorted(request.subnets)) or 'none'})"
             )
-        fleet = fleet_request(configs, capacity_type, request.tags, request.context)
+        fleet = fleet_request(
+            configs,
+            capacity_type,
+            request.tags,
+            request.context,
+            reservation_type=reservation_type,
+            interruptible=interruptible,
+        )
         try:
             out = self.calls.create_fleet(fleet)
         except ClientError as e:
@@ -749,16 +876,24 @@ class InstanceProvider:
         except BotoCoreError as e:
             raise CreateError(f"creating fleet request, {e}", "LaunchFailed", str(e)) from e
         errors = out.get("Errors") or []
-        self._mark_unavailable(errors, capacity_type)
+        self._mark_unavailable(errors, capacity_type, types)
         for fi in out.get("Instances") or []:
             ids = fi.get("InstanceIds") or []
             if ids:
                 instance = self._from_fleet(fi, ids[0], capacity_type, request)
+                if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+                    instance = _with_reservation(instance, types)
                 self.cache.launched(instance)
                 return instance
         raise _fleet_error(errors)
 
-    def _mark_unavailable(self, errors: Sequence[Mapping[str, Any]], capacity_type: str) -> None:
+    def _mark_unavailable(
+        self,
+        errors: Sequence[Mapping[str, Any]],
+        capacity_type: str,
+        types: Sequence[InstanceType] = (),
+    ) -> None:
+        full: list[str] = []
         for err in errors:
             code = str(err.get("ErrorCode") or "")
             overrides = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
@@ -775,6 +910,13 @@ class InstanceProvider:
             elif code == SPOT_SLR_CODE:
                 log.warning("spot disabled: the spot service-linked role cannot be created")
                 self._unavailable.mark_capacity_type(wk.CAPACITY_TYPE_SPOT)
+            if capacity_type == wk.CAPACITY_TYPE_RESERVED and code in ICE_CODES and it and zone:
+                rid = _reservation_in(types, it, zone)
+                if rid:
+                    log.info("marking capacity reservation %s unavailable: %s", rid, code)
+                    full.append(rid)
+        if full and self.reservations is not None:
+            self.reservations.mark_unavailable(*full)
 
     def _from_fleet(
         self, fi: Mapping[str, Any], instance_id: str, capacity_type: str, request: LaunchRequest
@@ -863,6 +1005,34 @@ class InstanceProvider:
             if error_code(e) in NOT_FOUND_CODES:
                 raise NodeClaimNotFoundError(e) from e
             raise
+
+
+def _reservation_in(types: Sequence[InstanceType], name: str, zone: str) -> str:
+    """The reservation a reserved launch of ``name`` in ``zone`` went to (the reserved
+    offering filter left one per type and zone)."""
+    for it in types:
+        if it.name != name:
+            continue
+        for o in it.offerings:
+            if o.zone == zone and o.capacity_type == wk.CAPACITY_TYPE_RESERVED:
+                return _reservation_of(o)[0]
+    return ""
+
+
+def _with_reservation(instance: Instance, types: Sequence[InstanceType]) -> Instance:
+    for it in types:
+        if it.name != instance.instance_type:
+            continue
+        for o in it.offerings:
+            if o.zone == instance.zone and o.capacity_type == wk.CAPACITY_TYPE_RESERVED:
+                rid, rtype, interruptible = _reservation_of(o)
+                return attrs.evolve(
+                    instance,
+                    reservation_id=rid,
+                    reservation_type=rtype,
+                    reservation_interruptible=interruptible,
+                )
+    return instance
 
 
 def _fleet_error(errors: Sequence[Mapping[str, Any]]) -> Exception:

@@ -43,6 +43,7 @@ from attrs import field, frozen
 from karpenter_aws import labels as aws_labels
 from karpenter_aws import network
 from karpenter_aws.amifamily import AMIFamily, get_family
+from karpenter_aws.capacityreservation import CapacityReservation, CapacityReservationProvider
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.metrics import record_instance_type
 from karpenter_aws.nodeclass import EC2NodeClass
@@ -779,9 +780,32 @@ class _Offered:
     """A type with offerings attached, valid while ICE seq and price version hold."""
 
     at: float
-    seq: int
+    seq: Any  # the ICE seq, with the reservation counts' version for reserved types
     prices: int
     instance_type: InstanceType
+
+
+def _with_reservations(
+    it: InstanceType, reservations: Sequence[CapacityReservation]
+) -> InstanceType:
+    """``it`` with reserved offerings: its capacity types also allow ``reserved`` and the
+    reservation labels take its reservations' values instead of "does not exist" (as
+    upstream), so a NodeClaim pinned to one of them still matches the type."""
+    key = core_labels.CAPACITY_TYPE_LABEL_KEY
+    reqs = it.requirements.copy()
+    reqs[key] = Requirement.new(
+        key, IN, sorted({*it.requirements.get(key).values, core_labels.CAPACITY_TYPE_RESERVED})
+    )
+    for label, values in (
+        (aws_labels.LABEL_CAPACITY_RESERVATION_ID, {r.id for r in reservations}),
+        (aws_labels.LABEL_CAPACITY_RESERVATION_TYPE, {r.reservation_type for r in reservations}),
+        (
+            aws_labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+            {str(r.interruptible).lower() for r in reservations},
+        ),
+    ):
+        reqs[label] = Requirement.new(label, IN, sorted(values))
+    return attrs.evolve(it, requirements=reqs)
 
 
 class InstanceTypeProvider:
@@ -806,8 +830,12 @@ class InstanceTypeProvider:
         catalogue: Catalogue | None = None,
         catalogue_ttl: float = CATALOGUE_TTL,
         cache_ttl: float = INSTANCE_TYPES_TTL,
+        reservations: CapacityReservationProvider | None = None,
     ) -> None:
+        """``reservations`` gives the available counts of reserved offerings (none
+        without it: every reserved offering is then unavailable)."""
         self._clients = clients
+        self.reservations = reservations
         self._settings = settings
         self._pricing = pricing
         self._unavailable = unavailable
@@ -948,6 +976,7 @@ class InstanceTypeProvider:
                     subnet_ids,
                     compatible[it.name],
                     missing,
+                    nodeclass.capacity_reservations,
                 )
                 for it in built.types
             ]
@@ -1057,10 +1086,16 @@ class InstanceTypeProvider:
         subnet_ids: Mapping[str, Sequence[str]],
         compatible: bool,
         missing: builtins.list[tuple[str, str]],
+        reservations: Sequence[CapacityReservation] = (),
     ) -> InstanceType:
-        seq = self._unavailable.seq(it.name)
+        seq: Any = self._unavailable.seq(it.name)
         prices = _pricing_version(self._pricing)
-        offered_key = (key, it.name)
+        mine = tuple(r for r in reservations if r.instance_type == it.name)
+        counts = self.reservations
+        if mine:
+            # reserved offerings change with the reservations and their counts
+            seq = (seq, counts.version if counts is not None else 0)
+        offered_key = (key, it.name, mine)
         cached = self._offered.get(offered_key)
         if (
             cached is not None
@@ -1078,8 +1113,12 @@ class InstanceTypeProvider:
             unavailable=self._unavailable,
             compatible=compatible,
             on_missing_price=lambda name, ct: missing.append((name, ct)),
+            reservations=mine,
+            available_count=counts.available if counts is not None else (lambda _id: 0),
         )
         offered = it.with_offerings(offerings)
+        if mine:
+            offered = _with_reservations(offered, mine)
         self._offered[offered_key] = _Offered(now, seq, prices, offered)
         return offered
 

@@ -71,7 +71,7 @@ CACHE_TTL_SECONDS = 60.0
 SWEEP_INTERVAL_SECONDS = 60.0
 """How often expired templates are deleted (upstream's cache clean-up interval)."""
 GIB = 1 << 30
-_OPTIONAL = frozenset({"network", "nested_virtualization"})
+_OPTIONAL = frozenset({"network", "nested_virtualization", "capacity_reservation"})
 """Template parts left out of the name while unset."""
 
 
@@ -200,6 +200,8 @@ class LaunchTemplateSpec:
     # None: the one default interface from security_group_ids and associate_public_ip
     network: Interfaces | None = None
     nested_virtualization: str | None = None
+    # (reservation id, reservation type) for a launch into a capacity reservation
+    capacity_reservation: tuple[str, str] | None = None
 
     def name(self) -> str:
         """``karpenter.k8s.aws/<decimal 64-bit hash of the content>``; unset optional
@@ -230,6 +232,15 @@ class LaunchTemplateSpec:
             "TagSpecifications": data_tags,
             "Placement": {"Tenancy": self.tenancy},
         }
+        if self.capacity_reservation is not None:
+            # only into this reservation: never fall back to open capacity
+            rid, rtype = self.capacity_reservation
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": rid},
+            }
+            if rtype == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         if self.nested_virtualization:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if self.block_devices:
@@ -264,11 +275,17 @@ class TemplateInputs:
     nested_virtualization: str | None = None
 
     def spec(
-        self, image_id: str, max_pods: int | None, capacity_type: str, efa_count: int = 0
+        self,
+        image_id: str,
+        max_pods: int | None,
+        capacity_type: str,
+        efa_count: int = 0,
+        capacity_reservation: tuple[str, str] | None = None,
     ) -> LaunchTemplateSpec:
         """The template for ``image_id`` with kubelet ``max_pods`` (the user's own
         ``maxPods`` wins) for ``capacity_type`` launches, with ``efa_count`` EFA interfaces
-        when the NodeClass lists no interfaces of its own. Raises
+        when the NodeClass lists no interfaces of its own, targeting
+        ``capacity_reservation`` (id, type) for a reserved launch. Raises
         :class:`~karpenter_aws.userdata.UserDataError` when the user data cannot be made."""
         ud = self.user_data
         labels = {**ud.labels, "karpenter.sh/capacity-type": capacity_type}
@@ -290,6 +307,7 @@ class TemplateInputs:
             tenancy=self.tenancy,
             network=self._network(efa_count),
             nested_virtualization=self.nested_virtualization,
+            capacity_reservation=capacity_reservation,
         )
 
     def _network(self, efa_count: int) -> Interfaces | None:

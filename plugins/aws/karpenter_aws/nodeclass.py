@@ -21,6 +21,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from karpenter_aws.capacityreservation import CapacityReservation
 from karpenter_aws.labels import EC2_NODE_CLASS, GROUP
 from karpenter_core.plugin_api import (
     DurationError,
@@ -110,7 +111,8 @@ READY_CONDITIONS: tuple[str, ...] = (
     CONDITION_VALIDATION_SUCCEEDED,
 )
 """The conditions whose conjunction is Ready. Upstream also has PlacementGroupReady (and
-CapacityReservationsReady behind a gate); this provider resolves neither, so neither gates."""
+CapacityReservationsReady behind a gate); reservations never fail discovery for good here
+(an EC2 error keeps the last status), so neither gates."""
 
 AMI_FAMILY_AL2 = "AL2"
 AMI_FAMILY_AL2023 = "AL2023"
@@ -360,7 +362,8 @@ class AMISelectorTerm:
 
 @frozen
 class CapacityReservationSelectorTerm:
-    """Parsed for validation only: this provider does not launch into reservations yet."""
+    """One term of ``capacityReservationSelectorTerms`` (resolved by
+    :class:`~karpenter_aws.capacityreservation.CapacityReservationProvider`)."""
 
     tags: Mapping[str, str] = field(factory=dict)
     id: str = ""
@@ -898,6 +901,10 @@ def _status(raw: Any) -> dict[str, Any]:
                 raw_requirements=tuple(dict(r) for r in reqs_raw),
             )
         )
+    reservations = tuple(
+        CapacityReservation.from_status(_obj(r, f"status.capacityReservations[{i}]"))
+        for i, r in enumerate(_list(m.get("capacityReservations"), "status.capacityReservations"))
+    )
     conditions = []
     for i, c in enumerate(_list(m.get("conditions"), "status.conditions")):
         conditions.append(dict(_obj(c, f"status.conditions[{i}]")))
@@ -905,6 +912,7 @@ def _status(raw: Any) -> dict[str, Any]:
         "subnets": tuple(subnets),
         "security_groups": tuple(groups),
         "amis": tuple(amis),
+        "capacity_reservations": reservations,
         "instance_profile": _str(m.get("instanceProfile"), "status.instanceProfile") or "",
         "conditions": tuple(conditions),
     }
@@ -989,6 +997,7 @@ class EC2NodeClass:
     subnets: tuple[SubnetStatus, ...] = ()
     security_groups: tuple[SecurityGroupStatus, ...] = ()
     amis: tuple[AMIStatus, ...] = ()
+    capacity_reservations: tuple[CapacityReservation, ...] = ()
     status_instance_profile: str = ""
     conditions: tuple[Mapping[str, Any], ...] = ()
     # the spec as written, for the drift hash (it covers fields not modelled here)
@@ -1124,6 +1133,7 @@ class EC2NodeClass:
             subnets=status["subnets"],
             security_groups=status["security_groups"],
             amis=status["amis"],
+            capacity_reservations=status["capacity_reservations"],
             status_instance_profile=status["instance_profile"],
             conditions=status["conditions"],
             raw_spec=json.loads(json.dumps(dict(spec))),

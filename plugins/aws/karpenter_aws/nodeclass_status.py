@@ -16,7 +16,12 @@ Each reconcile of an EC2NodeClass:
 
 ``ValidationSucceeded`` also needs the ``DryRun`` permission checks of
 :mod:`karpenter_aws.validation` to pass, and no field this provider does not implement
-(``placementGroupSelector``, ``capacityReservationSelectorTerms``) to be set.
+(``placementGroupSelector``) to be set.
+
+``status.capacityReservations`` lists what ``capacityReservationSelectorTerms`` select
+(:mod:`karpenter_aws.capacityreservation`), sorted by id, re-read every minute or at the
+next reservation end if sooner; an EC2 failure keeps the previous list (and says so in an
+event) rather than dropping the reserved offerings of running nodes.
 
 AWS failures (``ClientError``, connection errors) become a False condition whose message
 carries the AWS error code, plus a Warning event; the controller itself never raises for
@@ -48,6 +53,12 @@ from karpenter_aws.amifamily import (
     AliasParameter,
     alias_parameters,
     variant_requirements,
+)
+from karpenter_aws.capacityreservation import (
+    EXPIRATION_PERIOD,
+    CapacityReservation,
+    CapacityReservationProvider,
+    tag_filters,
 )
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_NODE_CLASS
@@ -97,6 +108,8 @@ log = logging.getLogger("karpenter.aws.nodeclass")
 CONTROLLER_NAME = "nodeclass.status"
 SUBNET_REQUEUE = 60.0
 """Subnets are re-read every minute: their free-IP counts order launches."""
+RESERVATION_REQUEUE = 60.0
+"""Capacity reservations are re-read every minute (upstream's poll period)."""
 DEFAULT_REQUEUE = 300.0
 """Security groups, AMIs and the instance profile change rarely: every five minutes."""
 TERMINATION_EVENT_INTERVAL = 600.0
@@ -161,14 +174,6 @@ def _code(e: ClientError) -> str:
     return str((e.response.get("Error") or {}).get("Code") or "")
 
 
-def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
-    """``*`` matches any value of the key (``tag-key``), anything else the exact value."""
-    return [
-        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
-        for k, v in sorted(tags.items())
-    ]
-
-
 def _parse_time(text: str | None) -> datetime | None:
     if not text:
         return None
@@ -198,6 +203,7 @@ class NodeClassStatusReconciler:
         kubernetes_version: str | Callable[[], str] | None = None,
         ssm_prefix: str = DEFAULT_SSM_PREFIX,
         ca_bundle: str | None = None,
+        reservations: CapacityReservationProvider | None = None,
     ) -> None:
         """``kubernetes_version`` (``"1.31"``) picks the alias SSM parameters; by default it
         is read from the API server's ``/version``, else from EKS ``DescribeCluster`` (and
@@ -217,6 +223,8 @@ class NodeClassStatusReconciler:
         # write must not make the next reconcile create a second profile)
         self._created_profiles: dict[tuple[str, str], str] = {}
         self._dry_run = DryRunValidator(clients.ec2, clock.monotonic)
+        # shared with the instance types, whose reserved offerings read its counts
+        self.reservations = reservations or CapacityReservationProvider(clients.ec2, clock)
 
     # ------------------------------------------------------------------ entry point
 
@@ -249,6 +257,7 @@ class NodeClassStatusReconciler:
             self._security_groups(nodeclass, status, conditions, obj),
             self._amis(nodeclass, status, conditions, obj),
             self._instance_profile(nodeclass, status, conditions, obj),
+            self._capacity_reservations(nodeclass, status, obj),
         ]
         self._validation(nodeclass, conditions, obj, status)
         return self._write_status(obj, status_obj) or Result.after(min(after))
@@ -363,6 +372,43 @@ class NodeClassStatusReconciler:
         log.warning("EC2NodeClass %s: %s", (obj.get("metadata") or {}).get("name"), message)
         return SUBNET_REQUEUE
 
+    # ------------------------------------------------------------------ reservations
+
+    def _capacity_reservations(
+        self, nodeclass: EC2NodeClass, status: dict[str, Any], obj: Mapping[str, Any]
+    ) -> float:
+        if not nodeclass.capacity_reservation_selector_terms:
+            status.pop("capacityReservations", None)
+            return DEFAULT_REQUEUE
+        try:
+            found = _aws(
+                "DescribeCapacityReservations",
+                lambda: self.reservations.list(nodeclass.capacity_reservation_selector_terms),
+            )
+        except _AWSFailure as e:
+            message = str(e)
+            self.recorder.warning(obj, "CapacityReservationsDiscoveryFailed", message)
+            log.warning("EC2NodeClass %s: %s", nodeclass.name, message)
+            return RESERVATION_REQUEUE
+        now = self.clock.now()
+        parsed: list[CapacityReservation] = []
+        for raw in found:
+            try:
+                parsed.append(CapacityReservation.from_ec2(raw, now))
+            except ValueError as e:
+                log.error("EC2NodeClass %s: ignoring capacity reservation: %s", nodeclass.name, e)
+        parsed.sort(key=lambda r: r.id)
+        if parsed:
+            status["capacityReservations"] = [r.to_status() for r in parsed]
+        else:
+            status.pop("capacityReservations", None)
+        ends = [r.end_time for r in parsed if r.end_time is not None]
+        if not ends:
+            return RESERVATION_REQUEUE
+        # an expiring capacity block must show as such promptly: its offerings go away
+        soonest = min((t - EXPIRATION_PERIOD if t - EXPIRATION_PERIOD > now else t) for t in ends)
+        return max(0.0, min(RESERVATION_REQUEUE, (soonest - now).total_seconds()))
+
     # ------------------------------------------------------------------ subnets
 
     def _describe_subnets(self, nodeclass: EC2NodeClass) -> list[dict[str, Any]]:
@@ -370,7 +416,7 @@ class NodeClassStatusReconciler:
         ids = [t.id for t in nodeclass.subnet_selector_terms if t.id]
         for t in nodeclass.subnet_selector_terms:
             if not t.id:
-                filter_sets.append(_tag_filters(t.tags))
+                filter_sets.append(tag_filters(t.tags))
         if ids:
             filter_sets.append([{"Name": "subnet-id", "Values": ids}])
         return _union_by_id(
@@ -419,7 +465,7 @@ class NodeClassStatusReconciler:
 
     def _describe_security_groups(self, nodeclass: EC2NodeClass) -> list[dict[str, Any]]:
         terms = nodeclass.security_group_selector_terms
-        filter_sets = [_tag_filters(t.tags) for t in terms if t.tags]
+        filter_sets = [tag_filters(t.tags) for t in terms if t.tags]
         ids = [t.id for t in terms if t.id]
         names = [t.name for t in terms if t.name]
         if ids:
@@ -550,7 +596,7 @@ class NodeClassStatusReconciler:
                         term.ssm_parameter,
                     )
             else:
-                args: dict[str, Any] = {"Filters": _tag_filters(term.tags)}
+                args: dict[str, Any] = {"Filters": tag_filters(term.tags)}
                 owners = [term.owner] if term.owner else []
                 if term.name:
                     args["Filters"].append({"Name": "name", "Values": [term.name]})

@@ -10,8 +10,16 @@ spot). An offering is *available* only when all of these hold:
 - its zone is one the NodeClass has subnets in and EC2 offers the type in.
 
 Unavailable offerings stay in the list so the scheduler can tell "no capacity" from
-"no such thing". Reserved (capacity-reservation) offerings are not built: the NodeClass
-status does not resolve capacity reservations yet.
+"no such thing".
+
+Reserved offerings (upstream ``reserved_capacity_resolver.go``): one per capacity
+reservation in the NodeClass status for the type, in the reservation's zone, carrying the
+reservation id, type (``default`` / ``capacity-block``) and interruptible labels; priced at
+the on-demand price / 10,000,000, so the scheduler always prefers them to buying; their
+reservation capacity is the reservation's available count, and they are available while
+that count is above zero, the type runs in that zone with the NodeClass, and the
+reservation is not an expiring capacity block. Every other offering says the reservation
+labels do not exist, so a NodeClaim pinned to a reservation matches only it.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from karpenter_aws import labels as aws_labels
+from karpenter_aws.capacityreservation import STATE_EXPIRING, CapacityReservation
 from karpenter_core.plugin_api import (
     DOES_NOT_EXIST,
     IN,
@@ -33,7 +42,17 @@ from karpenter_core.plugin_api import (
 )
 from karpenter_core.plugin_api import labels as core_labels
 
-__all__ = ["PriceSource", "build_offerings", "compatible_with_ami_family"]
+__all__ = [
+    "RESERVED_PRICE_DIVISOR",
+    "PriceSource",
+    "build_offerings",
+    "compatible_with_ami_family",
+    "reserved_offerings",
+]
+
+RESERVED_PRICE_DIVISOR = 10_000_000.0
+"""A reserved offering costs the on-demand price divided by this: already paid for, but
+still ordered by size among reservations."""
 
 
 class PriceSource(Protocol):
@@ -86,6 +105,8 @@ def build_offerings(
     unavailable: UnavailableOfferings,
     compatible: bool = True,
     on_missing_price: Callable[[str, str], None] | None = None,
+    reservations: Sequence[CapacityReservation] = (),
+    available_count: Callable[[str], int] = lambda _id: 0,
 ) -> Offerings:
     """The base offerings of ``instance_type`` (whose requirements give its zones and
     capacity types).
@@ -94,6 +115,8 @@ def build_offerings(
     NodeClass's zones (an offering in a zone the NodeClass has no subnet in carries no
     zone id and is unavailable). ``on_missing_price(type, capacity_type)`` is told about
     each capacity type left without a price, so the caller can say so once.
+    ``reservations`` (the NodeClass status) add reserved offerings, whose capacity
+    ``available_count(reservation_id)`` gives.
     """
     name = instance_type.name
     type_zones = instance_type.requirements.get(core_labels.LABEL_TOPOLOGY_ZONE)
@@ -132,4 +155,55 @@ def build_offerings(
     if on_missing_price is not None:
         for capacity_type in sorted(missing):
             on_missing_price(name, capacity_type)
+    out.extend(
+        reserved_offerings(
+            instance_type,
+            reservations,
+            zone_ids=zone_ids,
+            pricing=pricing,
+            available_count=available_count,
+            compatible=compatible,
+        )
+    )
     return Offerings(out)
+
+
+def reserved_offerings(
+    instance_type: InstanceType,
+    reservations: Sequence[CapacityReservation],
+    *,
+    zone_ids: Mapping[str, str],
+    pricing: PriceSource,
+    available_count: Callable[[str], int],
+    compatible: bool = True,
+) -> list[Offering]:
+    """The reserved offerings of ``instance_type``: one per reservation of it."""
+    name = instance_type.name
+    type_zones = instance_type.requirements.get(core_labels.LABEL_TOPOLOGY_ZONE)
+    out: list[Offering] = []
+    for r in reservations:
+        if r.instance_type != name:
+            continue
+        od = pricing.on_demand(name)
+        count = available_count(r.id)
+        reqs = Requirements(
+            _in(core_labels.CAPACITY_TYPE_LABEL_KEY, core_labels.CAPACITY_TYPE_RESERVED),
+            _in(core_labels.LABEL_TOPOLOGY_ZONE, r.zone),
+            _in(aws_labels.LABEL_CAPACITY_RESERVATION_ID, r.id),
+            _in(aws_labels.LABEL_CAPACITY_RESERVATION_TYPE, r.reservation_type),
+            _in(aws_labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE, str(r.interruptible).lower()),
+        )
+        if zone_ids.get(r.zone):
+            reqs.add(_in(aws_labels.LABEL_TOPOLOGY_ZONE_ID, zone_ids[r.zone]))
+        out.append(
+            Offering(
+                requirements=reqs,
+                price=(od or 0.0) / RESERVED_PRICE_DIVISOR,
+                available=compatible
+                and count > 0
+                and type_zones.has(r.zone)
+                and r.state != STATE_EXPIRING,
+                reservation_capacity=count,
+            )
+        )
+    return out

@@ -39,6 +39,7 @@ import attrs
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from karpenter_aws import drift
+from karpenter_aws.capacityreservation import CapacityReservationProvider
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.instance import (
     AMI,
@@ -52,7 +53,13 @@ from karpenter_aws.instance import (
     launch_tags,
     parse_instance_id,
 )
-from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_INSTANCE_TENANCY
+from karpenter_aws.labels import (
+    EC2_NODE_CLASS,
+    LABEL_CAPACITY_RESERVATION_ID,
+    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+    LABEL_CAPACITY_RESERVATION_TYPE,
+    LABEL_INSTANCE_TENANCY,
+)
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
     MetadataOptions,
@@ -94,6 +101,7 @@ from karpenter_core.plugin_api import (
     drift_nodeclass,
     launch_nodeclass,
     nodepool_nodeclass,
+    register_reservation_labels,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -167,16 +175,31 @@ class AWSCloudProvider:
 
             pricing = PricingProvider(clients, settings, self.clock)
         self.pricing = pricing
+        # selected by nodeclass.status, read by reserved offerings, counted by launches
+        self.reservations = CapacityReservationProvider(clients.ec2, self.clock)
+        register_reservation_labels(
+            LABEL_CAPACITY_RESERVATION_ID,
+            (LABEL_CAPACITY_RESERVATION_TYPE, LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE),
+        )
         if instance_types is None:
             from karpenter_aws.instancetypes import InstanceTypeProvider
 
             instance_types = InstanceTypeProvider(
-                clients, settings, self.pricing, self.unavailable, self.clock
+                clients,
+                settings,
+                self.pricing,
+                self.unavailable,
+                self.clock,
+                reservations=self.reservations,
             )
         self.instance_types = instance_types
         self.instances = instances or InstanceProvider(
             clients.ec2, settings.cluster_name, self.unavailable, wall=self.clock.now
         )
+        if self.instances.reservations is None:
+            self.instances.reservations = self.reservations
+        if getattr(self.instance_types, "reservations", False) is None:
+            self.instance_types.reservations = self.reservations
         self._lock = threading.Lock()
         self._cluster: dict[str, str] | None = None
         self._cluster_partial: tuple[dict[str, str], float] | None = None
@@ -217,6 +240,8 @@ class AWSCloudProvider:
             ) from e
         request = self._launch_request(nc, nodeclass, types, tags, cluster)
         instance = self.instances.create(request)
+        if instance.reservation_id:
+            self.reservations.mark_launched(instance.reservation_id, instance.launch_time)
         it = next((t for t in types if t.name == instance.instance_type), None)
         out = self._to_nodeclaim(instance, it, nodeclass)
         annotations = {
@@ -393,7 +418,15 @@ class AWSCloudProvider:
             instance_id = parse_instance_id(provider_id or "")
         except ValueError as e:
             raise NodeClaimNotFoundError(e) from e
-        self.instances.delete(instance_id)
+        try:
+            self.instances.delete(instance_id)
+        except NodeClaimNotFoundError:
+            # the instance is gone: its reservation slot is free again (upstream counts
+            # it once the delete finds it gone, not when termination starts)
+            rid = nc.metadata.labels.get(LABEL_CAPACITY_RESERVATION_ID, "")
+            if rid:
+                self.reservations.mark_terminated(rid)
+            raise
 
     def get(self, provider_id: str) -> NodeClaim:
         """The NodeClaim view of the live instance ``provider_id``."""

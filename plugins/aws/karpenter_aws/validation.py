@@ -67,8 +67,6 @@ def unsupported_fields(nodeclass: EC2NodeClass) -> list[str]:
     out = []
     if nodeclass.placement_group_selector is not None:
         out.append("spec.placementGroupSelector")
-    if nodeclass.capacity_reservation_selector_terms:
-        out.append("spec.capacityReservationSelectorTerms")
     return out
 
 
