@@ -106,6 +106,44 @@ def _str_map(value: Any, path: str) -> dict[str, str]:
     return out
 
 
+def _str_map_as_is(value: Any, path: str) -> Mapping[str, str]:
+    """:func:`_str_map` without a copy when ``value`` already is a plain mapping of strings:
+    a pod's labels and annotations then stay the decoded object's own (which replicas share
+    in ``serve``'s cache), as the model already keeps its affinity, volumes and conditions.
+    Models are never changed, nor the objects they were parsed from."""
+    if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+        return value
+    return _str_map(value, path)
+
+
+_INTERN_MAX = 50_000
+_interned: dict[Any, Any] = {}
+
+
+def _intern(value: Any, key: Any) -> Any:
+    """The one value held for ``key`` (equal values stand for each other): replicas' request
+    vectors, tolerations and owner references are then one object each, not one per pod.
+    The table forgets everything when it grows past ``_INTERN_MAX`` distinct values, so
+    unusual clusters cost at most that."""
+    held = _interned.get(key)
+    if held is not None:
+        return held
+    if len(_interned) >= _INTERN_MAX:
+        _interned.clear()
+    _interned[key] = value
+    return value
+
+
+def _interned_resources(resources: dict[str, int]) -> Mapping[str, int]:
+    return _intern(resources, ("resources", *resources.items()))  # type: ignore[no-any-return]
+
+
+def _intern_tuple(kind: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    if not values:
+        return ()
+    return _intern(values, (kind, values))  # type: ignore[no-any-return]
+
+
 def _opt_str(value: Any, path: str) -> str | None:
     if value is None:
         return None
@@ -442,7 +480,7 @@ class Pod:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         sr = dict(self.requests)
         sr[PODS_RESOURCE] = ONE
-        object.__setattr__(self, "scheduling_requests", sr)
+        object.__setattr__(self, "scheduling_requests", _interned_resources(sr))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Pod:
@@ -477,13 +515,16 @@ class Pod:
             namespace=namespace,
             name=name,
             uid=str(uid),
-            labels=_str_map(meta.get("labels"), "metadata.labels"),
-            annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
-            owner_references=tuple(
-                OwnerReference.from_dict(o, f"metadata.ownerReferences[{i}]")
-                for i, o in enumerate(
-                    _list(meta.get("ownerReferences"), "metadata.ownerReferences")
-                )
+            labels=_str_map_as_is(meta.get("labels"), "metadata.labels"),
+            annotations=_str_map_as_is(meta.get("annotations"), "metadata.annotations"),
+            owner_references=_intern_tuple(
+                "owners",
+                tuple(
+                    OwnerReference.from_dict(o, f"metadata.ownerReferences[{i}]")
+                    for i, o in enumerate(
+                        _list(meta.get("ownerReferences"), "metadata.ownerReferences")
+                    )
+                ),
             ),
             node_name=_opt_str(spec.get("nodeName"), "spec.nodeName") or "",
             nominated_node_name=_opt_str(
@@ -500,11 +541,11 @@ class Pod:
                 meta.get("deletionTimestamp"), "metadata.deletionTimestamp"
             ),
             start_time=_timestamp(status.get("startTime"), "status.startTime"),
-            requests=pod_requests(spec, status),
-            limits=pod_limits(spec),
+            requests=_interned_resources(pod_requests(spec, status)),
+            limits=_interned_resources(pod_limits(spec)),
             node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=affinity,
-            tolerations=tuple(tolerations),
+            tolerations=_intern_tuple("tolerations", tuple(tolerations)),
             topology_spread_constraints=tuple(
                 _mapping(c, f"spec.topologySpreadConstraints[{i}]")
                 for i, c in enumerate(
