@@ -68,10 +68,13 @@ def register_reservation_labels(id_label: str, extra_labels: Iterable[str] = ())
     Upstream providers set ``cloudprovider.ReservationIDLabel`` at start-up; ours call this
     (once) from their plugin. Reserved offerings carry ``id_label In [<id>]`` and every
     other offering should say ``DoesNotExist`` for it. ``extra_labels`` are further labels
-    associated with reserved offerings only.
+    associated with reserved offerings only. A later call replaces an earlier one.
     """
     global _reservation_id_label
     _reservation_id_label = id_label
+    # a declaration replaces the previous one: one provider runs per process, and a
+    # provider's extra labels must not linger once another declared its own
+    _reserved_capacity_labels.clear()
     _reserved_capacity_labels.update(extra_labels)
 
 
