@@ -447,6 +447,8 @@ def test_the_plugin_registers_status_interruption_refresh_tagging_and_metrics(en
         "nodeclaim.tagging",
         "aws.launchtemplate.cleanup",
         "cloudprovider.metrics",
+        "capacityreservation.capacitytype",
+        "capacityreservation.expiration",
     }
     # no interruption-queue setting: the queue poller is not needed, and says so
     assert ("interruption", "not needed with these settings") in reg.skipped
