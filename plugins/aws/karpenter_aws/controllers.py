@@ -67,7 +67,11 @@ def _interruption_queue(ctx: ControllerContext) -> SingletonReconciler | None:
     if not p.settings.interruption_queue:
         return None  # interruption handling is off without a queue
     return interruption.InterruptionController(
-        ctx, p.clients.sqs, p.settings.interruption_queue, p.unavailable
+        ctx,
+        p.clients.sqs,
+        p.settings.interruption_queue,
+        p.unavailable,
+        reservations=p.reservations,
     )
 
 
