@@ -54,7 +54,13 @@ def aws_provider(ctx: ControllerContext) -> AWSCloudProvider:
 def _nodeclass_status(ctx: ControllerContext) -> Reconciler:
     p = aws_provider(ctx)
     return nodeclass_status.NodeClassStatusReconciler(
-        ctx.kube, ctx.clock, ctx.recorder, p.clients, p.settings, reservations=p.reservations
+        ctx.kube,
+        ctx.clock,
+        ctx.recorder,
+        p.clients,
+        p.settings,
+        reservations=p.reservations,
+        reserved_capacity=ctx.options.gate("ReservedCapacity"),
     )
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from karpenter_aws import labels as aws_labels
 from karpenter_aws.clients import AWSClients
+from karpenter_aws.nodeclass import READY_CONDITIONS
 from karpenter_aws.reservation_controllers import (
     CapacityTypeController,
     ExpirationController,
@@ -103,7 +105,9 @@ def _launch_reserved(env: Env, crs: Reservations, held: InReservation, **kw: Any
     crs.items = [reservation("cr-a1", available=2, **kw)]
     env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
     launched = env.provider.create(reserved_nodeclaim("cr-a1"))
-    held.ids[launched.status.provider_id.rsplit("/", 1)[-1]] = "cr-a1"
+    instance_id = launched.status.provider_id.rsplit("/", 1)[-1]
+    held.ids[instance_id] = "cr-a1"
+    env.as_ec2_would(instance_id)
     _in_cluster(env, launched, "default-r1")
     return "default-r1"
 
@@ -197,3 +201,71 @@ def test_nodeclaims_of_an_expiring_capacity_block_are_deleted_ahead_of_the_recla
     controller.reconcile()
     assert _deleting(env, "in-block")
     assert not _deleting(env, "in-default") and not _deleting(env, "later")
+
+
+# --- CapacityReservationsReady and CapacityReservationDrift --------------------------
+
+
+def _conditions(env: Env) -> dict[str, str]:
+    status = env.server.get("ec2nodeclasses", "default")["status"]
+    return {c["type"]: c["status"] for c in status["conditions"]}
+
+
+def test_capacity_reservations_ready_once_the_terms_are_resolved(
+    env: Env, crs: Reservations
+) -> None:
+    crs.items = [reservation("cr-a1")]
+    env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
+    conditions = _conditions(env)
+    assert conditions["CapacityReservationsReady"] == "True" and conditions["Ready"] == "True"
+
+
+def test_a_class_whose_reservations_were_never_resolved_is_not_ready(
+    env: Env, crs: Reservations
+) -> None:
+    def refuse(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "UnauthorizedOperation", "Message": "no"}},
+            "DescribeCapacityReservations",
+        )
+
+    env.clients.ec2.meta.events.register_first(
+        "before-call.ec2.DescribeCapacityReservations", refuse
+    )
+    env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
+    conditions = _conditions(env)
+    assert conditions["CapacityReservationsReady"] == "Unknown"
+    assert conditions["Ready"] == "Unknown"
+
+
+def test_without_the_reserved_capacity_gate_there_is_no_condition(
+    env: Env, crs: Reservations
+) -> None:
+    env.status.reserved_capacity = False
+    env.status._ready_conditions = READY_CONDITIONS
+    crs.items = [reservation("cr-a1")]
+    env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
+    status = env.server.get("ec2nodeclasses", "default")["status"]
+    assert "capacityReservations" not in status and crs.calls == 0
+    conditions = _conditions(env)
+    assert "CapacityReservationsReady" not in conditions and conditions["Ready"] == "True"
+
+
+def test_a_node_in_a_reservation_the_class_no_longer_selects_is_drifted(
+    env: Env, crs: Reservations, held: InReservation
+) -> None:
+    name = _launch_reserved(env, crs, held)
+    env.nodepool()
+    nodeclaim = NodeClaim.from_dict(env.server.get("nodeclaims", name))
+    assert env.provider.is_drifted(nodeclaim) == ""
+
+    crs.items.append(reservation("cr-b2"))
+    nodeclass = env.server.get("ec2nodeclasses", "default")
+    nodeclass["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-b2"}]
+    env.server.update(nodeclass)
+    env.reconcile()
+    assert env.provider.is_drifted(nodeclaim) == "CapacityReservationDrift"
+
+    # its reservation ended and EC2 runs it on-demand: nothing to replace
+    held.ids.clear()
+    assert env.provider.is_drifted(nodeclaim) == ""
