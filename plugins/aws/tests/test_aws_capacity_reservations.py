@@ -305,40 +305,6 @@ def test_available_counts_follow_syncs_launches_and_capacity_errors() -> None:
 # --- the core scheduler on the provider's types ---------------------------------------
 
 
-def _reserved_or_on_demand_pool() -> NodePool:
-    """A NodePool allowing ``reserved`` and ``on-demand`` m5.large."""
-    return NodePool.from_dict(
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": "default", "uid": "pool-uid"},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.k8s.aws",
-                            "kind": "EC2NodeClass",
-                            "name": "default",
-                        },
-                        "requirements": [
-                            {
-                                "key": wk.LABEL_INSTANCE_TYPE,
-                                "operator": "In",
-                                "values": ["m5.large"],
-                            },
-                            {
-                                "key": wk.CAPACITY_TYPE_LABEL_KEY,
-                                "operator": "In",
-                                "values": ["reserved", "on-demand"],
-                            },
-                        ],
-                    }
-                }
-            },
-        }
-    )
-
-
 def _solve(env: Env, pool: NodePool, *cpus: str) -> Results:
     pods = []
     for i, cpu in enumerate(cpus):
@@ -363,7 +329,7 @@ def test_the_scheduler_prefers_the_reservation_then_goes_on_demand_once_it_is_fu
     _share(env)
     crs.items = [reservation("cr-a1", available=1)]
     env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
-    pool = _reserved_or_on_demand_pool()
+    pool = env.nodepool(instance_types=["m5.large"], capacity_types=["reserved", "on-demand"])
 
     # two pods that need a node each: the reservation holds one; the core plans only
     # that one into it and keeps the other pod for the next round rather than buying
