@@ -4,7 +4,9 @@ Upstream's AWS provider adds these beside the core's: ``nodeclass.status`` (EC2N
 status and finalizer), the interruption singletons (the SQS queue poller when the
 ``interruption-queue`` setting names a queue, and the instance-status poller), the
 catalogue and price refresh, ``nodeclaim.tagging``, the launch-template cache's hydration
-and clean-up, and ``cloudprovider.metrics`` (offering price and availability series). Each
+and clean-up, ``cloudprovider.metrics`` (offering price and availability series), and the
+capacity-reservation singletons (``capacityreservation.capacitytype`` and
+``capacityreservation.expiration``). Each
 runs only with the ``aws``
 cloud provider selected; its factory reaches the provider's clients and caches through
 the controller context's ``base_cloud_provider``.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from karpenter_aws import interruption, nodeclass_status
 from karpenter_aws import metrics as aws_metrics
+from karpenter_aws import reservation_controllers as reservations
 from karpenter_aws.launchtemplate import LaunchTemplateCleanup
 from karpenter_aws.provider import (
     NAME,
@@ -51,7 +54,13 @@ def aws_provider(ctx: ControllerContext) -> AWSCloudProvider:
 def _nodeclass_status(ctx: ControllerContext) -> Reconciler:
     p = aws_provider(ctx)
     return nodeclass_status.NodeClassStatusReconciler(
-        ctx.kube, ctx.clock, ctx.recorder, p.clients, p.settings, reservations=p.reservations
+        ctx.kube,
+        ctx.clock,
+        ctx.recorder,
+        p.clients,
+        p.settings,
+        reservations=p.reservations,
+        reserved_capacity=ctx.options.gate("ReservedCapacity"),
     )
 
 
@@ -64,7 +73,11 @@ def _interruption_queue(ctx: ControllerContext) -> SingletonReconciler | None:
     if not p.settings.interruption_queue:
         return None  # interruption handling is off without a queue
     return interruption.InterruptionController(
-        ctx, p.clients.sqs, p.settings.interruption_queue, p.unavailable
+        ctx,
+        p.clients.sqs,
+        p.settings.interruption_queue,
+        p.unavailable,
+        reservations=p.reservations,
     )
 
 
@@ -92,6 +105,14 @@ def _launch_template_cleanup(ctx: ControllerContext) -> SingletonReconciler:
     return LaunchTemplateCleanup(p.instances.launch_templates, p.settings.cluster_name)
 
 
+def _capacity_type(ctx: ControllerContext) -> SingletonReconciler:
+    return reservations.CapacityTypeController(ctx.kube, aws_provider(ctx))
+
+
+def _expiration(ctx: ControllerContext) -> SingletonReconciler:
+    return reservations.ExpirationController(ctx.kube, aws_provider(ctx).reservations, ctx.clock)
+
+
 CONTROLLERS = (
     ControllerSpec(
         nodeclass_status.CONTROLLER_NAME,
@@ -117,5 +138,9 @@ CONTROLLERS = (
     ControllerSpec(
         aws_metrics.CONTROLLER_NAME, _offering_metrics, singleton=True, cloud_provider=NAME
     ),
+    ControllerSpec(
+        reservations.CAPACITY_TYPE_NAME, _capacity_type, singleton=True, cloud_provider=NAME
+    ),
+    ControllerSpec(reservations.EXPIRATION_NAME, _expiration, singleton=True, cloud_provider=NAME),
 )
 """Every controller the AWS plugin registers, in upstream's order."""

@@ -10,8 +10,13 @@ The checks run in upstream's order and the first hit wins:
 3. ``SecurityGroupDrift``: the instance's security groups are not exactly the ones the
    EC2NodeClass now resolves.
 4. ``SubnetDrift``: the instance's subnet is no longer one the EC2NodeClass resolves.
+5. ``CapacityReservationDrift``: the instance runs in a reservation the EC2NodeClass no
+   longer lists in ``status.capacityReservations`` (its selector changed, or the
+   reservation stopped being active). Decided from EC2's current view of the instance,
+   not from offerings: an instance whose reservation ended falls back to on-demand and
+   is then not drifted, where the offerings would already have gone.
 
-Capacity-reservation and placement-group drift are not implemented (neither feature is).
+Placement-group drift is not implemented (placement groups are not).
 
 Each function is pure and says ``""`` when it cannot decide (nothing resolved yet, no image
 id recorded): an unknown is never a reason to replace a node.
@@ -26,10 +31,12 @@ from karpenter_core.plugin_api import labels as wk
 
 __all__ = [
     "AMI_DRIFT",
+    "CAPACITY_RESERVATION_DRIFT",
     "NODECLASS_DRIFT",
     "SECURITY_GROUP_DRIFT",
     "SUBNET_DRIFT",
     "ami_drift",
+    "capacity_reservation_drift",
     "first_drift",
     "security_group_drift",
     "static_drift",
@@ -40,6 +47,7 @@ NODECLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 SUBNET_DRIFT = "SubnetDrift"
+CAPACITY_RESERVATION_DRIFT = "CapacityReservationDrift"
 
 
 def static_drift(
@@ -91,6 +99,15 @@ def subnet_drift(instance_subnet: str, resolved: Iterable[str]) -> str:
     if not want or not instance_subnet:
         return ""
     return SUBNET_DRIFT if instance_subnet not in want else ""
+
+
+def capacity_reservation_drift(reservation_id: str, listed: Iterable[str]) -> str:
+    """``CapacityReservationDrift`` when the instance is in reservation ``reservation_id``
+    (``""``: not reserved) and the class lists no such reservation (none listed counts:
+    a removed selector takes its nodes out of the reservations too)."""
+    if not reservation_id:
+        return ""
+    return CAPACITY_RESERVATION_DRIFT if reservation_id not in set(listed) else ""
 
 
 def first_drift(*reasons: str) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "AMI_FAMILY_WINDOWS2022",
     "AMI_FAMILY_WINDOWS2025",
     "CONDITION_AMIS_READY",
+    "CONDITION_CAPACITY_RESERVATIONS_READY",
     "CONDITION_INSTANCE_PROFILE_READY",
     "CONDITION_READY",
     "CONDITION_SECURITY_GROUPS_READY",
@@ -56,6 +57,7 @@ __all__ = [
     "HASH_VERSION_ANNOTATION",
     "NODECLASS_RESOURCE",
     "READY_CONDITIONS",
+    "READY_CONDITIONS_RESERVED",
     "AMISelectorTerm",
     "AMIStatus",
     "Alias",
@@ -103,6 +105,7 @@ CONDITION_SECURITY_GROUPS_READY = "SecurityGroupsReady"
 CONDITION_AMIS_READY = "AMIsReady"
 CONDITION_INSTANCE_PROFILE_READY = "InstanceProfileReady"
 CONDITION_VALIDATION_SUCCEEDED = "ValidationSucceeded"
+CONDITION_CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"
 READY_CONDITIONS: tuple[str, ...] = (
     CONDITION_AMIS_READY,
     CONDITION_SUBNETS_READY,
@@ -110,9 +113,14 @@ READY_CONDITIONS: tuple[str, ...] = (
     CONDITION_INSTANCE_PROFILE_READY,
     CONDITION_VALIDATION_SUCCEEDED,
 )
-"""The conditions whose conjunction is Ready. Upstream also has PlacementGroupReady (and
-CapacityReservationsReady behind a gate); reservations never fail discovery for good here
-(an EC2 error keeps the last status), so neither gates."""
+"""The conditions whose conjunction is Ready. Upstream also has PlacementGroupReady
+(placement groups are not implemented here)."""
+READY_CONDITIONS_RESERVED: tuple[str, ...] = (
+    *READY_CONDITIONS,
+    CONDITION_CAPACITY_RESERVATIONS_READY,
+)
+"""Ready's conditions with the ReservedCapacity gate on (upstream's only with the gate):
+``CapacityReservationsReady`` turns True once the selector terms have been resolved."""
 
 AMI_FAMILY_AL2 = "AL2"
 AMI_FAMILY_AL2023 = "AL2023"
@@ -1190,7 +1198,7 @@ class EC2NodeClass:
         # Ready only says which dependents are unhealthy; their own reasons say why.
         failing = [
             c
-            for t in READY_CONDITIONS
+            for t in READY_CONDITIONS_RESERVED
             if (c := self.condition(t)) is not None and c.get("status") == "False"
         ]
         if cond.get("status") == "False" and failing:

@@ -12,7 +12,8 @@ Each reconcile of an EC2NodeClass:
   ``/karpenter/<region>/<cluster>/<nodeclass-uid>/`` for a ``role``, looked up for an
   ``instanceProfile``), writing them to status;
 * sets ``SubnetsReady``, ``SecurityGroupsReady``, ``AMIsReady``, ``InstanceProfileReady``,
-  ``ValidationSucceeded`` and their conjunction ``Ready``, stamped with the generation.
+  ``ValidationSucceeded``, with the ReservedCapacity gate ``CapacityReservationsReady``,
+  and their conjunction ``Ready``, stamped with the generation.
 
 ``ValidationSucceeded`` also needs the ``DryRun`` permission checks of
 :mod:`karpenter_aws.validation` to pass, and no field this provider does not implement
@@ -20,8 +21,9 @@ Each reconcile of an EC2NodeClass:
 
 ``status.capacityReservations`` lists what ``capacityReservationSelectorTerms`` select
 (:mod:`karpenter_aws.capacityreservation`), sorted by id, re-read every minute or at the
-next reservation end if sooner; an EC2 failure keeps the previous list (and says so in an
-event) rather than dropping the reserved offerings of running nodes.
+next reservation end if sooner; an EC2 failure keeps the previous list and the previous
+``CapacityReservationsReady`` (and says so in an event) rather than dropping the reserved
+offerings of running nodes.
 
 AWS failures (``ClientError``, connection errors) become a False condition whose message
 carries the AWS error code, plus a Warning event; the controller itself never raises for
@@ -64,6 +66,7 @@ from karpenter_aws.clients import AWSClients
 from karpenter_aws.labels import EC2_NODE_CLASS, LABEL_NODE_CLASS
 from karpenter_aws.nodeclass import (
     CONDITION_AMIS_READY,
+    CONDITION_CAPACITY_RESERVATIONS_READY,
     CONDITION_INSTANCE_PROFILE_READY,
     CONDITION_SECURITY_GROUPS_READY,
     CONDITION_SUBNETS_READY,
@@ -74,6 +77,7 @@ from karpenter_aws.nodeclass import (
     HASH_VERSION_ANNOTATION,
     NODECLASS_RESOURCE,
     READY_CONDITIONS,
+    READY_CONDITIONS_RESERVED,
     EC2NodeClass,
     NodeClassError,
 )
@@ -204,12 +208,15 @@ class NodeClassStatusReconciler:
         ssm_prefix: str = DEFAULT_SSM_PREFIX,
         ca_bundle: str | None = None,
         reservations: CapacityReservationProvider | None = None,
+        reserved_capacity: bool = True,
     ) -> None:
         """``kubernetes_version`` (``"1.31"``) picks the alias SSM parameters; by default it
         is read from the API server's ``/version``, else from EKS ``DescribeCluster`` (and
         kept for five minutes). ``ssm_prefix`` is where the public AMI parameters live
         (``/aws/service``). ``ca_bundle`` enters the drift hash (default: the
-        ``cluster-ca-bundle`` setting); it must be the one launches hash with."""
+        ``cluster-ca-bundle`` setting); it must be the one launches hash with.
+        ``reserved_capacity`` is the ReservedCapacity gate: without it reservations are not
+        resolved and ``CapacityReservationsReady`` is not among Ready's conditions."""
         self.kube = kube
         self.clock = clock
         self.recorder = recorder
@@ -225,6 +232,10 @@ class NodeClassStatusReconciler:
         self._dry_run = DryRunValidator(clients.ec2, clock.monotonic)
         # shared with the instance types, whose reserved offerings read its counts
         self.reservations = reservations or CapacityReservationProvider(clients.ec2, clock)
+        self.reserved_capacity = reserved_capacity
+        self._ready_conditions = (
+            READY_CONDITIONS_RESERVED if reserved_capacity else READY_CONDITIONS
+        )
 
     # ------------------------------------------------------------------ entry point
 
@@ -246,7 +257,7 @@ class NodeClassStatusReconciler:
             return requeue
         obj = updated
         status_obj = copy.deepcopy(obj)
-        conditions = ConditionSet(status_obj, self.clock, dependents=READY_CONDITIONS)
+        conditions = ConditionSet(status_obj, self.clock, dependents=self._ready_conditions)
         if nodeclass is None:
             conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "InvalidSpec", error)
             self.recorder.warning(obj, "InvalidSpec", error)
@@ -257,8 +268,9 @@ class NodeClassStatusReconciler:
             self._security_groups(nodeclass, status, conditions, obj),
             self._amis(nodeclass, status, conditions, obj),
             self._instance_profile(nodeclass, status, conditions, obj),
-            self._capacity_reservations(nodeclass, status, obj),
         ]
+        if self.reserved_capacity:
+            after.append(self._capacity_reservations(nodeclass, status, conditions, obj))
         self._validation(nodeclass, conditions, obj, status)
         return self._write_status(obj, status_obj) or Result.after(min(after))
 
@@ -375,10 +387,19 @@ class NodeClassStatusReconciler:
     # ------------------------------------------------------------------ reservations
 
     def _capacity_reservations(
-        self, nodeclass: EC2NodeClass, status: dict[str, Any], obj: Mapping[str, Any]
+        self,
+        nodeclass: EC2NodeClass,
+        status: dict[str, Any],
+        conditions: ConditionSet,
+        obj: Mapping[str, Any],
     ) -> float:
+        """``status.capacityReservations`` and ``CapacityReservationsReady``: True once the
+        terms are resolved (none set: at once). An EC2 failure changes neither the list
+        nor the condition (as upstream, whose reconciler returns the error): running
+        nodes keep their reserved offerings, and a class never resolved stays Unknown."""
         if not nodeclass.capacity_reservation_selector_terms:
             status.pop("capacityReservations", None)
+            conditions.set_true(CONDITION_CAPACITY_RESERVATIONS_READY)
             return DEFAULT_REQUEUE
         try:
             found = _aws(
@@ -398,6 +419,7 @@ class NodeClassStatusReconciler:
             except ValueError as e:
                 log.error("EC2NodeClass %s: ignoring capacity reservation: %s", nodeclass.name, e)
         parsed.sort(key=lambda r: r.id)
+        conditions.set_true(CONDITION_CAPACITY_RESERVATIONS_READY)
         if parsed:
             status["capacityReservations"] = [r.to_status() for r in parsed]
         else:

@@ -595,6 +595,9 @@ class AWSCloudProvider:
                 instance.security_group_ids, (sg.id for sg in nodeclass.security_groups)
             ),
             drift.subnet_drift(instance.subnet_id, (s.id for s in nodeclass.subnets)),
+            drift.capacity_reservation_drift(
+                instance.reservation_id, (r.id for r in nodeclass.capacity_reservations)
+            ),
         )
 
     def repair_policies(self) -> Sequence[RepairPolicy]:

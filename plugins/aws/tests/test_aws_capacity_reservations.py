@@ -24,9 +24,13 @@ from karpenter_aws.offerings import RESERVED_PRICE_DIVISOR
 from test_provider import PRICES, Env, _aws_labels  # noqa: F401  (autouse: the AWS well-known labels)
 
 from karpenter_core.apis import labels as wk
-from karpenter_core.apis.v1 import NodeClaim
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.v1 import NodeClaim, NodePool
 from karpenter_core.cloudprovider.errors import NodeClaimNotFoundError
+from karpenter_core.provisioning.scheduler import Results, schedule
 from karpenter_core.runtime.clock import VirtualClock
+from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.testing import builders as b
 
 OWNER = "123456789012"
 
@@ -296,3 +300,58 @@ def test_available_counts_follow_syncs_launches_and_capacity_errors() -> None:
     assert p.available("cr-1") == 1
     p.mark_terminated("cr-unknown")
     assert p.available("cr-unknown") == 0
+
+
+# --- the core scheduler on the provider's types ---------------------------------------
+
+
+def _solve(env: Env, pool: NodePool, *cpus: str) -> Results:
+    pods = []
+    for i, cpu in enumerate(cpus):
+        raw = b.pod(f"p-{i}", cpu=cpu)
+        raw["metadata"]["uid"] = f"uid-{i}"  # the scheduler's tie order
+        pods.append(Pod.from_dict(raw))
+    types = env.provider.get_instance_types(pool)
+    return schedule(ClusterSnapshot(pods=pods), pods, [pool], {pool.name: types})
+
+
+def _launch(env: Env, results: Results, name: str) -> NodeClaim:
+    [planned] = results.new_nodeclaims
+    raw = planned.to_nodeclaim_dict()
+    raw["metadata"]["name"] = name
+    raw["metadata"]["labels"][wk.NODEPOOL_LABEL_KEY] = "default"
+    return env.provider.create(NodeClaim.from_dict(raw))
+
+
+def test_the_scheduler_prefers_the_reservation_then_goes_on_demand_once_it_is_full(
+    env: Env, crs: Reservations
+) -> None:
+    _share(env)
+    crs.items = [reservation("cr-a1", available=1)]
+    env.nodeclass(capacityReservationSelectorTerms=[{"id": "cr-a1"}])
+    pool = env.nodepool(instance_types=["m5.large"], capacity_types=["reserved", "on-demand"])
+
+    # two pods that need a node each: the reservation holds one; the core plans only
+    # that one into it and keeps the other pod for the next round rather than buying
+    # on-demand while the reservation might still be the better place
+    both = _solve(env, pool, "1500m", "1500m")
+    assert len(both.new_nodeclaims) == 1 and len(both.reserved_offering_errors()) == 1
+
+    first = _solve(env, pool, "1500m")
+    reqs = first.new_nodeclaims[0].launch_requirements()
+    assert reqs.get(wk.CAPACITY_TYPE_LABEL_KEY).values == {"reserved"}
+    assert reqs.get(aws_labels.LABEL_CAPACITY_RESERVATION_ID).values == {"cr-a1"}
+    launched = _launch(env, first, "default-r1")
+    assert launched.metadata.labels[wk.CAPACITY_TYPE_LABEL_KEY] == "reserved"
+    assert launched.metadata.labels[aws_labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-a1"
+    assert env.provider.reservations.available("cr-a1") == 0
+
+    # the reservation is full: the next round plans on-demand, not pinned to it
+    second = _solve(env, pool, "1500m")
+    assert not second.pod_errors
+    reqs = second.new_nodeclaims[0].launch_requirements()
+    assert reqs.get(wk.CAPACITY_TYPE_LABEL_KEY).values == {"on-demand"}
+    assert not reqs.get(aws_labels.LABEL_CAPACITY_RESERVATION_ID).values
+    other = _launch(env, second, "default-od1")
+    assert other.metadata.labels[wk.CAPACITY_TYPE_LABEL_KEY] == "on-demand"
+    assert aws_labels.LABEL_CAPACITY_RESERVATION_ID not in other.metadata.labels

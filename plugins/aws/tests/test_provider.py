@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +174,14 @@ class Env:
     def reconcile(self, name: str = "default") -> None:
         self.status.reconcile(ObjectKey("", name))
 
-    def nodepool(self, name: str = "default", nodeclass: str = "default") -> NodePool:
+    def nodepool(
+        self,
+        name: str = "default",
+        nodeclass: str = "default",
+        *,
+        instance_types: Sequence[str] = ALLOWED,
+        capacity_types: Sequence[str] = ("on-demand",),
+    ) -> NodePool:
         obj = self.server.create(
             {
                 "apiVersion": "karpenter.sh/v1",
@@ -192,12 +199,12 @@ class Env:
                                 {
                                     "key": wk.LABEL_INSTANCE_TYPE,
                                     "operator": "In",
-                                    "values": list(ALLOWED),
+                                    "values": list(instance_types),
                                 },
                                 {
                                     "key": wk.CAPACITY_TYPE_LABEL_KEY,
                                     "operator": "In",
-                                    "values": ["on-demand"],
+                                    "values": list(capacity_types),
                                 },
                             ],
                         }
@@ -447,6 +454,8 @@ def test_the_plugin_registers_status_interruption_refresh_tagging_and_metrics(en
         "nodeclaim.tagging",
         "aws.launchtemplate.cleanup",
         "cloudprovider.metrics",
+        "capacityreservation.capacitytype",
+        "capacityreservation.expiration",
     }
     # no interruption-queue setting: the queue poller is not needed, and says so
     assert ("interruption", "not needed with these settings") in reg.skipped

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from karpenter_aws.drift import (
     AMI_DRIFT,
+    CAPACITY_RESERVATION_DRIFT,
     NODECLASS_DRIFT,
     SECURITY_GROUP_DRIFT,
     SUBNET_DRIFT,
     ami_drift,
+    capacity_reservation_drift,
     first_drift,
     security_group_drift,
     static_drift,
@@ -60,3 +62,10 @@ def test_security_group_and_subnet_drift() -> None:
 def test_the_first_reason_wins() -> None:
     assert first_drift("", SECURITY_GROUP_DRIFT, SUBNET_DRIFT) == SECURITY_GROUP_DRIFT
     assert first_drift("", "") == ""
+
+
+def test_capacity_reservation_drift_is_a_reservation_the_class_no_longer_lists() -> None:
+    assert capacity_reservation_drift("cr-1", ["cr-1", "cr-2"]) == ""
+    assert capacity_reservation_drift("cr-3", ["cr-1"]) == CAPACITY_RESERVATION_DRIFT
+    assert capacity_reservation_drift("cr-3", []) == CAPACITY_RESERVATION_DRIFT
+    assert capacity_reservation_drift("", ["cr-1"]) == ""  # not in a reservation

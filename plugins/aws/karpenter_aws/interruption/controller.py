@@ -28,6 +28,7 @@ from karpenter_aws.interruption import metrics as im
 from karpenter_aws.interruption.handler import (
     InstanceIndex,
     InterruptionHandler,
+    ReservationsLike,
     UnavailableOfferingsLike,
 )
 from karpenter_core.plugin_api import ControllerContext, Result, VirtualClock
@@ -90,6 +91,7 @@ class InterruptionController:
         queue_name: str,
         unavailable: UnavailableOfferingsLike | None,
         *,
+        reservations: ReservationsLike | None = None,
         wait_seconds: int = WAIT_SECONDS,
     ) -> None:
         if not 0 <= wait_seconds <= WAIT_SECONDS:
@@ -99,7 +101,7 @@ class InterruptionController:
         self.queue_name = queue_name
         self.queue_url: str | None = None
         self.wait_seconds = wait_seconds
-        self.handler = InterruptionHandler(ctx, unavailable)
+        self.handler = InterruptionHandler(ctx, unavailable, reservations)
         self._queue_error: str | None = None
 
     @property

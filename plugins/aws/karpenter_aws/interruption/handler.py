@@ -39,6 +39,7 @@ __all__ = [
     "EVENTS",
     "InstanceIndex",
     "InterruptionHandler",
+    "ReservationsLike",
     "UnavailableOfferingsLike",
     "instance_id",
 ]
@@ -53,6 +54,13 @@ class UnavailableOfferingsLike(Protocol):
     """The part of ``karpenter_core.cloudprovider.unavailable.UnavailableOfferings`` interruption uses."""
 
     def mark(self, instance_type: str, zone: str, capacity_type: str, reason: str) -> None: ...
+
+
+class ReservationsLike(Protocol):
+    """The part of ``karpenter_aws.capacityreservation.CapacityReservationProvider``
+    interruption uses."""
+
+    def mark_unavailable(self, *reservation_ids: str) -> None: ...
 
 
 @frozen
@@ -133,10 +141,14 @@ class InterruptionHandler:
     """Applies one message's action to the NodeClaims of its instances."""
 
     def __init__(
-        self, ctx: ControllerContext, unavailable: UnavailableOfferingsLike | None
+        self,
+        ctx: ControllerContext,
+        unavailable: UnavailableOfferingsLike | None,
+        reservations: ReservationsLike | None = None,
     ) -> None:
         self.ctx = ctx
         self.unavailable = unavailable
+        self.reservations = reservations
 
     def handle(self, message: m.Message, index: InstanceIndex) -> bool:
         """Act on ``message``; returns whether any of its instances has a NodeClaim.
@@ -185,27 +197,22 @@ class InterruptionHandler:
             recorder.publish(Event(node, text.type, text.reason, node_message, (node_uid,)))
 
     def _mark_unavailable(self, kind: str, nodeclaim: Mapping[str, Any]) -> None:
-        """Spot interruption: that spot pool (type x zone) is reclaiming capacity. A
-        reservation interruption: the reservation is taking its capacity back; without a
-        reservation provider the reserved offering of that type and zone is marked."""
-        if self.unavailable is None:
-            return
-        if kind == m.SPOT_INTERRUPTED:
-            capacity_type = wk.CAPACITY_TYPE_SPOT
-        elif kind == m.CAPACITY_RESERVATION_INTERRUPTED:
-            capacity_type = wk.CAPACITY_TYPE_RESERVED
-        else:
-            return
+        """Spot interruption: that spot pool (type x zone) is reclaiming capacity, so the
+        pool is kept out of launches. A reservation interruption: that one reservation is
+        taking its capacity back, so its available count drops to zero until EC2's next
+        answer; the type's other reservations in the zone are not affected."""
         labels = labels_of(nodeclaim)
+        if kind == m.CAPACITY_RESERVATION_INTERRUPTED:
+            rid = str(labels.get(LABEL_CAPACITY_RESERVATION_ID) or "")
+            if rid and self.reservations is not None:
+                self.reservations.mark_unavailable(rid)
+            return
+        if kind != m.SPOT_INTERRUPTED or self.unavailable is None:
+            return
         zone = str(labels.get(wk.LABEL_TOPOLOGY_ZONE) or "")
         instance_type = str(labels.get(wk.LABEL_INSTANCE_TYPE) or "")
-        if not zone or not instance_type:
-            return
-        if capacity_type == wk.CAPACITY_TYPE_RESERVED and not labels.get(
-            LABEL_CAPACITY_RESERVATION_ID
-        ):
-            return
-        self.unavailable.mark(instance_type, zone, capacity_type, kind)
+        if zone and instance_type:
+            self.unavailable.mark(instance_type, zone, wk.CAPACITY_TYPE_SPOT, kind)
 
     def _annotate_termination_timestamp(self, nodeclaim: dict[str, Any]) -> None:
         """Set the termination deadline to now unless one is already due."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
+from karpenter_aws.capacityreservation import CapacityReservationProvider
 from karpenter_aws.clients import AWSClients
 from karpenter_aws.interruption import (
     INSTANCE_STATUS_NAME,
@@ -331,7 +332,13 @@ def test_interruption_deletes_are_graceful_without_a_termination_deadline(env: E
     )
 
 
-def test_capacity_reservation_interruption_marks_the_reserved_offering(env: Env) -> None:
+def test_capacity_reservation_interruption_marks_only_that_reservation(env: Env) -> None:
+    reservations = CapacityReservationProvider(None, env.clock)
+    reservations.set_available("cr-56fac701cc1951b03", 3)
+    reservations.set_available("cr-other", 2)  # same type and zone
+    controller = InterruptionController(
+        env.ctx, env.sqs, QUEUE, env.unavailable, reservations=reservations, wait_seconds=0
+    )
     env.nodeclaim(
         "nc",
         "i-0000000000000006",
@@ -340,10 +347,13 @@ def test_capacity_reservation_interruption_marks_the_reserved_offering(env: Env)
     )
     env.send(reservation("i-0000000000000006"))
 
-    env.controller.reconcile()
+    controller.reconcile()
 
     assert not env.exists("nc")
-    assert env.unavailable.is_unavailable(TYPE, ZONE, wk.CAPACITY_TYPE_RESERVED)
+    assert reservations.available("cr-56fac701cc1951b03") == 0
+    assert reservations.available("cr-other") == 2
+    # the type and zone's reserved offerings (the other reservation) stay launchable
+    assert not env.unavailable.is_unavailable(TYPE, ZONE, wk.CAPACITY_TYPE_RESERVED)
     assert not env.unavailable.is_unavailable(TYPE, ZONE, wk.CAPACITY_TYPE_SPOT)
 
 
