@@ -299,18 +299,10 @@ def nodeclaims_for_node(kube: KubeClient, node: Mapping[str, Any]) -> list[dict[
         return []
     # scan the cached objects and copy the match only: a copy of every NodeClaim at each
     # termination and health reconcile was most of their cost with thousands of nodes
-    list_objects = getattr(kube, "list_shared", None)
-    if list_objects is None:
-        return [
-            nc
-            for nc in kube.list("nodeclaims").items
-            if (nc.get("status") or {}).get("providerID") == provider_id
-        ]
-    return [
-        deep_copy(nc)
-        for nc in list_objects("nodeclaims").items
-        if (nc.get("status") or {}).get("providerID") == provider_id
-    ]
+    shared = getattr(kube, "list_shared", None)
+    listed = (shared or kube.list)("nodeclaims").items
+    matches = [nc for nc in listed if (nc.get("status") or {}).get("providerID") == provider_id]
+    return [deep_copy(nc) for nc in matches] if shared is not None else matches
 
 
 def nodeclaim_for_node(kube: KubeClient, node: Mapping[str, Any]) -> dict[str, Any] | None:
