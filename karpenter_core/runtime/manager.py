@@ -249,13 +249,18 @@ class Manager:
         self._threads: list[threading.Thread] = []
         self._rr = 0
         # Livelock detection on a virtual clock: one key reconciled over and over without
-        # time moving on. Counted per key, so a burst of many distinct keys at one instant
-        # (150,000 pods created at once) is not mistaken for one; the total is a backstop.
+        # time moving on and without the cluster changing in between. Counted per key, so
+        # a burst of many distinct keys at one instant (150,000 pods created at once) is
+        # not mistaken for one; a key that other controllers' writes keep waking (the
+        # kube-scheduler's pass while 4,500 pods are evicted one by one) starts its count
+        # again after every watch event, as it is making progress; the total is a backstop
+        # for loops that write.
         self._max_per_instant = max_reconciles_per_instant
         self._max_per_key = max_reconciles_per_key
         self._instant = -1
         self._instant_count = 0
-        self._instant_keys: dict[tuple[str, Hashable], int] = {}
+        self._instant_keys: dict[tuple[str, Hashable], tuple[int, int]] = {}
+        self._events_handled = 0
         self._charged_ns = 0
 
     # ------------------------------------------------------------------ registration
@@ -493,6 +498,7 @@ class Manager:
             for event in events:
                 feed.handle(event)
                 handled += 1
+        self._events_handled += handled
         return handled
 
     def _pick(self) -> Controller | None:
@@ -523,12 +529,14 @@ class Manager:
             self._instant, self._instant_count = instant, 0
             self._instant_keys.clear()
         self._instant_count += 1
-        seen = self._instant_keys.get((controller.name, key), 0) + 1
-        self._instant_keys[(controller.name, key)] = seen
+        seen, events = self._instant_keys.get((controller.name, key), (0, -1))
+        seen = seen + 1 if events == self._events_handled else 1
+        self._instant_keys[(controller.name, key)] = (seen, self._events_handled)
         if seen > self._max_per_key or self._instant_count > self._max_per_instant:
             controller.queue.done(key)
             what = (
-                f"key {key} reconciled more than {self._max_per_key} times"
+                f"key {key} reconciled more than {self._max_per_key} times with nothing "
+                "watched changing"
                 if seen > self._max_per_key
                 else f"more than {self._max_per_instant} reconciles"
             )

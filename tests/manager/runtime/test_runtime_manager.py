@@ -213,6 +213,53 @@ def test_many_distinct_keys_at_one_instant_are_not_a_livelock() -> None:
     assert len(seen) == 5_000
 
 
+def test_a_key_woken_by_other_controllers_writes_is_not_a_livelock() -> None:
+    """A scale-in evicts pods one by one at one virtual instant, and every eviction wakes
+    the kube-scheduler's single key: the cluster changes between its reconciles, so it is
+    progress, however many times that happens; only a key reconciled again with nothing
+    watched changing counts towards the limit."""
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    manager = Manager(clock, server, max_reconciles_per_key=3)
+    writes = iter(range(20))
+    passes: list[float] = []
+
+    class Writer:
+        def reconcile(self, key: Any) -> Result:
+            i = next(writes, None)
+            if i is not None:
+                server.create(configmap(f"cm-{i}"))
+                manager.enqueue("writer", key)
+            return Result()
+
+    class Pass:
+        def reconcile(self, key: Any) -> Result:
+            passes.append(clock.monotonic())
+            if next(done, None) is not None:  # every write seen: now spin on itself
+                manager.enqueue("pass", key)
+            return Result()
+
+    done = iter(())
+    manager.add_controller("writer", Writer())
+    manager.add_controller(
+        "pass",
+        Pass(),
+        watches=[Watch("configmaps", namespace="default", mapper=lambda t, o: ["all"])],
+    )
+    manager.enqueue("writer", "w")
+    manager.settle()
+    assert len(server.list("configmaps", namespace="default").items) == 20
+    woken = len(passes)
+    assert woken > 3 and set(passes) == {0.0}
+
+    done = itertools.repeat(1)
+    manager.enqueue("pass", "all")
+    with pytest.raises(LivelockError, match="nothing watched changing"):
+        manager.settle()
+    # the last wake-up counted as the first with nothing changing: two more, then the stop
+    assert len(passes) == woken + 2
+
+
 # ---------------------------------------------------------------- watches
 
 
