@@ -1,10 +1,5 @@
-"""What keeps an otherwise resolved EC2NodeClass from being valid: fields this provider does
-not honour, and missing EC2 permissions.
+"""What keeps an otherwise resolved EC2NodeClass from being valid: missing EC2 permissions.
 
-* :func:`unsupported_fields`: EC2NodeClass fields accepted by the CRD that this provider
-  would otherwise ignore. A class that sets one is not Ready (``ValidationSucceeded``
-  False, reason ``UnsupportedField``) and gets a Warning event naming it, rather than
-  launching nodes that silently lack what was asked for.
 * :class:`DryRunValidator`: as upstream's validation controller, proves the controller may
   call ``ec2:CreateLaunchTemplate`` and ``ec2:RunInstances`` (which also checks
   ``iam:PassRole`` on the instance profile) with ``DryRun`` requests shaped like a launch
@@ -39,16 +34,13 @@ __all__ = [
     "CACHE_TTL",
     "REASON_CREATE_LAUNCH_TEMPLATE",
     "REASON_RUN_INSTANCES",
-    "REASON_UNSUPPORTED_FIELD",
     "DryRunResult",
     "DryRunValidator",
-    "unsupported_fields",
 ]
 
 log = logging.getLogger("karpenter.aws.nodeclass")
 
 CACHE_TTL = 600.0
-REASON_UNSUPPORTED_FIELD = "UnsupportedField"
 REASON_CREATE_LAUNCH_TEMPLATE = "CreateLaunchTemplateAuthCheckFailed"
 REASON_RUN_INSTANCES = "RunInstancesAuthCheckFailed"
 _MESSAGES = {
@@ -60,14 +52,6 @@ _UNAUTHORIZED = "UnauthorizedOperation"
 # the smallest common type: DryRun checks permissions, the type need not be one the
 # NodePools allow (upstream picks one from them; any type the AMI's architecture runs works)
 _PROBE_TYPES = {"arm64": "m6g.large", "amd64": "m5.large"}
-
-
-def unsupported_fields(nodeclass: EC2NodeClass) -> list[str]:
-    """The spec fields set on ``nodeclass`` that this provider does not implement."""
-    out = []
-    if nodeclass.placement_group_selector is not None:
-        out.append("spec.placementGroupSelector")
-    return out
 
 
 class DryRunResult:

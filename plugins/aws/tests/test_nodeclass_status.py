@@ -753,19 +753,7 @@ def test_the_controller_runs_from_its_watch_events(clients: AWSClients) -> None:
     manager.stop()
 
 
-# --- unsupported fields and DryRun permission checks ----------------------------------------
-
-
-def test_a_placement_group_is_rejected_naming_the_field(env: Env) -> None:
-    env.create(placementGroupSelector={"name": "training"})
-    env.reconcile()
-    cond = env.condition("ValidationSucceeded")
-    assert (cond["status"], cond["reason"]) == ("False", "UnsupportedField")
-    assert "spec.placementGroupSelector" in cond["message"]
-    assert env.condition("Ready")["status"] == "False"
-    assert any(
-        r == "UnsupportedField" and "spec.placementGroupSelector" in m for r, m in env.warnings()
-    )
+# --- DryRun permission checks ----------------------------------------------------------------
 
 
 def _unauthorized(operation: str) -> Callable[..., Any]:
