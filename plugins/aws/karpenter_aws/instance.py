@@ -466,6 +466,33 @@ class LaunchRequest:
     placement_group_partition: str = ""
 
 
+FLEXIBILITY_THRESHOLD = 5
+"""Fewer candidate types than this for an on-demand launch that could have been spot is
+worth a warning (upstream's ``instanceTypeFlexibilityThreshold``)."""
+
+
+def on_demand_fallback_warning(
+    reqs: Requirements, capacity_type: str, instance_types: Sequence[InstanceType]
+) -> str:
+    """Upstream's on-demand fallback check: a launch that buys on-demand although spot was
+    allowed (no spot offering was available) with fewer than
+    :data:`FLEXIBILITY_THRESHOLD` types risks running out of capacity too; the message to
+    log, or ``""``."""
+    if capacity_type != wk.CAPACITY_TYPE_ON_DEMAND:
+        return ""
+    if not reqs.has(wk.CAPACITY_TYPE_LABEL_KEY) or not reqs.get(wk.CAPACITY_TYPE_LABEL_KEY).has(
+        wk.CAPACITY_TYPE_SPOT
+    ):
+        return ""
+    if len(instance_types) >= FLEXIBILITY_THRESHOLD:
+        return ""
+    return (
+        f"at least {FLEXIBILITY_THRESHOLD} instance types are recommended when flexible to "
+        "spot but requesting on-demand, the current provisioning request only has "
+        f"{len(instance_types)} instance type options"
+    )
+
+
 def choose_capacity_type(reqs: Requirements, instance_types: Sequence[InstanceType]) -> str:
     """Reserved, then spot, then on-demand: the first the requirements allow and some
     type has an available offering of (upstream's order)."""
@@ -803,6 +830,9 @@ class InstanceProvider:
         reqs = request.requirements
         types = filter_instance_types(reqs, request.requests, request.instance_types)
         capacity_type = choose_capacity_type(reqs, types)
+        warning = on_demand_fallback_warning(reqs, capacity_type, types)
+        if warning:
+            log.error("failed while checking on-demand fallback: %s", warning)
         if capacity_type == wk.CAPACITY_TYPE_RESERVED:
             types = reserved_offering_filter(
                 _with_capacity_type(reqs, wk.CAPACITY_TYPE_RESERVED), types
