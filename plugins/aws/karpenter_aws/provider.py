@@ -298,7 +298,13 @@ class AWSCloudProvider:
         for t in (*nc.spec.taints, *nc.spec.startup_taints):
             taints.append(Taint(t.key, t.effect, t.value or ""))
         cluster_dns = kubelet.cluster_dns or self._kube_dns()
-        group = self.placement_groups.get(nodeclass.placement_group_selector)
+        selector = nodeclass.placement_group_selector
+        group = self.placement_groups.get(selector)
+        if group is None and selector is not None:
+            # never launch outside the group the class names (a Ready status written
+            # before a restart, the group deleted since): wait until it resolves again
+            named = selector.name or selector.id
+            raise NodeClassNotReadyError(f"placement group {named!r} is not resolved")
         partition = _target_partition(reqs, group)
         user_data = UserDataOptions(
             cluster_name=self.settings.cluster_name,

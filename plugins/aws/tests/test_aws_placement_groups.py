@@ -31,7 +31,7 @@ from test_provider import Env, _aws_labels, nodeclaim  # noqa: F401  (autouse: t
 
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.v1 import NodeClaim
-from karpenter_core.cloudprovider.errors import InsufficientCapacityError
+from karpenter_core.cloudprovider.errors import InsufficientCapacityError, NodeClassNotReadyError
 from karpenter_core.runtime.clock import VirtualClock
 
 SPREAD_LIMIT = (
@@ -395,6 +395,17 @@ def test_a_launch_places_into_the_group_and_labels_the_node(env: Env, pgs: Group
     assert aws_labels.LABEL_PLACEMENT_GROUP_PARTITION not in labels
     [data] = launched_templates(env)
     assert data["Placement"] == {"GroupId": "pg-0a1", "Tenancy": "default"}
+
+
+def test_a_class_whose_group_is_gone_does_not_launch_outside_it(env: Env, pgs: Groups) -> None:
+    pgs.items = [group("training", "pg-0a1")]
+    env.nodeclass(placementGroupSelector={"name": "training"})
+    env.nodepool()
+    pgs.items = []  # deleted; the Ready status from before still stands
+    env.clock.advance(61)
+    with pytest.raises(NodeClassNotReadyError, match="training"):
+        env.provider.create(nodeclaim())
+    assert not env.clients.ec2.describe_instances()["Reservations"]
 
 
 def test_a_launch_without_a_group_has_no_group_in_its_template(env: Env) -> None:
