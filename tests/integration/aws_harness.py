@@ -106,6 +106,24 @@ def instance_id_of(provider_id_: str) -> str:
 # --------------------------------------------------------------------------- moto
 
 
+def _refuse_dry_run_fleets() -> None:
+    """moto launches a ``DryRun`` CreateFleet; EC2 refuses it with ``DryRunOperation``
+    (which the provider's EC2NodeClass validation relies on). The server runs in this
+    process, so its CreateFleet handler is taught EC2's answer once."""
+    from moto.ec2.responses.fleets import Fleets
+
+    if getattr(Fleets.create_fleet, "refuses_dry_run", False):
+        return
+    launch = Fleets.create_fleet
+
+    def create_fleet(self: Fleets) -> Any:
+        self.error_on_dryrun()
+        return launch(self)
+
+    create_fleet.refuses_dry_run = True  # type: ignore[attr-defined]
+    Fleets.create_fleet = create_fleet  # type: ignore[method-assign]
+
+
 class Moto:
     """A moto server on a free loopback port, reset to an empty account, and boto3 clients
     for it (dummy credentials)."""
@@ -116,6 +134,7 @@ class Moto:
         self.session = boto3.session.Session(region_name=REGION, **_CREDENTIALS)
 
     def start(self) -> Moto:
+        _refuse_dry_run_fleets()
         self.server.start()
         host, port = self.server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
@@ -592,6 +611,8 @@ class AWS:
             Filters=[{"Name": f"tag:{NODECLASS_TAG}", "Values": [nodeclass]}]
         )["LaunchTemplates"]
         for lt in found:
+            if lt["LaunchTemplateName"].startswith("karpenter.k8s.aws/validation-"):
+                continue  # the EC2NodeClass validation's, there only during its dry run
             versions = self.ec2.describe_launch_template_versions(
                 LaunchTemplateId=lt["LaunchTemplateId"], Versions=["$Latest"]
             )["LaunchTemplateVersions"]

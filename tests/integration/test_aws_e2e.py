@@ -290,28 +290,37 @@ def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(a
 
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 10), "10 pods running")
 
-    # Settled: an extra NodeClaim from a second provisioning pass may still have been
-    # launched and, empty, consolidated away (its instance shutting down); the snapshot
-    # below is of the NodeClaims that stay, each on a running instance.
-    def settled() -> bool:
+    # Settled: an extra NodeClaim from a second provisioning pass may still be launching,
+    # or, empty, be consolidated away (its instance shutting down). Everything below is
+    # checked on one snapshot of NodeClaims, Nodes, pods and instances taken when it was
+    # consistent: each NodeClaim on a running instance and none being deleted, every pod
+    # on a Node of one of them, and no other live Karpenter instance. (Reading the
+    # NodeClaims again after such a check races a claim launched or deleted in between.)
+    def consistent() -> dict[str, dict[str, Any]] | None:
         claims = claims_by_instance(aws)
-        return bool(claims) and all(
-            not c["metadata"].get("deletionTimestamp")
-            and (instance := aws.instance(iid)) is not None
-            and instance["State"]["Name"] == "running"
-            for iid, c in claims.items()
-        )
+        if not claims or any(c["metadata"].get("deletionTimestamp") for c in claims.values()):
+            return None
+        live = {i["InstanceId"]: i for i in aws.instances()}
+        if set(live) != set(claims) or any(i["State"]["Name"] != "running" for i in live.values()):
+            return None
+        nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
+        pods = aws.cluster.pods("web")
+        if len(pods) != 10 or any(
+            (node := nodes.get(p["spec"].get("nodeName") or "")) is None
+            or instance_id_of(str(node["spec"].get("providerID") or "")) not in claims
+            for p in pods
+        ):
+            return None
+        return {iid: {"claim": c, "instance": live[iid]} for iid, c in claims.items()}
 
-    wait_for(settled, "every NodeClaim on a running instance, none being deleted")
-    claims = claims_by_instance(aws)
-    assert claims
-    nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
-    for pod in aws.cluster.pods("web"):
-        node = nodes[pod["spec"]["nodeName"]]
-        assert instance_id_of(node["spec"]["providerID"]) in claims
-    for iid, claim in claims.items():
-        instance = aws.instance(iid)
-        assert instance is not None, f"NodeClaim {claim['metadata']['name']}: no instance {iid}"
+    snapshot = wait_for(
+        consistent,
+        "every NodeClaim on a running instance and none being deleted, every pod on one of "
+        "their Nodes, and no other live Karpenter instance (no leaked or duplicate launch)",
+    )
+    claims = {iid: entry["claim"] for iid, entry in snapshot.items()}
+    for entry in snapshot.values():
+        claim, instance = entry["claim"], entry["instance"]
         assert instance["State"]["Name"] == "running"
         assert claim["status"]["providerID"] == provider_id(instance)
         tags = tags_of(instance)
@@ -329,9 +338,6 @@ def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(a
         lambda: not [c for c in aws.cluster.nodeclaims() if is_true(c, "Drifted")],
         "no NodeClaim to be Drifted",
     )
-    # No leaked or duplicate launch: every live Karpenter instance is a NodeClaim's.
-    assert {i["InstanceId"] for i in aws.instances()} == set(claims)
-
     # The launch templates carry what the NodeClass resolved and what the node needs to
     # join (moto's CreateFleet does not copy these onto the instance, so they are read here).
     templates = aws.launch_templates("default")

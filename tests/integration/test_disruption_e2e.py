@@ -142,23 +142,39 @@ def test_a_template_change_drifts_and_replaces_every_node_one_at_a_time(
     )
     cluster.apply_deployment("web", 6)
     wait_for(lambda: cluster.all_running_on_karpenter_nodes("web", 6), "6 pods running")
-    old_nodes = names(cluster.karpenter_nodes())
-    old_claims = names(cluster.nodeclaims())
-    assert len(old_nodes) >= 2
+    # Every NodeClaim with its Node: none still launching (an extra one from a second
+    # provisioning pass would otherwise join the old ones after the snapshot).
+    wait_for(
+        lambda: settled(cluster, "web", 6, nodes=len(cluster.karpenter_nodes())),
+        "as many NodeClaims as Nodes",
+    )
+    initial_nodes = names(cluster.karpenter_nodes())
+    initial_claims = names(cluster.nodeclaims())
+    assert len(initial_nodes) >= 2
 
     cluster.patch_nodepool(
         "default", {"template": {"metadata": {"labels": {"example.com/generation": "2"}}}}
     )
+    # The old template's NodeClaims and Nodes are those without the new label: a
+    # provisioning pass that began before the patch may still add one after the snapshot,
+    # and drift replaces it too; so they are collected on every look, not only once.
+    old_nodes, old_claims = set(initial_nodes), set(initial_claims)
     most_at_once = 0
     drifted_seen: set[str] = set()
 
+    def old(obj: dict[str, Any]) -> bool:
+        return (obj["metadata"].get("labels") or {}).get("example.com/generation") != "2"
+
     def replaced() -> bool:
         nonlocal most_at_once
-        for c in cluster.nodeclaims():
+        claims = cluster.nodeclaims()
+        old_claims.update(c["metadata"]["name"] for c in claims if old(c))
+        for c in claims:
             for cond in (c.get("status") or {}).get("conditions") or []:
                 if cond.get("type") == "Drifted" and cond.get("status") == "True":
                     drifted_seen.add(c["metadata"]["name"])
         nodes = cluster.karpenter_nodes()
+        old_nodes.update(n["metadata"]["name"] for n in nodes if old(n))
         most_at_once = max(
             most_at_once,
             sum(1 for n in nodes if n["metadata"]["name"] in old_nodes and disrupting(n)),
@@ -166,17 +182,14 @@ def test_a_template_change_drifts_and_replaces_every_node_one_at_a_time(
         return (
             not old_nodes & names(nodes)
             and not old_claims & names(cluster.nodeclaims())
-            and all(
-                n["metadata"]["labels"].get("example.com/generation") == "2" and not disrupting(n)
-                for n in nodes
-            )
+            and all(not old(n) and not disrupting(n) for n in nodes)
             and cluster.all_running_on_karpenter_nodes("web", 6)
             and not cluster.pending_pods()
         )
 
     wait_for(replaced, "every node replaced by one with the new label")
 
-    assert drifted_seen >= old_claims  # each old NodeClaim was marked Drifted first
+    assert drifted_seen >= initial_claims  # each old NodeClaim was marked Drifted first
     assert most_at_once <= 1  # the budget: one node disrupting at a time
     no_leaks(cluster)
     # Every pod on a new node, and no replacement left idle.

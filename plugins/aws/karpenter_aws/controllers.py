@@ -61,6 +61,7 @@ def _nodeclass_status(ctx: ControllerContext) -> Reconciler:
         p.settings,
         reservations=p.reservations,
         reserved_capacity=ctx.options.gate("ReservedCapacity"),
+        placement_groups=p.placement_groups,
     )
 
 

@@ -16,7 +16,9 @@ The checks run in upstream's order and the first hit wins:
    not from offerings: an instance whose reservation ended falls back to on-demand and
    is then not drifted, where the offerings would already have gone.
 
-Placement-group drift is not implemented (placement groups are not).
+6. ``PlacementGroupDrift``: the NodeClaim's ``karpenter.k8s.aws/placement-group-id``
+   label is not the id of the group the EC2NodeClass resolves now (a selector added,
+   removed or pointed elsewhere, or the group re-created under the same name).
 
 Each function is pure and says ``""`` when it cannot decide (nothing resolved yet, no image
 id recorded): an unknown is never a reason to replace a node.
@@ -33,11 +35,13 @@ __all__ = [
     "AMI_DRIFT",
     "CAPACITY_RESERVATION_DRIFT",
     "NODECLASS_DRIFT",
+    "PLACEMENT_GROUP_DRIFT",
     "SECURITY_GROUP_DRIFT",
     "SUBNET_DRIFT",
     "ami_drift",
     "capacity_reservation_drift",
     "first_drift",
+    "placement_group_drift",
     "security_group_drift",
     "static_drift",
     "subnet_drift",
@@ -48,6 +52,7 @@ AMI_DRIFT = "AMIDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 SUBNET_DRIFT = "SubnetDrift"
 CAPACITY_RESERVATION_DRIFT = "CapacityReservationDrift"
+PLACEMENT_GROUP_DRIFT = "PlacementGroupDrift"
 
 
 def static_drift(
@@ -108,6 +113,12 @@ def capacity_reservation_drift(reservation_id: str, listed: Iterable[str]) -> st
     if not reservation_id:
         return ""
     return CAPACITY_RESERVATION_DRIFT if reservation_id not in set(listed) else ""
+
+
+def placement_group_drift(labelled: str, resolved: str) -> str:
+    """``PlacementGroupDrift`` when the group a node was launched into (its label, ``""``
+    for none) is not the class's group now (``""`` for none)."""
+    return PLACEMENT_GROUP_DRIFT if labelled != resolved else ""
 
 
 def first_drift(*reasons: str) -> str:

@@ -43,7 +43,13 @@ targeting it, ``capacity-reservations-only``; a capacity block also gets the
 ``capacity-block`` market type) with that reservation's single override, and labels the
 instance with the reservation it went to; a capacity error marks that reservation full.
 
-Not implemented (docs/aws.md): placement groups and the in-flight IP estimate per subnet.
+A launch into a placement group (the EC2NodeClass's ``placementGroupSelector``) places
+through its templates (``Placement.GroupId``, and ``PartitionNumber`` when the NodeClaim
+targets a partition); its capacity errors are marked in the group's scope (and the
+targeted partition's), and EC2's spread-group limit (seven instances per zone) marks every
+candidate type in that zone for the group, without marking a reservation full.
+
+Not implemented (docs/aws.md): the in-flight IP estimate per subnet.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ from karpenter_aws.labels import (
     LABEL_CAPACITY_RESERVATION_TYPE,
     LABEL_INSTANCE_TENANCY,
     LABEL_NODE_CLASS,
+    LABEL_PLACEMENT_GROUP_ID,
+    LABEL_PLACEMENT_GROUP_PARTITION,
     LABEL_TOPOLOGY_ZONE_ID,
 )
 from karpenter_aws.launchtemplate import (
@@ -83,6 +91,7 @@ from karpenter_aws.launchtemplate import (
     ec2_tags,
     error_code,
 )
+from karpenter_aws.placementgroup import is_spread_limit_error
 from karpenter_aws.userdata import UserDataError
 from karpenter_core.plugin_api import (
     IN,
@@ -242,7 +251,16 @@ def parse_instance_id(provider_id: str) -> str:
 class UnavailableMarker(Protocol):
     """The part of the unavailable-offerings cache a launch writes to."""
 
-    def mark(self, instance_type: str, zone: str, capacity_type: str, reason: str) -> None: ...
+    def mark(
+        self,
+        instance_type: str,
+        zone: str,
+        capacity_type: str,
+        reason: str = "",
+        *,
+        placement_group_id: str = "",
+        placement_group_partition: str = "",
+    ) -> None: ...
 
     def mark_capacity_type(self, capacity_type: str) -> None: ...
 
@@ -268,6 +286,8 @@ class Instance:
     reservation_id: str = ""
     reservation_type: str = ""
     reservation_interruptible: bool = False
+    placement_group_id: str = ""
+    partition: int | None = None
 
     @property
     def provider_id(self) -> str:
@@ -318,6 +338,10 @@ class Instance:
             ),
             reservation_interruptible=reserved
             and lifecycle == "interruptible-capacity-reservation",
+            placement_group_id=str(placement.get("GroupId") or ""),
+            partition=(
+                int(placement["PartitionNumber"]) if placement.get("PartitionNumber") else None
+            ),
         )
 
 
@@ -329,7 +353,8 @@ def instance_to_nodeclaim(
     zone_id: str = "",
 ) -> NodeClaim:
     """The NodeClaim view of an instance (spec §0): the type's single-valued requirements
-    as labels plus zone, zone id, capacity type, tenancy and NodePool (from its tag);
+    as labels plus zone, zone id, capacity type, tenancy, placement group and partition
+    (as EC2 reports them) and NodePool (from its tag);
     capacity/allocatable from the type with zeros dropped; a terminating instance gets a
     deletion timestamp of ``now``."""
     labels: dict[str, str] = {wk.LABEL_INSTANCE_TYPE: instance.instance_type}
@@ -357,6 +382,10 @@ def instance_to_nodeclaim(
             instance.reservation_interruptible
         ).lower()
     labels[LABEL_INSTANCE_TENANCY] = instance.tenancy
+    if instance.placement_group_id:
+        labels[LABEL_PLACEMENT_GROUP_ID] = instance.placement_group_id
+    if instance.partition is not None:
+        labels[LABEL_PLACEMENT_GROUP_PARTITION] = str(instance.partition)
     if NODEPOOL_TAG in instance.tags:
         labels[wk.NODEPOOL_LABEL_KEY] = instance.tags[NODEPOOL_TAG]
     terminating = instance.state in ("shutting-down", "terminated")
@@ -420,7 +449,8 @@ class LaunchRequest:
     """Everything one launch needs, resolved by the caller (explicit, so it is testable
     without a cluster): the NodeClaim's name/requirements/requests, the candidate types
     (with offerings and prices), one subnet per zone, the EC2NodeClass's AMIs (newest
-    first), the template inputs, the fleet tags and the optional fleet ``Context``."""
+    first), the template inputs, the fleet tags, the optional fleet ``Context`` and the
+    placement group (and partition) the templates place into."""
 
     nodeclaim_name: str
     requirements: Requirements
@@ -431,6 +461,36 @@ class LaunchRequest:
     tags: Mapping[str, str]
     requests: Mapping[str, int] = field(factory=dict)
     context: str | None = None
+    # the ICE scope of a launch into a placement group (and targeted partition)
+    placement_group_id: str = ""
+    placement_group_partition: str = ""
+
+
+FLEXIBILITY_THRESHOLD = 5
+"""Fewer candidate types than this for an on-demand launch that could have been spot is
+worth a warning (upstream's ``instanceTypeFlexibilityThreshold``)."""
+
+
+def on_demand_fallback_warning(
+    reqs: Requirements, capacity_type: str, instance_types: Sequence[InstanceType]
+) -> str:
+    """Upstream's on-demand fallback check: a launch that buys on-demand although spot was
+    allowed (no spot offering was available) with fewer than
+    :data:`FLEXIBILITY_THRESHOLD` types risks running out of capacity too; the message to
+    log, or ``""``."""
+    if capacity_type != wk.CAPACITY_TYPE_ON_DEMAND:
+        return ""
+    if not reqs.has(wk.CAPACITY_TYPE_LABEL_KEY) or not reqs.get(wk.CAPACITY_TYPE_LABEL_KEY).has(
+        wk.CAPACITY_TYPE_SPOT
+    ):
+        return ""
+    if len(instance_types) >= FLEXIBILITY_THRESHOLD:
+        return ""
+    return (
+        f"at least {FLEXIBILITY_THRESHOLD} instance types are recommended when flexible to "
+        "spot but requesting on-demand, the current provisioning request only has "
+        f"{len(instance_types)} instance type options"
+    )
 
 
 def choose_capacity_type(reqs: Requirements, instance_types: Sequence[InstanceType]) -> str:
@@ -759,7 +819,7 @@ class InstanceProvider:
         self.launch_templates = launch_templates or LaunchTemplateProvider(ec2)
         self._wall = wall
         self.calls: EC2Calls = calls or (EC2Batcher(ec2) if batch else DirectEC2(ec2))
-        self.cache = cache or InstanceCache()
+        self.cache = cache if cache is not None else InstanceCache()  # empty is falsy
         # told when a reservation turns out full (set by the cloud provider)
         self.reservations: CapacityReservationProvider | None = None
 
@@ -770,6 +830,9 @@ class InstanceProvider:
         reqs = request.requirements
         types = filter_instance_types(reqs, request.requests, request.instance_types)
         capacity_type = choose_capacity_type(reqs, types)
+        warning = on_demand_fallback_warning(reqs, capacity_type, types)
+        if warning:
+            log.error("failed while checking on-demand fallback: %s", warning)
         if capacity_type == wk.CAPACITY_TYPE_RESERVED:
             types = reserved_offering_filter(
                 _with_capacity_type(reqs, wk.CAPACITY_TYPE_RESERVED), types
@@ -876,7 +939,7 @@ class InstanceProvider:
         except BotoCoreError as e:
             raise CreateError(f"creating fleet request, {e}", "LaunchFailed", str(e)) from e
         errors = out.get("Errors") or []
-        self._mark_unavailable(errors, capacity_type, types)
+        self._mark_unavailable(errors, capacity_type, types, request)
         for fi in out.get("Instances") or []:
             ids = fi.get("InstanceIds") or []
             if ids:
@@ -892,8 +955,11 @@ class InstanceProvider:
         errors: Sequence[Mapping[str, Any]],
         capacity_type: str,
         types: Sequence[InstanceType] = (),
+        request: LaunchRequest | None = None,
     ) -> None:
         full: list[str] = []
+        group = request.placement_group_id if request is not None else ""
+        partition = request.placement_group_partition if request is not None else ""
         for err in errors:
             code = str(err.get("ErrorCode") or "")
             overrides = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
@@ -904,9 +970,25 @@ class InstanceProvider:
             subnet = str(overrides.get("SubnetId") or "")
             if code == "InsufficientFreeAddressesInSubnet" and subnet:
                 self._unavailable.mark_subnet(subnet)
+            spread_limit = bool(group) and is_spread_limit_error(str(err.get("ErrorMessage") or ""))
+            if code in ICE_CODES and zone and spread_limit:
+                # the group is full in this zone, whatever the type
+                log.info("placement group %s is full in %s: %s", group, zone, code)
+                for t in types:
+                    self._unavailable.mark(
+                        t.name, zone, capacity_type, code, placement_group_id=group
+                    )
+                continue
             if code in ICE_CODES and it and zone:
                 log.info("marking %s %s in %s unavailable: %s", capacity_type, it, zone, code)
-                self._unavailable.mark(it, zone, capacity_type, code)
+                self._unavailable.mark(
+                    it,
+                    zone,
+                    capacity_type,
+                    code,
+                    placement_group_id=group,
+                    placement_group_partition=partition if group else "",
+                )
             elif code == SPOT_SLR_CODE:
                 log.warning("spot disabled: the spot service-linked role cannot be created")
                 self._unavailable.mark_capacity_type(wk.CAPACITY_TYPE_SPOT)
@@ -934,6 +1016,10 @@ class InstanceProvider:
             tags=dict(request.tags),
             tenancy=request.template.tenancy,
             launch_time=self._wall(),
+            placement_group_id=request.placement_group_id,
+            partition=int(request.placement_group_partition)
+            if request.placement_group_partition
+            else None,
         )
 
     # ------------------------------------------------------------------ find / delete

@@ -48,6 +48,7 @@ from karpenter_aws.clients import AWSClients
 from karpenter_aws.metrics import record_instance_type
 from karpenter_aws.nodeclass import EC2NodeClass
 from karpenter_aws.offerings import PriceSource, build_offerings, compatible_with_ami_family
+from karpenter_aws.placementgroup import PlacementGroup, PlacementGroupProvider, supports_strategy
 from karpenter_aws.pricing import describe_error
 from karpenter_aws.settings import AWSSettings
 from karpenter_core.plugin_api import (
@@ -785,6 +786,21 @@ class _Offered:
     instance_type: InstanceType
 
 
+def _with_placement_group(it: InstanceType, group: PlacementGroup) -> InstanceType:
+    """``it`` in ``group`` (upstream): its requirements carry the group id, and a
+    partition group's partitions, so NodePools and pods can select on them and topology
+    spread over partitions finds its domains."""
+    reqs = it.requirements.copy()
+    reqs[aws_labels.LABEL_PLACEMENT_GROUP_ID] = Requirement.new(
+        aws_labels.LABEL_PLACEMENT_GROUP_ID, IN, [group.id]
+    )
+    if group.partitions():
+        reqs[aws_labels.LABEL_PLACEMENT_GROUP_PARTITION] = Requirement.new(
+            aws_labels.LABEL_PLACEMENT_GROUP_PARTITION, IN, group.partitions()
+        )
+    return attrs.evolve(it, requirements=reqs)
+
+
 def _with_reservations(
     it: InstanceType, reservations: Sequence[CapacityReservation]
 ) -> InstanceType:
@@ -831,11 +847,14 @@ class InstanceTypeProvider:
         catalogue_ttl: float = CATALOGUE_TTL,
         cache_ttl: float = INSTANCE_TYPES_TTL,
         reservations: CapacityReservationProvider | None = None,
+        placement_groups: PlacementGroupProvider | None = None,
     ) -> None:
         """``reservations`` gives the available counts of reserved offerings (none
-        without it: every reserved offering is then unavailable)."""
+        without it: every reserved offering is then unavailable); ``placement_groups``
+        resolves the classes' ``placementGroupSelector`` (none: selectors are ignored)."""
         self._clients = clients
         self.reservations = reservations
+        self.placement_groups = placement_groups
         self._settings = settings
         self._pricing = pricing
         self._unavailable = unavailable
@@ -953,6 +972,11 @@ class InstanceTypeProvider:
                 zone_ids[subnet.zone] = subnet.zone_id
             subnet_ids.setdefault(subnet.zone, []).append(subnet.id)
         key = self._key(nodeclass, zone_ids)
+        group = (
+            self.placement_groups.get(nodeclass.placement_group_selector)
+            if self.placement_groups is not None
+            else None
+        )
         now = self._clock.monotonic()
         with self._lock:
             built = self._built.get(key)
@@ -963,6 +987,7 @@ class InstanceTypeProvider:
             compatible = {
                 it.name: compatible_with_ami_family(it.name, nodeclass.ami_family)
                 and network.compatible_with_nodeclass(catalogue.infos[it.name], nodeclass)
+                and supports_strategy(catalogue.infos[it.name], group)
                 for it in built.types
             }
             missing: builtins.list[tuple[str, str]] = []
@@ -977,6 +1002,7 @@ class InstanceTypeProvider:
                     compatible[it.name],
                     missing,
                     nodeclass.capacity_reservations,
+                    group,
                 )
                 for it in built.types
             ]
@@ -1087,6 +1113,7 @@ class InstanceTypeProvider:
         compatible: bool,
         missing: builtins.list[tuple[str, str]],
         reservations: Sequence[CapacityReservation] = (),
+        group: PlacementGroup | None = None,
     ) -> InstanceType:
         seq: Any = self._unavailable.seq(it.name)
         prices = _pricing_version(self._pricing)
@@ -1095,7 +1122,7 @@ class InstanceTypeProvider:
         if mine:
             # reserved offerings change with the reservations and their counts
             seq = (seq, counts.version if counts is not None else 0)
-        offered_key = (key, it.name, mine)
+        offered_key = (key, it.name, mine, group, compatible)
         cached = self._offered.get(offered_key)
         if (
             cached is not None
@@ -1115,10 +1142,14 @@ class InstanceTypeProvider:
             on_missing_price=lambda name, ct: missing.append((name, ct)),
             reservations=mine,
             available_count=counts.available if counts is not None else (lambda _id: 0),
+            placement_group_id=group.id if group is not None else "",
+            partitions=group.partitions() if group is not None else (),
         )
         offered = it.with_offerings(offerings)
         if mine:
             offered = _with_reservations(offered, mine)
+        if group is not None:
+            offered = _with_placement_group(offered, group)
         self._offered[offered_key] = _Offered(now, seq, prices, offered)
         return offered
 

@@ -71,7 +71,9 @@ CACHE_TTL_SECONDS = 60.0
 SWEEP_INTERVAL_SECONDS = 60.0
 """How often expired templates are deleted (upstream's cache clean-up interval)."""
 GIB = 1 << 30
-_OPTIONAL = frozenset({"network", "nested_virtualization", "capacity_reservation"})
+_OPTIONAL = frozenset(
+    {"network", "nested_virtualization", "capacity_reservation", "placement_group"}
+)
 """Template parts left out of the name while unset."""
 
 
@@ -202,6 +204,8 @@ class LaunchTemplateSpec:
     nested_virtualization: str | None = None
     # (reservation id, reservation type) for a launch into a capacity reservation
     capacity_reservation: tuple[str, str] | None = None
+    # (group id, partition number or 0) for a launch into a placement group
+    placement_group: tuple[str, int] | None = None
 
     def name(self) -> str:
         """``karpenter.k8s.aws/<decimal 64-bit hash of the content>``; unset optional
@@ -210,6 +214,17 @@ class LaunchTemplateSpec:
         doc = json.dumps(content, sort_keys=True, default=str)
         digest = int.from_bytes(hashlib.sha256(doc.encode()).digest()[:8], "big")
         return f"{NAME_PREFIX}/{digest}"
+
+    def _placement(self) -> dict[str, Any]:
+        """The template's ``Placement``: tenancy, and the placement group (by id, as
+        upstream) with the partition a partition-group launch targets."""
+        placement: dict[str, Any] = {"Tenancy": self.tenancy}
+        if self.placement_group is not None:
+            group_id, partition = self.placement_group
+            placement["GroupId"] = group_id
+            if partition:
+                placement["PartitionNumber"] = partition
+        return placement
 
     def request(self) -> dict[str, Any]:
         """The ``CreateLaunchTemplate`` arguments for this template."""
@@ -230,7 +245,7 @@ class LaunchTemplateSpec:
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "MetadataOptions": self.metadata_options.request(),
             "TagSpecifications": data_tags,
-            "Placement": {"Tenancy": self.tenancy},
+            "Placement": self._placement(),
         }
         if self.capacity_reservation is not None:
             # only into this reservation: never fall back to open capacity
@@ -258,7 +273,8 @@ class TemplateInputs:
 
     Instance types are grouped by (AMI, max pods) because both end up in the template
     (image id, kubelet ``maxPods`` in the user data); the capacity type is in the user
-    data's labels and decides whether spot requests get tagged.
+    data's labels and decides whether spot requests get tagged. ``placement_group`` is
+    the (group id, partition or 0) every template of the launch places into.
     """
 
     family: str
@@ -273,6 +289,7 @@ class TemplateInputs:
     tenancy: str = "default"
     network: Interfaces | None = None
     nested_virtualization: str | None = None
+    placement_group: tuple[str, int] | None = None
 
     def spec(
         self,
@@ -308,6 +325,7 @@ class TemplateInputs:
             network=self._network(efa_count),
             nested_virtualization=self.nested_virtualization,
             capacity_reservation=capacity_reservation,
+            placement_group=self.placement_group,
         )
 
     def _network(self, efa_count: int) -> Interfaces | None:

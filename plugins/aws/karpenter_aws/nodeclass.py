@@ -47,6 +47,7 @@ __all__ = [
     "CONDITION_AMIS_READY",
     "CONDITION_CAPACITY_RESERVATIONS_READY",
     "CONDITION_INSTANCE_PROFILE_READY",
+    "CONDITION_PLACEMENT_GROUP_READY",
     "CONDITION_READY",
     "CONDITION_SECURITY_GROUPS_READY",
     "CONDITION_SUBNETS_READY",
@@ -106,15 +107,17 @@ CONDITION_AMIS_READY = "AMIsReady"
 CONDITION_INSTANCE_PROFILE_READY = "InstanceProfileReady"
 CONDITION_VALIDATION_SUCCEEDED = "ValidationSucceeded"
 CONDITION_CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"
+CONDITION_PLACEMENT_GROUP_READY = "PlacementGroupReady"
 READY_CONDITIONS: tuple[str, ...] = (
     CONDITION_AMIS_READY,
     CONDITION_SUBNETS_READY,
     CONDITION_SECURITY_GROUPS_READY,
     CONDITION_INSTANCE_PROFILE_READY,
     CONDITION_VALIDATION_SUCCEEDED,
+    CONDITION_PLACEMENT_GROUP_READY,
 )
-"""The conditions whose conjunction is Ready. Upstream also has PlacementGroupReady
-(placement groups are not implemented here)."""
+"""The conditions whose conjunction is Ready (upstream's). ``PlacementGroupReady`` is True
+without a ``placementGroupSelector`` ("resolved nothing")."""
 READY_CONDITIONS_RESERVED: tuple[str, ...] = (
     *READY_CONDITIONS,
     CONDITION_CAPACITY_RESERVATIONS_READY,

@@ -12,12 +12,19 @@ Each reconcile of an EC2NodeClass:
   ``/karpenter/<region>/<cluster>/<nodeclass-uid>/`` for a ``role``, looked up for an
   ``instanceProfile``), writing them to status;
 * sets ``SubnetsReady``, ``SecurityGroupsReady``, ``AMIsReady``, ``InstanceProfileReady``,
-  ``ValidationSucceeded``, with the ReservedCapacity gate ``CapacityReservationsReady``,
-  and their conjunction ``Ready``, stamped with the generation.
+  ``ValidationSucceeded``, ``PlacementGroupReady``, with the ReservedCapacity gate
+  ``CapacityReservationsReady``, and their conjunction ``Ready``, stamped with the
+  generation.
 
 ``ValidationSucceeded`` also needs the ``DryRun`` permission checks of
-:mod:`karpenter_aws.validation` to pass, and no field this provider does not implement
-(``placementGroupSelector``) to be set.
+:mod:`karpenter_aws.validation` to pass.
+
+``PlacementGroupReady`` (as upstream) is True without a ``placementGroupSelector``, True
+once the group it names is found available (re-checked every minute), False with
+``PlacementGroupNotFound`` when no available group has that name or id and
+``PlacementGroupResolutionFailed`` when EC2 could not be asked. The group itself is kept
+in memory by :class:`~karpenter_aws.placementgroup.PlacementGroupProvider` (upstream has no
+status field for it), shared with launches, offerings and drift.
 
 ``status.capacityReservations`` lists what ``capacityReservationSelectorTerms`` select
 (:mod:`karpenter_aws.capacityreservation`), sorted by id, re-read every minute or at the
@@ -68,6 +75,7 @@ from karpenter_aws.nodeclass import (
     CONDITION_AMIS_READY,
     CONDITION_CAPACITY_RESERVATIONS_READY,
     CONDITION_INSTANCE_PROFILE_READY,
+    CONDITION_PLACEMENT_GROUP_READY,
     CONDITION_SECURITY_GROUPS_READY,
     CONDITION_SUBNETS_READY,
     CONDITION_VALIDATION_SUCCEEDED,
@@ -81,8 +89,9 @@ from karpenter_aws.nodeclass import (
     EC2NodeClass,
     NodeClassError,
 )
+from karpenter_aws.placementgroup import PlacementGroupError, PlacementGroupProvider
 from karpenter_aws.settings import AWSSettings
-from karpenter_aws.validation import REASON_UNSUPPORTED_FIELD, DryRunValidator, unsupported_fields
+from karpenter_aws.validation import DryRunValidator
 from karpenter_core.plugin_api import (
     ApiError,
     Clock,
@@ -114,6 +123,8 @@ SUBNET_REQUEUE = 60.0
 """Subnets are re-read every minute: their free-IP counts order launches."""
 RESERVATION_REQUEUE = 60.0
 """Capacity reservations are re-read every minute (upstream's poll period)."""
+PLACEMENT_GROUP_REQUEUE = 60.0
+"""A selected placement group is looked up again every minute (the provider's TTL)."""
 DEFAULT_REQUEUE = 300.0
 """Security groups, AMIs and the instance profile change rarely: every five minutes."""
 TERMINATION_EVENT_INTERVAL = 600.0
@@ -209,6 +220,7 @@ class NodeClassStatusReconciler:
         ca_bundle: str | None = None,
         reservations: CapacityReservationProvider | None = None,
         reserved_capacity: bool = True,
+        placement_groups: PlacementGroupProvider | None = None,
     ) -> None:
         """``kubernetes_version`` (``"1.31"``) picks the alias SSM parameters; by default it
         is read from the API server's ``/version``, else from EKS ``DescribeCluster`` (and
@@ -233,6 +245,8 @@ class NodeClassStatusReconciler:
         # shared with the instance types, whose reserved offerings read its counts
         self.reservations = reservations or CapacityReservationProvider(clients.ec2, clock)
         self.reserved_capacity = reserved_capacity
+        # shared with the cloud provider, which launches into the group it resolves
+        self.placement_groups = placement_groups or PlacementGroupProvider(clients.ec2, clock)
         self._ready_conditions = (
             READY_CONDITIONS_RESERVED if reserved_capacity else READY_CONDITIONS
         )
@@ -271,6 +285,7 @@ class NodeClassStatusReconciler:
         ]
         if self.reserved_capacity:
             after.append(self._capacity_reservations(nodeclass, status, conditions, obj))
+        after.append(self._placement_group(nodeclass, conditions, obj))
         self._validation(nodeclass, conditions, obj, status)
         return self._write_status(obj, status_obj) or Result.after(min(after))
 
@@ -817,6 +832,42 @@ class NodeClassStatusReconciler:
         conditions.set_true(CONDITION_INSTANCE_PROFILE_READY)
         return DEFAULT_REQUEUE
 
+    def _placement_group(
+        self, nodeclass: EC2NodeClass, conditions: ConditionSet, obj: Mapping[str, Any]
+    ) -> float:
+        """``PlacementGroupReady``; see the module docstring."""
+        selector = nodeclass.placement_group_selector
+        if selector is None:
+            conditions.set_true(CONDITION_PLACEMENT_GROUP_READY)
+            return DEFAULT_REQUEUE
+        named = selector.name or selector.id
+        try:
+            group = self.placement_groups.resolve(selector)
+        except PlacementGroupError as e:
+            conditions.set_false(
+                CONDITION_PLACEMENT_GROUP_READY,
+                "PlacementGroupResolutionFailed",
+                f"Failed to resolve placement group {named!r}: {e}",
+            )
+            self.recorder.warning(obj, "PlacementGroupResolutionFailed", str(e))
+            return PLACEMENT_GROUP_REQUEUE
+        if group is None:
+            conditions.set_false(
+                CONDITION_PLACEMENT_GROUP_READY,
+                "PlacementGroupNotFound",
+                f"Placement group {named!r} not found",
+            )
+            return PLACEMENT_GROUP_REQUEUE
+        log.debug(
+            "EC2NodeClass %s: placement group %s (%s, %s)",
+            nodeclass.name,
+            group.id,
+            group.name,
+            group.strategy,
+        )
+        conditions.set_true(CONDITION_PLACEMENT_GROUP_READY)
+        return PLACEMENT_GROUP_REQUEUE
+
     # ------------------------------------------------------------------ validation
 
     def _validation(
@@ -826,23 +877,20 @@ class NodeClassStatusReconciler:
         obj: Mapping[str, Any],
         status: Mapping[str, Any],
     ) -> None:
-        """False for a kubelet configuration the kubelet would reject or ignore, for a
-        field this provider does not implement, and when a DryRun says the controller may
-        not launch; True once the other conditions are and the DryRun calls are allowed
-        (:mod:`karpenter_aws.validation`)."""
+        """False for a kubelet configuration the kubelet would reject or ignore, and when
+        a DryRun says the controller may not launch; True once the resolution conditions
+        are and the DryRun calls are allowed (:mod:`karpenter_aws.validation`)."""
         kubelet = nodeclass.kubelet.problems()
         if kubelet:
             conditions.set_false(
                 CONDITION_VALIDATION_SUCCEEDED, "InvalidKubeletConfiguration", "; ".join(kubelet)
             )
             return
-        unsupported = unsupported_fields(nodeclass)
-        if unsupported:
-            message = f"{', '.join(unsupported)}: not supported by this provider"
-            conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, REASON_UNSUPPORTED_FIELD, message)
-            self.recorder.warning(obj, REASON_UNSUPPORTED_FIELD, message)
-            return
-        others = [t for t in READY_CONDITIONS if t != CONDITION_VALIDATION_SUCCEEDED]
+        others = [
+            t
+            for t in READY_CONDITIONS
+            if t not in (CONDITION_VALIDATION_SUCCEEDED, CONDITION_PLACEMENT_GROUP_READY)
+        ]
         message = "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution"
         if any(conditions.is_false(t) for t in others):
             conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "DependenciesNotReady", message)

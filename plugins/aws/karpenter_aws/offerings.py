@@ -20,6 +20,14 @@ reservation capacity is the reservation's available count, and they are availabl
 that count is above zero, the type runs in that zone with the NodeClass, and the
 reservation is not an expiring capacity block. Every other offering says the reservation
 labels do not exist, so a NodeClaim pinned to a reservation matches only it.
+
+Placement groups (upstream ``placement_group_resolver.go`` and the placement-group scope
+of the ICE cache): with a group, ICE marks are read in the group's scope (a capacity error
+inside the group does not take the type and zone away from launches outside it, nor the
+reverse), and a ``partition`` group turns each on-demand and spot offering into one per
+partition carrying ``karpenter.k8s.aws/placement-group-partition``, each also unavailable
+while a mark scoped to its partition lasts. Reserved offerings are not split (EC2
+reservations do not reserve capacity inside partition groups).
 """
 
 from __future__ import annotations
@@ -107,6 +115,8 @@ def build_offerings(
     on_missing_price: Callable[[str, str], None] | None = None,
     reservations: Sequence[CapacityReservation] = (),
     available_count: Callable[[str], int] = lambda _id: 0,
+    placement_group_id: str = "",
+    partitions: Sequence[str] = (),
 ) -> Offerings:
     """The base offerings of ``instance_type`` (whose requirements give its zones and
     capacity types).
@@ -116,7 +126,8 @@ def build_offerings(
     zone id and is unavailable). ``on_missing_price(type, capacity_type)`` is told about
     each capacity type left without a price, so the caller can say so once.
     ``reservations`` (the NodeClass status) add reserved offerings, whose capacity
-    ``available_count(reservation_id)`` gives.
+    ``available_count(reservation_id)`` gives. ``placement_group_id`` scopes the ICE
+    marks read; ``partitions`` (of a partition group) split each offering per partition.
     """
     name = instance_type.name
     type_zones = instance_type.requirements.get(core_labels.LABEL_TOPOLOGY_ZONE)
@@ -142,16 +153,40 @@ def build_offerings(
                 and price is not None
                 and type_zones.has(zone)
                 and not unavailable.is_unavailable(
-                    name, zone, capacity_type, subnet_ids=zone_subnets
+                    name,
+                    zone,
+                    capacity_type,
+                    subnet_ids=zone_subnets,
+                    placement_group_id=placement_group_id,
                 )
             )
-            out.append(
-                Offering(
-                    requirements=_offering_requirements(capacity_type, zone, zone_ids.get(zone)),
-                    price=price if price is not None else 0.0,
-                    available=available,
+            reqs = _offering_requirements(capacity_type, zone, zone_ids.get(zone))
+            if not partitions:
+                out.append(
+                    Offering(
+                        requirements=reqs,
+                        price=price if price is not None else 0.0,
+                        available=available,
+                    )
                 )
-            )
+                continue
+            for partition in partitions:
+                part_reqs = reqs.copy()
+                part_reqs.add(_in(aws_labels.LABEL_PLACEMENT_GROUP_PARTITION, partition))
+                out.append(
+                    Offering(
+                        requirements=part_reqs,
+                        price=price if price is not None else 0.0,
+                        available=available
+                        and not unavailable.is_unavailable(
+                            name,
+                            zone,
+                            capacity_type,
+                            placement_group_id=placement_group_id,
+                            placement_group_partition=partition,
+                        ),
+                    )
+                )
     if on_missing_price is not None:
         for capacity_type in sorted(missing):
             on_missing_price(name, capacity_type)

@@ -59,6 +59,8 @@ from karpenter_aws.labels import (
     LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
     LABEL_CAPACITY_RESERVATION_TYPE,
     LABEL_INSTANCE_TENANCY,
+    LABEL_PLACEMENT_GROUP_ID,
+    LABEL_PLACEMENT_GROUP_PARTITION,
 )
 from karpenter_aws.launchtemplate import (
     EKS_CLUSTER_NAME_TAG,
@@ -77,6 +79,7 @@ from karpenter_aws.nodeclass import (
     SubnetStatus,
     get_nodeclass,
 )
+from karpenter_aws.placementgroup import PlacementGroup, PlacementGroupProvider
 from karpenter_aws.settings import AWSSettings
 from karpenter_aws.userdata import Taint, UserDataOptions
 from karpenter_core.plugin_api import (
@@ -169,7 +172,10 @@ class AWSCloudProvider:
         self.kube = kube
         self.clock: Clock = clock or WallClock()
         self.recorder = recorder
-        self.unavailable = unavailable or UnavailableOfferings(self.clock)
+        # not `or`: an empty cache is falsy (it has a length), and must still be the one shared
+        self.unavailable = (
+            unavailable if unavailable is not None else UnavailableOfferings(self.clock)
+        )
         if pricing is None:
             from karpenter_aws.pricing import PricingProvider
 
@@ -177,6 +183,8 @@ class AWSCloudProvider:
         self.pricing = pricing
         # selected by nodeclass.status, read by reserved offerings, counted by launches
         self.reservations = CapacityReservationProvider(clients.ec2, self.clock)
+        # resolved by nodeclass.status, read by offerings, launches and drift
+        self.placement_groups = PlacementGroupProvider(clients.ec2, self.clock)
         register_reservation_labels(
             LABEL_CAPACITY_RESERVATION_ID,
             (LABEL_CAPACITY_RESERVATION_TYPE, LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE),
@@ -191,6 +199,7 @@ class AWSCloudProvider:
                 self.unavailable,
                 self.clock,
                 reservations=self.reservations,
+                placement_groups=self.placement_groups,
             )
         self.instance_types = instance_types
         self.instances = instances or InstanceProvider(
@@ -200,6 +209,8 @@ class AWSCloudProvider:
             self.instances.reservations = self.reservations
         if getattr(self.instance_types, "reservations", False) is None:
             self.instance_types.reservations = self.reservations
+        if getattr(self.instance_types, "placement_groups", False) is None:
+            self.instance_types.placement_groups = self.placement_groups
         self._lock = threading.Lock()
         self._cluster: dict[str, str] | None = None
         self._cluster_partial: tuple[dict[str, str], float] | None = None
@@ -287,6 +298,14 @@ class AWSCloudProvider:
         for t in (*nc.spec.taints, *nc.spec.startup_taints):
             taints.append(Taint(t.key, t.effect, t.value or ""))
         cluster_dns = kubelet.cluster_dns or self._kube_dns()
+        selector = nodeclass.placement_group_selector
+        group = self.placement_groups.get(selector)
+        if group is None and selector is not None:
+            # never launch outside the group the class names (a Ready status written
+            # before a restart, the group deleted since): wait until it resolves again
+            named = selector.name or selector.id
+            raise NodeClassNotReadyError(f"placement group {named!r} is not resolved")
+        partition = _target_partition(reqs, group)
         user_data = UserDataOptions(
             cluster_name=self.settings.cluster_name,
             cluster_endpoint=cluster["endpoint"],
@@ -326,6 +345,7 @@ class AWSCloudProvider:
                 configured=nodeclass.network_interfaces,
             ),
             nested_virtualization=nodeclass.nested_virtualization,
+            placement_group=(group.id, int(partition or 0)) if group is not None else None,
         )
         return LaunchRequest(
             nodeclaim_name=nc.name or "",
@@ -342,6 +362,8 @@ class AWSCloudProvider:
             context=None
             if nc.metadata.annotations.get(wk.NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY) == "true"
             else nodeclass.context,
+            placement_group_id=group.id if group is not None else "",
+            placement_group_partition=partition,
         )
 
     def _cluster_info(self) -> dict[str, str]:
@@ -598,6 +620,20 @@ class AWSCloudProvider:
             drift.capacity_reservation_drift(
                 instance.reservation_id, (r.id for r in nodeclass.capacity_reservations)
             ),
+            self._placement_group_drift(nc, nodeclass),
+        )
+
+    def _placement_group_drift(self, nc: NodeClaim, nodeclass: EC2NodeClass) -> str:
+        """``PlacementGroupDrift`` from the NodeClaim's group label and the group the
+        class resolves now; undecided while a selected group cannot be resolved (no
+        group known is not "no group")."""
+        selector = nodeclass.placement_group_selector
+        group = self.placement_groups.get(selector)
+        if selector is not None and group is None:
+            return ""
+        return drift.placement_group_drift(
+            nc.metadata.labels.get(LABEL_PLACEMENT_GROUP_ID, ""),
+            group.id if group is not None else "",
         )
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
@@ -759,6 +795,21 @@ def _amis(nodeclass: EC2NodeClass) -> builtins.list[AMI]:
     suits a type, as upstream)."""
     ordered = sorted(nodeclass.amis, key=lambda a: bool(a.deprecated))
     return [AMI(a.id, a.requirements) for a in ordered]
+
+
+def _target_partition(reqs: Requirements, group: PlacementGroup | None) -> str:
+    """The partition a launch into a partition group targets: the lowest the NodeClaim
+    allows when it names some (EC2 takes one; an ICE there marks only it, and the next
+    NodeClaim tries the others), else none (EC2 picks)."""
+    if group is None or not group.partitions():
+        return ""
+    key = LABEL_PLACEMENT_GROUP_PARTITION
+    if not reqs.has(key):
+        return ""
+    allowed = [p for p in group.partitions() if reqs.get(key).has(p)]
+    if len(allowed) == len(group.partitions()):
+        return ""
+    return min(allowed, key=int) if allowed else ""
 
 
 def _provider_id(nc: NodeClaim) -> str:

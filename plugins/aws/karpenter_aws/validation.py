@@ -1,26 +1,25 @@
-"""What keeps an otherwise resolved EC2NodeClass from being valid: fields this provider does
-not honour, and missing EC2 permissions.
+"""What keeps an otherwise resolved EC2NodeClass from being valid: missing EC2 permissions.
 
-* :func:`unsupported_fields`: EC2NodeClass fields accepted by the CRD that this provider
-  would otherwise ignore. A class that sets one is not Ready (``ValidationSucceeded``
-  False, reason ``UnsupportedField``) and gets a Warning event naming it, rather than
-  launching nodes that silently lack what was asked for.
 * :class:`DryRunValidator`: as upstream's validation controller, proves the controller may
-  call ``ec2:CreateLaunchTemplate`` and ``ec2:RunInstances`` (which also checks
-  ``iam:PassRole`` on the instance profile) with ``DryRun`` requests shaped like a launch
-  of this class: its first AMI, security groups, instance profile and tags, in each
-  subnet until one answers. EC2 answers ``DryRunOperation`` when the call would have been
-  allowed and ``UnauthorizedOperation`` when not; the latter sets ``ValidationSucceeded``
-  False with upstream's reasons (``CreateLaunchTemplateAuthCheckFailed``,
-  ``RunInstancesAuthCheckFailed``). Results are remembered for :data:`CACHE_TTL` per
-  class content, so the 5-minute reconcile does not call EC2 each time; an error other
-  than those (throttling, a network failure) is not remembered and leaves the condition
-  Unknown until the next attempt.
+  call ``ec2:CreateLaunchTemplate``, ``ec2:CreateFleet`` and ``ec2:RunInstances`` (which
+  also checks ``iam:PassRole`` on the instance profile) with ``DryRun`` requests shaped
+  like a launch of this class: its first AMI, security groups, instance profile and tags,
+  in each subnet. EC2 answers ``DryRunOperation`` when the call would have been allowed
+  and ``UnauthorizedOperation`` when not; the latter sets ``ValidationSucceeded`` False
+  with upstream's reasons (``CreateLaunchTemplateAuthCheckFailed``,
+  ``CreateFleetAuthCheckFailed``, ``RunInstancesAuthCheckFailed``). Results are
+  remembered for :data:`CACHE_TTL` per class content, so the 5-minute reconcile does not
+  call EC2 each time; an error other than those (throttling, a network failure) is not
+  remembered and leaves the condition Unknown until the next attempt.
 
-  ``CreateFleet`` is not dry-run here: upstream dry-runs it against the launch template
-  the real launch path creates; this controller does not create templates (launches do).
-  ``CreateFleet`` needs the same ``RunInstances`` permission, so what is left unproven is
-  the ``ec2:CreateFleet`` action itself.
+  A ``CreateFleet`` request names a launch template EC2 must know, so (as upstream, whose
+  check uses a template its launch path created) the check creates one with the content
+  it just dry-ran, tagged like the class's templates, dry-runs ``CreateFleet`` over it
+  (one on-demand instance of the probe type in each of the class's subnets, through
+  :func:`~karpenter_aws.instance.fleet_request`, as a launch asks) and deletes it again;
+  one the delete missed goes with the class's other templates. An endpoint that ignored
+  ``DryRun`` and launched is not EC2; whatever it launched is terminated at once and the
+  condition stays Unknown.
 """
 
 from __future__ import annotations
@@ -33,26 +32,27 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from karpenter_aws.instance import Override, fleet_request
 from karpenter_aws.nodeclass import EC2NodeClass
 
 __all__ = [
     "CACHE_TTL",
+    "REASON_CREATE_FLEET",
     "REASON_CREATE_LAUNCH_TEMPLATE",
     "REASON_RUN_INSTANCES",
-    "REASON_UNSUPPORTED_FIELD",
     "DryRunResult",
     "DryRunValidator",
-    "unsupported_fields",
 ]
 
 log = logging.getLogger("karpenter.aws.nodeclass")
 
 CACHE_TTL = 600.0
-REASON_UNSUPPORTED_FIELD = "UnsupportedField"
 REASON_CREATE_LAUNCH_TEMPLATE = "CreateLaunchTemplateAuthCheckFailed"
+REASON_CREATE_FLEET = "CreateFleetAuthCheckFailed"
 REASON_RUN_INSTANCES = "RunInstancesAuthCheckFailed"
 _MESSAGES = {
     REASON_CREATE_LAUNCH_TEMPLATE: "Controller isn't authorized to call ec2:CreateLaunchTemplate",
+    REASON_CREATE_FLEET: "Controller isn't authorized to call ec2:CreateFleet",
     REASON_RUN_INSTANCES: "Controller isn't authorized to call ec2:RunInstances",
 }
 _DRY_RUN_OK = "DryRunOperation"
@@ -60,14 +60,6 @@ _UNAUTHORIZED = "UnauthorizedOperation"
 # the smallest common type: DryRun checks permissions, the type need not be one the
 # NodePools allow (upstream picks one from them; any type the AMI's architecture runs works)
 _PROBE_TYPES = {"arm64": "m6g.large", "amd64": "m5.large"}
-
-
-def unsupported_fields(nodeclass: EC2NodeClass) -> list[str]:
-    """The spec fields set on ``nodeclass`` that this provider does not implement."""
-    out = []
-    if nodeclass.placement_group_selector is not None:
-        out.append("spec.placementGroupSelector")
-    return out
 
 
 class DryRunResult:
@@ -110,7 +102,8 @@ class DryRunValidator:
             [
                 nodeclass.name,
                 dict(nodeclass.raw_spec),
-                [s.id for s in nodeclass.subnets],
+                # sorted: the status orders subnets by free addresses, which launches change
+                sorted(s.id for s in nodeclass.subnets),
                 sorted(g.id for g in nodeclass.security_groups),
                 [a.id for a in nodeclass.amis],
                 nodeclass.instance_profile_name,
@@ -134,24 +127,69 @@ class DryRunValidator:
         )
         groups = sorted(g.id for g in nodeclass.security_groups)
         template = {
-            "ImageId": ami.id,
-            "IamInstanceProfile": {"Name": nodeclass.instance_profile_name},
-            "NetworkInterfaces": [{"DeviceIndex": 0, "Groups": groups}],
+            "LaunchTemplateName": f"karpenter.k8s.aws/validation-{nodeclass.uid or nodeclass.name}",
+            "LaunchTemplateData": {
+                "ImageId": ami.id,
+                "IamInstanceProfile": {"Name": nodeclass.instance_profile_name},
+                "NetworkInterfaces": [{"DeviceIndex": 0, "Groups": groups}],
+            },
+            "TagSpecifications": [{"ResourceType": "launch-template", "Tags": ec2_tags}],
         }
+        probe = _PROBE_TYPES.get(arch, "m5.large")
         result = self._call(
             REASON_CREATE_LAUNCH_TEMPLATE,
-            lambda: self._ec2.create_launch_template(
-                DryRun=True,
-                LaunchTemplateName=f"karpenter.k8s.aws/validation-{nodeclass.uid or nodeclass.name}",
-                LaunchTemplateData=template,
-                TagSpecifications=[{"ResourceType": "launch-template", "Tags": ec2_tags}],
-            ),
+            lambda: self._ec2.create_launch_template(DryRun=True, **template),
         )
         if result.reason or result.unknown:
             return result
-        return self._run_instances(
-            nodeclass, ami.id, _PROBE_TYPES.get(arch, "m5.large"), groups, ec2_tags
-        )
+        result = self._create_fleet(nodeclass, template, ami.id, probe, tags)
+        if result.reason or result.unknown:
+            return result
+        return self._run_instances(nodeclass, ami.id, probe, groups, ec2_tags)
+
+    def _create_fleet(
+        self,
+        nodeclass: EC2NodeClass,
+        template: Mapping[str, Any],
+        image_id: str,
+        instance_type: str,
+        tags: Mapping[str, str],
+    ) -> DryRunResult:
+        """The ``CreateFleet`` dry run over a template made for it (see the module
+        docstring)."""
+        name = str(template["LaunchTemplateName"])
+        try:
+            self._ec2.create_launch_template(**template)
+        except ClientError as e:
+            if _code(e) != "InvalidLaunchTemplateName.AlreadyExistsException":
+                return self._failed(REASON_CREATE_LAUNCH_TEMPLATE, e)
+        except BotoCoreError as e:
+            return DryRunResult(REASON_CREATE_FLEET, f"dry run failed: {e}", unknown=True)
+        overrides = [
+            Override(instance_type, s.zone, s.id, image_id, 0.0) for s in nodeclass.subnets
+        ]
+        request = fleet_request([(name, overrides)], "on-demand", tags)
+        try:
+            return self._call(
+                REASON_CREATE_FLEET,
+                lambda: self._ec2.create_fleet(DryRun=True, **request),
+                launched=self._terminate_launched,
+            )
+        finally:
+            try:
+                self._ec2.delete_launch_template(LaunchTemplateName=name)
+            except (ClientError, BotoCoreError) as e:
+                # the class's deletion removes it (it carries the class's tags)
+                log.warning("deleting the validation launch template %s: %s", name, e)
+
+    def _terminate_launched(self, answer: Any) -> None:
+        """An endpoint ignored ``DryRun`` on CreateFleet: undo the launch."""
+        ids = [
+            i for fi in (answer or {}).get("Instances") or [] for i in fi.get("InstanceIds") or []
+        ]
+        if ids:
+            log.error("CreateFleet ignored DryRun and launched %s; terminating", ", ".join(ids))
+            self._ec2.terminate_instances(InstanceIds=ids)
 
     def _run_instances(
         self,
@@ -189,17 +227,28 @@ class DryRunValidator:
         return first or DryRunResult()
 
     @staticmethod
-    def _call(reason: str, call: Callable[[], Any]) -> DryRunResult:
+    def _failed(reason: str, e: ClientError) -> DryRunResult:
+        code = _code(e)
+        if code == _UNAUTHORIZED:
+            return DryRunResult(reason, f"{_MESSAGES[reason]}: {code}: {e}")
+        return DryRunResult(reason, f"dry run failed: {code}: {e}", unknown=True)
+
+    @staticmethod
+    def _call(
+        reason: str, call: Callable[[], Any], launched: Callable[[Any], None] | None = None
+    ) -> DryRunResult:
         try:
-            call()
+            answer = call()
         except ClientError as e:
-            code = _code(e)
-            if code == _DRY_RUN_OK:
+            if _code(e) == _DRY_RUN_OK:
                 return DryRunResult()
-            if code == _UNAUTHORIZED:
-                return DryRunResult(reason, f"{_MESSAGES[reason]}: {code}: {e}")
-            return DryRunResult(reason, f"dry run failed: {code}: {e}", unknown=True)
+            return DryRunValidator._failed(reason, e)
         except BotoCoreError as e:
             return DryRunResult(reason, f"dry run failed: {e}", unknown=True)
         # EC2 never performs a DryRun request; an endpoint that did is not EC2's behaviour
+        if launched is not None:
+            try:
+                launched(answer)
+            except (ClientError, BotoCoreError) as e:
+                log.error("terminating what an ignored dry run launched failed: %s", e)
         return DryRunResult(reason, "dry run request was not refused as a dry run", unknown=True)

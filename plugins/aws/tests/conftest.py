@@ -3,6 +3,9 @@
 One moto server per test process (``ThreadedMotoServer`` serves moto's HTTP API on a free
 loopback port), reset before each test so no state leaks between tests. The provider talks
 to it through real boto3 clients, as it would to EC2.
+
+moto ignores ``DryRun`` on ``CreateFleet`` (it launches): the ``clients`` fixture's EC2
+client answers such requests as EC2 does (:mod:`ec2_dry_run`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from ec2_dry_run import dry_run_create_fleet_as_ec2
 from karpenter_aws.clients import AWSClients
 from moto.server import ThreadedMotoServer
 
@@ -52,4 +56,6 @@ def clients(moto_endpoint: str, aws_env: None) -> AWSClients:
     """Fresh AWS state (moto reset) and clients for it, in ``REGION``."""
     req = urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
     urllib.request.urlopen(req, timeout=10).close()
-    return AWSClients.create(REGION, endpoint_url=moto_endpoint)
+    made = AWSClients.create(REGION, endpoint_url=moto_endpoint)
+    dry_run_create_fleet_as_ec2(made.ec2)
+    return made

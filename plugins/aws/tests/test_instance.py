@@ -30,6 +30,7 @@ from karpenter_aws.instance import (
     fleet_request,
     instance_to_nodeclaim,
     launch_tags,
+    on_demand_fallback_warning,
     parse_instance_id,
     reason_for,
     spot_offering_filter,
@@ -569,6 +570,37 @@ def test_capacity_type_choice() -> None:
     assert choose_capacity_type(Requirements(), [both]) == "spot"
     assert choose_capacity_type(reqs(ct=["on-demand"]), [both]) == "on-demand"
     assert choose_capacity_type(reqs(ct=["spot", "on-demand"]), [od]) == "on-demand"
+
+
+def test_the_on_demand_fallback_warning_needs_spot_allowed_and_few_types() -> None:
+    few = [on_demand(f"m5.{n}", 0.1) for n in ("large", "xlarge")]
+    many = [on_demand(f"m5.{n}", 0.1) for n in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge")]
+    flexible = reqs(ct=["spot", "on-demand"])
+    message = on_demand_fallback_warning(flexible, "on-demand", few)
+    assert "at least 5 instance types" in message and "only has 2" in message
+    assert on_demand_fallback_warning(flexible, "on-demand", many) == ""
+    assert on_demand_fallback_warning(reqs(ct=["on-demand"]), "on-demand", few) == ""
+    assert on_demand_fallback_warning(flexible, "spot", few) == ""
+    assert on_demand_fallback_warning(Requirements(), "on-demand", few) == ""
+
+
+def test_an_on_demand_launch_that_could_have_been_spot_is_logged(
+    net: Network, provider: InstanceProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    # spot is allowed but no type offers it: the launch falls back to on-demand
+    inst = provider.create(
+        request(net, [on_demand("m5.large", 0.1)], reqs(ct=["spot", "on-demand"]))
+    )
+    assert inst.capacity_type == "on-demand"
+    assert any(
+        r.levelname == "ERROR"
+        and "on-demand fallback" in r.getMessage()
+        and "only has 1" in r.getMessage()
+        for r in caplog.records
+    )
+    caplog.clear()
+    provider.create(request(net, [on_demand("m5.large", 0.1)], reqs(ct=["on-demand"])))
+    assert not [r for r in caplog.records if "on-demand fallback" in r.getMessage()]
 
 
 def test_launches_are_truncated_to_the_cheapest_types(
