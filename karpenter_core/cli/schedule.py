@@ -44,6 +44,7 @@ from karpenter_core.apis.workloads import (
     expand_workloads,
 )
 from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.progress import Progress, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
     IGNORE_DRA_REQUESTS_FLAG,
@@ -74,6 +75,8 @@ __all__ = [
 DEFAULT_CLOUD_PROVIDER = "kwok"
 KWOK_INSTANCE_TYPES_SETTING = "instance-types-file-path"
 NO_NODEPOOLS_ERROR = "no dynamic nodepools found"
+PHASES = ("reading manifests", "loading instance types", "scheduling {pods} pending pod(s)")
+"""What the progress bar says (on a terminal) while each step runs."""
 
 
 class InputError(Exception):
@@ -737,6 +740,12 @@ def _plugin_manager() -> KarpenterPluginManager:
     show_default=True,
     help="json: the documented machine-readable shape; table: for people.",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No progress bar (it is drawn on stderr only when stderr is a terminal).",
+)
 def command(
     filenames: tuple[str, ...],
     cloud_provider: str | None,
@@ -745,6 +754,7 @@ def command(
     scheduler_config: str | None,
     ignore_dra_requests: str | None,
     output: str,
+    quiet: bool,
 ) -> None:
     """Show what Karpenter would launch for the pending pods in these manifests.
 
@@ -759,22 +769,29 @@ def command(
     """
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
+    bar: Progress[str] = progress(len(PHASES), "schedule", str, quiet=quiet)
     try:
-        ignore_dra = read_ignore_dra_requests(ignore_dra_requests, os.environ)
-        options = read_scheduler_config(scheduler_config) if scheduler_config else None
-        options = with_dra_setting(options, ignore_dra)
-        inp = read_input(filenames)
-        pm = _plugin_manager()
-        instance_types = effective_instance_types(
-            inp,
-            load_instance_types(
-                inp.nodepools, cloud_provider, instance_types_file, pm, region=region
-            ),
-            plugin_overlays(pm),
-        )
-        if not ignore_dra:
-            instance_types = with_device_templates(inp, instance_types, pm)
-        result = schedule_input(inp, instance_types, options)
+        with bar:
+            bar.advance(0, PHASES[0], force=True)
+            ignore_dra = read_ignore_dra_requests(ignore_dra_requests, os.environ)
+            options = read_scheduler_config(scheduler_config) if scheduler_config else None
+            options = with_dra_setting(options, ignore_dra)
+            inp = read_input(filenames)
+            bar.advance(1, PHASES[1], force=True)
+            pm = _plugin_manager()
+            instance_types = effective_instance_types(
+                inp,
+                load_instance_types(
+                    inp.nodepools, cloud_provider, instance_types_file, pm, region=region
+                ),
+                plugin_overlays(pm),
+            )
+            if not ignore_dra:
+                instance_types = with_device_templates(inp, instance_types, pm)
+            pending = len(inp.snapshot.pending_pods())
+            bar.advance(2, PHASES[2].format(pods=pending), force=True)
+            result = schedule_input(inp, instance_types, options)
+            bar.advance(3, "done", force=True)
     except InputError as e:
         raise BadInput(str(e)) from None
     if inp.ignored_kinds:
