@@ -8,10 +8,13 @@ prints the decision. The ``-o json`` shape is a public interface, documented in
 
     {"nodeClaims": [{"nodePool", "instanceTypes", "requirements", "pods"}],
      "existingNodes": [{"name", "pods"}],
-     "podErrors": {"namespace/name": "reason"}}
+     "podErrors": {"namespace/name": "reason"},
+     "invalidNodePools": {"name": "file: NodePool name: field path: problem"}}
 
 Exit status 0 whenever the input is valid, even if some pods cannot schedule (they are in
-``podErrors``); 1 for bad input, with one line naming the file, the object and the field.
+``podErrors``); 1 for bad input, with one line naming the file, the object and the field;
+4 when it scheduled but left out invalid NodePools (one line each on stderr, and in
+``invalidNodePools``), as Karpenter provisions from the valid NodePools only.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from karpenter_core.apis.workloads import (
     ephemeral_claims,
     expand_workloads,
 )
-from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS, BadInput, echo_problem
 from karpenter_core.cli.progress import Progress, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
@@ -99,6 +102,11 @@ class ScheduleInput:
     """Object identity (``NodePool default``) -> the file it was read from."""
     dra_objects: Mapping[str, tuple[Any, ...]] = field(factory=dict)
     """DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices by kind."""
+    invalid_nodepools: Mapping[str, str] = field(factory=dict)
+    """NodePools left out because they failed validation: name -> ``<file>: NodePool <name>:
+    <field path>: <message>``. Karpenter does not provision from a NodePool whose
+    validation failed (its ``ValidationSucceeded`` condition is false) and goes on with the
+    others; so does ``schedule``."""
 
     def dra_inputs(self) -> DRAInputs:
         """What the scheduler simulates pods' ResourceClaims against."""
@@ -183,6 +191,8 @@ def _load(paths: Sequence[str]) -> list[Any]:
 
 
 def _karpenter_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:
+    """The parsed object; :class:`InputError` naming the first problem (the validation
+    ``karpenter validate`` applies, and how many more it found) when it is invalid."""
     from karpenter_core.apis import v1, v1alpha1
     from karpenter_core.apis.validation import validate
 
@@ -253,11 +263,18 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
 
     parsed: dict[str, list[Any]] = {}
     workloads: list[tuple[str, Mapping[str, Any]]] = []
+    invalid_nodepools: dict[str, str] = {}
     for source, obj in latest.values():
         kind = str(obj["kind"])
         where = _where(source, obj)
         if kind in _WORKLOAD_VERSIONS:
             workloads.append((source, obj))
+            continue
+        if kind == "NodePool":
+            try:
+                parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
+            except InputError as e:
+                invalid_nodepools[_identity(obj).removeprefix("NodePool ")] = str(e)
             continue
         if kind in _CRD_KINDS:
             parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
@@ -333,6 +350,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         ignored_kinds=ignored,
         sources=sources,
         dra_objects={kind: tuple(parsed.get(kind, ())) for kind in _DRA_KINDS},
+        invalid_nodepools=invalid_nodepools,
     )
 
 
@@ -612,6 +630,9 @@ def schedule_input(
     errors = dict(result.get("podErrors") or {})
     errors.update(ignored)
     result["podErrors"] = {k: errors[k] for k in sorted(errors)}
+    result["invalidNodePools"] = {
+        k: inp.invalid_nodepools[k] for k in sorted(inp.invalid_nodepools)
+    }
     return result
 
 
@@ -765,7 +786,8 @@ def command(
     DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices given and the
     devices the installed DRA drivers describe for each instance type.
     Pods without spec.nodeName are scheduled. Exit status is 0 even when some pods
-    cannot be scheduled (see podErrors) and 1 only for bad input.
+    cannot be scheduled (see podErrors), 1 for bad input, 4 when invalid NodePools were
+    left out (named on stderr) and the others scheduled.
     """
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
@@ -810,3 +832,11 @@ def command(
     else:
         click.echo(render_table(result, instance_types))
     sys.stdout.flush()
+    if inp.invalid_nodepools:
+        for name in sorted(inp.invalid_nodepools):
+            echo_problem(
+                f"Error: {inp.invalid_nodepools[name]} (NodePool ignored, as Karpenter ignores "
+                "an invalid NodePool; the others were scheduled)",
+                err=True,
+            )
+        sys.exit(EXIT_INVALID_NODEPOOLS)
