@@ -19,7 +19,6 @@ Exit status 0 whenever the input is valid, even if some pods cannot schedule (th
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,6 +46,7 @@ from karpenter_core.apis.workloads import (
     expand_workloads,
 )
 from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS, BadInput, echo_problem
+from karpenter_core.cli.output import JSON, WIDE, YAML, dump, output_option, table_lines
 from karpenter_core.cli.progress import Progress, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
@@ -657,33 +657,46 @@ def _cheapest(
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    rows = [list(r) for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = []
-    for r in [list(headers), *rows]:
-        cells = [c.ljust(w) for c, w in zip(r[:-1], widths[:-1], strict=True)] + [r[-1]]
-        lines.append("   ".join(cells).rstrip())
-    return lines
+    return table_lines(headers, [list(r) for r in rows], gap="   ")
 
 
-def render_table(result: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]]) -> str:
-    """The human view: a row per new NodeClaim (pool, cheapest type, its price, pod count),
-    existing nodes that receive pods, then every unschedulable pod with its reason."""
+def _requirement_values(nodeclaim: Mapping[str, Any], key: str) -> str:
+    """The values a NodeClaim's requirement on ``key`` allows, or ``any`` when it does not
+    narrow them (any value the NodePool and instance types allow)."""
+    for req in nodeclaim.get("requirements") or ():
+        if req.get("key") == key and req.get("operator") == "In":
+            return ",".join(str(v) for v in req.get("values") or ()) or "-"
+    return "any"
+
+
+def render_table(
+    result: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]], wide: bool = False
+) -> str:
+    """The human view: a row per new NodeClaim (pool, cheapest type, its price, pod count;
+    ``wide`` adds the zones and capacity types it may launch in), existing nodes that
+    receive pods, then every unschedulable pod with its reason."""
+    from karpenter_core.apis import labels
+
     lines: list[str] = []
     claims = result.get("nodeClaims") or []
     if claims:
         rows = []
         for nc in claims:
             name, price = _cheapest(nc, instance_types)
-            rows.append(
-                [
-                    str(nc.get("nodePool", "")),
-                    name,
-                    f"${price:.4f}/h" if price is not None else "-",
-                    str(len(nc.get("pods") or ())),
+            row = [
+                str(nc.get("nodePool", "")),
+                name,
+                f"${price:.4f}/h" if price is not None else "-",
+            ]
+            if wide:
+                row += [
+                    _requirement_values(nc, labels.LABEL_TOPOLOGY_ZONE),
+                    _requirement_values(nc, labels.CAPACITY_TYPE_LABEL_KEY),
                 ]
-            )
-        lines += _table(["NODEPOOL", "INSTANCE TYPE", "PRICE", "PODS"], rows)
+            rows.append([*row, str(len(nc.get("pods") or ()))])
+        headers = ["NODEPOOL", "INSTANCE TYPE", "PRICE"]
+        headers += ["ZONE", "CAPACITY TYPE"] if wide else []
+        lines += _table([*headers, "PODS"], rows)
     else:
         lines.append("No new NodeClaims.")
     existing = result.get("existingNodes") or []
@@ -708,7 +721,7 @@ def _plugin_manager() -> KarpenterPluginManager:
         raise InputError(str(e)) from None
 
 
-@click.command(name="schedule")
+@click.command(name="schedule", short_help="Show what Karpenter would launch for pending pods.")
 @click.option(
     "-f",
     "--filename",
@@ -753,14 +766,7 @@ def _plugin_manager() -> KarpenterPluginManager:
     metavar="true|false",
     help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}; default true]",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["json", "table"]),
-    default="table",
-    show_default=True,
-    help="json: the documented machine-readable shape; table: for people.",
-)
+@output_option(wide=True)
 @click.option(
     "-q",
     "--quiet",
@@ -827,10 +833,10 @@ def command(
             f"{IGNORE_DRA_REQUESTS_FLAG}=false to simulate them",
             err=True,
         )
-    if output == "json":
-        click.echo(json.dumps(result, indent=2))
+    if output in (JSON, YAML):
+        click.echo(dump(result, output), nl=False)
     else:
-        click.echo(render_table(result, instance_types))
+        click.echo(render_table(result, instance_types, wide=output == WIDE))
     sys.stdout.flush()
     if inp.invalid_nodepools:
         for name in sorted(inp.invalid_nodepools):

@@ -2,7 +2,8 @@
 
 ::
 
-    karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o text|json|html] [--out FILE]
+    karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o table|json|yaml|html]
+                       [--out FILE]
                        [--charge-compute-time | --no-charge-compute-time] [--compute-time-scale X]
                        [-q]
 
@@ -16,6 +17,7 @@ terminal only; ``-q`` turns it off) shows the virtual time reached, pods pending
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -27,6 +29,7 @@ import click
 
 from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
 from karpenter_core.cli.exits import EXIT_CONTROLLER_FAILED, BadInput, echo_problem
+from karpenter_core.cli.output import HTML, JSON, YAML, dump, output_option
 from karpenter_core.cli.progress import Progress, describe_run, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
@@ -46,10 +49,8 @@ from karpenter_core.sim.scenario import (
 
 __all__ = ["command"]
 
-FORMATS = ("text", "json", "html")
 
-
-@click.command("simulate")
+@click.command("simulate", short_help="Run a scenario on a virtual clock and report.")
 # A plain string, not click.Path: a directory or a missing file is bad input (exit 1, one
 # line from the loader), like every other file problem, not a usage error (exit 2).
 @click.argument("scenario", metavar="SCENARIO.yaml")
@@ -61,14 +62,7 @@ FORMATS = ("text", "json", "html")
     "else 10m after the last scheduled change.",
 )
 @click.option("--seed", type=int, default=None, help="Seed (default: the scenario's, else 0).")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(FORMATS),
-    default="text",
-    show_default=True,
-    help="Report format.",
-)
+@output_option(html=True)
 @click.option(
     "--out",
     "out",
@@ -157,9 +151,11 @@ def command(
         if bar.shown:
             final = sim.status()
             bar.advance(int(final.elapsed), final, force=True)
-    if output == "json":
+    if output == JSON:
         text = report.to_json() + "\n"
-    elif output == "html":
+    elif output == YAML:
+        text = dump(json.loads(report.to_json()), YAML)
+    elif output == HTML:
         text = render_html(report)
     else:
         text = render_text(report)
