@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
-import yaml
+
+from karpenter_core.apis import yamlio
 
 __all__ = [
     "HTML",
@@ -73,7 +74,7 @@ def dump(document: Any, fmt: str) -> str:
     """``document`` as ``json`` (indented, UTF-8 kept) or ``yaml`` (keys in their order),
     ending in a newline."""
     if fmt == YAML:
-        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        return yamlio.safe_dump(document, sort_keys=False, allow_unicode=True)
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
