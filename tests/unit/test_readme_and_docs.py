@@ -61,3 +61,54 @@ def test_local_install_commands_name_existing_projects() -> None:
             for target in command.split()[2:]:
                 if not target.startswith("-"):
                     assert (ROOT / target / "pyproject.toml").is_file(), f"{path.name}: {target}"
+
+
+def test_the_readme_lists_every_doc() -> None:
+    listed = set(re.findall(r"\]\((docs/[^)#]+\.md)\)", README))
+    assert {f"docs/{p.name}" for p in DOCS} <= listed
+
+
+_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    out = set()
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not line.startswith("#"):
+            continue
+        title = line.lstrip("#").strip().lower()
+        out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out
+
+
+def _relative_links(path: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return [t for t in _LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
+    broken = []
+    for path in [ROOT / "README.md", *DOCS]:
+        for target in _relative_links(path):
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                broken.append(f"{path.name}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{path.name}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_no_doc_names_a_markdown_file_that_is_not_in_the_repository() -> None:
+    """A doc citing ``something.md`` by name (not as a link) means a file of this
+    repository, unless it is upstream's (``designs/...``)."""
+    known = {p.name for p in ROOT.rglob("*.md") if ".venv" not in p.parts}
+    for path in [ROOT / "README.md", *DOCS]:
+        for name in re.findall(r"`([\w./-]+\.md)`", path.read_text(encoding="utf-8")):
+            if name.startswith("designs/"):
+                continue
+            assert Path(name).name in known, f"{path.name}: {name}"
