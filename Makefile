@@ -1,24 +1,39 @@
 # Two commands do everything: `make demo` and `make test`. Both create the virtualenv
-# (.venv) on first use and install the five packages into it, editable.
+# (.venv) on first use. `make demo` installs only what the demo runs (karpenter-core and the
+# KWOK provider, runtime dependencies only); `make test` (and `make venv`) install all five
+# packages with the development tools. One stamp file per package set records what is
+# installed, so the two never fight over the venv: `make test` after `make demo` adds the
+# rest, `make demo` after `make test` installs nothing. pip prints what it fetches and
+# installs (no --quiet): a first run shows where the time goes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed-all
+DEMO_PKGS := -e . -e plugins/kwok
 PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
+PIP := $(BIN)/python -m pip --disable-pip-version-check
 
 .PHONY: venv demo test lint typecheck unit controlplane helm lock bench clean
 
-$(STAMP): pyproject.toml plugins/*/pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(PKGS)
-	touch $(STAMP)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEMO_STAMP): pyproject.toml plugins/kwok/pyproject.toml | $(BIN)/python
+	$(PIP) install $(DEMO_PKGS)
+	touch $@
+
+# everything the demo needs is part of this set, so it stamps both
+$(STAMP): pyproject.toml plugins/*/pyproject.toml | $(BIN)/python
+	$(PIP) install --upgrade pip
+	$(PIP) install $(PKGS)
+	touch $@ $(DEMO_STAMP)
 
 venv: $(STAMP)
 
 # The main job: the real controllers on a simulated cluster (virtual clock), then what the
 # scheduler would do for a bundled set of manifests, including a pod that cannot fit.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/karpenter simulate examples/quickstart.yaml
 	@echo
 	$(BIN)/karpenter schedule -f examples/schedule/ -o table

@@ -30,7 +30,7 @@ import yaml
 from attrs import frozen
 
 from karpenter_core import hookspecs
-from karpenter_core.apis import labels
+from karpenter_core.apis import labels, yamlio
 from karpenter_core.hookspecs import (
     HOOK_SPEC_TYPES,
     PROJECT_NAME,
@@ -630,7 +630,7 @@ def cloud_provider_crds(spec: CloudProviderSpec) -> list[ProviderCRD]:
         except (OSError, UnicodeDecodeError) as exc:
             raise PluginError(f"{where}: cannot read it: {_one_line(exc)}") from exc
         try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+            docs = [d for d in yamlio.safe_load_all(text) if d is not None]
         except yaml.YAMLError as exc:
             raise PluginError(f"{where}: not valid YAML: {_one_line(exc)}") from exc
         if len(docs) != 1:

@@ -16,6 +16,7 @@ from attrs import frozen
 
 from karpenter_core.apis.crds import crd_manifests, crd_yaml_files
 from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.output import JSON, TABLE, YAML, dump, output_option, table_lines
 from karpenter_core.plugins import (
     PluginError,
     ProviderCRD,
@@ -164,7 +165,21 @@ def select(providers: Sequence[str]) -> Selection:
     return Selection(merge(core, provided), tuple(notes), tuple(warnings))
 
 
-@click.command(name="crds")
+def render_table(documents: Sequence[CRDDocument]) -> str:
+    """One row per CRD: its name, kind, served versions and who ships it."""
+    rows = [
+        [
+            str(d.manifest["metadata"]["name"]),
+            _kind(d),
+            ",".join(str(v.get("name")) for v in d.manifest["spec"].get("versions") or ()),
+            d.provider or "core",
+        ]
+        for d in documents
+    ]
+    return "\n".join(table_lines(("NAME", "KIND", "VERSIONS", "FROM"), rows))
+
+
+@click.command(name="crds", short_help="Print the CRDs for `kubectl apply -f -`.")
 @click.option(
     "--kind",
     "kinds",
@@ -180,7 +195,12 @@ def select(providers: Sequence[str]) -> Selection:
     help="Include the CRDs this installed cloud provider ships (its NodeClass); "
     "repeatable. Default: the CRDs of every installed cloud provider.",
 )
-def command(kinds: tuple[str, ...], providers: tuple[str, ...]) -> None:
+@output_option(
+    default=YAML,
+    help="yaml: the manifests as one YAML stream, for kubectl apply; json: a v1 List of "
+    "them; table: one row per CRD.",
+)
+def command(kinds: tuple[str, ...], providers: tuple[str, ...], output: str) -> None:
     """Print the CRDs as one YAML stream for `kubectl apply -f -`.
 
     First the core's (NodePool, NodeClaim, NodeOverlay, CapacityBuffer), then the CRDs
@@ -194,7 +214,13 @@ def command(kinds: tuple[str, ...], providers: tuple[str, ...]) -> None:
     documents = list(selection.documents)
     if kinds:
         documents = filter_kinds(documents, kinds)
-    click.echo("".join(as_stream_document(d.text) for d in documents), nl=False)
+    if output == JSON:
+        items = [d.manifest for d in documents]
+        click.echo(dump({"apiVersion": "v1", "kind": "List", "items": items}, JSON), nl=False)
+    elif output == TABLE:
+        click.echo(render_table(documents))
+    else:
+        click.echo("".join(as_stream_document(d.text) for d in documents), nl=False)
     for warning in selection.warnings:
         click.echo(warning, err=True)
     if not kinds:

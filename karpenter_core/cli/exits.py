@@ -15,6 +15,9 @@ code    meaning
 3       ``simulate`` only: the simulation ran and its report was written, but a
         controller failed repeatedly (on
         :data:`~karpenter_core.sim.report.REPEATED_FAILURES` or more reconciles)
+4       ``schedule`` only: it scheduled, but left out NodePools that failed
+        validation (one line each on stderr), as Karpenter provisions from the
+        valid NodePools only
 70      internal error: a bug in karpenter (one line names it;
         ``KARPENTER_TRACEBACK=1`` prints the traceback instead)
 ======  ==========================================================================
@@ -32,6 +35,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_CONTROLLER_FAILED",
     "EXIT_INTERNAL_ERROR",
+    "EXIT_INVALID_NODEPOOLS",
     "EXIT_OK",
     "EXIT_USAGE",
     "BadInput",
@@ -42,6 +46,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_CONTROLLER_FAILED = 3
+EXIT_INVALID_NODEPOOLS = 4
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in BSD's sysexits.h
 
 

@@ -10,16 +10,15 @@ capacity, allocatable, overhead and every offering.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import click
-import yaml
 
 from karpenter_core.apis import labels
 from karpenter_core.apis import resources as res
 from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.output import JSON, WIDE, YAML, dump, output_option, table_lines
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.plugins import (
     KarpenterPluginManager,
@@ -36,6 +35,8 @@ from ``AWS_REGION``, Azure from ``LOCATION``, GCP from ``GCP_REGION``)."""
 DEFAULT_CLOUD_PROVIDER = "kwok"
 
 TABLE_COLUMNS = ("NAME", "CPU", "MEMORY", "PODS", "ARCH", "OS", "ON-DEMAND", "SPOT", "ZONES")
+WIDE_COLUMNS = (*TABLE_COLUMNS, "CAPACITY TYPES")
+"""``-o wide`` adds the capacity types offered (zones are in the table already)."""
 
 
 def _quantity(it: InstanceType, name: str) -> str:
@@ -64,8 +65,15 @@ def _zones(it: InstanceType) -> str:
     return ",".join(zones) if zones else "-"
 
 
-def table_row(it: InstanceType) -> tuple[str, ...]:
-    """One table row for ``it`` (columns as :data:`TABLE_COLUMNS`)."""
+def _capacity_types(it: InstanceType) -> str:
+    types = sorted({o.capacity_type for o in it.offerings if o.available and o.capacity_type})
+    return ",".join(types) if types else "-"
+
+
+def table_row(it: InstanceType, wide: bool = False) -> tuple[str, ...]:
+    """One table row for ``it`` (columns as :data:`TABLE_COLUMNS`, or :data:`WIDE_COLUMNS`
+    when ``wide``)."""
+    extra = (_capacity_types(it),) if wide else ()
     return (
         it.name,
         _quantity(it, res.CPU),
@@ -76,18 +84,14 @@ def table_row(it: InstanceType) -> tuple[str, ...]:
         _cheapest(it, labels.CAPACITY_TYPE_ON_DEMAND),
         _cheapest(it, labels.CAPACITY_TYPE_SPOT),
         _zones(it),
+        *extra,
     )
 
 
-def render_table(instance_types: Sequence[InstanceType]) -> str:
+def render_table(instance_types: Sequence[InstanceType], wide: bool = False) -> str:
     """Aligned text columns, a header first, no trailing spaces."""
-    rows = [TABLE_COLUMNS, *(table_row(it) for it in instance_types)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    return "\n".join(lines)
+    headers = WIDE_COLUMNS if wide else TABLE_COLUMNS
+    return "\n".join(table_lines(headers, [table_row(it, wide) for it in instance_types]))
 
 
 def region_settings(pm: KarpenterPluginManager, name: str, region: str | None) -> dict[str, str]:
@@ -145,7 +149,9 @@ def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]
     return [it.to_dict() for it in instance_types]
 
 
-@click.command(name="instance-types")
+@click.command(
+    name="instance-types", short_help="List a cloud provider's instance types and prices."
+)
 @click.option(
     "--cloud-provider",
     "cloud_provider",
@@ -169,29 +175,21 @@ def to_documents(instance_types: Sequence[InstanceType]) -> list[dict[str, Any]]
     help="Region whose catalogue to list, for providers with regions (aws, azure, gcp); "
     "with no credentials they answer from their bundled snapshot.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json", "yaml"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@output_option(wide=True)
 def command(
     cloud_provider: str, instance_types_file: str | None, region: str | None, output: str
 ) -> None:
     """List the instance types a cloud provider offers, with capacity and prices."""
     instance_types = list_instance_types(cloud_provider, instance_types_file, region)
-    if output == "json":
-        click.echo(json.dumps(to_documents(instance_types), indent=2))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump(to_documents(instance_types), sort_keys=False), nl=False)
+    if output in (JSON, YAML):
+        click.echo(dump(to_documents(instance_types), output), nl=False)
     else:
-        click.echo(render_table(instance_types))
+        click.echo(render_table(instance_types, wide=output == WIDE))
 
 
 __all__ = [
     "TABLE_COLUMNS",
+    "WIDE_COLUMNS",
     "command",
     "list_instance_types",
     "region_settings",

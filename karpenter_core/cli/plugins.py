@@ -8,13 +8,13 @@ its error and the command exits 1, so a broken install is visible, never a trace
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import click
 
 from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.output import JSON, YAML, dump, output_option, table_lines
 from karpenter_core.hookspecs import HOOK_SPEC_TYPES
 from karpenter_core.plugins import (
     KarpenterPluginManager,
@@ -34,7 +34,9 @@ def _family(hook_name: str) -> str:
 
 
 def plugin_report(pm: KarpenterPluginManager) -> list[dict[str, Any]]:
-    """The rows of ``karpenter plugins`` as JSON-ready dicts (the ``-o json`` shape)."""
+    """The rows of ``karpenter plugins`` as JSON-ready dicts with camelCase keys, as every
+    command's JSON (the ``-o json|yaml`` shape; hook family names stay as the hooks spell
+    them)."""
     provided: dict[str, dict[str, list[Any]]] = {}
     errors: dict[str, list[str]] = {}
     for hook_name in HOOK_SPEC_TYPES:
@@ -52,9 +54,9 @@ def plugin_report(pm: KarpenterPluginManager) -> list[dict[str, Any]]:
             providers.append(
                 {
                     "name": spec.name,
-                    "can_launch": spec.can_launch,
+                    "canLaunch": spec.can_launch,
                     "status": STATUS_CAN_LAUNCH if spec.can_launch else STATUS_CATALOGUE_ONLY,
-                    "node_classes": [
+                    "nodeClasses": [
                         {"group": k.group, "kind": k.kind, "version": k.version}
                         for k in spec.node_classes
                     ],
@@ -100,18 +102,18 @@ def _row(
         "hooks": hooks or [],
         "status": "error" if error else "loaded",
         "error": error,
-        "cloud_providers": cloud_providers or [],
-        "instance_type_overlays": instance_type_overlays or [],
-        "disruption_methods": disruption_methods or [],
-        "dra_drivers": dra_drivers or [],
+        "cloudProviders": cloud_providers or [],
+        "instanceTypeOverlays": instance_type_overlays or [],
+        "disruptionMethods": disruption_methods or [],
+        "draDrivers": dra_drivers or [],
     }
 
 
 def _status_text(row: dict[str, Any]) -> str:
     if row["status"] == "error":
         return f"error: {row['error']}"
-    if row["cloud_providers"]:
-        return "; ".join(f"{p['name']}: {p['status']}" for p in row["cloud_providers"])
+    if row["cloudProviders"]:
+        return "; ".join(f"{p['name']}: {p['status']}" for p in row["cloudProviders"])
     return "loaded"
 
 
@@ -125,23 +127,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     """Plain aligned columns; the last column (status) is free text."""
     header = ("PLUGIN", "DISTRIBUTION", "HOOKS", "STATUS")
     body = [(r["name"], _dist_text(r), ",".join(r["hooks"]) or "-", _status_text(r)) for r in rows]
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(3)]
-    lines = []
-    for line in [header, *body]:
-        cells = [line[i].ljust(widths[i]) for i in range(3)]
-        lines.append("  ".join([*cells, line[3]]).rstrip())
-    return "\n".join(lines)
+    return "\n".join(table_lines(header, body))
 
 
-@click.command(name="plugins")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@click.command(name="plugins", short_help="List installed plugins, their hooks and status.")
+@output_option()
 def command(output: str) -> None:
     """List installed plugins: distribution, hook families and status.
 
@@ -151,8 +141,8 @@ def command(output: str) -> None:
         rows = plugin_report(get_plugin_manager())
     except PluginError as exc:
         raise BadInput(str(exc)) from exc
-    if output == "json":
-        click.echo(json.dumps({"plugins": rows}, indent=2, ensure_ascii=False))
+    if output in (JSON, YAML):
+        click.echo(dump({"plugins": rows}, output), nl=False)
     else:
         click.echo(format_table(rows))
     if any(r["status"] == "error" for r in rows):

@@ -8,15 +8,17 @@ prints the decision. The ``-o json`` shape is a public interface, documented in
 
     {"nodeClaims": [{"nodePool", "instanceTypes", "requirements", "pods"}],
      "existingNodes": [{"name", "pods"}],
-     "podErrors": {"namespace/name": "reason"}}
+     "podErrors": {"namespace/name": "reason"},
+     "invalidNodePools": {"name": "file: NodePool name: field path: problem"}}
 
 Exit status 0 whenever the input is valid, even if some pods cannot schedule (they are in
-``podErrors``); 1 for bad input, with one line naming the file, the object and the field.
+``podErrors``); 1 for bad input, with one line naming the file, the object and the field;
+4 when it scheduled but left out invalid NodePools (one line each on stderr, and in
+``invalidNodePools``), as Karpenter provisions from the valid NodePools only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,7 +45,9 @@ from karpenter_core.apis.workloads import (
     ephemeral_claims,
     expand_workloads,
 )
-from karpenter_core.cli.exits import BadInput
+from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS, BadInput, echo_problem
+from karpenter_core.cli.output import JSON, WIDE, YAML, dump, output_option, table_lines
+from karpenter_core.cli.progress import Progress, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
     IGNORE_DRA_REQUESTS_FLAG,
@@ -74,6 +78,8 @@ __all__ = [
 DEFAULT_CLOUD_PROVIDER = "kwok"
 KWOK_INSTANCE_TYPES_SETTING = "instance-types-file-path"
 NO_NODEPOOLS_ERROR = "no dynamic nodepools found"
+PHASES = ("reading manifests", "loading instance types", "scheduling {pods} pending pod(s)")
+"""What the progress bar says (on a terminal) while each step runs."""
 
 
 class InputError(Exception):
@@ -96,6 +102,11 @@ class ScheduleInput:
     """Object identity (``NodePool default``) -> the file it was read from."""
     dra_objects: Mapping[str, tuple[Any, ...]] = field(factory=dict)
     """DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices by kind."""
+    invalid_nodepools: Mapping[str, str] = field(factory=dict)
+    """NodePools left out because they failed validation: name -> ``<file>: NodePool <name>:
+    <field path>: <message>``. Karpenter does not provision from a NodePool whose
+    validation failed (its ``ValidationSucceeded`` condition is false) and goes on with the
+    others; so does ``schedule``."""
 
     def dra_inputs(self) -> DRAInputs:
         """What the scheduler simulates pods' ResourceClaims against."""
@@ -180,6 +191,8 @@ def _load(paths: Sequence[str]) -> list[Any]:
 
 
 def _karpenter_object(kind: str, obj: Mapping[str, Any], where: str) -> Any:
+    """The parsed object; :class:`InputError` naming the first problem (the validation
+    ``karpenter validate`` applies, and how many more it found) when it is invalid."""
     from karpenter_core.apis import v1, v1alpha1
     from karpenter_core.apis.validation import validate
 
@@ -250,11 +263,18 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
 
     parsed: dict[str, list[Any]] = {}
     workloads: list[tuple[str, Mapping[str, Any]]] = []
+    invalid_nodepools: dict[str, str] = {}
     for source, obj in latest.values():
         kind = str(obj["kind"])
         where = _where(source, obj)
         if kind in _WORKLOAD_VERSIONS:
             workloads.append((source, obj))
+            continue
+        if kind == "NodePool":
+            try:
+                parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
+            except InputError as e:
+                invalid_nodepools[_identity(obj).removeprefix("NodePool ")] = str(e)
             continue
         if kind in _CRD_KINDS:
             parsed.setdefault(kind, []).append(_karpenter_object(kind, obj, where))
@@ -330,6 +350,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         ignored_kinds=ignored,
         sources=sources,
         dra_objects={kind: tuple(parsed.get(kind, ())) for kind in _DRA_KINDS},
+        invalid_nodepools=invalid_nodepools,
     )
 
 
@@ -609,6 +630,9 @@ def schedule_input(
     errors = dict(result.get("podErrors") or {})
     errors.update(ignored)
     result["podErrors"] = {k: errors[k] for k in sorted(errors)}
+    result["invalidNodePools"] = {
+        k: inp.invalid_nodepools[k] for k in sorted(inp.invalid_nodepools)
+    }
     return result
 
 
@@ -633,33 +657,46 @@ def _cheapest(
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    rows = [list(r) for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = []
-    for r in [list(headers), *rows]:
-        cells = [c.ljust(w) for c, w in zip(r[:-1], widths[:-1], strict=True)] + [r[-1]]
-        lines.append("   ".join(cells).rstrip())
-    return lines
+    return table_lines(headers, [list(r) for r in rows], gap="   ")
 
 
-def render_table(result: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]]) -> str:
-    """The human view: a row per new NodeClaim (pool, cheapest type, its price, pod count),
-    existing nodes that receive pods, then every unschedulable pod with its reason."""
+def _requirement_values(nodeclaim: Mapping[str, Any], key: str) -> str:
+    """The values a NodeClaim's requirement on ``key`` allows, or ``any`` when it does not
+    narrow them (any value the NodePool and instance types allow)."""
+    for req in nodeclaim.get("requirements") or ():
+        if req.get("key") == key and req.get("operator") == "In":
+            return ",".join(str(v) for v in req.get("values") or ()) or "-"
+    return "any"
+
+
+def render_table(
+    result: Mapping[str, Any], instance_types: Mapping[str, Sequence[Any]], wide: bool = False
+) -> str:
+    """The human view: a row per new NodeClaim (pool, cheapest type, its price, pod count;
+    ``wide`` adds the zones and capacity types it may launch in), existing nodes that
+    receive pods, then every unschedulable pod with its reason."""
+    from karpenter_core.apis import labels
+
     lines: list[str] = []
     claims = result.get("nodeClaims") or []
     if claims:
         rows = []
         for nc in claims:
             name, price = _cheapest(nc, instance_types)
-            rows.append(
-                [
-                    str(nc.get("nodePool", "")),
-                    name,
-                    f"${price:.4f}/h" if price is not None else "-",
-                    str(len(nc.get("pods") or ())),
+            row = [
+                str(nc.get("nodePool", "")),
+                name,
+                f"${price:.4f}/h" if price is not None else "-",
+            ]
+            if wide:
+                row += [
+                    _requirement_values(nc, labels.LABEL_TOPOLOGY_ZONE),
+                    _requirement_values(nc, labels.CAPACITY_TYPE_LABEL_KEY),
                 ]
-            )
-        lines += _table(["NODEPOOL", "INSTANCE TYPE", "PRICE", "PODS"], rows)
+            rows.append([*row, str(len(nc.get("pods") or ()))])
+        headers = ["NODEPOOL", "INSTANCE TYPE", "PRICE"]
+        headers += ["ZONE", "CAPACITY TYPE"] if wide else []
+        lines += _table([*headers, "PODS"], rows)
     else:
         lines.append("No new NodeClaims.")
     existing = result.get("existingNodes") or []
@@ -684,7 +721,7 @@ def _plugin_manager() -> KarpenterPluginManager:
         raise InputError(str(e)) from None
 
 
-@click.command(name="schedule")
+@click.command(name="schedule", short_help="Show what Karpenter would launch for pending pods.")
 @click.option(
     "-f",
     "--filename",
@@ -729,13 +766,12 @@ def _plugin_manager() -> KarpenterPluginManager:
     metavar="true|false",
     help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}; default true]",
 )
+@output_option(wide=True)
 @click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["json", "table"]),
-    default="table",
-    show_default=True,
-    help="json: the documented machine-readable shape; table: for people.",
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No progress bar (it is drawn on stderr only when stderr is a terminal).",
 )
 def command(
     filenames: tuple[str, ...],
@@ -745,6 +781,7 @@ def command(
     scheduler_config: str | None,
     ignore_dra_requests: str | None,
     output: str,
+    quiet: bool,
 ) -> None:
     """Show what Karpenter would launch for the pending pods in these manifests.
 
@@ -755,26 +792,34 @@ def command(
     DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices given and the
     devices the installed DRA drivers describe for each instance type.
     Pods without spec.nodeName are scheduled. Exit status is 0 even when some pods
-    cannot be scheduled (see podErrors) and 1 only for bad input.
+    cannot be scheduled (see podErrors), 1 for bad input, 4 when invalid NodePools were
+    left out (named on stderr) and the others scheduled.
     """
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
+    bar: Progress[str] = progress(len(PHASES), "schedule", str, quiet=quiet)
     try:
-        ignore_dra = read_ignore_dra_requests(ignore_dra_requests, os.environ)
-        options = read_scheduler_config(scheduler_config) if scheduler_config else None
-        options = with_dra_setting(options, ignore_dra)
-        inp = read_input(filenames)
-        pm = _plugin_manager()
-        instance_types = effective_instance_types(
-            inp,
-            load_instance_types(
-                inp.nodepools, cloud_provider, instance_types_file, pm, region=region
-            ),
-            plugin_overlays(pm),
-        )
-        if not ignore_dra:
-            instance_types = with_device_templates(inp, instance_types, pm)
-        result = schedule_input(inp, instance_types, options)
+        with bar:
+            bar.advance(0, PHASES[0], force=True)
+            ignore_dra = read_ignore_dra_requests(ignore_dra_requests, os.environ)
+            options = read_scheduler_config(scheduler_config) if scheduler_config else None
+            options = with_dra_setting(options, ignore_dra)
+            inp = read_input(filenames)
+            bar.advance(1, PHASES[1], force=True)
+            pm = _plugin_manager()
+            instance_types = effective_instance_types(
+                inp,
+                load_instance_types(
+                    inp.nodepools, cloud_provider, instance_types_file, pm, region=region
+                ),
+                plugin_overlays(pm),
+            )
+            if not ignore_dra:
+                instance_types = with_device_templates(inp, instance_types, pm)
+            pending = len(inp.snapshot.pending_pods())
+            bar.advance(2, PHASES[2].format(pods=pending), force=True)
+            result = schedule_input(inp, instance_types, options)
+            bar.advance(3, "done", force=True)
     except InputError as e:
         raise BadInput(str(e)) from None
     if inp.ignored_kinds:
@@ -788,8 +833,16 @@ def command(
             f"{IGNORE_DRA_REQUESTS_FLAG}=false to simulate them",
             err=True,
         )
-    if output == "json":
-        click.echo(json.dumps(result, indent=2))
+    if output in (JSON, YAML):
+        click.echo(dump(result, output), nl=False)
     else:
-        click.echo(render_table(result, instance_types))
+        click.echo(render_table(result, instance_types, wide=output == WIDE))
     sys.stdout.flush()
+    if inp.invalid_nodepools:
+        for name in sorted(inp.invalid_nodepools):
+            echo_problem(
+                f"Error: {inp.invalid_nodepools[name]} (NodePool ignored, as Karpenter ignores "
+                "an invalid NodePool; the others were scheduled)",
+                err=True,
+            )
+        sys.exit(EXIT_INVALID_NODEPOOLS)

@@ -52,6 +52,31 @@ _ENV_HELP = {
 }
 
 
+_METAVARS = {
+    "karpenter_service": "NAME",
+    "metrics_port": "PORT",
+    "health_probe_port": "PORT",
+    "metrics_bind_address": "ADDRESS",
+    "health_probe_bind_address": "ADDRESS",
+    "kube_client_qps": "QPS",
+    "kube_client_burst": "N",
+    "leader_election_name": "NAME",
+    "leader_election_namespace": "NAMESPACE",
+    "memory_limit": "BYTES",
+    "cpu_requests": "MILLICORES",
+    "log_level": "debug|info|error",
+    "log_output_paths": "PATHS",
+    "log_error_output_paths": "PATHS",
+    "batch_max_duration": "DURATION",
+    "batch_idle_duration": "DURATION",
+    "preference_policy": "Respect|Ignore",
+    "min_values_policy": "Strict|BestEffort",
+    "feature_gates": "NAME=BOOL,...",
+    "scheduler_config": "FILE",
+}
+"""What each non-boolean option's value is, for ``--help`` (booleans show ``true|false``)."""
+
+
 class BadFlag(click.ClickException):
     """A usage error shown as one line (click's default adds the usage text)."""
 
@@ -83,7 +108,11 @@ def _option_decorators() -> list[Any]:
         else:
             shown = repr(default) if isinstance(default, str) else str(default)
         help_text = f"{_ENV_HELP.get(f.name, '')} [env {f.name.upper()}; default {shown}]"
-        kwargs: dict[str, Any] = {"default": None, "help": help_text.strip(), "metavar": "VALUE"}
+        kwargs: dict[str, Any] = {
+            "default": None,
+            "help": help_text.strip(),
+            "metavar": _METAVARS.get(f.name, "VALUE"),
+        }
         if isinstance(default, bool):
             kwargs.update(is_flag=False, flag_value="true", metavar="true|false")
         decorators.append(click.option(_flag(f.name), f.name, type=str, **kwargs))
@@ -175,15 +204,21 @@ def _make_command() -> click.Command:
         "--kubeconfig",
         type=str,
         default=None,
+        metavar="FILE",
         help="Path of a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config).",
     )(fn)
     fn = click.option(
         "--cloud-provider",
         type=str,
         default=None,
+        metavar="NAME",
         help="Cloud provider plugin to launch nodes with (default: kwok when installed).",
     )(fn)
-    return click.command(name="serve", cls=_OneLineCommand)(fn)
+    return click.command(
+        name="serve",
+        cls=_OneLineCommand,
+        short_help="Run the operator against a Kubernetes API server.",
+    )(fn)
 
 
 command = _make_command()

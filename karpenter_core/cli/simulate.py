@@ -2,18 +2,22 @@
 
 ::
 
-    karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o text|json|html] [--out FILE]
+    karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o table|json|yaml|html]
+                       [--out FILE]
                        [--charge-compute-time | --no-charge-compute-time] [--compute-time-scale X]
+                       [-q]
 
 The scenario format and every report field are documented in ``docs/simulate.md``. The
 ``-o json`` object is a public interface. Exit status (``docs/cli.md``): 0 when the
 simulation ran (whatever it found), 1 for a scenario that cannot run, with one line naming
 the file and the field, 3 when it ran but a controller failed repeatedly (the report is
-still written and names the controller).
+still written and names the controller). While it runs, a progress bar on stderr (a
+terminal only; ``-q`` turns it off) shows the virtual time reached, pods pending and nodes.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -25,6 +29,8 @@ import click
 
 from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
 from karpenter_core.cli.exits import EXIT_CONTROLLER_FAILED, BadInput, echo_problem
+from karpenter_core.cli.output import HTML, JSON, YAML, dump, output_option
+from karpenter_core.cli.progress import Progress, describe_run, progress
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
     IGNORE_DRA_REQUESTS_FLAG,
@@ -43,10 +49,8 @@ from karpenter_core.sim.scenario import (
 
 __all__ = ["command"]
 
-FORMATS = ("text", "json", "html")
 
-
-@click.command("simulate")
+@click.command("simulate", short_help="Run a scenario on a virtual clock and report.")
 # A plain string, not click.Path: a directory or a missing file is bad input (exit 1, one
 # line from the loader), like every other file problem, not a usage error (exit 2).
 @click.argument("scenario", metavar="SCENARIO.yaml")
@@ -58,14 +62,7 @@ FORMATS = ("text", "json", "html")
     "else 10m after the last scheduled change.",
 )
 @click.option("--seed", type=int, default=None, help="Seed (default: the scenario's, else 0).")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(FORMATS),
-    default="text",
-    show_default=True,
-    help="Report format.",
-)
+@output_option(html=True)
 @click.option(
     "--out",
     "out",
@@ -98,6 +95,12 @@ FORMATS = ("text", "json", "html")
     "speed). Default: the scenario's `computeTimeScale`, else 1.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log the controllers' warnings to stderr.")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No progress bar (it is drawn on stderr only when stderr is a terminal).",
+)
 def command(
     scenario: str,
     until: str | None,
@@ -108,6 +111,7 @@ def command(
     charge_compute_time: bool | None,
     compute_time_scale: str | None,
     verbose: bool,
+    quiet: bool,
 ) -> None:
     """Simulate SCENARIO.yaml: NodePools, workloads and events on a virtual clock, and
     report nodes launched and removed, pod pending times, cost and every decision."""
@@ -125,17 +129,33 @@ def command(
     if problem is not None:
         raise BadInput(problem)
 
-    from karpenter_core.sim.engine import Simulation, SimulationError
+    from karpenter_core.sim.engine import RunStatus, Simulation, SimulationError
     from karpenter_core.sim.report import render_html, render_text
 
     try:
         sim = Simulation(parsed, seed=seed)
     except SimulationError as e:
         raise BadInput(str(e)) from None
-    report = sim.run(until_s)
-    if output == "json":
+    length = parsed.default_until() if until_s is None else until_s
+    bar: Progress[RunStatus] = progress(
+        round(length), "simulating", lambda s: describe_run(s, length), quiet=quiet
+    )
+
+    def on_time() -> None:
+        if bar.due():  # reading the status costs a pass over the pods: only when drawn
+            status = sim.status()
+            bar.advance(int(status.elapsed), status)
+
+    with bar:
+        report = sim.run(until_s, on_time=on_time if bar.shown else None)
+        if bar.shown:
+            final = sim.status()
+            bar.advance(int(final.elapsed), final, force=True)
+    if output == JSON:
         text = report.to_json() + "\n"
-    elif output == "html":
+    elif output == YAML:
+        text = dump(json.loads(report.to_json()), YAML)
+    elif output == HTML:
         text = render_html(report)
     else:
         text = render_text(report)

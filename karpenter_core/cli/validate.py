@@ -22,12 +22,13 @@ from karpenter_core.apis.limits import elide
 from karpenter_core.apis.manifests import ManifestError, load_file, manifest_files
 from karpenter_core.apis.validation import is_supported, validate
 from karpenter_core.cli.exits import EXIT_BAD_INPUT, BadInput, echo_problem
+from karpenter_core.cli.output import JSON, YAML, dump, output_option
 
 if TYPE_CHECKING:
     from karpenter_core.apis.crds.openapi import CRDSchema
 
 
-@click.command(name="validate")
+@click.command(name="validate", short_help="Check Karpenter manifests as the API server would.")
 @click.option(
     "-f",
     "--filename",
@@ -48,8 +49,16 @@ if TYPE_CHECKING:
     help="Also apply this provider's well-known labels and restricted label domains "
     "(as the controllers do when running with it).",
 )
+@output_option(
+    help="table: one line per problem, then a summary; json/yaml: the same as a document "
+    "(valid, checked kinds, invalid and skipped counts, problems)."
+)
 def command(
-    filenames: tuple[str, ...], recursive: bool, quiet: bool, cloud_provider: str | None
+    filenames: tuple[str, ...],
+    recursive: bool,
+    quiet: bool,
+    cloud_provider: str | None,
+    output: str,
 ) -> None:
     """Validate Karpenter objects in FILE_OR_DIR(s) like kubectl apply would, plus runtime checks.
 
@@ -65,6 +74,15 @@ def command(
     if not files:
         raise BadInput("no manifest files (.yaml, .yml, .json) found in " + ", ".join(filenames))
 
+    as_document = output in (JSON, YAML)
+    problems: list[dict[str, str | None]] = []
+
+    def problem(source: str, obj: str | None, message: str) -> None:
+        """One problem: a line now for people, an entry of the document for programs."""
+        problems.append({"file": source, "object": obj, "message": message})
+        if not as_document:
+            echo_problem(f"{source}: {obj}: {message}" if obj else message)
+
     node_classes = _NodeClassSchemas()
     failed = False
     checked: Counter[str] = Counter()
@@ -74,7 +92,7 @@ def command(
         try:
             objects = load_file(path)
         except ManifestError as e:
-            echo_problem(str(e))
+            problem(path, None, str(e))
             failed = True
             continue
         for loaded in objects:
@@ -86,7 +104,7 @@ def command(
                 invalid += 1
                 failed = True
                 for f in untyped:
-                    echo_problem(f"{loaded.source}: {loaded.display}: {f}: Required value")
+                    problem(loaded.source, loaded.display, f"{f}: Required value")
                 continue
             if not is_supported(loaded.obj):
                 kind = loaded.kind
@@ -94,7 +112,7 @@ def command(
                     # Right kind, wrong version: that is an error, not something to skip.
                     checked[kind] += 1
                     for err in dict.fromkeys(str(e) for e in validate(loaded.obj)):
-                        echo_problem(f"{loaded.source}: {loaded.display}: {err}")
+                        problem(loaded.source, loaded.display, err)
                     invalid += 1
                     failed = True
                     continue
@@ -106,7 +124,7 @@ def command(
                         invalid += 1
                         failed = True
                         for err in dict.fromkeys(errors):
-                            echo_problem(f"{loaded.source}: {loaded.display}: {err}")
+                            problem(loaded.source, loaded.display, err)
                     continue
                 skipped += 1
                 if not quiet:
@@ -123,7 +141,7 @@ def command(
                 invalid += 1
                 failed = True
                 for err in errors:
-                    echo_problem(f"{loaded.source}: {loaded.display}: {err}")
+                    problem(loaded.source, loaded.display, err)
 
     for line in node_classes.problems():
         echo_problem(line, err=True)
@@ -131,6 +149,19 @@ def command(
     if not failed and total == 0 and skipped == 0:
         # kubectl apply says "no objects passed to apply" here: nothing was checked at all.
         raise BadInput("no objects found in " + ", ".join(filenames))
+    if as_document:
+        document = {
+            "valid": not failed,
+            "files": len(files),
+            "checked": dict(sorted(checked.items())),
+            "invalid": invalid,
+            "skipped": skipped,
+            "problems": problems,
+        }
+        click.echo(dump(document, output), nl=False)
+        if failed:
+            sys.exit(EXIT_BAD_INPUT)
+        return
     summary = ", ".join(f"{n} {k}" for k, n in sorted(checked.items())) or "no Karpenter objects"
     extra = f"; {skipped} other object(s) skipped" if skipped else ""
     if failed:

@@ -93,7 +93,7 @@ from karpenter_core.sim.scenario import (
     Workload,
 )
 
-__all__ = ["DEFAULT_START", "Simulation", "SimulationError", "simulate"]
+__all__ = ["DEFAULT_START", "RunStatus", "Simulation", "SimulationError", "simulate"]
 
 log = logging.getLogger("karpenter.sim")
 
@@ -111,6 +111,18 @@ _UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoExec
 
 class SimulationError(Exception):
     """The simulation cannot start; the message names what is wrong."""
+
+
+@attrs.frozen
+class RunStatus:
+    """A running simulation's state as progress feedback shows it."""
+
+    elapsed: float
+    """Virtual seconds since the start."""
+    pending: int
+    """Pods that exist and wait for a node."""
+    nodes: int
+    """Nodes that exist."""
 
 
 class _WatchOnly:
@@ -971,10 +983,27 @@ class Simulation:
         self._step_timer()
         return True
 
-    def run(self, until: float | None = None) -> Report:
-        """Run to ``until`` seconds (default: the scenario's) and report."""
-        self.run_until(self.scenario.default_until() if until is None else until)
+    def run(self, until: float | None = None, on_time: Callable[[], None] | None = None) -> Report:
+        """Run to ``until`` seconds (default: the scenario's) and report.
+
+        ``on_time`` is called each time virtual time moves (progress feedback: it may read
+        :meth:`status`); it cannot change the run."""
+
+        def tick() -> bool:
+            assert on_time is not None
+            on_time()
+            return False
+
+        offset = self.scenario.default_until() if until is None else until
+        self.run_until(offset, stop_when=None if on_time is None else tick)
         return self.report()
+
+    def status(self) -> RunStatus:
+        """Where the run stands now: virtual seconds reached, pods waiting for a node,
+        nodes up."""
+        _, pending = self.observer.counts()
+        nodes = sum(1 for n in self.observer.nodes.values() if n.gone is None)
+        return RunStatus(self.observer.now(), pending, nodes)
 
     def report(self) -> Report:
         return build_report(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -121,3 +122,34 @@ def test_every_shipped_scenario_runs_and_explains_itself(path: Path) -> None:
     assert all(n["removalReason"] for n in removed), removed
     assert sum(data["removalReasons"].values()) == data["nodesRemoved"]
     assert all(d["action"] and d["reason"] for d in data["decisions"])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_progress_off_a_terminal_and_a_bar_on_one_unless_quiet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from karpenter_core.cli import progress
+
+    def run(*extra: str) -> str:
+        result = CliRunner().invoke(
+            main, ["simulate", str(EXAMPLES / "quickstart.yaml"), "--until", "5m", *extra]
+        )
+        assert result.exit_code == 0, result.output
+        return result.stderr
+
+    assert run() == ""
+    terminal = _Terminal()
+    monkeypatch.setattr(progress, "stderr", lambda: terminal)
+    assert run() == ""
+    shown = terminal.getvalue()
+    assert "simulating" in shown
+    assert "+5m00s of 5m00s" in shown
+    assert "pod(s) pending" in shown and "node(s)" in shown
+    quiet = _Terminal()
+    monkeypatch.setattr(progress, "stderr", lambda: quiet)
+    run("-q")
+    assert quiet.getvalue() == ""

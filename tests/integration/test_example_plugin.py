@@ -78,9 +78,9 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     example = rows["example"]
     assert (example["status"], example["distribution"]) == ("loaded", "karpenter-example-plugin")
     assert example["hooks"] == FAMILIES
-    assert example["instance_type_overlays"] == ["negotiated-discount"]
-    assert example["disruption_methods"] == ["max-node-age"]
-    assert example["dra_drivers"] == ["nvme.example.com"]
+    assert example["instanceTypeOverlays"] == ["negotiated-discount"]
+    assert example["disruptionMethods"] == ["max-node-age"]
+    assert example["draDrivers"] == ["nvme.example.com"]
 
     # karpenter schedule: the NodePool's negotiated discount makes an m type the cheapest
     # fit; without the plugin the same manifests get a c type

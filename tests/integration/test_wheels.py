@@ -201,8 +201,8 @@ def test_extras_install_kwok_and_aws_from_built_wheels(tmp_path: Path, wheelhous
     assert all(row["status"] == "loaded" for row in rows.values()), rows
     assert (rows["aws"]["distribution"], rows["aws"]["version"]) == ("karpenter-aws", "0.1.0")
     assert (rows["kwok"]["distribution"], rows["kwok"]["version"]) == ("karpenter-kwok", "0.1.0")
-    assert [p["name"] for p in rows["aws"]["cloud_providers"]] == ["aws"]
-    assert rows["aws"]["cloud_providers"][0]["can_launch"] is True
+    assert [p["name"] for p in rows["aws"]["cloudProviders"]] == ["aws"]
+    assert rows["aws"]["cloudProviders"][0]["canLaunch"] is True
 
     table = _run([_bin(venv_dir, "karpenter"), "plugins"], cwd=venv_dir).stdout
     assert [line.split()[0] for line in table.splitlines()[1:]] == ["builtins", "aws", "kwok"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from karpenter_core.apis import yamlio
 from karpenter_core.apis.crds.schema import CRD_FILES, all_crds
 
 HEADER = (
@@ -31,7 +32,7 @@ def _load() -> tuple[dict[str, Any], ...]:
     pkg = resources.files(__name__)
     out = []
     for name in CRD_FILES:
-        out.append(yaml.safe_load(pkg.joinpath(name).read_text(encoding="utf-8")))
+        out.append(yamlio.safe_load(pkg.joinpath(name).read_text(encoding="utf-8")))
     return tuple(out)
 
 

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from karpenter_core.apis.limits import MAX_INPUT_BYTES
 from karpenter_core.cli import main
+from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS
 
 NODEPOOL_HEAD = """\
 apiVersion: karpenter.sh/v1
@@ -133,6 +134,23 @@ MANIFEST_CASES: list[tuple[str, str | bytes | None, tuple[str, ...]]] = [
 ]
 
 
+INVALID_NODEPOOL_CASES = {
+    "list-with-invalid-nodepool",
+    "requirements-is-a-string",
+    "operator-in-lower-case",
+    "unknown-operator",
+    "bad-limit-quantity",
+    "infinite-limit",
+    "huge-weight",
+    "unicode-weight",
+    "non-string-requirement-values",
+    "requirement-values-a-number",
+    "metadata-not-a-mapping",
+}
+"""Cases that parse into a NodePool which fails validation: ``schedule`` leaves it out and
+schedules on the others (exit 4) instead of stopping (exit 1)."""
+
+
 def _write(tmp_path: Path, name: str, content: str | bytes | None) -> Path:
     path = tmp_path / name
     if content is None:
@@ -179,7 +197,7 @@ def test_validate_reports_bad_manifest_in_one_line(
 
 @pytest.mark.parametrize(
     ("content", "expected"),
-    [pytest.param(c, e, id=i) for i, c, e in MANIFEST_CASES],
+    [pytest.param(c, e, id=i) for i, c, e in MANIFEST_CASES if i not in INVALID_NODEPOOL_CASES],
 )
 def test_schedule_reports_bad_manifest_in_one_line(
     tmp_path: Path, content: str | bytes, expected: tuple[str, ...]
@@ -192,6 +210,30 @@ def test_schedule_reports_bad_manifest_in_one_line(
     assert len(lines) == 1, text
     assert lines[0].startswith(f"Error: {path}")
     assert all(frag in lines[0] for frag in expected), text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [pytest.param(c, e, id=i) for i, c, e in MANIFEST_CASES if i in INVALID_NODEPOOL_CASES],
+)
+def test_schedule_ignores_an_invalid_nodepool_in_one_line_and_schedules_on_the_others(
+    tmp_path: Path, content: str, expected: tuple[str, ...]
+) -> None:
+    good = _write(
+        tmp_path, "good.yaml", GOOD_NODEPOOL.replace("name: np", "name: good") + "---\n" + POD % "1"
+    )
+    path = _write(tmp_path, "in.yaml", content)
+    result = CliRunner().invoke(main, ["schedule", "-f", str(good), "-f", str(path), "-o", "json"])
+    assert result.exit_code == EXIT_INVALID_NODEPOOLS, result.output
+    out = json.loads(result.stdout)
+    assert [nc["nodePool"] for nc in out["nodeClaims"]] == ["good"]
+    assert out["podErrors"] == {}
+    (reason,) = out["invalidNodePools"].values()
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Error: {path}: NodePool ")
+    assert reason in lines[0] and "NodePool ignored" in lines[0]
+    assert all(frag in lines[0] for frag in expected), result.stderr
 
 
 @pytest.mark.parametrize(
@@ -904,7 +946,10 @@ def test_an_error_quoting_a_huge_value_elides_it(
 ) -> None:
     path = _write(tmp_path, "in.json" if command == "instance-types" else "in.yaml", content)
     code, text = _run(*_args(command, path))
-    assert code == 1
+    # schedule leaves an invalid NodePool out and goes on (exit 4); the rest is bad input
+    # (the schedule case whose only document is the NodePool with the huge operator)
+    invalid_nodepool = command == "schedule" and "operator: QQQ" in content
+    assert code == (EXIT_INVALID_NODEPOOLS if invalid_nodepool else 1)
     lines = _problem_lines(text)
     assert lines, text
     for line in lines:

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from karpenter_core.cli.schedule import command, load_instance_types, read_input
+from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS
+from karpenter_core.cli.schedule import (
+    NO_NODEPOOLS_ERROR,
+    command,
+    load_instance_types,
+    read_input,
+)
 from karpenter_core.scheduling.requirements import Requirements
 
 REPO = Path(__file__).resolve().parents[3]
@@ -71,7 +77,8 @@ def run_json(*args: str) -> dict[str, Any]:
 
 def test_example_json_has_exactly_the_documented_shape() -> None:
     out = run_json("-f", str(EXAMPLE))
-    assert list(out) == ["nodeClaims", "existingNodes", "podErrors"]
+    assert list(out) == ["nodeClaims", "existingNodes", "podErrors", "invalidNodePools"]
+    assert out["invalidNodePools"] == {}
     assert out["nodeClaims"]
     for nc in out["nodeClaims"]:
         assert set(nc) == {"nodePool", "instanceTypes", "requirements", "pods"}
@@ -343,8 +350,8 @@ def test_instance_types_from_a_kwok_json_file(tmp_path: Path) -> None:
 # --- bad input: exit 1, one line naming file, object and field ---------------------------------
 
 
-def _one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, result.output
+def _one_line_error(result: Result, code: int = 1) -> str:
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
@@ -376,11 +383,42 @@ def test_bad_pod_names_the_field(tmp_path: Path) -> None:
     assert str(f) in line and "Pod default/p" in line and "resources.requests.memory" in line
 
 
-def test_invalid_nodepool_is_bad_input(tmp_path: Path) -> None:
+def test_invalid_nodepool_is_reported_in_one_line_and_left_out(tmp_path: Path) -> None:
     bad = NODEPOOL.replace("operator: In, values: [amd64]", "operator: Maybe, values: [amd64]")
-    f = write(tmp_path, "pool.yaml", bad)
-    line = _one_line_error(run("-f", str(f)))
+    f = write(tmp_path, "pool.yaml", bad, pod_yaml("a"))
+    result = run("-f", str(f))
+    line = _one_line_error(result, EXIT_INVALID_NODEPOOLS)
     assert str(f) in line and "NodePool default" in line and "requirements" in line
+    assert "NodePool ignored" in line
+    # nothing else to schedule on: the pod says so, as with no NodePool at all
+    assert "default/a" in result.stdout and NO_NODEPOOLS_ERROR in result.stdout
+
+
+def test_the_valid_nodepools_are_scheduled_on_when_one_is_invalid(tmp_path: Path) -> None:
+    bad = NODEPOOL.replace("name: default", "name: broken").replace(
+        "operator: In, values: [amd64]", "operator: Maybe, values: [amd64]"
+    )
+    f = write(tmp_path, "pools.yaml", NODEPOOL, bad, pod_yaml("a"))
+    result = run("-f", str(f), "-o", "json")
+    assert result.exit_code == EXIT_INVALID_NODEPOOLS, result.output
+    out = json.loads(result.stdout)
+    assert [(nc["nodePool"], nc["pods"]) for nc in out["nodeClaims"]] == [
+        ("default", ["default/a"])
+    ]
+    assert list(out["invalidNodePools"]) == ["broken"]
+    assert out["invalidNodePools"]["broken"].startswith(f"{f}: NodePool broken: spec.template")
+    assert f"Error: {out['invalidNodePools']['broken']}" in result.stderr
+
+
+def test_an_invalid_nodepool_does_not_change_a_valid_run(tmp_path: Path) -> None:
+    bad = NODEPOOL.replace("name: default", "name: broken") + "  limits: {cpu: many}\n"
+    alone = run_json("-f", str(EXAMPLE))
+    with_bad = run("-f", str(EXAMPLE), "-f", str(write(tmp_path, "bad.yaml", bad)), "-o", "json")
+    assert with_bad.exit_code == EXIT_INVALID_NODEPOOLS
+    out = json.loads(with_bad.stdout)
+    assert out.pop("invalidNodePools").keys() == {"broken"}
+    alone.pop("invalidNodePools")
+    assert out == alone
 
 
 def test_unsupported_api_version_is_bad_input(tmp_path: Path) -> None:
@@ -609,7 +647,8 @@ def test_bad_input_is_one_line_naming_file_object_and_field(
     f = write(tmp_path, "bad.yaml", *docs)
     result = CliRunner().invoke(command, ["-f", str(f), "-o", "json"])
     assert isinstance(result.exception, SystemExit), result.exception
-    line = _one_line_error(result)
+    # an invalid NodePool is left out and the run goes on (exit 4); the rest is bad input
+    line = _one_line_error(result, EXIT_INVALID_NODEPOOLS if obj.startswith("NodePool") else 1)
     assert line.startswith(f"Error: {f}: {obj}: ")
     assert field in line
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from plugin_sources import (
     ALL_FAMILIES_PLUGIN,
@@ -67,13 +68,13 @@ def test_json_output_has_the_same_facts(three_plugins: None) -> None:
         "0.1.0",
         ["cloud_providers"],
     )
-    assert stub["cloud_providers"][0]["can_launch"] is False
-    assert stub["cloud_providers"][0]["status"] == STATUS_CATALOGUE_ONLY
-    assert stub["cloud_providers"][0]["node_classes"] == [
+    assert stub["cloudProviders"][0]["canLaunch"] is False
+    assert stub["cloudProviders"][0]["status"] == STATUS_CATALOGUE_ONLY
+    assert stub["cloudProviders"][0]["nodeClasses"] == [
         {"group": "karpenter.stub.test", "kind": "TestNodeClass", "version": ""}
     ]
-    assert rows["extras"]["disruption_methods"] == ["x-late", "x-early"]
-    assert rows["extras"]["dra_drivers"] == ["x.example.com"]
+    assert rows["extras"]["disruptionMethods"] == ["x-late", "x-early"]
+    assert rows["extras"]["draDrivers"] == ["x.example.com"]
 
 
 def test_env_var_filters_the_listing(three_plugins: None) -> None:
@@ -106,3 +107,27 @@ def test_plugin_whose_hook_raises_is_marked_error_and_others_still_listed(
     assert rows["good"]["status"] == "loaded"
     assert rows["raiser"]["status"] == "error"
     assert "driver catalogue unreachable" in rows["raiser"]["error"]
+
+
+def test_json_keys_are_camel_case_and_yaml_is_the_same_document(three_plugins: None) -> None:
+    code, out = _run("-o", "json", env={"KARPENTER_PLUGINS": None})  # type: ignore[dict-item]
+    assert code == 0
+    document = json.loads(out)
+
+    def keys(value: object) -> set[str]:
+        if isinstance(value, dict):
+            return set(value) | {k for v in value.values() for k in keys(v)}
+        if isinstance(value, list):
+            return {k for v in value for k in keys(v)}
+        return set()
+
+    assert {"cloudProviders", "canLaunch", "nodeClasses", "draDrivers"} <= keys(document)
+    assert not [k for k in keys(document) if "_" in k]
+    code, out = _run("-o", "yaml", env={"KARPENTER_PLUGINS": None})  # type: ignore[dict-item]
+    assert code == 0
+    assert yaml.safe_load(out) == document
+
+
+def test_text_is_still_accepted_as_the_table(three_plugins: None) -> None:
+    env = {"KARPENTER_PLUGINS": None}
+    assert _run("-o", "text", env=env) == _run(env=env)  # type: ignore[arg-type]

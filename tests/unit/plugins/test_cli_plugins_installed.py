@@ -20,13 +20,13 @@ def _providers() -> dict[str, dict[str, object]]:
     return {
         provider["name"]: provider
         for plugin in json.loads(result.stdout)["plugins"]
-        for provider in plugin["cloud_providers"]
+        for provider in plugin["cloudProviders"]
     }
 
 
 @pytest.mark.parametrize("name", ["kwok", "aws", "azure", "gcp"])
 def test_launching_providers_are_listed_as_able_to_launch(name: str) -> None:
-    assert _providers()[name]["can_launch"] is True
+    assert _providers()[name]["canLaunch"] is True
 
 
 @pytest.mark.parametrize("name", ["azure", "gcp"])

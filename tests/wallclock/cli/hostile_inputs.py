@@ -785,14 +785,14 @@ TARGETS: dict[str, Target] = {
         _as_list,
         ("yaml", "yaml", "json"),
         lambda f: ["schedule", "-f", str(f)],
-        frozenset({0, 1}),
+        frozenset({0, 1, 4}),  # 4: an invalid NodePool left out
     ),
     "schedule-json": Target(
         tuple(CLUSTER),
         _as_list,
         ("yaml",),
         lambda f: ["schedule", "-f", str(f), "-o", "json"],
-        frozenset({0, 1}),
+        frozenset({0, 1, 4}),  # 4: an invalid NodePool left out
     ),
     "scheduler-config": Target(
         (SCHEDULER_CONFIG,),

@@ -62,9 +62,9 @@ def test_karpenter_plugins_lists_all_four_families(installed: None) -> None:
     row = rows["example"]
     assert row["status"] == "loaded"
     assert row["hooks"] == FAMILIES
-    assert row["instance_type_overlays"] == ["negotiated-discount"]
-    assert row["disruption_methods"] == ["max-node-age"]
-    assert row["dra_drivers"] == ["nvme.example.com"]
+    assert row["instanceTypeOverlays"] == ["negotiated-discount"]
+    assert row["disruptionMethods"] == ["max-node-age"]
+    assert row["draDrivers"] == ["nvme.example.com"]
 
 
 def test_importing_the_hook_module_does_not_load_the_engine() -> None:
