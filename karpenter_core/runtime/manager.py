@@ -489,8 +489,11 @@ class Manager:
             if feed.stream is None or feed.stream.stopped:
                 feed.open(self.client)  # type: ignore[arg-type]
             assert feed.stream is not None
+            # handlers only map events to keys (as they do on the shared informer objects
+            # on a wall clock), so a stream that can hand out its objects uncopied does
+            poll_shared = getattr(feed.stream, "poll_shared", None)
             try:
-                events = feed.stream.poll(0)
+                events = poll_shared() if poll_shared is not None else feed.stream.poll(0)
             except Gone:
                 feed.resource_version = None
                 feed.open(self.client)  # type: ignore[arg-type]

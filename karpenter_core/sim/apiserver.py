@@ -419,6 +419,18 @@ class MemoryWatch:
         copy = self.server._encoded.copy
         return [WatchEvent(e.type, copy(e.object)) for e in events]
 
+    def poll_shared(self) -> list[WatchEvent]:
+        """:meth:`poll` (no waiting) without copies: the events carry the stored objects,
+        which the caller must not change. A virtual Manager's watch handlers only map an
+        event to keys, as they do on the shared informer objects under ``serve``; copying
+        every event for every watcher was a tenth of a large simulation's time."""
+        if not self.buffer:
+            return []
+        with self.cond:
+            events = list(self.buffer)
+            self.buffer.clear()
+        return events
+
     def stop(self) -> None:
         with self.cond:
             self._stop_locked()
@@ -554,6 +566,19 @@ class InMemoryApiServer:
                 raise NotFound(f'{_resource_name(rt)} "{name}" not found')
             return self._encoded.copy(obj)
 
+    def get_shared(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Obj:
+        """:meth:`get` without a copy: the stored object, which the caller must not change
+        (the contract of :meth:`CachedClient.get_shared
+        <karpenter_core.kube.cache.CachedClient.get_shared>`; stored objects are replaced on
+        every write, never edited in place)."""
+        rt = self._rt(resource)
+        with self._lock:
+            ns = self._need_namespace(rt, namespace)
+            obj = self._objects.get(rt.key, {}).get(ns, {}).get(name)
+            if obj is None:
+                raise NotFound(f'{_resource_name(rt)} "{name}" not found')
+            return obj
+
     def list(
         self,
         resource: ResourceLike,
@@ -562,11 +587,36 @@ class InMemoryApiServer:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> ObjectList:
+        return self._list(resource, namespace, label_selector, field_selector, copy=True)
+
+    def list_shared(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        """:meth:`list` without copies (see :meth:`get_shared`): the controllers that scan a
+        kind for a few matches copy only those, as they do on the operator's caches."""
+        return self._list(resource, namespace, label_selector, field_selector, copy=False)
+
+    def _list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        *,
+        copy: bool,
+    ) -> ObjectList:
         rt = self._rt(resource)
         labels, fields = self._selectors(rt, label_selector, field_selector)
         with self._lock:
             ns = self._read_namespace(rt, namespace)
-            items = [self._encoded.copy(o) for o in self._select(rt, ns, labels, fields)]
+            items = self._select(rt, ns, labels, fields)
+            if copy:
+                items = [self._encoded.copy(o) for o in items]
             return ObjectList(items=items, resource_version=str(self._rv))
 
     def _select(

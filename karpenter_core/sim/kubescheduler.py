@@ -87,6 +87,7 @@ Approximations, on purpose (that test excludes exactly these):
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import re
@@ -133,6 +134,7 @@ from karpenter_core.scheduling.spread import (
     spread_constraints,
 )
 from karpenter_core.sim.dra import DynamicResources, PodClaims, write_claims
+from karpenter_core.sim.pendingpods import ClassQueue, SortKey, class_of, marked_reason
 
 if TYPE_CHECKING:
     from karpenter_core.runtime.context import ControllerContext
@@ -174,6 +176,10 @@ MESSAGE_AFFINITY_CONFLICT = "pod affinity terms conflict"
 METADATA_NAME = "metadata.name"
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+SCHEDULING_GATED = "SchedulingGated"
+UNSCHEDULABLE = "Unschedulable"
+_GATED: Hashable = ("<gated>",)
+"""The merge's name for the gated pods' queue (no pod class is a 1-tuple)."""
 
 
 def _scoring(_instance: object, _attribute: object, value: str) -> None:
@@ -521,12 +527,14 @@ def _class_key(pod: Pod) -> Hashable:
 
 
 class _PodInfo:
-    __slots__ = ("_anti_affinity", "class_key", "pod", "rv")
+    __slots__ = ("_anti_affinity", "class_key", "marked", "pod", "rv", "sort_key")
 
     def __init__(self, rv: str, pod: Pod) -> None:
         self.rv = rv
         self.pod = pod
         self.class_key = _class_key(pod)
+        self.sort_key: SortKey = (-pod.priority, pod.creation_timestamp, pod.key)
+        self.marked = marked_reason(pod.conditions)
         self._anti_affinity: tuple[AffinityTerm, ...] | None = None
 
     @property
@@ -604,6 +612,10 @@ class KubeScheduler:
         self._dirty_pods: set[str] = set()
         self._bound: dict[str, dict[str, _PodInfo]] = {}
         self._pending: dict[str, _PodInfo] = {}
+        # the same pending pods in queue order: per class, and the gated ones apart
+        self._queues: dict[Hashable, ClassQueue] = {}
+        self._gated = ClassQueue(SCHEDULING_GATED)
+        self._dra_pending = 0
         self._states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
         self._stale_nodes: set[str] = set()
         # A pending pod that failed stays failed until the cluster changes: the next pass
@@ -659,47 +671,103 @@ class KubeScheduler:
             return Result()
         self.passes += 1
         self._settled = True
-        state, pending = self._pass_state()
+        state = self._pass_state()
         full, self._full = self._full, False
         fresh, self._fresh = self._fresh, set()
-        if not full:
+        if full:
+            self._classes = self._full_pass(state)
+        else:
             pending = [self._pending[k] for k in fresh if k in self._pending]
-        pending.sort(key=lambda i: (-i.pod.priority, i.pod.creation_timestamp, i.pod.key))
-        self._dra = (
-            DynamicResources(*(c.objects() for c in self._dra_caches))
-            if any(i.pod.has_dra_requirements for i in pending)
-            else None
-        )
+            pending.sort(key=lambda i: i.sort_key)
+            self._classes.update(self._listed_pass(pending, state))
+        return Result()
+
+    def _use_dra(self, needed: bool) -> None:
+        self._dra = DynamicResources(*(c.objects() for c in self._dra_caches)) if needed else None
+
+    def _listed_pass(self, pending: list[_PodInfo], state: _PassState) -> dict[Hashable, _PodClass]:
+        """Try ``pending`` (in queue order) in turn; the classes met."""
+        self._use_dra(any(i.pod.has_dra_requirements for i in pending))
         classes: dict[Hashable, _PodClass] = {}
         failed: set[Hashable] = set()
         for info in pending:
             pod = info.pod
             if pod.scheduling_gates:
-                self._mark(pod, "SchedulingGated", GATED_MESSAGE)
+                self._mark(pod, SCHEDULING_GATED, GATED_MESSAGE)
                 continue
-            cls = classes.get(info.class_key)
-            if cls is None:
-                cls = self._classes.get(info.class_key) or _PodClass(pod)
-                classes[info.class_key] = cls
-            if info.class_key in failed and _marked(pod, "Unschedulable"):
+            cls = self._class(classes, info)
+            if info.class_key in failed and info.marked == UNSCHEDULABLE:
                 continue  # it would fail again, and its condition already says so
             outcome = self._schedule_one(pod, cls, state)
             if outcome is None:
                 failed.add(info.class_key)
             elif outcome:
                 failed = {k for k in failed if classes[k].monotone}
-        if full:
-            self._classes = classes
-        else:
-            self._classes.update(classes)
-        return Result()
+        return classes
+
+    def _class(self, classes: dict[Hashable, _PodClass], info: _PodInfo) -> _PodClass:
+        cls = classes.get(info.class_key)
+        if cls is None:
+            cls = self._classes.get(info.class_key) or _PodClass(info.pod)
+            classes[info.class_key] = cls
+        return cls
+
+    def _full_pass(self, state: _PassState) -> dict[Hashable, _PodClass]:
+        """Every pending pod in queue order, as :meth:`_listed_pass` would take them, but
+        reading only the pods that need work: the classes' queues are merged by their next
+        pod, and a class that failed offers only its pods still to be marked (until a
+        binding revives it, if other pods' bindings can make it fit). The classes met."""
+        self._use_dra(self._dra_pending > 0)
+        classes: dict[Hashable, _PodClass] = {}
+        failed: set[Hashable] = set()
+        # (position, version, class): a class's entry is current while its version is
+        heap: list[tuple[SortKey, int, Hashable]] = []
+        versions: dict[Hashable, int] = {}
+
+        def push(ck: Hashable, nxt: Any) -> None:
+            if nxt is not None:
+                heapq.heappush(heap, (nxt.sort_key, versions.get(ck, 0), ck))
+
+        for ck, queue in self._queues.items():
+            push(ck, queue.first())
+        push(_GATED, self._gated.unmarked_after(None))
+        while heap:
+            key, version, ck = heapq.heappop(heap)
+            if versions.get(ck, 0) != version:
+                continue
+            if ck is _GATED:
+                info = self._pending_at(self._gated, key)
+                self._mark(info.pod, SCHEDULING_GATED, GATED_MESSAGE)
+                push(ck, self._gated.unmarked_after(key))
+                continue
+            queue = self._queues[ck]
+            info = self._pending_at(queue, key)
+            outcome = self._schedule_one(info.pod, self._class(classes, info), state)
+            if outcome is None:
+                failed.add(ck)
+            elif outcome and failed:
+                # a binding can make the classes other pods' bindings matter to fit again
+                revived = [k for k in failed if not classes[k].monotone]
+                failed.difference_update(revived)
+                for k in revived:
+                    if k != ck:  # ck's own next pod is queued below
+                        versions[k] = versions.get(k, 0) + 1
+                        push(k, self._queues[k].after(key))
+            push(ck, queue.unmarked_after(key) if ck in failed else queue.after(key))
+        return classes
+
+    @staticmethod
+    def _pending_at(queue: ClassQueue, key: SortKey) -> _PodInfo:
+        pod = queue.at(key)
+        assert isinstance(pod, _PodInfo)
+        return pod
 
     def feasibility(self, pod: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
         """Why each node's filters would reject ``pod`` (a Pod object) now: node name ->
         the reasons, empty where the pod fits. Reads the caches (brought up to date first)
         and writes nothing; the pod itself, if it is pending, does not count."""
         self._sync()
-        state, _ = self._pass_state()
+        state = self._pass_state()
         parsed = Pod.from_dict(pod)
         cls = _PodClass(parsed)
         if cls.node_affinity.conflict:
@@ -707,9 +775,8 @@ class KubeScheduler:
         ctx = _PodContext(parsed, cls, state)
         return {n.name: tuple(self._filter(ctx, cls, n)) for n in state.nodes}
 
-    def _pass_state(self) -> tuple[_PassState, list[_PodInfo]]:
-        """The node states with their bound pods, and the pending pods this scheduler
-        serves."""
+    def _pass_state(self) -> _PassState:
+        """The node states with their bound pods."""
         self._update_pods()
         nodes: list[_NodeState] = []
         holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = []
@@ -728,7 +795,7 @@ class KubeScheduler:
             object_key(ns): (ns.get("metadata") or {}).get("labels") or {}
             for ns in self._namespace_cache.objects()
         }
-        return _PassState(nodes, holders, namespaces), list(self._pending.values())
+        return _PassState(nodes, holders, namespaces)
 
     def _node_state(
         self, static: _NodeStatic
@@ -776,6 +843,8 @@ class KubeScheduler:
             self._full = True
         elif self._serves(pod) and pod.is_active():
             self._pending[key] = info
+            self._queue_of(info).add(info)
+            self._dra_pending += pod.has_dra_requirements
             self._fresh.add(key)
 
     def _unplace(self, key: str, info: _PodInfo) -> None:
@@ -788,7 +857,16 @@ class KubeScheduler:
                 if not bound:
                     del self._bound[name]
         else:
-            self._pending.pop(key, None)
+            if self._pending.pop(key, None) is not None:
+                self._queue_of(info).remove(info)
+                self._dra_pending -= info.pod.has_dra_requirements
+                if not self._queues.get(info.class_key, True):
+                    del self._queues[info.class_key]
+
+    def _queue_of(self, info: _PodInfo) -> ClassQueue:
+        if info.pod.scheduling_gates:
+            return self._gated
+        return class_of(self._queues, info.class_key, UNSCHEDULABLE)
 
     def _node_statics(self) -> list[_NodeStatic]:
         cache: dict[str, _NodeStatic | None] = {}
@@ -817,12 +895,12 @@ class KubeScheduler:
         if cls.node_affinity.conflict and state.nodes:
             # NodeAffinity's PreFilter fails the pod before any node is tried
             message = f"0/{len(state.nodes)} nodes are available: {MESSAGE_AFFINITY_CONFLICT}."
-            self._mark(pod, "Unschedulable", message)
+            self._mark(pod, UNSCHEDULABLE, message)
             return None
         claims = self._claims(pod) if state.nodes else None
         if isinstance(claims, str):
             # DynamicResources' PreFilter fails the pod before any node is tried
-            self._mark(pod, "Unschedulable", f"0/{len(state.nodes)} nodes are available: {claims}.")
+            self._mark(pod, UNSCHEDULABLE, f"0/{len(state.nodes)} nodes are available: {claims}.")
             return None
         ctx = _PodContext(pod, cls, state)
         reasons: dict[str, int] = {}
@@ -855,7 +933,7 @@ class KubeScheduler:
         if count:
             self._next_start = (start + processed) % count
         if best is None:
-            self._mark(pod, "Unschedulable", _fit_error(len(nodes), reasons))
+            self._mark(pod, UNSCHEDULABLE, _fit_error(len(nodes), reasons))
             return None
         try:
             if claims is not None and self._dra is not None:
@@ -930,7 +1008,7 @@ class KubeScheduler:
 
     def _mark(self, pod: Pod, reason: str, message: str) -> None:
         """Write ``PodScheduled=False`` with ``reason`` unless it already says so."""
-        if _marked(pod, reason):
+        if marked_reason(pod.conditions) == reason:
             return
         conditions = [dict(c) for c in pod.conditions if c.get("type") != "PodScheduled"]
         conditions.append(
@@ -1095,14 +1173,6 @@ def _static_failure(ctx: _PodContext, node: _NodeStatic) -> str:
     if not affinity.matches(node):
         return REASON_AFFINITY
     return ""
-
-
-def _marked(pod: Pod, reason: str) -> bool:
-    """The pod already carries ``PodScheduled=False`` with ``reason``."""
-    return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == reason
-        for c in pod.conditions
-    )
 
 
 def _fit_error(node_count: int, reasons: Mapping[str, int]) -> str:

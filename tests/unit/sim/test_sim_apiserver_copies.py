@@ -123,3 +123,32 @@ def test_an_encoded_copy_has_deep_copys_types() -> None:
     got = encoded.copy(stored)
     assert got == {"metadata": {"finalizers": ["a", "b"]}, "spec": {"taints": [{"key": "k"}]}}
     assert type(got["metadata"]["finalizers"]) is list
+
+
+def test_shared_reads_are_the_stored_versions_and_a_write_replaces_them() -> None:
+    # get_shared/list_shared hand out the stored object itself (no copy); a later write
+    # stores a new object, so what a reader was handed never changes under it
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    shared = server.get_shared("configmaps", "a", "default")
+    assert server.get_shared("configmaps", "a", "default") is shared
+    (listed,) = server.list_shared("configmaps", "default", label_selector="app=x").items
+    assert listed is shared
+    assert server.list_shared("configmaps", "default", label_selector="app=y").items == []
+    server.patch("configmaps", "a", {"data": {"k": "v2"}}, "default")
+    assert shared["data"] == {"k": "v"}
+    assert server.get_shared("configmaps", "a", "default")["data"] == {"k": "v2"}
+
+
+def test_poll_shared_delivers_the_events_uncopied_and_once() -> None:
+    server = InMemoryApiServer(VirtualClock())
+    watch = server.watch("configmaps", "default")
+    server.create(_cm("a"))
+    server.patch("configmaps", "a", {"data": {"k": "v2"}}, "default")
+    events = watch.poll_shared()  # type: ignore[attr-defined]
+    assert [e.type for e in events] == [ADDED, MODIFIED]
+    assert events[1].object is server.get_shared("configmaps", "a", "default")
+    assert events[0].object["data"] == {"k": "v"}
+    server.delete("configmaps", "a", "default")
+    assert [e.type for e in watch.poll_shared()] == [DELETED]  # type: ignore[attr-defined]
+    assert watch.poll_shared() == [] and watch.poll(0) == []  # type: ignore[attr-defined]

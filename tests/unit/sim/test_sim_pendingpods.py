@@ -1,0 +1,58 @@
+"""A pod class's pending queue: queue order whatever the order of arrival, removed pods
+never come back, a replaced pod is held once, and the unmarked view skips marked pods."""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from karpenter_core.sim.pendingpods import ClassQueue, SortKey
+
+
+@attrs.frozen
+class _Pod:
+    sort_key: SortKey
+    marked: str = ""
+
+
+def _walk(queue: ClassQueue, *, unmarked: bool = False) -> list[str]:
+    out: list[str] = []
+    pod = queue.unmarked_after(None) if unmarked else queue.first()
+    while pod is not None:
+        out.append(pod.sort_key[2])
+        key = pod.sort_key
+        pod = queue.unmarked_after(key) if unmarked else queue.after(key)
+    return out
+
+
+def test_order_follows_the_key_not_arrival_and_removals_stick() -> None:
+    rng = random.Random(3)
+    pods = [
+        _Pod((-rng.choice([0, 10]), float(rng.randint(0, 5)), f"ns/p{i:03}")) for i in range(300)
+    ]
+    queue = ClassQueue("Unschedulable")
+    for pod in rng.sample(pods, len(pods)):
+        queue.add(pod)
+    gone = set(rng.sample(range(300), 200))  # enough to compact the stale entries
+    for i in sorted(gone):
+        queue.remove(pods[i])
+    queue.remove(pods[min(gone)])  # removing twice changes nothing
+    expected = [p.sort_key[2] for p in sorted(pods, key=lambda p: p.sort_key)]
+    assert _walk(queue) == [k for k in expected if int(k[4:]) not in gone]
+    assert len(queue) == 100
+
+
+def test_a_marked_version_leaves_the_unmarked_view_and_is_held_once() -> None:
+    queue = ClassQueue("Unschedulable")
+    a, b, c = (_Pod((0, 0.0, f"ns/{n}")) for n in "abc")
+    for pod in (c, a, b):
+        queue.add(pod)
+    assert _walk(queue, unmarked=True) == ["ns/a", "ns/b", "ns/c"]
+    b_marked = attrs.evolve(b, marked="Unschedulable")
+    queue.remove(b)
+    queue.add(b_marked)
+    queue.add(attrs.evolve(c, marked="SchedulingGated"))  # another reason: still unmarked
+    assert _walk(queue) == ["ns/a", "ns/b", "ns/c"]
+    assert _walk(queue, unmarked=True) == ["ns/a", "ns/c"]
+    assert queue.at((0, 0.0, "ns/b")) is b_marked
