@@ -203,6 +203,8 @@ def marker_glyph(row: str, color: str, cx: float, cy: float, r: float = 4.5) -> 
 MAX_TOOLTIP_LINES = 12
 _WIDTH, _PAD_L, _PAD_R, _PAD_T = 720, 52, 26, 34
 _PLOT_H, _ROW_H, _LABEL_H = 150, 12, 20
+_MARK_SPAN = 6.0
+"""Marks of a row this close (in chart units) are drawn as one."""
 
 
 def _step_points(
@@ -326,11 +328,21 @@ def step_chart(
         f'<line x1="{_PAD_L}" x2="{_WIDTH - _PAD_R}" y1="{plot_bottom}" y2="{plot_bottom}" '
         'class="axis baseline"/>'
     )
-    groups: dict[tuple[str, str, int], list[Marker]] = {}
+    # marks of one row and colour closer than a glyph's width share one glyph (and
+    # tooltip): a pass launching ten NodeClaims is one triangle listing them
+    groups: list[list[Marker]] = []
+    open_group: dict[tuple[str, str], list[Marker]] = {}
     for m in sorted(markers, key=lambda m: m.t):
-        if m.row in used_rows:
-            groups.setdefault((m.row, m.color, round(x(m.t) / 7)), []).append(m)
-    for (row, color, _), ms in groups.items():
+        if m.row not in used_rows:
+            continue
+        group = open_group.get((m.row, m.color))
+        if group is None or x(m.t) - x(group[0].t) > _MARK_SPAN:
+            group = []
+            groups.append(group)
+            open_group[(m.row, m.color)] = group
+        group.append(m)
+    for ms in groups:
+        row, color = ms[0].row, ms[0].color
         cy = rows_top + _ROW_H * used_rows.index(row) + _ROW_H / 2
         cx = sum(x(m.t) for m in ms) / len(ms)
         out.append(
