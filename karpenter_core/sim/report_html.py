@@ -287,7 +287,7 @@ svg .grid{stroke:#e5e5e5}svg .axis{stroke:#999}svg .title{font-weight:600;font-s
 .legend svg{vertical-align:middle;margin-right:.25rem}
 .cards{display:flex;flex-wrap:wrap;gap:.75rem}.card{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem;min-width:9rem}
 .card b{display:block;font-size:1.2rem}.note{color:#8a5a00}.failed td{color:#b00020}
-.scenario td{color:#555}details{margin-top:1rem}summary{cursor:pointer}
+.wide{overflow-x:auto}.scenario td{color:#555}details{margin-top:1rem}summary{cursor:pointer}
 """
 
 
@@ -299,7 +299,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], classes: Seque
         + "</tr>"
         for row, cls in zip(rows, classes, strict=True)
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # a table wider than the window scrolls in its own box, not the page
+    return f'<div class="wide"><table><tr>{head}</tr>{body}</table></div>'
 
 
 def render_html(report: Report) -> str:
