@@ -14,7 +14,7 @@ DEMO_PKGS := -e . -e plugins/kwok
 PKGS := -e ".[dev]" -e plugins/kwok -e plugins/aws -e plugins/azure -e plugins/gcp
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: venv demo test lint typecheck unit controlplane helm lock bench clean
+.PHONY: venv demo test lint typecheck unit controlplane helm browser lock bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,24 @@ controlplane: $(STAMP)
 helm: $(STAMP)
 	$(BIN)/python tests/deploy/helmtool.py
 
+# Chromium for the HTML report's browser test (tests/wallclock/sim/test_report_browser.py):
+# installed with apt-get (Debian's chromium package) when none is found and this runs as
+# root; otherwise, or when apt-get fails, a note, and the test skips saying why. It never
+# fails the build. The names searched are the test's: $KARPENTER_CHROMIUM, chromium,
+# chromium-browser, google-chrome, google-chrome-stable.
+CHROMIUM_NAMES := chromium chromium-browser google-chrome google-chrome-stable
+browser:
+	@for c in $$KARPENTER_CHROMIUM $(CHROMIUM_NAMES); do \
+		command -v "$$c" >/dev/null 2>&1 && exit 0; \
+	done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make browser: installing chromium with apt-get for the HTML report's browser test"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			|| echo "make browser: apt-get could not install chromium; the browser test will be skipped"; \
+	else \
+		echo "make browser: no chromium, and installing one needs root and apt-get; the browser test will be skipped"; \
+	fi
+
 # The Docker image's hash-locked requirements, re-resolved from PyPI with pip-tools' pip-compile
 # (in a venv of its own, on the image's Python 3.11): after changing a dependency in a
 # pyproject.toml (and requirements-image.in), or to take newer releases.
@@ -82,9 +100,10 @@ bench: $(STAMP) controlplane
 	$(BIN)/python bench/e2e.py
 	$(BIN)/python bench/serve.py
 
-# The default suite, then the slow one (wheel builds, long end-to-end runs): everything.
+# The default suite, then the slow one (wheel builds, long end-to-end runs, the HTML report
+# in a browser): everything.
 # The real control plane is required here: without Go its tests fail instead of skipping.
-test: $(STAMP) controlplane helm
+test: $(STAMP) controlplane helm browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	KARPENTER_REQUIRE_CONTROLPLANE=1 $(BIN)/pytest -n 2 -q

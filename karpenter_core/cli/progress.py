@@ -135,9 +135,9 @@ def progress(
 def describe_run(status: RunStatus, until: float) -> str:
     """``simulate``'s status text: virtual time reached of the run's length, pods
     pending, nodes."""
-    from karpenter_core.sim.report import _fmt_offset
+    from karpenter_core.sim.report import format_offset
 
     return (
-        f"+{_fmt_offset(status.elapsed)} of {_fmt_offset(until)}, "
+        f"+{format_offset(status.elapsed)} of {format_offset(until)}, "
         f"{status.pending} pod(s) pending, {status.nodes} node(s)"
     )

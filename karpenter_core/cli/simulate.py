@@ -130,7 +130,8 @@ def command(
         raise BadInput(problem)
 
     from karpenter_core.sim.engine import RunStatus, Simulation, SimulationError
-    from karpenter_core.sim.report import render_html, render_text
+    from karpenter_core.sim.report import render_text
+    from karpenter_core.sim.report_html import render_html
 
     try:
         sim = Simulation(parsed, seed=seed)

@@ -460,14 +460,29 @@ class Simulation:
 
     def _on_disruption(self, command: Any) -> None:
         """A disruption command started: one decision saying what goes, for what reason,
-        and what replaces it (its nodes' removals follow as they are drained)."""
+        and what replaces it (the queue has just created the replacements; their
+        candidates' removals follow as they are drained)."""
         names = [c.nodeclaim_name() for c in command.candidates]
+        queue = self.ctx.disruption_queue
+        replacements = (
+            queue.replacement_names(command.candidates[0].provider_id())
+            if queue is not None and command.candidates
+            else []
+        )
         text = f"{command.reason}: {command.decision}"
         if command.replacements:
             n = len(command.replacements)
             text += f" with {n} replacement{'' if n == 1 else 's'}"
         text += f" (estimated savings ${command.estimated_savings():.4f}/h)"
-        self.observer.decide("Disrupt", text, nodeClaim=", ".join(names), decision=command.decision)
+        self.observer.decide(
+            "Disrupt",
+            text,
+            nodeClaim=", ".join(names),
+            decision=command.decision,
+            method=command.reason,
+            candidates=names,
+            replacements=replacements,
+        )
 
     def _decorated_provider(self) -> Any:
         """The provider as the operator's main hands it to controllers: wrapped with the

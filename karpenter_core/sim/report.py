@@ -8,26 +8,27 @@ virtual seconds gives the time series the HTML charts draw.
 
 The report is a value (:class:`Report`) with three renderings: ``to_json_dict()`` (the
 ``-o json`` shape, a public interface documented in ``docs/simulate.md``),
-:func:`render_text` and :func:`render_html` (one self-contained page, inline SVG, no
-scripts or external assets).
+:func:`render_text`, and :func:`karpenter_core.sim.report_html.render_html` (one
+self-contained page, inline SVG, no scripts or external assets). Its decisions are one row
+per decision (:mod:`karpenter_core.sim.decisions`); the controllers' events are kept apart.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import field, frozen
 
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.quantity import parse_quantity
 from karpenter_core.runtime.clock import Clock, format_time
+from karpenter_core.sim.decisions import fold
+from karpenter_core.sim.records import Decision, NodeClaimRecord, NodeRecord, PodRecord, Sample
 
 __all__ = [
     "REPEATED_FAILURES",
@@ -38,8 +39,12 @@ __all__ = [
     "PodRecord",
     "Report",
     "Sample",
+    "capacity_type_name",
+    "decision_subject",
+    "format_offset",
+    "offset_of",
     "percentile",
-    "render_html",
+    "pods_note",
     "render_text",
 ]
 
@@ -47,7 +52,6 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-_NOMINATED = re.compile(r"nodeclaim/([A-Za-z0-9.\-]+)")
 
 PriceOf = Callable[[str, str, str], "float | None"]
 """(instance type, zone, capacity type) -> $/hour, None when unknown."""
@@ -57,6 +61,11 @@ REPEATED_FAILURES = 3
 repeatedly, and ``karpenter simulate`` exits 3: a healthy run has no failed reconcile (a
 conflict or a missing object is handled inside the reconcile), so a few mean the input or
 Karpenter is broken, and the report's numbers cannot be trusted."""
+
+
+def capacity_type_name(capacity_type: str) -> str:
+    """A capacity type as reports show it: a node without the label is ``unknown``."""
+    return capacity_type or "unknown"
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -94,98 +103,6 @@ def _pod_requests(obj: Mapping[str, Any]) -> tuple[int, int]:
         return int(req.get("cpu", 0)), int(req.get("memory", 0))
     except Exception:  # a malformed pod must not break the report
         return 0, 0
-
-
-# ---------------------------------------------------------------------------- records
-
-
-@define(slots=True)
-class PodRecord:
-    key: str
-    owner: str
-    created: float
-    cpu: int = 0
-    memory: int = 0
-    bound: float | None = None
-    node: str = ""
-    finished: float | None = None
-    deleting: float | None = None
-    gone: float | None = None
-    daemon: bool = False
-    """A DaemonSet's pod: counts toward node utilisation, not toward the pod figures."""
-
-
-@define(slots=True)
-class NodeClaimRecord:
-    name: str
-    nodepool: str
-    created: float
-    launched: float | None = None
-    provider_id: str = ""
-    instance_type: str = ""
-    zone: str = ""
-    capacity_type: str = ""
-    price: float | None = None
-    node_name: str = ""
-    registered: float | None = None
-    initialized: float | None = None
-    deleting: float | None = None
-    gone: float | None = None
-    reason: str = ""
-    options: int = 0
-    """How many instance types the NodeClaim's requirements allowed."""
-
-    def to_json_dict(self, time_of: Callable[[float | None], str | None]) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "nodePool": self.nodepool,
-            "node": self.node_name or None,
-            "instanceType": self.instance_type or None,
-            "zone": self.zone or None,
-            "capacityType": self.capacity_type or None,
-            "pricePerHour": self.price,
-            "created": time_of(self.created),
-            "launched": time_of(self.launched),
-            "registered": time_of(self.registered),
-            "initialized": time_of(self.initialized),
-            "removed": time_of(self.deleting),
-            "gone": time_of(self.gone),
-            "removalReason": self.reason or None,
-        }
-
-
-@define(slots=True)
-class NodeRecord:
-    name: str
-    nodepool: str
-    created: float
-    cpu: int = 0
-    memory: int = 0
-    ready: bool = False
-    deleting: float | None = None
-    gone: float | None = None
-
-
-@frozen
-class Decision:
-    """Something Karpenter (or the scenario) decided, at ``t`` seconds into the run."""
-
-    t: float
-    action: str
-    reason: str
-    details: Mapping[str, Any] = field(factory=dict)
-    source: str = "karpenter"
-
-
-@frozen
-class Sample:
-    t: float
-    nodes: int
-    pending_pods: int
-    bound_pods: int
-    cost_per_hour: float
-    cpu_utilization: float
-    memory_utilization: float
 
 
 def _instance_type_options(spec: Mapping[str, Any]) -> int:
@@ -323,6 +240,8 @@ class Observer:
         labels = meta.get("labels") or {}
         if labels.get(NODEPOOL_LABEL):
             rec.nodepool = str(labels[NODEPOOL_LABEL])
+        if labels.get(CAPACITY_TYPE_LABEL):
+            rec.capacity_type = str(labels[CAPACITY_TYPE_LABEL])
         rec.ready = is_true(obj, "Ready")
         if meta.get("deletionTimestamp") and rec.deleting is None:
             rec.deleting = now
@@ -485,8 +404,25 @@ class Observer:
     def sample(self) -> Sample:
         bound, pending = self.counts()
         cpu, mem = self.utilization()
-        nodes = sum(1 for n in self.nodes.values() if n.gone is None)
-        s = Sample(self.now(), nodes, pending, bound, self.cost_per_hour(), cpu, mem)
+        by_type: Counter[str] = Counter(
+            n.capacity_type for n in self.nodes.values() if n.gone is None
+        )
+        cost_by_type: dict[str, float] = {}
+        for nc in self.nodeclaims.values():
+            if nc.launched is not None and nc.gone is None and nc.price:
+                ct = nc.capacity_type
+                cost_by_type[ct] = cost_by_type.get(ct, 0.0) + nc.price
+        s = Sample(
+            self.now(),
+            by_type.total(),
+            pending,
+            bound,
+            self.cost_per_hour(),
+            cpu,
+            mem,
+            tuple(sorted(by_type.items())),
+            tuple(sorted(cost_by_type.items())),
+        )
         if self.samples and self.samples[-1].t == s.t:
             self.samples[-1] = s
         else:
@@ -596,6 +532,10 @@ class Report:
     metrics: Mapping[str, float] = field(factory=dict)
     controller_failures: tuple[ControllerFailures, ...] = ()
     compute_charged: ComputeCharged | None = None
+    events: tuple[dict[str, Any], ...] = ()
+    """What the controllers said along the way (``-o json``'s ``events``): every event
+    but the status-condition echoes, pod events folded per instant."""
+    cost_by_capacity_type: Mapping[str, float] = field(factory=dict)
 
     @property
     def failed_controllers(self) -> tuple[ControllerFailures, ...]:
@@ -623,6 +563,17 @@ class Report:
             )
         )
 
+    def nodes_launched_by_capacity_type(self) -> dict[str, int]:
+        return dict(
+            sorted(
+                Counter(
+                    capacity_type_name(nc.capacity_type)
+                    for nc in self.nodeclaims
+                    if nc.launched is not None
+                ).items()
+            )
+        )
+
     def pending_stats(self) -> dict[str, float]:
         xs = self.pending_seconds
         return {
@@ -641,6 +592,7 @@ class Report:
             "virtualSeconds": round(self.duration_seconds, 3),
             "wallSeconds": round(self.wall_seconds, 3),
             "nodesLaunched": self.nodes_launched,
+            "nodesLaunchedByCapacityType": self.nodes_launched_by_capacity_type(),
             "nodesRemoved": self.nodes_removed,
             "removalReasons": self.removal_reasons(),
             "nodeClaimsCreated": len(self.nodeclaims),
@@ -656,6 +608,10 @@ class Report:
             "cost": {
                 "total": round(float(self.cost_total), 6),
                 "perHourAtEnd": round(float(self.cost_per_hour_at_end), 6),
+                "byCapacityType": {
+                    capacity_type_name(k): round(v, 6)
+                    for k, v in sorted(self.cost_by_capacity_type.items())
+                },
                 "currency": "USD",
             },
             "utilization": {
@@ -670,12 +626,19 @@ class Report:
                     "pendingPods": s.pending_pods,
                     "boundPods": s.bound_pods,
                     "costPerHour": round(s.cost_per_hour, 6),
+                    "nodesByCapacityType": {
+                        capacity_type_name(k): n for k, n in s.nodes_by_capacity_type
+                    },
+                    "costPerHourByCapacityType": {
+                        capacity_type_name(k): round(v, 6) for k, v in s.cost_by_capacity_type
+                    },
                     "cpuUtilization": round(s.cpu_utilization, 4),
                     "memoryUtilization": round(s.memory_utilization, 4),
                 }
                 for s in self.samples
             ],
             "decisions": list(self.decisions),
+            "events": list(self.events),
             "controllers": list(self.controllers),
             "controllerFailures": [f.to_json_dict() for f in self.controller_failures],
             "computeCharged": (
@@ -714,14 +677,22 @@ def build_report(
             pending_seconds.append(max(0.0, stop - p.created))
     bound, pending = observer.counts()
     succeeded = sum(1 for p in pods if p.finished is not None)
-    total_cost = 0.0
+    cost_by_type: dict[str, float] = {}
     for nc in observer.nodeclaims.values():
         if nc.launched is None or not nc.price:
             continue
         stop = nc.gone if nc.gone is not None else end
-        total_cost += nc.price * max(0.0, stop - nc.launched) / 3600.0
+        cost = nc.price * max(0.0, stop - nc.launched) / 3600.0
+        cost_by_type[nc.capacity_type] = cost_by_type.get(nc.capacity_type, 0.0) + cost
+    total_cost = sum(cost_by_type.values())
     cpu, mem = observer.utilization()
-    decisions = _merge_decisions(observer, recorded_events)
+    decisions, events = fold(
+        observer.decisions,
+        recorded_events,
+        observer.nodeclaims,
+        observer.start_time,
+        observer.time_of,
+    )
     return Report(
         scenario=scenario,
         seed=seed,
@@ -740,6 +711,7 @@ def build_report(
         cpu_utilization=cpu,
         memory_utilization=mem,
         decisions=tuple(decisions),
+        events=tuple(events),
         samples=tuple(observer.samples),
         notes=tuple(observer.notes),
         controllers=tuple(controllers),
@@ -747,94 +719,15 @@ def build_report(
         metrics=dict(metrics or {}),
         controller_failures=tuple(controller_failures),
         compute_charged=compute_charged,
+        cost_by_capacity_type=dict(cost_by_type),
     )
-
-
-STATUS_TRANSITION_PREFIX = "Status condition transitioned,"
-
-
-def _is_status_observation(ev: Any) -> bool:
-    """An operatorpkg status-controller event (a condition changed, a finalizer went)."""
-    return ev.reason == "Finalized" or str(ev.message).startswith(STATUS_TRANSITION_PREFIX)
-
-
-def _merge_decisions(observer: Observer, recorded: Iterable[Any]) -> list[dict[str, Any]]:
-    """Observer decisions plus the controllers' events, in time order.
-
-    Pod events are folded: ``Nominated`` events become the pod count of the NodeClaim they
-    name; other pod events with the same reason and message at the same instant become
-    one decision with a ``pods`` count. The status controllers' condition-transition and
-    ``Finalized`` events are observations of what other decisions did, not decisions, so
-    they are left out.
-    """
-    nominated: Counter[tuple[str, float]] = Counter()  # (NodeClaim, when)
-    rows: list[tuple[float, int, dict[str, Any]]] = []
-    folded: dict[tuple[float, str, str, str], dict[str, Any]] = {}
-    seq = 0
-    for ev in recorded:
-        if _is_status_observation(ev):
-            continue
-        t = (ev.time - observer.start_time).total_seconds()
-        if ev.kind == "Pod":
-            if ev.reason == "Nominated":
-                for nc in set(_NOMINATED.findall(ev.message)):
-                    nominated[(nc, round(t, 3))] += 1
-                continue
-            key = (t, ev.type, ev.reason, ev.message)
-            row = folded.get(key)
-            if row is None:
-                row = {
-                    "action": ev.reason,
-                    "reason": ev.message,
-                    "object": f"Pod/{ev.regarding.get('namespace', '')}/{ev.name}",
-                    "pods": 0,
-                    "type": ev.type,
-                    "source": "event",
-                }
-                folded[key] = row
-                rows.append((t, seq, row))
-                seq += 1
-            row["pods"] += 1
-            continue
-        obj = f"{ev.kind}/{ev.name}"
-        rows.append(
-            (
-                t,
-                seq,
-                {
-                    "action": ev.reason,
-                    "reason": ev.message,
-                    "object": obj,
-                    "type": ev.type,
-                    "source": "event",
-                },
-            )
-        )
-        seq += 1
-    for d in observer.decisions:
-        row = {"action": d.action, "reason": d.reason, **d.details, "source": d.source}
-        # the pods nominated in the same instant (the same provisioning pass) are the
-        # pods the NodeClaim was created for
-        if d.action == "CreateNodeClaim" and nominated.get(
-            (str(d.details.get("nodeClaim")), round(d.t, 3))
-        ):
-            count = nominated[(str(d.details["nodeClaim"]), round(d.t, 3))]
-            row["reason"] = f"{count} pending pod(s) did not fit on existing capacity"
-            row["pods"] = count
-        rows.append((d.t, seq, row))
-        seq += 1
-    # at one instant, what the scenario did comes first: it is the cause of the rest
-    rows.sort(key=lambda r: (r[0], r[2].get("source") != "scenario", r[1]))
-    out = []
-    for t, _, row in rows:
-        out.append({"time": observer.time_of(t), "offsetSeconds": round(t, 3), **row})
-    return out
 
 
 # ---------------------------------------------------------------------------- rendering
 
 
-def _fmt_offset(seconds: float | None) -> str:
+def format_offset(seconds: float | None) -> str:
+    """Seconds into the run as ``45s``, ``2m05s`` or ``1h02m05s`` (``-`` for none)."""
     if seconds is None:
         return "-"
     s = round(seconds)
@@ -847,12 +740,25 @@ def _fmt_offset(seconds: float | None) -> str:
     return f"{sec}s"
 
 
-def _offset_of(report: Report, when: str | None) -> str:
+def offset_of(report: Report, when: str | None) -> str:
+    """An RFC 3339 time of the run as ``+2m05s`` from its start (``-`` for none)."""
     if when is None:
         return "-"
     start = datetime.fromisoformat(report.start.replace("Z", "+00:00"))
     t = datetime.fromisoformat(when.replace("Z", "+00:00"))
-    return "+" + _fmt_offset((t - start).total_seconds())
+    return "+" + format_offset((t - start).total_seconds())
+
+
+def decision_subject(d: Mapping[str, Any]) -> str:
+    """What a decision row is about: its NodeClaim(s), object, workload or node."""
+    return str(d.get("nodeClaim") or d.get("object") or d.get("workload") or d.get("node") or "")
+
+
+def pods_note(d: Mapping[str, Any]) -> str:
+    """``[N pods]`` for a folded pod event (a launch says its pods in its reason)."""
+    if d.get("pods") and d["action"] not in ("Launch", "LaunchFailed"):
+        return f" [{d['pods']} pods]"
+    return ""
 
 
 MAX_TEXT_DECISIONS = 60
@@ -866,7 +772,7 @@ def render_text(
     j = report.to_json_dict()
     ps = j["pods"]["pendingSeconds"]
     lines = [
-        f"Scenario {report.scenario} (seed {report.seed}): {_fmt_offset(report.duration_seconds)} "
+        f"Scenario {report.scenario} (seed {report.seed}): {format_offset(report.duration_seconds)} "
         f"of virtual time in {report.wall_seconds:.1f}s",
         "",
         f"Nodes      launched {j['nodesLaunched']}, removed {j['nodesRemoved']}"
@@ -894,27 +800,34 @@ def render_text(
             lines.append(
                 f"{nc.name:<26} {nc.nodepool:<12} {nc.instance_type or '-':<18} {nc.zone or '-':<13} "
                 f"{nc.capacity_type or '-':<10} {f'{nc.price:.4f}' if nc.price is not None else '-':<8} "
-                f"{('+' + _fmt_offset(nc.launched)) if nc.launched is not None else '-':<10} "
-                f"{('+' + _fmt_offset(nc.deleting)) if nc.deleting is not None else '-':<10} {nc.reason or ''}"
+                f"{('+' + format_offset(nc.launched)) if nc.launched is not None else '-':<10} "
+                f"{('+' + format_offset(nc.deleting)) if nc.deleting is not None else '-':<10} {nc.reason or ''}"
             )
         if len(report.nodeclaims) > max_nodes:
             lines.append(f"... {len(report.nodeclaims) - max_nodes} more (use -o json for all)")
     if report.decisions:
-        lines += ["", f"Decisions ({len(report.decisions)}):"]
+        steps = sum(1 for d in report.decisions if d.get("source") == "scenario")
+        lines += [
+            "",
+            f"Decisions ({len(report.decisions) - steps} by Karpenter, "
+            f"{steps} scenario step{'' if steps == 1 else 's'}):",
+        ]
         for d in report.decisions[:max_decisions]:
-            subject = (
-                d.get("nodeClaim") or d.get("object") or d.get("workload") or d.get("node") or ""
-            )
-            extra = (
-                f" [{d['pods']} pods]" if d.get("pods") and d["action"] != "CreateNodeClaim" else ""
-            )
+            who = "scenario" if d.get("source") == "scenario" else "karpenter"
+            subject = decision_subject(d)
             lines.append(
-                f"  {_offset_of(report, d['time']):>10}  {d['action']:<22} {subject}: {d['reason']}{extra}"
+                f"  {offset_of(report, d['time']):>9}  {who:<9}  {d['action']:<16} "
+                f"{subject + ': ' if subject else ''}{d['reason']}{pods_note(d)}"
             )
         if len(report.decisions) > max_decisions:
             lines.append(
                 f"  ... {len(report.decisions) - max_decisions} more (use -o json for all)"
             )
+    if report.events:
+        lines.append(
+            f"  ({len(report.events)} events from Karpenter's controllers besides: "
+            "-o json lists them under events)"
+        )
     if report.controller_failures:
         lines += ["", "Controller failures:"] + [
             f"  - {f.describe()}" + ("  (failed repeatedly)" if f.repeated else "")
@@ -923,159 +836,3 @@ def render_text(
     if report.notes:
         lines += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
-
-
-def _svg_chart(title: str, unit: str, points: Sequence[tuple[float, float]], color: str) -> str:
-    """A step chart as inline SVG (no scripts, no external assets)."""
-    width, height, pad_l, pad_b, pad_t, pad_r = 720, 220, 60, 30, 28, 16
-    if not points:
-        points = [(0.0, 0.0)]
-    t_max = max(p[0] for p in points) or 1.0
-    v_max = max(p[1] for p in points)
-    v_top = v_max * 1.1 if v_max > 0 else 1.0
-
-    def x(t: float) -> float:
-        return pad_l + (width - pad_l - pad_r) * t / t_max
-
-    def y(v: float) -> float:
-        return height - pad_b - (height - pad_b - pad_t) * v / v_top
-
-    path: list[str] = [f"{x(points[0][0]):.1f},{y(points[0][1]):.1f}"]
-    last = points[0][1]
-    for t, v in points[1:]:
-        if v != last:  # a step: along at the old value, then up or down
-            path.append(f"{x(t):.1f},{y(last):.1f}")
-            path.append(f"{x(t):.1f},{y(v):.1f}")
-            last = v
-    path.append(f"{x(points[-1][0]):.1f},{y(last):.1f}")
-    ticks = []
-    for i in range(5):
-        v = v_top * i / 4
-        label = f"{v:.2f}" if v_top < 10 else f"{v:.0f}"
-        ticks.append(
-            f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
-            f'<text x="{pad_l - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{label}</text>'
-        )
-    for i in range(6):
-        t = t_max * i / 5
-        ticks.append(
-            f'<text x="{x(t):.1f}" y="{height - 10}" text-anchor="middle">{_fmt_offset(t)}</text>'
-        )
-    return (
-        f'<figure><svg viewBox="0 0 {width} {height}" role="img" aria-label="{html.escape(title)}">'
-        f'<text x="{pad_l}" y="18" class="title">{html.escape(title)} ({html.escape(unit)})</text>'
-        + "".join(ticks)
-        + f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(path)}"/>'
-        + "</svg></figure>"
-    )
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1000px;color:#222}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-table{border-collapse:collapse;width:100%;font-size:.85rem}
-th,td{border-bottom:1px solid #ddd;padding:.25rem .4rem;text-align:left;vertical-align:top}
-th{background:#f4f4f4}.num{text-align:right}
-figure{margin:0 0 1rem 0}svg{width:100%;height:auto;font-size:11px}
-svg .grid{stroke:#e5e5e5}svg .title{font-weight:600;font-size:13px}
-.cards{display:flex;flex-wrap:wrap;gap:.75rem}.card{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem;min-width:9rem}
-.card b{display:block;font-size:1.2rem}.note{color:#8a5a00}.failed td{color:#b00020}
-"""
-
-
-def render_html(report: Report) -> str:
-    """One self-contained HTML page: summary, charts of nodes, pending pods and cost over
-    time, the nodes and every decision."""
-    j = report.to_json_dict()
-    esc = html.escape
-    ps = j["pods"]["pendingSeconds"]
-    cards = [
-        ("Nodes launched", str(j["nodesLaunched"])),
-        ("Nodes removed", str(j["nodesRemoved"])),
-        ("Pods bound", str(j["pods"]["bound"])),
-        ("Pods pending", str(j["pods"]["pending"])),
-        ("Pending p50 / p95 / max", f"{ps['p50']:.0f}s / {ps['p95']:.0f}s / {ps['max']:.0f}s"),
-        ("Total cost", f"${j['cost']['total']:.4f}"),
-        ("Cost at end", f"${j['cost']['perHourAtEnd']:.4f}/h"),
-        (
-            "Reserved CPU / memory",
-            f"{j['utilization']['cpu'] * 100:.0f}% / {j['utilization']['memory'] * 100:.0f}%",
-        ),
-    ]
-    if report.compute_charged is not None:
-        cards.append(
-            (
-                f"Compute charged (x{report.compute_charged.scale:g})",
-                f"{report.compute_charged.total_seconds:.1f}s",
-            )
-        )
-    samples = report.samples
-    charts = [
-        _svg_chart("Nodes", "count", [(s.t, float(s.nodes)) for s in samples], "#1f77b4"),
-        _svg_chart(
-            "Pending pods", "count", [(s.t, float(s.pending_pods)) for s in samples], "#d62728"
-        ),
-        _svg_chart("Cost", "$/h", [(s.t, s.cost_per_hour) for s in samples], "#2ca02c"),
-    ]
-    node_rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(str(v))}</td>"
-            for v in (
-                nc.name,
-                nc.nodepool,
-                nc.instance_type or "-",
-                nc.zone or "-",
-                nc.capacity_type or "-",
-                "-" if nc.price is None else f"{nc.price:.4f}",
-                "-" if nc.launched is None else "+" + _fmt_offset(nc.launched),
-                "-" if nc.deleting is None else "+" + _fmt_offset(nc.deleting),
-                nc.reason or "",
-            )
-        )
-        + "</tr>"
-        for nc in report.nodeclaims
-    )
-    decision_rows = "".join(
-        "<tr>"
-        f"<td>{esc(_offset_of(report, d['time']))}</td><td>{esc(str(d['action']))}</td>"
-        f"<td>{esc(str(d.get('nodeClaim') or d.get('object') or d.get('workload') or d.get('node') or ''))}</td>"
-        f"<td>{esc(str(d['reason']))}</td>"
-        "</tr>"
-        for d in report.decisions
-    )
-    notes = "".join(f'<li class="note">{esc(n)}</li>' for n in report.notes)
-    failure_rows = "".join(
-        f'<tr class="{"failed" if f.repeated else ""}"><td>{esc(f.controller)}</td>'
-        f'<td class="num">{f.failures}</td><td class="num">{f.reconciles}</td>'
-        f"<td>{esc(f.last_error)}</td></tr>"
-        for f in report.controller_failures
-    )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>karpenter simulate: {esc(report.scenario)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>karpenter simulate: {esc(report.scenario)}</h1>"
-        f"<p>Seed {report.seed}; {esc(_fmt_offset(report.duration_seconds))} of virtual time "
-        f"({esc(report.start)} to {esc(report.end)}), {report.wall_seconds:.1f}s of wall time.</p>"
-        '<div class="cards">'
-        + "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
-        + "</div>"
-        + (
-            "<h2>Controller failures</h2><table><tr><th>Controller</th><th>Failed</th>"
-            f"<th>Reconciles</th><th>Last error</th></tr>{failure_rows}</table>"
-            if failure_rows
-            else ""
-        )
-        + "<h2>Over time</h2>"
-        + "".join(charts)
-        + "<h2>Nodes</h2><table><tr><th>NodeClaim</th><th>NodePool</th><th>Instance type</th>"
-        "<th>Zone</th><th>Capacity</th><th>$/h</th><th>Launched</th><th>Removed</th><th>Reason</th></tr>"
-        + node_rows
-        + "</table>"
-        + f"<h2>Decisions ({len(report.decisions)})</h2><table><tr><th>When</th><th>Action</th>"
-        "<th>Object</th><th>Reason</th></tr>"
-        + decision_rows
-        + "</table>"
-        + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
-        + "</body></html>\n"
-    )

@@ -46,7 +46,7 @@ def test_html_report_is_written_to_the_out_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
+    assert page.startswith("<!DOCTYPE html>") and page.count('<svg class="chart"') == 3
 
 
 def test_seed_option_changes_nothing_but_what_is_random() -> None:
@@ -98,15 +98,43 @@ def test_quickstart_tells_its_story() -> None:
     assert data["pods"]["succeeded"] == 8  # the nightly report Job completed
     assert data["pods"]["bound"] == 15 and data["pods"]["pending"] == 0
     assert data["pods"]["pendingSeconds"]["p50"] >= 45.0  # the 45 s instance boot
-    actions = {d["action"] for d in data["decisions"]}
-    assert {
-        "CreateNodeClaim",
-        "Launch",
-        "ScaleWorkload",
-        "SpotInterruption",
-        "DeleteNodeClaim",
-        "Disrupt",
-    } <= actions
+    # one line per decision: each launch with its pods and offering, the consolidation;
+    # the scenario's steps say what caused them
+    story = [(d["source"], d["action"], d.get("nodeClaim")) for d in data["decisions"]]
+    launched = [n["name"] for n in data["nodes"]]
+    consolidated = next(n["name"] for n in data["nodes"] if n["removalReason"] == "underutilized")
+    reclaimed = next(n["name"] for n in data["nodes"] if n["removalReason"] == "spot interruption")
+    assert story == [
+        ("scenario", "CreateWorkload", None),
+        ("karpenter", "Launch", launched[0]),
+        ("scenario", "CreateWorkload", None),
+        ("karpenter", "Launch", launched[1]),
+        ("scenario", "ScaleWorkload", None),
+        ("karpenter", "Launch", launched[2]),
+        ("scenario", "SpotInterruption", reclaimed),
+        ("scenario", "ScaleWorkload", None),
+        ("karpenter", "Disrupt", consolidated),
+    ]
+    for d in data["decisions"]:
+        if d["action"] == "Launch":
+            assert d["reason"].startswith(f"{d['pods']} pending pod")
+            assert f"({d['capacityType']}, {d['zone']})" in d["reason"]
+    (disrupt,) = [d for d in data["decisions"] if d["action"] == "Disrupt"]
+    assert disrupt["reason"].startswith("Underutilized: delete")
+
+
+def test_controller_chatter_is_under_events_not_decisions() -> None:
+    result = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "quickstart.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    chatter = {"Nominated", "DisruptionBlocked", "Unconsolidatable", "Evicted", "FailedDraining"}
+    assert not chatter & {d["action"] for d in data["decisions"]}
+    assert chatter <= {e["reason"] for e in data["events"]}
+    for e in data["events"]:
+        assert set(e) >= {"time", "offsetSeconds", "type", "reason", "message", "object"}
+    nominated = [e for e in data["events"] if e["reason"] == "Nominated"]
+    # pod events are folded per instant and message, with the number of pods
+    assert sum(e["pods"] for e in nominated) >= 10 and len(nominated) < 10
 
 
 SHIPPED = [EXAMPLES / "quickstart.yaml", *sorted((EXAMPLES / "scenarios").glob("*.yaml"))]

@@ -97,6 +97,11 @@ def decisions(report: Any, action: str) -> list[str]:
     return [d["reason"] for d in report.to_json_dict()["decisions"] if d["action"] == action]
 
 
+def events(report: Any, reason: str) -> list[str]:
+    """The messages of the controllers' events with this reason (the report's events)."""
+    return [e["message"] for e in report.to_json_dict()["events"] if e["reason"] == reason]
+
+
 def underutilized(decision: str) -> float:
     total = 0.0
     for kind in ("single", "multi"):
@@ -185,10 +190,18 @@ def test_a_node_with_a_cheaper_instance_type_for_its_pods_is_replaced() -> None:
         )
         == 1.0
     )
-    # the replacement launched before the old NodeClaim was deleted
-    actions = [d["action"] for d in report.to_json_dict()["decisions"]]
-    last_launch = len(actions) - 1 - actions[::-1].index("Launch")
-    assert last_launch < actions.index("DeleteNodeClaim")
+    # one decision: replace the old NodeClaim with the one that launched before the old
+    # one was deleted
+    data = report.to_json_dict()
+    (disrupt,) = [d for d in data["decisions"] if d["action"] == "Disrupt"]
+    assert disrupt["decision"] == "replace"
+    (replacement,) = disrupt["replacements"]
+    nodes_by_name = {n["name"]: n for n in data["nodes"]}
+    assert nodes_by_name[replacement]["instanceType"] == "c-1x-amd64-linux"
+    assert f"{replacement} c-1x-amd64-linux (" in disrupt["reason"]
+    (old,) = disrupt["candidates"]
+    assert nodes_by_name[replacement]["launched"] < nodes_by_name[old]["removed"]
+    assert replacement not in {d.get("nodeClaim") for d in data["decisions"]}
 
 
 def spot_scenario(gate: bool) -> Simulation:
@@ -215,7 +228,7 @@ def test_spot_to_spot_consolidation_needs_the_feature_gate() -> None:
     assert node_types(sim) == [before]
     assert (
         "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-        in decisions(report, "Unconsolidatable")
+        in events(report, "Unconsolidatable")
     )
     assert underutilized("replace") == 0.0
 
@@ -252,7 +265,6 @@ def test_when_empty_never_consolidates_a_node_that_still_has_pods() -> None:
     report = sim.run(END)
     assert node_types(sim) == ["c-4x-amd64-linux"]
     assert underutilized("replace") == 0.0 and underutilized("delete") == 0.0
-    assert (
-        'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
-        in decisions(report, "Unconsolidatable")
+    assert 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty' in events(
+        report, "Unconsolidatable"
     )

@@ -44,7 +44,7 @@ def test_pending_pods_become_nodeclaims_nodes_and_bound_pods() -> None:
     assert data["nodesLaunched"] == len(nodeclaims)
     assert data["pods"]["bound"] == 5 and data["pods"]["pending"] == 0
     assert data["cost"]["perHourAtEnd"] > 0
-    assert [d["action"] for d in data["decisions"]].count("CreateNodeClaim") == len(nodeclaims)
+    assert [d["action"] for d in data["decisions"]].count("Launch") == len(nodeclaims)
     assert data["metrics"]["karpenter_nodeclaims_created_total"] == len(nodeclaims)
 
 

@@ -53,9 +53,8 @@ def running_types(sim: Simulation) -> list[str]:
 
 
 def launched(sim: Simulation, report: Any) -> list[str]:
-    return [
-        d["instanceType"] for d in report.to_json_dict()["decisions"] if d["action"] == "Launch"
-    ]
+    """The instance types launched, in order (replacements included)."""
+    return [n["instanceType"] for n in report.to_json_dict()["nodes"] if n["launched"] is not None]
 
 
 def run(

@@ -12,7 +12,8 @@ from engine_helpers import make_scenario, web
 
 from karpenter_core.runtime.clock import ManualMeter
 from karpenter_core.sim.engine import Simulation
-from karpenter_core.sim.report import render_html, render_text
+from karpenter_core.sim.report import render_text
+from karpenter_core.sim.report_html import render_html
 from karpenter_core.sim.scenario import Scenario, ScenarioError, parse_scenario
 
 COST = 0.25  # seconds of "compute" per Karpenter reconcile

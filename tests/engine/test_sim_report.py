@@ -11,7 +11,8 @@ import pytest
 
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import RecordedEvent
-from karpenter_core.sim.report import Observer, build_report, percentile, render_html, render_text
+from karpenter_core.sim.report import Observer, build_report, percentile, render_text
+from karpenter_core.sim.report_html import markers, render_html, what_happened
 from karpenter_core.testing import builders as b
 
 
@@ -104,9 +105,31 @@ def test_removal_reason_comes_from_the_hint(observed: Any) -> None:
     data = build_report(obs, scenario="t", seed=0, wall_seconds=0.0).to_json_dict()
     assert data["nodesLaunched"] == 1 and data["nodesRemoved"] == 1
     assert data["removalReasons"] == {"spot interruption": 1}
+    # the creation and the launch are one decision; nothing in the scenario deleted the
+    # NodeClaim, so its deletion is one too
     actions = [d["action"] for d in data["decisions"]]
-    assert actions == ["CreateNodeClaim", "Launch", "DeleteNodeClaim"]
-    assert data["decisions"][2]["reason"] == "spot interruption"
+    assert actions == ["Launch", "DeleteNodeClaim"]
+    # (the kit's NodeClaim names no instance types, as a static NodePool's does)
+    assert data["decisions"][0]["reason"] == (
+        "a replica of static NodePool default: c-4x (spot, z1) at $0.3600/h"
+    )
+    assert data["decisions"][1]["reason"] == "spot interruption"
+
+
+def test_a_nodeclaim_the_scenario_deleted_is_not_a_karpenter_decision() -> None:
+    clock = VirtualClock()
+    obs = Observer(clock)
+    obs.on_nodeclaim("ADDED", nodeclaim("nc1", "kwok://n1"))
+    clock.advance(600)
+    obs.decide("SpotInterruption", "the cloud reclaims it", source="scenario", nodeClaim="nc1")
+    obs.removal_hints["nc1"] = "spot interruption"
+    obs.on_nodeclaim("MODIFIED", nodeclaim("nc1", "kwok://n1", deleting=True))
+    data = build_report(obs, scenario="t", seed=0, wall_seconds=0.0).to_json_dict()
+    assert [(d["source"], d["action"]) for d in data["decisions"]] == [
+        ("karpenter", "Launch"),
+        ("scenario", "SpotInterruption"),
+    ]
+    assert data["removalReasons"] == {"spot interruption": 1}
 
 
 def test_removal_reason_falls_back_to_the_disruption_counter() -> None:
@@ -152,7 +175,7 @@ def test_html_is_one_self_contained_page_with_three_charts(observed: Any) -> Non
     obs.sample()
     page = render_html(build_report(obs, scenario="t<1>", seed=0, wall_seconds=0.0))
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 3
+    assert page.count('<svg class="chart"') == 3
     for title in ("Nodes", "Pending pods", "Cost"):
         assert f">{title} (" in page
     assert "<script" not in page and "http://" not in page and "https://" not in page
@@ -196,6 +219,25 @@ def test_status_transition_and_finalized_events_are_not_decisions(observed: Any)
         RecordedEvent(clock.now(), ref, "Warning", "FailedDraining", "Failed to drain node"),
     ]
     report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0, recorded_events=events)
-    actions = [d["action"] for d in report.to_json_dict()["decisions"]]
-    assert "FailedDraining" in actions
-    assert "Launched" not in actions and "Finalized" not in actions
+    data = report.to_json_dict()
+    actions = {d["action"] for d in data["decisions"]}
+    reasons = {e["reason"] for e in data["events"]}
+    assert reasons == {"FailedDraining"} and "FailedDraining" not in actions
+    assert not {"Launched", "Finalized"} & (actions | reasons)
+
+
+def test_html_marks_launches_and_removals_and_says_what_happened(observed: Any) -> None:
+    _clock, obs = observed
+    obs.sample()
+    report = build_report(obs, scenario="t", seed=0, wall_seconds=0.0)
+    marks = [(m.row, label, m.t) for m, label in markers(report)]
+    assert marks == [
+        ("launch", "Launch", 60.0),
+        ("disruption", "Disruption: spot interruption", 3660.0),
+    ]
+    summary = what_happened(report)
+    assert summary[0] == "Karpenter launched 1 node (1 spot) and removed 1 (spot interruption: 1)."
+    assert any("The longest wait for a node was 120s" in line for line in summary)
+    page = render_html(report)
+    assert page.count('<g class="marker launch"') == 3  # one per chart
+    assert "Karpenter launched 1 node (1 spot)" in page

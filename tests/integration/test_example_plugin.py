@@ -102,10 +102,11 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     assert all(d["reason"].startswith("Aged: replace with 1 replacement") for d in aged)
     assert min(d["offsetSeconds"] for d in aged) >= 20 * 60
     assert report["removalReasons"] == {"aged": 3}
-    scheduled = [d for d in decisions if d["action"] == "RecycleScheduled"]
+    scheduled = [e for e in report["events"] if e["reason"] == "RecycleScheduled"]
     assert len(scheduled) == report["nodesLaunched"]
     assert report["pods"]["pending"] == 0
 
     without = _json(venv_dir, "simulate", str(EXAMPLE_PLUGIN / "scenario.yaml"), plugins="kwok")
-    assert not [d for d in without["decisions"] if d["action"] in ("Disrupt", "RecycleScheduled")]
+    assert not [d for d in without["decisions"] if d["action"] == "Disrupt"]
+    assert not [e for e in without["events"] if e["reason"] == "RecycleScheduled"]
     assert without["nodesRemoved"] == 0

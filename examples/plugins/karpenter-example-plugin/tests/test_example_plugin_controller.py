@@ -91,6 +91,8 @@ def test_karpenter_simulate_on_the_bundled_scenario_shows_the_method_and_the_con
     assert all(d["reason"].startswith("Aged: replace with 1 replacement") for d in aged)
     assert min(d["offsetSeconds"] for d in aged) >= 20 * 60
     assert report["removalReasons"] == {"aged": 3}
-    scheduled = [d for d in report["decisions"] if d["action"] == "RecycleScheduled"]
+    # the controller's announcements are events, not decisions
+    assert not [d for d in report["decisions"] if d["action"] == "RecycleScheduled"]
+    scheduled = [e for e in report["events"] if e["reason"] == "RecycleScheduled"]
     assert len(scheduled) == report["nodesLaunched"] == 6
     assert report["pods"]["pending"] == 0
