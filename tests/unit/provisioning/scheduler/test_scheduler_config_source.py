@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from karpenter_core.cli import main
@@ -30,14 +31,8 @@ ZONE_SPREAD = {
         ]
     }
 }
-# as the upstream chart writes it: a block scalar, so the value starts with a newline
-YAML_DOC = """
-podTopologySpread:
-  defaultConstraints:
-    - maxSkew: 1
-      topologyKey: topology.kubernetes.io/zone
-      whenUnsatisfiable: ScheduleAnyway
-"""
+# as upstream's chart writes it: a block scalar, so the value starts with a newline
+YAML_DOC = "\n" + yaml.safe_dump(ZONE_SPREAD, sort_keys=False)
 
 
 @pytest.mark.parametrize("value", [YAML_DOC, json.dumps(ZONE_SPREAD)])
