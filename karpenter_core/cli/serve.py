@@ -48,7 +48,8 @@ _ENV_HELP = {
     "min_values_policy": "Strict or BestEffort.",
     "ignore_dra_requests": IGNORE_DRA_REQUESTS_HELP,
     "feature_gates": "NAME=true|false,... over the defaults.",
-    "scheduler_config": "Path of a kube-scheduler style podTopologySpread defaults file.",
+    "scheduler_config": "podTopologySpread defaults: the YAML/JSON document itself (as "
+    "upstream), or @FILE to read it from a file every provisioning pass.",
 }
 
 
@@ -72,7 +73,7 @@ _METAVARS = {
     "preference_policy": "Respect|Ignore",
     "min_values_policy": "Strict|BestEffort",
     "feature_gates": "NAME=BOOL,...",
-    "scheduler_config": "FILE",
+    "scheduler_config": "DOCUMENT|@FILE",
 }
 """What each non-boolean option's value is, for ``--help`` (booleans show ``true|false``)."""
 
@@ -149,6 +150,13 @@ def build_config(
     try:
         options = Options.from_env(environ, **overrides)
     except OptionsError as e:
+        raise BadFlag(str(e)) from None
+    from karpenter_core.provisioning.scheduler.config import check_scheduler_config_option
+    from karpenter_core.provisioning.scheduler.topology import SchedulerConfigError
+
+    try:
+        check_scheduler_config_option(options.scheduler_config)
+    except SchedulerConfigError as e:
         raise BadFlag(str(e)) from None
     provider = params.get("cloud_provider") or default_cloud_provider(environ)
     if not provider:

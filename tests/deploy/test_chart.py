@@ -4,8 +4,6 @@ and env, and env the operator accepts."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,49 +11,14 @@ from typing import Any
 import attrs
 import pytest
 import yaml
+from chartrender import CHART, NS, env_of, one, render  # tests/deploy, on sys.path (conftest)
 
 from karpenter_core.apis.crds import crd_yaml_files
 from karpenter_core.cli.serve import command as serve_command
 from karpenter_core.cli.serve import parse_provider_settings
 from karpenter_core.runtime.options import Options
 
-sys.path.insert(0, str(Path(__file__).parent))
-from helmtool import HelmBuildError, helm_binary
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "karpenter-core"
-NS = "karpenter"
-
 pytestmark = pytest.mark.helm
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return helm_binary()
-    except HelmBuildError as e:
-        pytest.fail(f"helm is unavailable: {e}", pytrace=False)
-
-
-def render(
-    helm: Path, *sets: str, release: str = "karpenter-core", values: Path | None = None
-) -> list[dict[str, Any]]:
-    args = [str(helm), "template", release, str(CHART), "--namespace", NS]
-    if values is not None:
-        args += ["--values", str(values)]
-    for s in sets:
-        args += ["--set", s]
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
-
-
-def one(docs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
-    found = [
-        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
-    ]
-    assert len(found) == 1, f"{kind} {name}: found {len(found)}"
-    return found[0]
 
 
 def grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
@@ -66,11 +29,6 @@ def grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) ->
         and not r.get("resourceNames")
         for r in rules
     )
-
-
-def env_of(deployment: dict[str, Any]) -> dict[str, Any]:
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
 @pytest.fixture(scope="module")
@@ -392,6 +350,9 @@ INJECTED_FLAG = "q\n            - --disable-leader-election=true"
 
 
 def test_hostile_values_stay_single_strings(helm: Path, tmp_path: Path) -> None:
+    """The templates quote what they write even where values.schema.json would have refused
+    the value (a string replica count, a log level or pull policy of several lines):
+    rendered here without the schema, which test_chart_values.py checks on its own."""
     values = tmp_path / "hostile.yaml"
     values.write_text(
         yaml.safe_dump(
@@ -413,7 +374,7 @@ def test_hostile_values_stay_single_strings(helm: Path, tmp_path: Path) -> None:
             }
         )
     )
-    docs = render(helm, values=values)
+    docs = render(helm, values=values, extra=["--skip-schema-validation"])
     plain = render(helm, "cloudProvider.name=aws")
     assert sorted(d["kind"] for d in docs) == sorted(d["kind"] for d in plain)
     deployment = one(docs, "Deployment")

@@ -34,7 +34,6 @@ from karpenter_core.apis.labels import (
     NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION_KEY,
     NODEPOOL_LABEL_KEY,
 )
-from karpenter_core.apis.manifests import ManifestError, parse_yaml, read_text
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
@@ -48,7 +47,9 @@ from karpenter_core.kube.client import ApiError, NotFound
 from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
 from karpenter_core.provisioning.nodepools import eligible_nodepools
 from karpenter_core.provisioning.scheduler import DRAInputs, Results, SchedulerOptions, schedule
+from karpenter_core.provisioning.scheduler.config import load_scheduler_config
 from karpenter_core.provisioning.scheduler.solvemetrics import delete_partial_match
+from karpenter_core.provisioning.scheduler.topology import SchedulerConfigError
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller
@@ -202,6 +203,9 @@ class Provisioner:
     # ------------------------------------------------------------------ scheduling
 
     def scheduler_options(self) -> SchedulerOptions:
+        """This pass's scheduler options. The ``SCHEDULER_CONFIG`` document is decoded
+        again each pass: a ``@PATH`` file is small, and re-reading it lets a fixed file
+        take effect without a restart."""
         opts = self.ctx.options
         base = SchedulerOptions(
             preference_policy=opts.preference_policy,
@@ -212,40 +216,13 @@ class Provisioner:
             timeout_seconds=SOLVE_TIMEOUT_SECONDS,
             monotonic=self.ctx.clock.monotonic,
         )
-        config = self._scheduler_config()
-        if config:
-            try:
-                configured = attrs.evolve(base, scheduler_config=config)
-            except ValueError as e:
-                self._config_problem(f"{opts.scheduler_config}: {e}")
-            else:
-                self._config_error = None
-                return configured
-        return base
-
-    def _scheduler_config(self) -> Mapping[str, Any] | None:
-        """The ``SCHEDULER_CONFIG`` file's document, read every pass (it is small, and a
-        fixed file takes effect without a restart); None without a path, or when it cannot be
-        read or parsed. Read by the manifest loader, with its limits: a device or a FIFO
-        named by mistake is refused rather than read (or waited on) forever."""
-        path = self.ctx.options.scheduler_config
-        if not path:
-            return None
         try:
-            text = read_text(path)
-        except ManifestError as e:
-            reason = str(e).removeprefix(f"{path}: ")
-            self._config_problem(f"{path}: cannot read scheduler config: {reason}")
-            return None
-        try:
-            docs = parse_yaml(text, "decoding scheduler config")
-        except ManifestError as e:
-            self._config_problem(f"{path}: {e}")
-            return None
-        if len(docs) > 1 or (docs and not isinstance(docs[0], Mapping)):
-            self._config_problem(f"{path}: scheduler config: expected one mapping")
-            return None
-        return docs[0] if docs else None
+            config = load_scheduler_config(opts.scheduler_config)
+        except SchedulerConfigError as e:
+            self._config_problem(str(e))
+            return base
+        self._config_error = None
+        return attrs.evolve(base, scheduler_config=config) if config else base
 
     def _config_problem(self, message: str) -> None:
         """A bad scheduler config never stops provisioning: pods are scheduled without

@@ -99,13 +99,26 @@ def provisioner(env: Environment) -> object:
     return env.ctx.provisioner
 
 
-def test_scheduler_config_file_gives_the_default_spreads(tmp_path: Path) -> None:
-    path = tmp_path / "scheduler.yaml"
-    path.write_text(SPREAD)
-    env = make_env(options=Options(scheduler_config=str(path)))
+def test_an_inline_scheduler_config_gives_the_default_spreads() -> None:
+    """Upstream's form: SCHEDULER_CONFIG holds the document (the chart's
+    settings.schedulerConfig)."""
+    env = make_env(options=Options.from_env({"SCHEDULER_CONFIG": SPREAD}))
     options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
     [constraint] = options.default_spread_constraints()
     assert constraint["topologyKey"] == ZONE
+
+
+def test_an_at_file_scheduler_config_is_read_and_reread_every_pass(tmp_path: Path) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(SPREAD)
+    env = make_env(options=Options(scheduler_config=f"@{path}"))
+    options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
+    [constraint] = options.default_spread_constraints()
+    assert constraint["topologyKey"] == ZONE
+    path.write_text(SPREAD.replace(ZONE, "kubernetes.io/hostname"))
+    options = provisioner(env).scheduler_options()  # type: ignore[attr-defined]
+    [constraint] = options.default_spread_constraints()
+    assert constraint["topologyKey"] == "kubernetes.io/hostname"
 
 
 @pytest.mark.parametrize(
@@ -122,7 +135,7 @@ def test_a_bad_scheduler_config_is_logged_once_and_provisioning_goes_on(
     path = tmp_path / "scheduler.yaml"
     if content is not None:
         path.write_text(content)
-    env = make_env(options=Options(scheduler_config=str(path)))
+    env = make_env(options=Options(scheduler_config=f"@{path}"))
     env.apply(b.nodepool(ready=True))
     with caplog.at_level(logging.ERROR, logger="karpenter.provisioner"):
         env.create(pod("a"))
