@@ -147,8 +147,10 @@ class PodMetrics:
         namespace = key.namespace or "default"
         name_labels = {"name": key.name, "namespace": namespace}
         ident = f"{namespace}/{key.name}"
+        # read-only: the cached object itself where the client can hand it out uncopied
+        get_pod = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)
         try:
-            pod = self.ctx.kube.get("pods", key.name, namespace)
+            pod = get_pod("pods", key.name, namespace)
         except NotFound:
             with self._lock:
                 self._pending.discard(ident)

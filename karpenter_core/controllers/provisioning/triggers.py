@@ -89,8 +89,9 @@ class PodTrigger:
         cached = self.provisioner.cluster.pod(f"{key.namespace or 'default'}/{key.name}")
         if cached is not None and cached.is_provisionable():
             return self._provisionable(cached)
+        get_pod = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)  # parsed, not changed
         try:
-            obj = self.ctx.kube.get("pods", key.name, key.namespace or "default")
+            obj = get_pod("pods", key.name, key.namespace or "default")
         except NotFound:
             return Result()
         try:
