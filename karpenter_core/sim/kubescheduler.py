@@ -88,9 +88,11 @@ Approximations, on purpose (that test excludes exactly these):
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import logging
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import partial
@@ -553,7 +555,7 @@ class _PassState:
     bound during the pass included), the placed pods whose required anti-affinity keeps
     others away (their terms and the labels of their node), and namespace labels."""
 
-    __slots__ = ("by_name", "holders", "namespaces", "nodes")
+    __slots__ = ("by_name", "holders", "namespaces", "nodes", "open_nodes")
 
     def __init__(
         self,
@@ -565,6 +567,9 @@ class _PassState:
         self.by_name = {n.name: n for n in nodes}
         self.holders = holders
         self.namespaces = namespaces
+        # per monotone pod class (held, so its identity is not reused within the pass):
+        # the indices of nodes it has not failed on yet (see KubeScheduler._search_open)
+        self.open_nodes: dict[_PodClass, list[int]] = {}
 
 
 class KubeScheduler:
@@ -903,37 +908,24 @@ class KubeScheduler:
             self._mark(pod, UNSCHEDULABLE, f"0/{len(state.nodes)} nodes are available: {claims}.")
             return None
         ctx = _PodContext(pod, cls, state)
-        reasons: dict[str, int] = {}
-        best: _NodeState | None = None
-        best_score = -1.0
         nodes = state.nodes
         # like kube-scheduler, stop once enough nodes fit, and start the next pod's search
         # where this one stopped, so every node gets its turn
         count = len(nodes)
-        wanted = feasible_nodes_to_find(count, self.options.percentage_of_nodes_to_score)
         start = self._next_start % count if count else 0
-        feasible = processed = 0
-        for i in range(count):
-            node = nodes[(start + i) % count]
-            processed += 1
-            failed = self._filter(ctx, cls, node)
-            if not failed and claims is not None and self._dra is not None:
-                dra_failure = self._dra.filter(claims, node.node.raw)
-                failed = [dra_failure] if dra_failure else []
-            if failed:
-                for r in failed:
-                    reasons[r] = reasons.get(r, 0) + 1
-                continue
-            score = self._score(pod, node)
-            if score > best_score or (score == best_score and best and node.name < best.name):
-                best, best_score = node, score
-            feasible += 1
-            if feasible >= wanted:
-                break
+        if cls.monotone and claims is None:
+            best, processed = self._search_open(ctx, cls, state, start)
+        else:
+            best, processed = self._search(ctx, cls, state, start, claims)
         if count:
             self._next_start = (start + processed) % count
         if best is None:
-            self._mark(pod, UNSCHEDULABLE, _fit_error(len(nodes), reasons))
+            # every node was tried: the message counts each one's reasons as they stand
+            reasons: dict[str, int] = {}
+            for node in nodes:
+                for r in self._node_failures(ctx, cls, node, claims):
+                    reasons[r] = reasons.get(r, 0) + 1
+            self._mark(pod, UNSCHEDULABLE, _fit_error(count, reasons))
             return None
         try:
             if claims is not None and self._dra is not None:
@@ -953,6 +945,83 @@ class KubeScheduler:
         if cls.anti_affinity:
             state.holders.append((cls.anti_affinity, best.labels))
         return True
+
+    def _node_failures(
+        self, ctx: _PodContext, cls: _PodClass, node: _NodeState, claims: PodClaims | None
+    ) -> list[str]:
+        failed = self._filter(ctx, cls, node)
+        if not failed and claims is not None and self._dra is not None:
+            dra_failure = self._dra.filter(claims, node.node.raw)
+            failed = [dra_failure] if dra_failure else []
+        return failed
+
+    def _better(
+        self, pod: Pod, node: _NodeState, best: _NodeState | None, best_score: float
+    ) -> tuple[_NodeState | None, float]:
+        score = self._score(pod, node)
+        if score > best_score or (score == best_score and best and node.name < best.name):
+            return node, score
+        return best, best_score
+
+    def _search(
+        self,
+        ctx: _PodContext,
+        cls: _PodClass,
+        state: _PassState,
+        start: int,
+        claims: PodClaims | None,
+    ) -> tuple[_NodeState | None, int]:
+        """kube-scheduler's search from ``start``: the best of the first
+        ``numFeasibleNodesToFind`` feasible nodes, and how many nodes it looked at."""
+        nodes = state.nodes
+        count = len(nodes)
+        wanted = feasible_nodes_to_find(count, self.options.percentage_of_nodes_to_score)
+        best: _NodeState | None = None
+        best_score = -1.0
+        feasible = 0
+        for i in range(count):
+            node = nodes[(start + i) % count]
+            if self._node_failures(ctx, cls, node, claims):
+                continue
+            best, best_score = self._better(ctx.pod, node, best, best_score)
+            feasible += 1
+            if feasible >= wanted:
+                return best, i + 1
+        return best, count
+
+    def _search_open(
+        self, ctx: _PodContext, cls: _PodClass, state: _PassState, start: int
+    ) -> tuple[_NodeState | None, int]:
+        """:meth:`_search` for a class whose fit only gets harder as a pass binds pods
+        (monotone, no claims): a node it failed on earlier in the pass fails it again, so
+        the search passes over those nodes without filtering them, and counts them as
+        looked at exactly where the full search would have. In a scale-out every pod of a
+        class would otherwise filter every full node again."""
+        nodes = state.nodes
+        count = len(nodes)
+        wanted = feasible_nodes_to_find(count, self.options.percentage_of_nodes_to_score)
+        open_ = state.open_nodes.get(cls)
+        if open_ is None:
+            open_ = state.open_nodes[cls] = list(range(count))
+        split = bisect_left(open_, start)
+        best: _NodeState | None = None
+        best_score = -1.0
+        feasible = 0
+        closed: set[int] = set()
+        found = count
+        for idx in itertools.chain(open_[split:], open_[:split]):
+            node = nodes[idx]
+            if self._filter(ctx, cls, node):
+                closed.add(idx)
+                continue
+            best, best_score = self._better(ctx.pod, node, best, best_score)
+            feasible += 1
+            if feasible >= wanted:
+                found = (idx - start) % count + 1
+                break
+        if closed:
+            open_[:] = [i for i in open_ if i not in closed]
+        return best, found
 
     def _claims(self, pod: Pod) -> PodClaims | str | None:
         """DynamicResources' PreFilter: the pod's claims (None: it has none), or why no

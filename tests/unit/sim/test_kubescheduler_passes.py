@@ -39,6 +39,10 @@ class _ReferenceScheduler(KubeScheduler):
     """kube-scheduler the slow, obvious way: list everything on every pass, parse every
     object, try every pending pod on every node with no caching or grouping."""
 
+    def _search_open(self, ctx: Any, cls: Any, state: Any, start: int) -> Any:
+        # no passing over the nodes a class already failed on in this pass
+        return self._search(ctx, cls, state, start, None)
+
     def reconcile(self, key: object = None) -> Result:
         nodes = sorted(
             (_NodeState(_NodeStatic("", Node.from_dict(o))) for o in self.kube.list("nodes")),
@@ -154,12 +158,12 @@ class _Twin:
     """The same cluster twice: one scheduled by the incremental scheduler, one by the
     reference; every change is applied to both."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: KubeSchedulerOptions | None = None) -> None:
         self.sides: list[tuple[VirtualClock, InMemoryApiServer, KubeScheduler]] = []
         for cls in (KubeScheduler, _ReferenceScheduler):
             clock = VirtualClock()
             kube = InMemoryApiServer(clock, seed=7)
-            self.sides.append((clock, kube, cls(kube, clock)))
+            self.sides.append((clock, kube, cls(kube, clock, options)))
 
     def apply(self, change: Any) -> None:
         for _, kube, _ in self.sides:
@@ -249,3 +253,49 @@ def test_incremental_passes_decide_exactly_as_the_reference(seed: int, burst: in
         assert twin.decisions(0) == twin.decisions(1), f"diverged at step {step}"
     bound = sum(1 for v in twin.decisions(0).values() if v[0])
     assert bound > 0  # the clusters were not trivially empty
+
+
+@pytest.mark.parametrize(
+    ("seed", "scoring"), [(0, "LeastAllocated"), (1, "MostAllocated"), (2, "LeastAllocated")]
+)
+def test_a_search_cut_short_by_numFeasibleNodesToFind_decides_as_the_reference(
+    seed: int, scoring: str
+) -> None:
+    # 160 nodes: each pod's search stops after 100 feasible ones and the next starts where
+    # it stopped; most nodes fill up, so later pods of a class pass over the nodes it
+    # already failed on, and must stop, score and rotate exactly as a full search would
+    rng = random.Random(seed)
+    twin = _Twin(KubeSchedulerOptions(scoring=scoring))
+    names = [f"n{i:03}" for i in range(160)]
+    for name in names:
+        node = _random_node(rng, name)
+        node["status"]["allocatable"]["pods"] = "110"
+        if rng.random() < 0.85:  # mostly open nodes, so searches find 100 feasible ones
+            node["spec"] = {"taints": [], "unschedulable": False}
+            node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        twin.apply(lambda kube, node=node: kube.create(node))
+    templates = [_random_template(rng, f"app{i}") for i in range(4)]
+    pods = 0
+    for step in range(6):
+        for _ in range(rng.randint(40, 90)):
+            app = rng.randrange(len(templates))
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"p{pods}",
+                    "namespace": "default",
+                    "labels": {"app": f"app{app}"},
+                },
+                "spec": templates[app],
+            }
+            pods += 1
+            twin.apply(lambda kube, pod=pod: kube.create(pod))
+        if step % 2:
+            victim = rng.choice(names)
+            twin.apply(lambda kube, v=victim: kube.delete("nodes", v))
+        twin.advance()
+        twin.run()
+        assert twin.decisions(0) == twin.decisions(1), f"diverged at step {step}"
+    bound = sum(1 for v in twin.decisions(0).values() if v[0])
+    assert bound > 100  # more pods than one search's worth of nodes were placed
