@@ -77,7 +77,14 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perfsuite import DEFAULT_SCENARIOS, SCENARIOS, check_phases, run_scenario, suite_nodepool
+from perfsuite import (
+    DEFAULT_SCENARIOS,
+    SCENARIOS,
+    check_phases,
+    run_scenario,
+    scaled,
+    suite_nodepool,
+)
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
@@ -252,13 +259,23 @@ def print_perf(result: dict[str, Any]) -> None:
         print(f"note: {note}")
 
 
-def run_perf(names: list[str], as_json: bool, *, charge: bool = True, scale: float = 1.0) -> int:
+def run_perf(
+    names: list[str],
+    as_json: bool,
+    *,
+    charge: bool = True,
+    scale: float = 1.0,
+    pods_scale: float = 1.0,
+) -> int:
     """Run the named scenarios of bench/perfsuite.py (faithful time as for the basic run:
-    ``charge`` and ``scale``); several run one process each, so each one's peak RSS and
-    wall time are its own."""
+    ``charge`` and ``scale``; every replica count times ``pods_scale``); several run one
+    process each, so each one's peak RSS and wall time are its own."""
     if len(names) == 1:
         extra = {"chargeComputeTime": charge, "computeTimeScale": scale}
-        result = run_scenario(SCENARIOS[names[0]](), extra)
+        scenario = SCENARIOS[names[0]]()
+        if pods_scale != 1.0:
+            scenario = scaled(scenario, pods_scale)
+        result = run_scenario(scenario, extra)
         if as_json:
             print(json.dumps(result))
         else:
@@ -267,6 +284,7 @@ def run_perf(names: list[str], as_json: bool, *, charge: bool = True, scale: flo
     for name in names:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--scenario", name]
         cmd += ["--compute-time-scale", f"{scale!r}"] if charge else ["--no-charge-compute-time"]
+        cmd += ["--pods-scale", f"{pods_scale!r}"]
         out = subprocess.run([*cmd, "--json"], check=True, capture_output=True, text=True)
         result = json.loads(out.stdout.strip().splitlines()[-1])
         if as_json:
@@ -301,13 +319,26 @@ def main(argv: list[str] | None = None) -> int:
         metavar="X",
         help="charge X times the CPU time (default 1)",
     )
+    parser.add_argument(
+        "--pods-scale",
+        type=_scale,
+        default=1.0,
+        metavar="F",
+        help="with --scenario: every replica count times F (e.g. 0.1 for a tenth of large)",
+    )
     args = parser.parse_args(argv)
     if not args.charge and args.compute_time_scale != 1.0:
         parser.error("--compute-time-scale has no effect with --no-charge-compute-time")
     logging.basicConfig(level=logging.CRITICAL)
     if args.scenario is not None:
         names = list(DEFAULT_SCENARIOS) if args.scenario == "all" else [args.scenario]
-        return run_perf(names, args.json, charge=args.charge, scale=args.compute_time_scale)
+        return run_perf(
+            names,
+            args.json,
+            charge=args.charge,
+            scale=args.compute_time_scale,
+            pods_scale=args.pods_scale,
+        )
     result = run(args.small, args.large, charge=args.charge, scale=args.compute_time_scale)
     if args.json:
         keys = (

@@ -55,3 +55,14 @@ def test_json_output_has_the_documented_keys(capsys: pytest.CaptureFixture[str])
     assert data["virtualSecondsToAllBound"] is not None and data["virtualSecondsToAllBound"] > 0
     assert 0 < data["cpuUtilization"] <= 1 and 0 < data["memoryUtilization"] <= 1
     assert data["peakRssMB"] > 0
+
+
+def test_pods_scale_runs_a_fraction_of_a_perf_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    # a hundredth of `large`: 1,500 pods out, then each deployment down 30 % (to 1,050)
+    argv = ["--scenario", "large", "--pods-scale", "0.01", "--no-charge-compute-time", "--json"]
+    assert _bench().main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    out, scale_in = result["phases"]
+    assert (out["pods"], out["podsBound"], out["podsPending"]) == (1500, 1500, 0)
+    assert (scale_in["pods"], scale_in["podsBound"]) == (1050, 1050)
+    assert scale_in["nodesNetChange"] < 0  # consolidation removed nodes
