@@ -126,6 +126,10 @@ def _settings_map(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _manifests(value: Iterable[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    return tuple(value)
+
+
 @frozen
 class ProviderContext:
     """Everything a cloud provider factory may use to build its provider.
@@ -141,6 +145,11 @@ class ProviderContext:
       provider schedules delayed work with ``clock.call_later`` and never sleeps or
       reads wall time itself. None outside a running operator.
     - ``recorder``: the Kubernetes event recorder, or None.
+    - ``node_classes``: NodeClass manifests given without a cluster (``karpenter schedule
+      -f`` passes the input's objects of the provider's NodeClass kinds), so a provider
+      built with ``kube`` None can answer ``get_instance_types(nodepool)`` for the class
+      the NodePool names (its AMI family, kubelet settings, storage) rather than a default
+      view. Empty when there is a cluster: the cluster's NodeClasses are then the truth.
 
     A context rather than positional arguments so that adding a capability later does not
     break every installed plugin's factory signature.
@@ -150,6 +159,7 @@ class ProviderContext:
     kube: KubeClient | None = None
     clock: Clock | None = None
     recorder: EventRecorder | None = None
+    node_classes: tuple[Mapping[str, Any], ...] = field(default=(), converter=_manifests)
 
 
 @frozen

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
@@ -516,13 +516,16 @@ def get_cloud_provider(
     kube: KubeClient | None = None,
     clock: Clock | None = None,
     recorder: EventRecorder | None = None,
+    node_classes: Sequence[Mapping[str, Any]] = (),
 ) -> CloudProvider:
     """Build the cloud provider called ``name`` with ``settings``.
 
     ``kube``, ``clock`` and ``recorder`` reach the factory in its
     :class:`~karpenter_core.hookspecs.ProviderContext`; leave them None where there is no
     cluster (``karpenter instance-types``, ``karpenter schedule``): the catalogue still
-    works, launching does not.
+    works, launching does not. ``node_classes`` are NodeClass manifests for such a
+    provider to resolve NodePools' ``nodeClassRef`` against (see
+    :class:`~karpenter_core.hookspecs.ProviderContext`).
 
     Selecting a provider registers its well-known labels and restricted label domains
     (before its factory runs), so requirements and validation treat its keys the way its
@@ -536,7 +539,13 @@ def get_cloud_provider(
         raise PluginError(unknown_cloud_provider_message(name, providers, manager))
     resolved = resolve_settings(spec, settings or {})
     register_provider_labels(spec)
-    context = ProviderContext(settings=resolved, kube=kube, clock=clock, recorder=recorder)
+    context = ProviderContext(
+        settings=resolved,
+        kube=kube,
+        clock=clock,
+        recorder=recorder,
+        node_classes=tuple(node_classes),
+    )
     return spec.factory(context)
 
 

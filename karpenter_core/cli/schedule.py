@@ -102,6 +102,10 @@ class ScheduleInput:
     """Object identity (``NodePool default``) -> the file it was read from."""
     dra_objects: Mapping[str, tuple[Any, ...]] = field(factory=dict)
     """DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices by kind."""
+    unread: tuple[Mapping[str, Any], ...] = field(default=(), converter=_tuple)
+    """Objects of kinds the scheduler does not read (NodeClasses among them), last
+    occurrence of each identity: the cloud provider may resolve NodePools' NodeClasses
+    against them (:func:`load_instance_types`)."""
     invalid_nodepools: Mapping[str, str] = field(factory=dict)
     """NodePools left out because they failed validation: name -> ``<file>: NodePool <name>:
     <field path>: <message>``. Karpenter does not provision from a NodePool whose
@@ -236,6 +240,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
     loaded = _load(paths)
     latest: dict[str, tuple[str, Mapping[str, Any]]] = {}
     ignored: dict[str, int] = {}
+    unread: dict[str, Mapping[str, Any]] = {}
     for item in loaded:
         obj = item.obj
         if not isinstance(obj, Mapping):
@@ -249,6 +254,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         expected = _CORE_KINDS.get(kind) or _WORKLOAD_VERSIONS.get(kind)
         if expected is None:
             ignored[kind] = ignored.get(kind, 0) + 1
+            unread[_identity(obj)] = obj
             continue
         if api_version != expected:
             raise InputError(
@@ -350,6 +356,7 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
         ignored_kinds=ignored,
         sources=sources,
         dra_objects={kind: tuple(parsed.get(kind, ())) for kind in _DRA_KINDS},
+        unread=tuple(unread.values()),
         invalid_nodepools=invalid_nodepools,
     )
 
@@ -363,11 +370,13 @@ def load_instance_types(
     instance_types_file: str | None = None,
     pm: KarpenterPluginManager | None = None,
     region: str | None = None,
+    node_classes: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, list[Any]]:
     """Instance types per NodePool name, from the provider plugin (default kwok) or from a
     file in the KWOK instance-types JSON format (read by the kwok provider); ``pm`` is the
     plugin manager to find it in (default: the installed plugins); ``region`` fills the
-    provider's ``region`` setting."""
+    provider's ``region`` setting; ``node_classes`` are the input's NodeClass manifests,
+    which the provider resolves each NodePool's ``nodeClassRef`` against."""
     from click import ClickException
 
     from karpenter_core.cli.instance_types import region_settings
@@ -383,10 +392,49 @@ def load_instance_types(
             raise InputError("--instance-types and --cloud-provider cannot be used together")
         settings[KWOK_INSTANCE_TYPES_SETTING] = instance_types_file
     try:
-        provider = get_cloud_provider(name, settings, pm)
+        provider = get_cloud_provider(name, settings, pm, node_classes=node_classes)
         return {np.name: list(provider.get_instance_types(np)) for np in nodepools}
     except (PluginError, ValueError, OSError) as e:
         raise InputError(str(e)) from None
+
+
+def node_class_manifests(
+    inp: ScheduleInput, pm: KarpenterPluginManager, cloud_provider: str | None
+) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The input's manifests of the provider's NodeClass kinds (by group and kind), and a
+    note for each NodePool naming one of those kinds that the input does not hold (the
+    provider then lists its default view). An unknown provider gives nothing here: loading
+    it reports that."""
+    from karpenter_core.plugins import PluginError, cloud_providers
+
+    try:
+        spec = cloud_providers(pm).get(cloud_provider or DEFAULT_CLOUD_PROVIDER)
+    except PluginError:
+        spec = None
+    if spec is None:
+        return [], []
+    kinds = {(k.group, k.kind): k for k in spec.node_classes}
+    manifests = [
+        m
+        for m in inp.unread
+        if (str(m.get("apiVersion") or "").partition("/")[0], m.get("kind")) in kinds
+    ]
+    given = {(m.get("kind"), (m.get("metadata") or {}).get("name")) for m in manifests}
+    notes = []
+    for np in inp.nodepools:
+        ref = np.spec.template.spec.node_class_ref
+        if (
+            ref is None
+            or (ref.group, ref.kind) not in kinds
+            or kinds[(ref.group, ref.kind)].implicit
+        ):
+            continue
+        if (ref.kind, ref.name) not in given:
+            notes.append(
+                f"note: NodePool {np.name}: {ref.kind} {ref.name!r} is not in the input; "
+                f"listing {spec.name}'s default view of instance types for it"
+            )
+    return manifests, notes
 
 
 def plugin_overlays(pm: KarpenterPluginManager) -> list[BoundOverlay]:
@@ -807,10 +855,16 @@ def command(
             inp = read_input(filenames)
             bar.advance(1, PHASES[1], force=True)
             pm = _plugin_manager()
+            node_classes, nodeclass_notes = node_class_manifests(inp, pm, cloud_provider)
             instance_types = effective_instance_types(
                 inp,
                 load_instance_types(
-                    inp.nodepools, cloud_provider, instance_types_file, pm, region=region
+                    inp.nodepools,
+                    cloud_provider,
+                    instance_types_file,
+                    pm,
+                    region=region,
+                    node_classes=node_classes,
                 ),
                 plugin_overlays(pm),
             )
@@ -822,9 +876,13 @@ def command(
             bar.advance(3, "done", force=True)
     except InputError as e:
         raise BadInput(str(e)) from None
-    if inp.ignored_kinds:
-        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(inp.ignored_kinds.items()))
+    read_kinds = {str(m.get("kind")) for m in node_classes}
+    unread = {k: n for k, n in inp.ignored_kinds.items() if k not in read_kinds}
+    if unread:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(unread.items()))
         click.echo(f"note: ignored objects of kinds the scheduler does not read: {kinds}", err=True)
+    for note in nodeclass_notes:
+        click.echo(note, err=True)
     dra_pods = [p.key for p in inp.snapshot.pending_pods() if p.has_dra_requirements]
     if ignore_dra and dra_pods:
         click.echo(

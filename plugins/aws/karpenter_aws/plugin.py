@@ -122,6 +122,7 @@ def make_provider(context: ProviderContext) -> AWSCloudProvider:
             None,
             context.clock,
             context.recorder,
+            node_classes=context.node_classes,
         )
     settings = AWSSettings.from_mapping(raw)
     session = boto3.session.Session()

@@ -166,8 +166,15 @@ class AWSCloudProvider:
         pricing: Any = None,
         instance_types: Any = None,
         instances: InstanceProvider | None = None,
+        node_classes: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.clients = clients
+        # EC2NodeClass manifests by name, for listing without a cluster (``schedule -f``)
+        self.offline_nodeclasses: dict[str, Mapping[str, Any]] = {
+            str((m.get("metadata") or {}).get("name") or ""): m
+            for m in node_classes
+            if m.get("kind") == EC2_NODE_CLASS.kind
+        }
         self.settings = settings
         self.kube = kube
         self.clock: Clock = clock or WallClock()
@@ -514,11 +521,12 @@ class AWSCloudProvider:
     # ------------------------------------------------------------------ catalogue
 
     def get_instance_types(self, nodepool: NodePool | None) -> builtins.list[InstanceType]:
-        """The NodePool's EC2NodeClass's types; without a cluster, the default view."""
+        """The NodePool's EC2NodeClass's types. Without a cluster: the EC2NodeClass given
+        offline (:meth:`_offline_nodeclass`), else the default view."""
         if self.kube is None or nodepool is None:
-            default = self._default_nodeclass()
+            view = self._offline_nodeclass(nodepool) or self._default_nodeclass()
             self._prices_once()
-            return self._listed(default)
+            return self._listed(view)
         nodeclass = nodepool_nodeclass(
             self.kube,
             nodepool,
@@ -547,6 +555,28 @@ class AWSCloudProvider:
             return list(self.instance_types.list(nodeclass))
         except (ClientError, BotoCoreError, RuntimeError) as e:
             raise CatalogueUnavailableError(f"aws: cannot list instance types: {e}") from e
+
+    def _offline_nodeclass(self, nodepool: NodePool | None) -> EC2NodeClass | None:
+        """The EC2NodeClass ``nodepool`` names, from the manifests given without a cluster.
+
+        Its spec is resolved as the cluster would (AMI family from the alias, kubelet,
+        block devices, instance store, networking); what only EC2 can resolve is taken from
+        its ``status`` when the manifest carries one, else every zone of the region stands
+        in for the subnets (selector terms cannot be matched offline). A malformed class
+        raises ``ValueError`` naming the field, as ``karpenter validate`` would."""
+        ref = nodepool.spec.template.spec.node_class_ref if nodepool is not None else None
+        if ref is None or ref.kind != EC2_NODE_CLASS.kind:
+            return None
+        manifest = self.offline_nodeclasses.get(ref.name)
+        if manifest is None:
+            return None
+        try:
+            nodeclass = EC2NodeClass.from_dict(manifest)
+        except NodeClassError as e:
+            raise ValueError(f"{EC2_NODE_CLASS.kind} {ref.name!r}: {e}") from None
+        if nodeclass.subnets:
+            return nodeclass
+        return attrs.evolve(nodeclass, subnets=self._default_nodeclass().subnets)
 
     def _default_nodeclass(self) -> EC2NodeClass:
         """A stand-in EC2NodeClass for listing without a cluster: every zone, AL2023."""

@@ -294,3 +294,83 @@ def test_schedule_uses_the_region_given(
     pool = _nodepool("default", [])
     out = _schedule(tmp_path, pool, _deployment("inflate", 1, {"cpu": "1"}), region="me-south-1")
     assert set(_launched(out)) <= here
+
+
+def _run(tmp_path: Path, *documents: str) -> Any:
+    path = tmp_path / "classes.yaml"
+    path.write_text("\n---\n".join(documents))
+    return CliRunner().invoke(
+        schedule_command,
+        ["--cloud-provider", "aws", "--region", "us-east-1", "-f", str(path), "-o", "json"],
+        catch_exceptions=False,
+    )
+
+
+def _classed_pool(name: str, nodeclass: str, requirements: list[dict[str, Any]]) -> str:
+    pool = json.loads(_nodepool(name, requirements))
+    pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = nodeclass
+    return json.dumps(pool)
+
+
+WINDOWS_NODECLASS = NODECLASS.replace("{name: default}", "{name: windows}").replace(
+    "al2023@latest", "windows2022@latest"
+)
+
+
+def test_a_windows_nodeclass_given_offline_launches_windows_capable_amd64_types(
+    tmp_path: Path, catalogue: dict[str, dict[str, Any]]
+) -> None:
+    """Upstream's windows-20xx examples: the NodePool asks for ``kubernetes.io/os In
+    [windows]``; only the EC2NodeClass's alias makes the catalogue Windows. Without reading
+    it, every type would be Linux and the pods unschedulable."""
+    pool = _classed_pool(
+        "windows", "windows", [{"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]
+    )
+    result = _run(tmp_path, WINDOWS_NODECLASS, pool, _deployment("win", 2, {"cpu": "1"}))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert not out["podErrors"], out["podErrors"]
+    assert "ignored objects" not in result.stderr  # the EC2NodeClass was read
+    for nc in out["nodeClaims"]:
+        assert _value(nc["requirements"], "kubernetes.io/os") == "windows"
+    for name in _launched(out):
+        assert _value(catalogue[name]["requirements"], "kubernetes.io/arch") == "amd64", name
+    # the same pool on the AL2023 class offers nothing: the OS comes from the class
+    linux = _classed_pool(
+        "windows", "default", [{"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]
+    )
+    result = _run(tmp_path, NODECLASS, linux, _deployment("win", 2, {"cpu": "1"}))
+    assert result.exit_code == 0, result.output
+    assert not json.loads(result.stdout)["nodeClaims"]
+
+
+def test_the_nodeclass_kubelet_max_pods_caps_pods_per_node(tmp_path: Path) -> None:
+    capped = NODECLASS.replace("{name: default}", "{name: capped}") + "  kubelet: {maxPods: 3}\n"
+    pool = _classed_pool("capped", "capped", [])
+    result = _run(tmp_path, capped, pool, _deployment("tiny", 7, {"cpu": "10m"}))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert not out["podErrors"], out["podErrors"]
+    assert sorted(len(nc["pods"]) for nc in out["nodeClaims"]) == [1, 3, 3]
+    result = _run(
+        tmp_path, NODECLASS, _nodepool("default", []), _deployment("tiny", 7, {"cpu": "10m"})
+    )
+    assert [len(nc["pods"]) for nc in json.loads(result.stdout)["nodeClaims"]] == [7]
+
+
+def test_a_nodeclass_missing_from_the_input_is_named_and_the_default_view_used(
+    tmp_path: Path,
+) -> None:
+    pool = _classed_pool("other", "not-given", [])
+    result = _run(tmp_path, pool, _deployment("inflate", 1, {"cpu": "1"}))
+    assert result.exit_code == 0, result.output
+    assert "NodePool other: EC2NodeClass 'not-given' is not in the input" in result.stderr
+    assert json.loads(result.stdout)["nodeClaims"]
+
+
+def test_a_malformed_nodeclass_is_bad_input_naming_the_field(tmp_path: Path) -> None:
+    broken = NODECLASS.replace("al2023@latest", "al2023")
+    result = _run(tmp_path, broken, _nodepool("default", []), _deployment("x", 1, {"cpu": "1"}))
+    assert result.exit_code == 1, result.output
+    assert "EC2NodeClass 'default'" in result.stderr
+    assert "amiSelectorTerms[0].alias" in result.stderr
