@@ -500,8 +500,15 @@ def parse_documents(text: str, source: str) -> list[LoadedObject]:
     return out
 
 
+SNAPSHOT_GROUP = "snapshot.karpenter.sh"
+
+
 def _is_list(doc: dict[str, Any]) -> bool:
+    """A ``List`` (``kind: List``, ``NodePoolList``...) or a ``karpenter snapshot`` file
+    (``kind: Snapshot`` of the snapshot group), whose ``items`` are the objects."""
     kind = doc.get("kind")
+    if kind == "Snapshot" and str(doc.get("apiVersion") or "").startswith(SNAPSHOT_GROUP + "/"):
+        return "items" in doc
     return isinstance(kind, str) and kind.endswith("List") and "items" in doc
 
 

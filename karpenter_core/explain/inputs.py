@@ -1,0 +1,76 @@
+"""What an explanation is computed from: the cluster's objects, read once.
+
+The objects come from manifests or a ``karpenter snapshot`` file (read the way ``karpenter
+schedule -f`` reads them: same validation, NodeOverlays applied, NodeClasses passed to the
+provider) and the instance types from the provider's offline catalogue, so an explanation
+needs no credentials and can be reproduced from the file alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
+
+from karpenter_core.cloudprovider.types import InstanceType
+from karpenter_core.provisioning.scheduler import DEFAULT_OPTIONS, SchedulerOptions
+
+if TYPE_CHECKING:  # the CLI imports this package: import its reader lazily
+    from karpenter_core.cli.schedule import ScheduleInput
+
+__all__ = ["ExplainInput", "load_explain_input"]
+
+
+@frozen
+class ExplainInput:
+    """The cluster as read (``schedule``'s parsed input), each NodePool's instance types
+    after overlays, the scheduler options and the instant the explanation is for."""
+
+    inp: ScheduleInput
+    instance_types: Mapping[str, Sequence[InstanceType]]
+    now: datetime
+    options: SchedulerOptions = DEFAULT_OPTIONS
+
+
+def load_explain_input(
+    paths: Sequence[str],
+    *,
+    cloud_provider: str | None = None,
+    region: str | None = None,
+    instance_types_file: str | None = None,
+    now: datetime | None = None,
+    options: SchedulerOptions | None = None,
+) -> ExplainInput:
+    """Read ``paths`` and the provider's catalogue; raises ``InputError`` on bad input."""
+    from karpenter_core.cli.schedule import (
+        _plugin_manager,
+        effective_instance_types,
+        load_instance_types,
+        node_class_manifests,
+        plugin_overlays,
+        read_input,
+    )
+
+    inp = read_input(paths)
+    pm = _plugin_manager()
+    node_classes, _ = node_class_manifests(inp, pm, cloud_provider)
+    types: Mapping[str, Sequence[Any]] = effective_instance_types(
+        inp,
+        load_instance_types(
+            inp.nodepools,
+            cloud_provider,
+            instance_types_file,
+            pm,
+            region=region,
+            node_classes=node_classes,
+        ),
+        plugin_overlays(pm),
+    )
+    return ExplainInput(
+        inp=inp,
+        instance_types=types,
+        now=now or datetime.now(UTC),
+        options=options or DEFAULT_OPTIONS,
+    )
