@@ -48,7 +48,7 @@ from karpenter_core.kube.selectors import (
     parse_label_selector,
 )
 
-__all__ = ["CachedClient"]
+__all__ = ["CacheListingClient", "CachedClient"]
 
 
 def _not_found(rt: ResourceType, name: str) -> NotFound:
@@ -276,3 +276,62 @@ class CachedClient:
 
     def bind(self, name: str, namespace: str, node_name: str) -> None:
         self.client.bind(name, namespace, node_name)
+
+
+class CacheListingClient:
+    """The cloud provider's client under ``karpenter serve``: the API server for everything,
+    except lists, which come from the informer caches once :meth:`attach` gives it the
+    operator's :class:`CachedClient` (and its informer for the kind has synced).
+
+    The provider is built before the informers start (its NodeClass kinds decide what the
+    operator checks and caches), so it cannot be handed the cached client itself; and its
+    ``get`` right after its own ``create`` must not depend on a watch. Lists are what it
+    does at scale: KWOK's ``list()`` (every 2 minutes, for garbage collection) would
+    otherwise decode every Node of a 5,000-node cluster from the API server each time —
+    upstream providers list through the manager's cache too. ``list_shared`` hands out the
+    cached objects themselves (see :meth:`CachedClient.list_shared`); every other method
+    is the API server's.
+    """
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+        self._reader: CachedClient | None = None
+
+    def attach(self, reader: CachedClient) -> None:
+        """Serve lists from ``reader`` from now on."""
+        self._reader = reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        source: Any = self._reader if self._reader is not None else self._client
+        listed: ObjectList = source.list(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return listed
+
+    def list_shared(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        """:meth:`list`, uncopied when it comes from the cache: the caller must not change
+        what it gets."""
+        if self._reader is None:
+            return self.list(
+                resource, namespace, label_selector=label_selector, field_selector=field_selector
+            )
+        return self._reader.list_shared(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )

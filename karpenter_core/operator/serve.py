@@ -270,6 +270,7 @@ class Operator:
         self.client = client
         self.lease_client = lease_client
         self.provider: Any = None
+        self.provider_client: Any = None
         self.registration: Any = None
         self.manager: Any = None
         self.informers: Any = None
@@ -358,9 +359,13 @@ class Operator:
         log.info("connected to the API server %s (%s)", host, info.get("gitVersion", "unknown"))
 
     def _build_provider(self) -> None:
+        from karpenter_core.kube.cache import CacheListingClient
         from karpenter_core.plugins import PluginError, cloud_providers, get_cloud_provider
 
         name = self.config.cloud_provider
+        assert self.client is not None
+        # lists from the informer caches once they exist (see CacheListingClient)
+        self.provider_client = CacheListingClient(self.client)
         try:
             from karpenter_core.plugins import get_plugin_manager
 
@@ -372,7 +377,7 @@ class Operator:
                 name,
                 settings,
                 pm,
-                kube=self.client,
+                kube=self.provider_client,
                 clock=self.clock,
                 recorder=self.recorder,
             )
@@ -478,6 +483,8 @@ class Operator:
         kinds = cached_kinds(self.options)
         self._cached = [self.informers.informer(kind) for kind in kinds]
         self.reader = CachedClient(self.client, self.informers, kinds)
+        if self.provider_client is not None:
+            self.provider_client.attach(self.reader)
         self.informers.start()
 
     def _start_election(self) -> None:

@@ -430,8 +430,10 @@ class KwokCloudProvider:
         """Every Node with a ``kwok://`` provider id, as NodeClaims (instances whose Node
         has not appeared yet are not listed, as upstream)."""
         kube = self._require_kube("list")
+        # read-only here: uncopied where the client can (a cache, the in-memory server)
+        lister = getattr(kube, "list_shared", None) or kube.list
         out = []
-        for node in kube.list("nodes"):
+        for node in lister("nodes"):
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             if provider_id.startswith(PROVIDER_ID_PREFIX):
                 out.append(_to_nodeclaim(node))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.kube.cache import CachedClient
+from karpenter_core.kube.cache import CacheListingClient, CachedClient
 from karpenter_core.kube.client import BadRequest, NotFound
 from karpenter_core.kube.informer import SharedInformers
 from karpenter_core.runtime.clock import VirtualClock
@@ -267,3 +267,29 @@ def test_a_shared_list_returns_the_cached_objects_themselves(env: Any) -> None:
     assert [o["metadata"]["name"] for o in shared] == ["p1"]
     assert shared[0] is informers.informer("pods").get("a/p1")
     assert cached.list("pods", field_selector="spec.nodeName=n1").items[0] is not shared[0]
+
+
+def test_the_providers_client_lists_from_the_cache_once_attached_and_gets_from_the_api(
+    env: Any,
+) -> None:
+    server, counting, informers, cached = env
+    for name in ("n1", "n2"):
+        server.create(_node(name))
+    provider_client = CacheListingClient(counting)  # type: ignore[arg-type]
+    assert len(provider_client.list_shared("nodes")) == 2  # no reader yet: the API
+    assert counting.calls["list"] == 1
+    provider_client.attach(cached)
+    _pump(informers)
+    lists = counting.calls["list"]
+    shared = provider_client.list_shared("nodes")
+    copied = provider_client.list("nodes", label_selector="")
+    assert counting.calls["list"] == lists  # both from the synced cache
+    assert _names(list(shared)) == _names(list(copied)) == ["/n1", "/n2"]
+    first = next(iter(shared))
+    assert first is next(o for o in cached.list_shared("nodes") if o is first)  # uncopied
+    assert next(iter(copied)) is not first
+    gets = counting.calls["get"]
+    server.create(_node("n3"))  # not pumped: the cache has not seen it
+    assert provider_client.get("nodes", "n3")["metadata"]["name"] == "n3"
+    assert counting.calls["get"] == gets + 1  # gets are the API server's
+    assert len(provider_client.list("nodes")) == 2  # lists are the cache's
