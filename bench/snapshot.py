@@ -1,7 +1,7 @@
 """Memory and time of a large snapshot: writing, reading, and taking one.
 
 A generated cluster of ``--nodes`` nodes (default 5,000) and ``--pods`` pods (default
-150,000; about 3.9 KB of JSON each, as the API server lists a Deployment's pod less
+150,000; about 3.3 KB of JSON each, as the API server lists a Deployment's pod less
 ``managedFields``: labels, owner reference, a container with env, probe and resources, the
 service-account volume, a full status), plus namespaces and PDBs. Each phase runs in its own process, so its peak RSS is its own:
 
@@ -103,7 +103,7 @@ def _container(app: str, d: int) -> dict[str, Any]:
 
 
 def pod(i: int, node_name: str) -> dict[str, Any]:
-    """Pod ``i`` of Deployment ``i // 30``: about 3.9 KB of JSON, as the API server lists it
+    """Pod ``i`` of Deployment ``i // 30``: about 3.3 KB of JSON, as the API server lists it
     less managedFields."""
     d = i // PODS_PER_DEPLOYMENT
     app = f"web-{d}"
