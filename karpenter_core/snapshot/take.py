@@ -137,6 +137,7 @@ def take_snapshot(
     cluster's version lacks) is left out and reported to ``on_skip``; any other failure is
     a :class:`SnapshotError` naming the kind: for a 403, the RBAC permission needed.
     """
+    started = now_rfc3339() if taken_at is None else taken_at
     anonymiser = Anonymiser(anonymise_key) if anonymise else None
     builder = SnapshotBuilder()
     for rt in snapshot_kinds() if kinds is None else kinds:
@@ -165,7 +166,7 @@ def take_snapshot(
     if anonymiser is not None:
         where = SnapshotSource(anonymiser.hash(where.server), anonymiser.hash(where.context))
     return builder.build(
-        taken_at=now_rfc3339() if taken_at is None else taken_at,
+        taken_at=started,
         source=where,
         anonymised=anonymise,
     )
