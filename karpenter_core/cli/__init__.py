@@ -27,6 +27,7 @@ from karpenter_core.cli import (
     schedule,
     serve,
     simulate,
+    snapshot,
     validate,
 )
 from karpenter_core.cli.exits import EXIT_INTERNAL_ERROR
@@ -78,7 +79,17 @@ def main() -> None:
     _tolerant_output()
 
 
-for _module in (plugins, instance_types, crds, validate, schedule, explain, simulate, serve):
+for _module in (
+    plugins,
+    instance_types,
+    crds,
+    validate,
+    schedule,
+    explain,
+    simulate,
+    snapshot,
+    serve,
+):
     main.add_command(_module.command)
 
 __all__ = ["main"]
