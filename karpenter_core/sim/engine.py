@@ -41,7 +41,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -92,14 +92,17 @@ from karpenter_core.sim.scenario import (
     ScenarioEvent,
     Workload,
 )
-from karpenter_core.sim.startstate import Seeded, StartingState, seed_from_objects
+from karpenter_core.sim.startstate import (
+    DEFAULT_START,
+    Seeded,
+    StartingState,
+    seed_from_objects,
+)
 
 __all__ = ["DEFAULT_START", "RunStatus", "Simulation", "SimulationError", "simulate"]
 
 log = logging.getLogger("karpenter.sim")
 
-DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
-"""Virtual wall time at the start of every simulation (fixed, so reports are repeatable)."""
 
 NODE_MONITOR_GRACE = 40.0
 """kube-controller-manager's node-monitor-grace-period: a silent kubelet's node goes Unknown."""
@@ -381,7 +384,9 @@ class Simulation:
     def _seed(self, initial: StartingState) -> None:
         """Create the snapshot's objects (see :mod:`karpenter_core.sim.startstate`); its
         NodeClaims are the run's starting nodes, not launches the run made."""
-        self.seeded = seed_from_objects(self.server, initial.objects, self.provider)
+        self.seeded = seed_from_objects(
+            self.server, initial.objects(), self.provider, in_order=True
+        )
         self.observer.existing_nodeclaims.update(self.seeded.nodeclaims)
         for note in self.seeded.notes:
             self.observer.note(note)

@@ -831,7 +831,9 @@ def render_text(
         f"Scenario {report.scenario} (seed {report.seed}): {format_offset(report.duration_seconds)} "
         f"of virtual time in {report.wall_seconds:.1f}s",
         "",
-        f"Nodes      launched {j['nodesLaunched']}, removed {j['nodesRemoved']}"
+        "Nodes      "
+        + (f"{j['nodesAtStart']} at the start, " if j["nodesAtStart"] else "")
+        + f"launched {j['nodesLaunched']}, removed {j['nodesRemoved']}"
         + (
             " (" + ", ".join(f"{r}: {n}" for r, n in j["removalReasons"].items()) + ")"
             if j["removalReasons"]
@@ -839,7 +841,8 @@ def render_text(
         )
         + f"; NodeClaims created {j['nodeClaimsCreated']}, never launched {j['nodeClaimsNotLaunched']}",
         f"Pods       created {j['pods']['created']}, bound {j['pods']['bound']}, "
-        f"pending {j['pods']['pending']}, succeeded {j['pods']['succeeded']}",
+        f"pending {j['pods']['pending']}, succeeded {j['pods']['succeeded']}"
+        + (f", disrupted {j['pods']['disrupted']}" if j["pods"]["disrupted"] else ""),
         f"Pending    p50 {ps['p50']:.1f}s  p95 {ps['p95']:.1f}s  max {ps['max']:.1f}s",
         f"Cost       total ${j['cost']['total']:.4f}, ${j['cost']['perHourAtEnd']:.4f}/h at the end",
         f"Reserved   CPU {j['utilization']['cpu'] * 100:.1f}%  memory {j['utilization']['memory'] * 100:.1f}%",

@@ -98,6 +98,8 @@ def what_happened(report: Report) -> list[str]:
     out = []
     launched = report.nodes_launched_by_capacity_type()
     nodes = f"Karpenter launched {_count(report.nodes_launched, 'node', 'nodes')}"
+    if report.nodes_at_start:
+        nodes = f"The run started with {report.nodes_at_start} nodes; " + nodes
     if launched:
         nodes += f" ({_split(launched)})"
     nodes += f" and removed {report.nodes_removed}"

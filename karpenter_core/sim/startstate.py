@@ -17,16 +17,14 @@ them in the in-memory API server so the run continues where the cluster stood:
 - objects being deleted, and kinds the simulated API server does not serve (Events,
   Leases...), are left out and said so; a namespace an object needs is created.
 
-:func:`load_starting_state` reads the file. It is the one place that knows the
-snapshot format, until the snapshot module's reader replaces it.
+:func:`load_starting_state` reads the file with the snapshot module's reader.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +34,21 @@ from karpenter_core.cloudprovider.protocol import AdoptsInstances
 from karpenter_core.kube.client import ApiError, UnknownResourceError, resource_for
 from karpenter_core.runtime.clock import parse_time
 from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
     "Seeded",
     "StartingState",
     "StartingStateError",
     "load_starting_state",
+    "rank",
     "seed_from_objects",
+    "starting_state_of",
 ]
 
-SNAPSHOT_API_VERSION = "snapshot.karpenter.sh/v1alpha1"
-SNAPSHOT_KIND = "Snapshot"
+DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
+"""Virtual wall time at the start of a simulation from nothing (fixed, so reports are
+repeatable), and of one from a snapshot that has no time to go by."""
 
 _RANK: Mapping[str, int] = {
     "Namespace": 0,
@@ -62,11 +64,17 @@ _RANK: Mapping[str, int] = {
     "Job": 6,
     "Pod": 9,
 }
-"""Creation order: what others refer to first (namespaces, owners before what they own,
-Nodes before the pods bound there); unlisted kinds in between (rank 1 if cluster-scoped,
-else 7)."""
-
+"""Creation order: namespaces, then what others refer to (NodePools, Nodes, NodeClaims),
+owners before what they own (the garbage collector would collect a pod whose ReplicaSet
+does not exist yet), pods last; every other kind at 7."""
+_OTHER_RANK = 7
+_NODE_RANK = _RANK["NodeClaim"]
 _MAX_LISTED = 5
+
+
+def rank(kind: str) -> int:
+    """Where objects of ``kind`` come in the creation order (see :data:`_RANK`)."""
+    return _RANK.get(kind, _OTHER_RANK)
 
 
 class StartingStateError(ValueError):
@@ -79,7 +87,13 @@ class StartingState:
 
     source: str
     taken_at: datetime
-    objects: tuple[dict[str, Any], ...]
+    snapshot: Snapshot
+
+    def objects(self) -> Iterator[dict[str, Any]]:
+        """The snapshot's objects in creation order (:func:`rank`), decoded one at a time:
+        only the simulated API server holds them all."""
+        for kind in sorted(self.snapshot.kinds, key=rank):
+            yield from self.snapshot.iter_objects(kind)
 
 
 @frozen
@@ -95,56 +109,31 @@ class Seeded:
 
 
 def load_starting_state(path: str | Path) -> StartingState:
-    """Read a snapshot file (JSON, gzip-compressed when it ends in ``.gz``, or YAML).
+    """Read a snapshot file (:func:`~karpenter_core.snapshot.read_snapshot`: JSON, gzip or
+    YAML). The run starts when it was taken; a snapshot that does not say when starts
+    at its newest ``creationTimestamp``, else at the simulator's usual start."""
+    try:
+        snapshot = read_snapshot(path)
+    except SnapshotError as e:
+        raise StartingStateError(str(e)) from None
+    return starting_state_of(snapshot, str(path))
 
-    Temporary: the snapshot module's reader takes this over once it lands; nothing else
-    here depends on how the file is laid out."""
-    source = str(path)
-    try:
-        raw = Path(source).read_bytes()
-    except OSError as e:
-        raise StartingStateError(f"{source}: cannot read: {e.strerror or e}") from None
-    try:
-        if source.endswith(".gz"):
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as e:
-        raise StartingStateError(f"{source}: not a readable snapshot: {e}") from None
-    data: Any
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        from karpenter_core.apis.manifests import ManifestError, parse_yaml
 
+def starting_state_of(snapshot: Snapshot, source: str) -> StartingState:
+    """The :class:`StartingState` of a snapshot already read."""
+    if snapshot.taken_at:
         try:
-            docs = parse_yaml(text, source)
-        except ManifestError as e:
-            raise StartingStateError(str(e)) from None
-        data = docs[0] if len(docs) == 1 else None
-    return starting_state_of(data, source)
-
-
-def starting_state_of(data: Any, source: str) -> StartingState:
-    """A :class:`StartingState` from a parsed snapshot document."""
-    if not isinstance(data, Mapping) or data.get("kind") != SNAPSHOT_KIND:
-        raise StartingStateError(f"{source}: not a snapshot (expected kind {SNAPSHOT_KIND})")
-    if data.get("apiVersion") != SNAPSHOT_API_VERSION:
-        raise StartingStateError(
-            f"{source}: apiVersion: expected {SNAPSHOT_API_VERSION}, got {data.get('apiVersion')!r}"
-        )
-    try:
-        taken_at = parse_time(str(data.get("takenAt") or ""))
-    except ValueError as e:
-        raise StartingStateError(f"{source}: takenAt: {e}") from None
-    items = data.get("items")
-    if not isinstance(items, list):
-        raise StartingStateError(f"{source}: items: expected a list of objects")
-    objects = tuple(dict(o) for o in items if isinstance(o, Mapping))
-    return StartingState(source, taken_at, objects)
-
-
-def _rank(kind: str, namespaced: bool) -> int:
-    return _RANK.get(kind, 7 if namespaced else 1)
+            return StartingState(source, parse_time(snapshot.taken_at), snapshot)
+        except ValueError as e:
+            raise StartingStateError(f"{source}: takenAt: {e}") from None
+    newest: datetime | None = None
+    for obj in snapshot.iter_objects():
+        stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+        with contextlib.suppress(ValueError, TypeError):
+            t = parse_time(str(stamp)) if stamp else None
+            if t is not None and (newest is None or t > newest):
+                newest = t
+    return StartingState(source, newest or DEFAULT_START, snapshot)
 
 
 def _listed(counts: Mapping[str, int]) -> str:
@@ -153,75 +142,118 @@ def _listed(counts: Mapping[str, int]) -> str:
     return ", ".join(shown) + (f" and {more} more kinds" if more > 0 else "")
 
 
+class _Seeder:
+    """Creates objects one by one as they come (see :func:`seed_from_objects`)."""
+
+    def __init__(self, server: InMemoryApiServer, provider: object | None) -> None:
+        self.server = server
+        self.provider = provider
+        self.namespaces = {n["metadata"]["name"] for n in server.list("namespaces").items}
+        self.held: list[dict[str, Any]] = []  # Nodes and NodeClaims, adopted together
+        self.adopted = False
+        self.created: dict[str, int] = {}
+        self.refused: dict[str, int] = {}
+        self.first_refusal = ""
+        self.unknown: dict[str, int] = {}
+        self.deleting = 0
+        self.malformed = 0
+        self.nodeclaims: set[str] = set()
+        self.notes: list[str] = []
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata")
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if not isinstance(meta, Mapping) or not meta.get("name") or not kind or not api_version:
+            self.malformed += 1
+            return
+        if meta.get("deletionTimestamp"):
+            self.deleting += 1
+            return
+        try:
+            rt = resource_for((str(api_version), str(kind)))
+        except UnknownResourceError:
+            self.unknown[str(kind)] = self.unknown.get(str(kind), 0) + 1
+            return
+        if rt.kind in ("Node", "NodeClaim"):
+            self.held.append(dict(obj))
+            return
+        if rank(rt.kind) > _NODE_RANK:
+            self.adopt()
+        if rt.kind == "Namespace":
+            if meta["name"] in self.namespaces:
+                return  # default, kube-system...: the simulated cluster has its own
+            self.namespaces.add(str(meta["name"]))
+        elif rt.namespaced:
+            self._namespace(str(meta.get("namespace") or "default"))
+        self._restore(obj)
+
+    def _namespace(self, name: str) -> None:
+        if name not in self.namespaces:
+            self.namespaces.add(name)
+            self._restore({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def _restore(self, obj: Mapping[str, Any]) -> None:
+        kind = str(obj["kind"])
+        try:
+            self.server.restore(obj)
+        except (ApiError, KeyError, ValueError, TypeError) as e:
+            self.refused[kind] = self.refused.get(kind, 0) + 1
+            if not self.first_refusal:
+                self.first_refusal = f"{kind} {obj['metadata'].get('name')}: {e}"
+            return
+        self.created[kind] = self.created.get(kind, 0) + 1
+        if kind == "NodeClaim":
+            self.nodeclaims.add(str(obj["metadata"]["name"]))
+
+    def adopt(self) -> None:
+        """Create the held Nodes and NodeClaims, adopted by the provider (once)."""
+        if self.adopted:
+            return
+        self.adopted = True
+        objects, notes = _adopt(self.held, self.provider)
+        self.notes.extend(notes)
+        for obj in sorted(objects, key=lambda o: rank(o["kind"])):
+            self._restore(obj)
+        self.held = []
+
+    def finish(self) -> Seeded:
+        self.adopt()
+        notes = list(self.notes)
+        if self.deleting:
+            notes.append(f"the snapshot's {self.deleting} objects being deleted were left out")
+        if self.malformed:
+            notes.append(
+                f"{self.malformed} snapshot items without apiVersion, kind or name were left out"
+            )
+        if self.unknown:
+            notes.append(
+                f"kinds the simulation does not serve were left out: {_listed(self.unknown)} objects"
+            )
+        if self.refused:
+            notes.append(
+                f"the simulated API server refused {_listed(self.refused)} objects of the "
+                f"snapshot (first: {self.first_refusal})"
+            )
+        return Seeded(dict(sorted(self.created.items())), frozenset(self.nodeclaims), tuple(notes))
+
+
 def seed_from_objects(
     server: InMemoryApiServer,
     objects: Iterable[Mapping[str, Any]],
     provider: object | None = None,
+    *,
+    in_order: bool = False,
 ) -> Seeded:
     """Create ``objects`` (as a snapshot holds them) in ``server``; see the module
-    docstring for what is kept, adopted and left out."""
-    notes: list[str] = []
-    unknown: dict[str, int] = {}
-    deleting = 0
-    malformed = 0
-    ranked: list[tuple[int, int, dict[str, Any]]] = []
-    namespaces: set[str] = set()
-    for i, obj in enumerate(objects):
-        meta = obj.get("metadata")
-        kind, api_version = obj.get("kind"), obj.get("apiVersion")
-        if not isinstance(meta, Mapping) or not meta.get("name") or not kind or not api_version:
-            malformed += 1
-            continue
-        if meta.get("deletionTimestamp"):
-            deleting += 1
-            continue
-        try:
-            rt = resource_for((str(api_version), str(kind)))
-        except UnknownResourceError:
-            unknown[str(kind)] = unknown.get(str(kind), 0) + 1
-            continue
-        if rt.namespaced:
-            namespaces.add(str(meta.get("namespace") or "default"))
-        ranked.append((_rank(rt.kind, rt.namespaced), i, dict(obj)))
-    ranked.sort(key=lambda r: (r[0], r[1]))
-    ordered = [obj for _, _, obj in ranked]
-    present = {o["metadata"]["name"] for o in ordered if o["kind"] == "Namespace"}
-    for ns in sorted(namespaces - present):
-        ordered.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    ordered, adoption_notes = _adopt(ordered, provider)
-    notes.extend(adoption_notes)
-    created: dict[str, int] = {}
-    refused: dict[str, int] = {}
-    first_refusal = ""
-    nodeclaims: set[str] = set()
-    existing_namespaces = {n["metadata"]["name"] for n in server.list("namespaces").items}
-    for obj in ordered:
-        if obj["kind"] == "Namespace" and obj["metadata"]["name"] in existing_namespaces:
-            continue  # default, kube-system...: the simulated cluster has its own
-        try:
-            server.restore(obj)
-        except (ApiError, KeyError, ValueError, TypeError) as e:
-            refused[obj["kind"]] = refused.get(obj["kind"], 0) + 1
-            if not first_refusal:
-                first_refusal = f"{obj['kind']} {obj['metadata'].get('name')}: {e}"
-            continue
-        created[obj["kind"]] = created.get(obj["kind"], 0) + 1
-        if obj["kind"] == "NodeClaim":
-            nodeclaims.add(str(obj["metadata"]["name"]))
-    if deleting:
-        notes.append(f"the snapshot's {deleting} objects being deleted were left out")
-    if malformed:
-        notes.append(f"{malformed} snapshot items without apiVersion, kind or name were left out")
-    if unknown:
-        notes.append(
-            f"kinds the simulation does not serve were left out: {_listed(unknown)} objects"
-        )
-    if refused:
-        notes.append(
-            f"the simulated API server refused {_listed(refused)} objects of the snapshot "
-            f"(first: {first_refusal})"
-        )
-    return Seeded(dict(sorted(created.items())), frozenset(nodeclaims), tuple(notes))
+    docstring for what is kept, adopted and left out. They are created in
+    :func:`rank` order; ``in_order``: they already come in it, and are created as they
+    come (a snapshot's 150,000 pods are never all decoded at once)."""
+    seeder = _Seeder(server, provider)
+    if not in_order:
+        objects = sorted(objects, key=lambda o: rank(str(o.get("kind"))))
+    for obj in objects:
+        seeder.add(obj)
+    return seeder.finish()
 
 
 def _adopt(

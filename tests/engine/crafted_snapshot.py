@@ -12,6 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from karpenter_core.sim.startstate import StartingState, starting_state_of
+from karpenter_core.snapshot import Snapshot, write_snapshot
+
 TAKEN_AT = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 INSTANCE_TYPE = "c-4x-amd64-linux"
 NODES = ("ip-10-0-1-11", "ip-10-0-1-12", "ip-10-0-1-13")
@@ -317,17 +320,17 @@ def crafted_objects(
     return objects
 
 
-def snapshot_document(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "snapshot.karpenter.sh/v1alpha1",
-        "kind": "Snapshot",
-        "takenAt": TAKEN_AT.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": {"cluster": "crafted"},
-        "anonymised": False,
-        "items": objects,
-    }
+def crafted_snapshot(objects: list[dict[str, Any]] | None = None) -> Snapshot:
+    return Snapshot.from_objects(
+        crafted_objects() if objects is None else objects,
+        taken_at=TAKEN_AT.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
 
 
-def write_snapshot(path: Path, objects: list[dict[str, Any]] | None = None) -> Path:
-    path.write_text(json.dumps(snapshot_document(objects or crafted_objects())), encoding="utf-8")
+def crafted_state(objects: list[dict[str, Any]] | None = None) -> StartingState:
+    return starting_state_of(crafted_snapshot(objects), "crafted.json")
+
+
+def write_crafted(path: Path, objects: list[dict[str, Any]] | None = None) -> Path:
+    write_snapshot(crafted_snapshot(objects), path)
     return path
