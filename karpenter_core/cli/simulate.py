@@ -196,7 +196,7 @@ def command(
     if changes:
         # the changed run first, so a change that cannot be made fails before any run
         changed = _simulation(parsed, seed, initial, changes)
-        _check_changes(changed)
+        _check_changes(changed, changes)
         what_if = _run(changed, until_s, length, "what-if", quiet)
         baseline = _run(_simulation(parsed, seed, initial, ()), until_s, length, "baseline", quiet)
         reports = [baseline, what_if]
@@ -246,12 +246,18 @@ def _simulation(
         raise BadInput(str(e)) from None
 
 
-def _check_changes(sim: Simulation) -> None:
+def _check_changes(sim: Simulation, changes: Sequence[WhatIf]) -> None:
     """A what-if that could not be made (no such NodePool, a patch the CRD refuses) would
-    compare two identical runs: it is bad input, said before anything runs."""
-    for d in sim.observer.decisions:
-        if d.source == "scenario" and d.details.get("applied") is False:
-            raise BadInput(f"--what-if {d.details.get('object')}: {d.reason}")
+    compare two identical runs: it is bad input, said before anything runs. Each change
+    made is one scenario decision, in the order given."""
+    made = [
+        d
+        for d in sim.observer.decisions
+        if d.source == "scenario" and d.action in ("PatchObject", "ApplyObject")
+    ]
+    for change, d in zip(changes, made, strict=False):
+        if d.details.get("applied") is False:
+            raise BadInput(f"--what-if {change.text}: {d.reason}")
 
 
 def _run(sim: Simulation, until_s: float | None, length: float, label: str, quiet: bool) -> Report:
