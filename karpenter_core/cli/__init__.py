@@ -19,7 +19,16 @@ import click
 
 from karpenter_core import __version__
 from karpenter_core.apis.limits import one_line
-from karpenter_core.cli import crds, instance_types, plugins, schedule, serve, simulate, validate
+from karpenter_core.cli import (
+    crds,
+    instance_types,
+    plugins,
+    schedule,
+    serve,
+    simulate,
+    snapshot,
+    validate,
+)
 from karpenter_core.cli.exits import EXIT_INTERNAL_ERROR
 
 TRACEBACK_ENV = "KARPENTER_TRACEBACK"
@@ -69,7 +78,7 @@ def main() -> None:
     _tolerant_output()
 
 
-for _module in (plugins, instance_types, crds, validate, schedule, simulate, serve):
+for _module in (plugins, instance_types, crds, validate, schedule, simulate, snapshot, serve):
     main.add_command(_module.command)
 
 __all__ = ["main"]
