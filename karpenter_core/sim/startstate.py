@@ -159,6 +159,8 @@ class _Seeder:
         self.malformed = 0
         self.nodeclaims: set[str] = set()
         self.notes: list[str] = []
+        self.uids: set[str] = set()
+        self.orphans: dict[str, int] = {}  # owner kind -> pods whose owner is not there
 
     def add(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata")
@@ -202,6 +204,17 @@ class _Seeder:
                 self.first_refusal = f"{kind} {obj['metadata'].get('name')}: {e}"
             return
         self.created[kind] = self.created.get(kind, 0) + 1
+        self.uids.add(str(obj["metadata"].get("uid") or ""))
+        if kind == "Pod":
+            for ref in obj["metadata"].get("ownerReferences") or ():
+                if (
+                    isinstance(ref, Mapping)
+                    and ref.get("controller")
+                    and ref.get("kind") != "Node"  # a static pod's mirror
+                    and str(ref.get("uid") or "") not in self.uids
+                ):
+                    owner = str(ref.get("kind"))
+                    self.orphans[owner] = self.orphans.get(owner, 0) + 1
         if kind == "NodeClaim":
             self.nodeclaims.add(str(obj["metadata"]["name"]))
 
@@ -228,6 +241,11 @@ class _Seeder:
         if self.unknown:
             notes.append(
                 f"kinds the simulation does not serve were left out: {_listed(self.unknown)} objects"
+            )
+        if self.orphans:
+            notes.append(
+                f"pods whose owner the snapshot does not hold ({_listed(self.orphans)} pods): "
+                "nothing replaces one that is evicted or deleted"
             )
         if self.refused:
             notes.append(

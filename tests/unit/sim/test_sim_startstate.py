@@ -118,3 +118,12 @@ def test_start_time_is_taken_at_else_the_newest_object() -> None:
     untimed = starting_state_of(Snapshot.from_objects([pod]), "s")
     assert untimed.taken_at == datetime(2024, 5, 5, 5, 5, 5, tzinfo=UTC)
     assert starting_state_of(Snapshot.from_objects([]), "s").taken_at == DEFAULT_START
+
+
+def test_pods_whose_owner_is_missing_are_said_so() -> None:
+    server = InMemoryApiServer(VirtualClock(datetime(2025, 1, 1, tzinfo=UTC)))
+    seeded = seed_from_objects(server, [_pod("p", owner_uid="no-such-rs"), _pod("q")])
+    assert seeded.created["Pod"] == 2
+    assert any("owner the snapshot does not hold (1 ReplicaSet pods)" in n for n in seeded.notes), (
+        seeded.notes
+    )
