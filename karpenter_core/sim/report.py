@@ -295,13 +295,7 @@ class Observer:
             )
         provider_id = status.get("providerID") or ""
         if provider_id and rec.launched is None:
-            rec.launched = now
-            rec.provider_id = str(provider_id)
-            rec.instance_type = str(labels.get(INSTANCE_TYPE_LABEL) or "")
-            rec.zone = str(labels.get(ZONE_LABEL) or "")
-            rec.capacity_type = str(labels.get(CAPACITY_TYPE_LABEL) or "")
-            if self.price_of is not None and rec.instance_type:
-                rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
+            self._launched(rec, now, str(provider_id), labels)
             price = "unknown price" if rec.price is None else f"${rec.price:.4f}/h"
             among = (
                 f", the provider's pick of {rec.options} compatible types" if rec.options else ""
@@ -338,6 +332,18 @@ class Observer:
             rec.gone = now
         return ()
 
+    def _launched(
+        self, rec: NodeClaimRecord, t: float, provider_id: str, labels: Mapping[str, Any]
+    ) -> None:
+        """The NodeClaim's instance is up since ``t``: what it is and what it costs."""
+        rec.launched = t
+        rec.provider_id = provider_id
+        rec.instance_type = str(labels.get(INSTANCE_TYPE_LABEL) or "")
+        rec.zone = str(labels.get(ZONE_LABEL) or "")
+        rec.capacity_type = str(labels.get(CAPACITY_TYPE_LABEL) or "")
+        if self.price_of is not None and rec.instance_type:
+            rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
+
     def _existing_nodeclaim(self, name: str, obj: Mapping[str, Any]) -> NodeClaimRecord:
         """The record of a NodeClaim from before the run: created when its timestamp
         says, launched (for the cost) at the start, no launch decision."""
@@ -350,13 +356,7 @@ class Observer:
         rec.options = _instance_type_options(obj.get("spec") or {})
         provider_id = (obj.get("status") or {}).get("providerID") or ""
         if provider_id:
-            rec.launched = 0.0
-            rec.provider_id = str(provider_id)
-            rec.instance_type = str(labels.get(INSTANCE_TYPE_LABEL) or "")
-            rec.zone = str(labels.get(ZONE_LABEL) or "")
-            rec.capacity_type = str(labels.get(CAPACITY_TYPE_LABEL) or "")
-            if self.price_of is not None and rec.instance_type:
-                rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
+            self._launched(rec, 0.0, str(provider_id), labels)
         self.nodeclaims[name] = rec
         return rec
 

@@ -35,6 +35,13 @@ def _cond(kind: str, since: timedelta) -> dict[str, Any]:
     }
 
 
+NODE_CLASS_REF = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+
+
+def _in(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
 def nodepool(policy: str = "WhenEmptyOrUnderutilized") -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -49,22 +56,10 @@ def nodepool(policy: str = "WhenEmptyOrUnderutilized") -> dict[str, Any]:
         "spec": {
             "template": {
                 "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
+                    "nodeClassRef": dict(NODE_CLASS_REF),
                     "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": [INSTANCE_TYPE, "c-2x-amd64-linux"],
-                        },
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
+                        _in("node.kubernetes.io/instance-type", INSTANCE_TYPE, "c-2x-amd64-linux"),
+                        _in("karpenter.sh/capacity-type", "on-demand"),
                     ],
                     "expireAfter": "720h",
                 }
@@ -118,19 +113,11 @@ def nodeclaim(i: int) -> dict[str, Any]:
             "resourceVersion": "2000",
         },
         "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "default",
-            },
+            "nodeClassRef": dict(NODE_CLASS_REF),
             "requirements": [
-                {
-                    "key": "node.kubernetes.io/instance-type",
-                    "operator": "In",
-                    "values": [INSTANCE_TYPE],
-                },
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]},
+                _in("node.kubernetes.io/instance-type", INSTANCE_TYPE),
+                _in("karpenter.sh/capacity-type", "on-demand"),
+                _in("karpenter.sh/nodepool", "default"),
             ],
             "resources": {"requests": {"cpu": "1", "pods": "3"}},
             "expireAfter": "720h",
