@@ -73,6 +73,8 @@ if TYPE_CHECKING:
         UnevaluatedNodePoolError,
     )
     from karpenter_core.cloudprovider.protocol import (
+        Adoption,
+        AdoptsInstances,
         CloudProvider,
         DriftReason,
         InjectsOfferingOutages,
@@ -233,6 +235,8 @@ _NAMES: dict[str, str] = {
     "WEIGHT_NODEOVERLAY": "karpenter_core.hookspecs",
     "hookimpl": "karpenter_core.plugins",
     # The cloud provider contract
+    "AdoptsInstances": "karpenter_core.cloudprovider.protocol",
+    "Adoption": "karpenter_core.cloudprovider.protocol",
     "CloudProvider": "karpenter_core.cloudprovider.protocol",
     "DriftReason": "karpenter_core.cloudprovider.protocol",
     "InjectsOfferingOutages": "karpenter_core.cloudprovider.protocol",
@@ -406,6 +410,8 @@ __all__ = [
     "UNAVAILABLE_OFFERINGS_TTL",
     "WARNING",
     "WEIGHT_NODEOVERLAY",
+    "Adoption",
+    "AdoptsInstances",
     "AlreadyExists",
     "ApiError",
     "Blocked",

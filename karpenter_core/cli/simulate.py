@@ -2,8 +2,8 @@
 
 ::
 
-    karpenter simulate SCENARIO.yaml [--until DURATION] [--seed N] [-o table|json|yaml|html]
-                       [--out FILE]
+    karpenter simulate [SCENARIO.yaml] [--from SNAPSHOT] [--what-if TARGET=VALUE ...]
+                       [--until DURATION] [--seed N] [-o table|json|yaml|html] [--out FILE]
                        [--charge-compute-time | --no-charge-compute-time] [--compute-time-scale X]
                        [-q]
 
@@ -13,6 +13,11 @@ simulation ran (whatever it found), 1 for a scenario that cannot run, with one l
 the file and the field, 3 when it ran but a controller failed repeatedly (the report is
 still written and names the controller). While it runs, a progress bar on stderr (a
 terminal only; ``-q`` turns it off) shows the virtual time reached, pods pending and nodes.
+
+``--from SNAPSHOT`` (or the scenario's ``from``) starts from a cluster's objects instead
+of an empty cluster; with it the scenario is optional (then 30 minutes in which nothing
+changes). ``--what-if`` (or the scenario's ``whatIf``) runs twice, as it is and changed,
+and reports both runs and the difference (:mod:`karpenter_core.sim.whatif`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -37,6 +43,7 @@ from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_HELP,
     OptionsError,
     ignore_dra_requests,
+    parse_feature_gates,
 )
 from karpenter_core.sim.scenario import (
     Scenario,
@@ -47,13 +54,41 @@ from karpenter_core.sim.scenario import (
     parse_duration,
 )
 
+if TYPE_CHECKING:
+    from karpenter_core.sim.engine import Simulation
+    from karpenter_core.sim.report import Report
+    from karpenter_core.sim.startstate import StartingState
+    from karpenter_core.sim.whatif import WhatIf
+
 __all__ = ["command"]
+
+FROM_ONLY_UNTIL = 1800.0
+"""How long ``--from`` without a scenario runs: 30 minutes of nothing changing, long
+enough for consolidation and expiry to act on the snapshot's state."""
 
 
 @click.command("simulate", short_help="Run a scenario on a virtual clock and report.")
 # A plain string, not click.Path: a directory or a missing file is bad input (exit 1, one
 # line from the loader), like every other file problem, not a usage error (exit 2).
-@click.argument("scenario", metavar="SCENARIO.yaml")
+@click.argument("scenario", metavar="[SCENARIO.yaml]", required=False)
+@click.option(
+    "--from",
+    "from_path",
+    metavar="SNAPSHOT",
+    default=None,
+    help="Start from the objects of a cluster snapshot (`karpenter snapshot`) instead of an "
+    "empty cluster; the clock starts when it was taken. Default: the scenario's `from`.",
+)
+@click.option(
+    "--what-if",
+    "what_ifs",
+    metavar="TARGET=VALUE",
+    multiple=True,
+    help="A change to compare with doing nothing (repeatable): nodepool/NAME=<JSON merge "
+    "patch>, consolidation/NAME=<policy>, budget/NAME=<nodes>, deployment/[NS/]NAME=<replicas>, "
+    "nodeoverlay/NAME=<price adjustment>, nodeoverlay=<file>. Runs twice and reports the "
+    "difference.",
+)
 @click.option(
     "--until",
     "until",
@@ -102,7 +137,9 @@ __all__ = ["command"]
     help="No progress bar (it is drawn on stderr only when stderr is a terminal).",
 )
 def command(
-    scenario: str,
+    scenario: str | None,
+    from_path: str | None,
+    what_ifs: tuple[str, ...],
     until: str | None,
     seed: int | None,
     output: str,
@@ -114,32 +151,121 @@ def command(
     quiet: bool,
 ) -> None:
     """Simulate SCENARIO.yaml: NodePools, workloads and events on a virtual clock, and
-    report nodes launched and removed, pod pending times, cost and every decision."""
+    report nodes launched and removed, pod pending times, cost and every decision.
+
+    With --from, start from a cluster snapshot; with --what-if, run twice (as it is and
+    changed) and report the difference."""
     logging.basicConfig(level=logging.WARNING if verbose else logging.CRITICAL, stream=sys.stderr)
+    if scenario is None and from_path is None:
+        raise click.UsageError("give a SCENARIO.yaml, a --from SNAPSHOT, or both")
     if out is not None and Path(out).is_dir():  # found now rather than after the run
         raise BadInput(f"--out {out}: is a directory, expected a file")
+    from karpenter_core.sim.startstate import StartingStateError, load_starting_state
+    from karpenter_core.sim.whatif import parse_what_if
+
     try:
-        parsed = with_dra_setting(load_scenario(scenario), ignore_dra_requests, os.environ)
+        if scenario is None:
+            parsed = Scenario(name=Path(str(from_path)).name, until=FROM_ONLY_UNTIL)
+        else:
+            parsed = load_scenario(scenario)
+        parsed = with_dra_setting(parsed, ignore_dra_requests, os.environ)
         parsed = with_compute_charge(parsed, charge_compute_time, compute_time_scale)
         until_s = None if until is None else parse_duration(until, "--until")
         check_run_length(parsed, until_s)
+        changes = [*parsed.what_if, *(parse_what_if(w) for w in what_ifs)]
+        parsed = with_gates_for(parsed, changes)
     except ScenarioError as e:
         raise BadInput(str(e)) from None
     problem = _workload_problem(parsed)
     if problem is not None:
         raise BadInput(problem)
+    snapshot = from_path or parsed.from_path
+    initial: StartingState | None = None
+    if snapshot is not None:
+        try:
+            initial = load_starting_state(snapshot)
+        except StartingStateError as e:
+            raise BadInput(str(e)) from None
 
-    from karpenter_core.sim.engine import RunStatus, Simulation, SimulationError
     from karpenter_core.sim.report import render_text
-    from karpenter_core.sim.report_html import render_html
+    from karpenter_core.sim.report_html import render_comparison_html, render_html
+    from karpenter_core.sim.whatif import compare, render_comparison_text
+
+    length = parsed.default_until() if until_s is None else until_s
+    reports: list[Report] = []
+    if changes:
+        # the changed run first, so a change that cannot be made fails before any run
+        changed = _simulation(parsed, seed, initial, changes)
+        _check_changes(changed, changes)
+        what_if = _run(changed, until_s, length, "what-if", quiet)
+        baseline = _run(_simulation(parsed, seed, initial, ()), until_s, length, "baseline", quiet)
+        reports = [baseline, what_if]
+        comparison = compare(changes, baseline, what_if, snapshot or "")
+        if output == JSON:
+            text = comparison.to_json() + "\n"
+        elif output == YAML:
+            text = dump(comparison.to_json_dict(), YAML)
+        elif output == HTML:
+            text = render_comparison_html(comparison)
+        else:
+            text = render_comparison_text(comparison)
+    else:
+        report = _run(_simulation(parsed, seed, initial, ()), until_s, length, "simulating", quiet)
+        reports = [report]
+        if output == JSON:
+            text = report.to_json() + "\n"
+        elif output == YAML:
+            text = dump(json.loads(report.to_json()), YAML)
+        elif output == HTML:
+            text = render_html(report)
+        else:
+            text = render_text(report)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise BadInput(f"--out {out}: cannot write: {e.strerror or e}") from None
+        click.echo(f"wrote {output} report to {out}", err=True)
+    failed = [f for r in reports for f in r.failed_controllers]
+    if failed:
+        for f in failed:
+            echo_problem(f"Error: {f.describe()}", err=True)
+        sys.exit(EXIT_CONTROLLER_FAILED)
+
+
+def _simulation(
+    scenario: Scenario, seed: int | None, initial: StartingState | None, changes: Sequence[WhatIf]
+) -> Simulation:
+    from karpenter_core.sim.engine import Simulation, SimulationError
 
     try:
-        sim = Simulation(parsed, seed=seed)
+        return Simulation(scenario, seed=seed, initial=initial, what_if=[c.event for c in changes])
     except SimulationError as e:
         raise BadInput(str(e)) from None
-    length = parsed.default_until() if until_s is None else until_s
+
+
+def _check_changes(sim: Simulation, changes: Sequence[WhatIf]) -> None:
+    """A what-if that could not be made (no such NodePool, a patch the CRD refuses) would
+    compare two identical runs: it is bad input, said before anything runs. Each change
+    made is one scenario decision, in the order given."""
+    made = [
+        d
+        for d in sim.observer.decisions
+        if d.source == "scenario" and d.action in ("PatchObject", "ApplyObject")
+    ]
+    for change, d in zip(changes, made, strict=False):
+        if d.details.get("applied") is False:
+            raise BadInput(f"--what-if {change.text}: {d.reason}")
+
+
+def _run(sim: Simulation, until_s: float | None, length: float, label: str, quiet: bool) -> Report:
+    """Run ``sim`` with a progress bar on a terminal."""
+    from karpenter_core.sim.engine import RunStatus
+
     bar: Progress[RunStatus] = progress(
-        round(length), "simulating", lambda s: describe_run(s, length), quiet=quiet
+        round(length), label, lambda s: describe_run(s, length), quiet=quiet
     )
 
     def on_time() -> None:
@@ -152,27 +278,28 @@ def command(
         if bar.shown:
             final = sim.status()
             bar.advance(int(final.elapsed), final, force=True)
-    if output == JSON:
-        text = report.to_json() + "\n"
-    elif output == YAML:
-        text = dump(json.loads(report.to_json()), YAML)
-    elif output == HTML:
-        text = render_html(report)
-    else:
-        text = render_text(report)
-    if out is None:
-        click.echo(text, nl=False)
-    else:
-        try:
-            Path(out).write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise BadInput(f"--out {out}: cannot write: {e.strerror or e}") from None
-        click.echo(f"wrote {output} report to {out}", err=True)
-    failed = report.failed_controllers
-    if failed:
-        for f in failed:
-            echo_problem(f"Error: {f.describe()}", err=True)
-        sys.exit(EXIT_CONTROLLER_FAILED)
+    return report
+
+
+def with_gates_for(scenario: Scenario, changes: Sequence[WhatIf]) -> Scenario:
+    """The scenario with the feature gates the what-if changes need turned on (in both
+    runs: a gate alone changes nothing while no object uses it), so a NodeOverlay what-if
+    is not compared with itself for want of ``NodeOverlay=true``."""
+    needed = sorted({c.gate for c in changes if c.gate})
+    if not needed:
+        return scenario
+    options = dict(scenario.options)
+    key = next((k for k in options if k.upper().replace("-", "_") == "FEATURE_GATES"), None)
+    current = options.pop(key, "") if key is not None else ""
+    try:
+        gates = parse_feature_gates(current)
+    except OptionsError as e:
+        raise ScenarioError(f"{scenario.source}: options.FEATURE_GATES: {e}") from None
+    missing = [g for g in needed if not gates.get(g)]
+    if not missing:
+        return scenario
+    options["FEATURE_GATES"] = ",".join([current, *(f"{g}=true" for g in missing)]).strip(",")
+    return attrs.evolve(scenario, options=options)
 
 
 def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str, str]) -> Scenario:

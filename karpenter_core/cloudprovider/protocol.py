@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from karpenter_core.cloudprovider.types import InstanceType
 
 __all__ = [
+    "Adoption",
+    "AdoptsInstances",
     "CloudProvider",
     "DriftReason",
     "InjectsOfferingOutages",
@@ -210,3 +212,29 @@ class SimulatesNodes(Protocol):
 
     @property
     def simulated_node_annotation(self) -> tuple[str, str]: ...
+
+
+@frozen
+class Adoption:
+    """What a provider made of a cluster's existing Nodes and NodeClaims
+    (:class:`AdoptsInstances`): the objects as the simulation should create them (provider
+    ids and annotations rewritten so the provider's ``get``/``list``/``delete`` find them,
+    everything else kept), and what it could not price or describe."""
+
+    nodes: tuple[dict[str, Any], ...]
+    nodeclaims: tuple[dict[str, Any], ...]
+    unknown_instance_types: Mapping[str, int] = field(factory=dict)
+    """Instance type (``""`` when a node has no label) -> how many adopted nodes have it,
+    for types the provider's catalogue does not list: the nodes stay, as capacity with no
+    price, and the simulation reports them."""
+
+
+@runtime_checkable
+class AdoptsInstances(Protocol):
+    """A provider that can take over instances it did not launch (KWOK in a simulation
+    starting from a snapshot of a cluster): after adoption a NodeClaim of the snapshot is
+    one of the provider's instances, which disruption can delete and whose price counts."""
+
+    def adopt_instances(
+        self, nodes: Sequence[Mapping[str, Any]], nodeclaims: Sequence[Mapping[str, Any]]
+    ) -> Adoption: ...

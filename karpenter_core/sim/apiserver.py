@@ -727,9 +727,26 @@ class InMemoryApiServer:
     # ------------------------------------------------------------------ writing
 
     def create(self, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        return self._create(obj, namespace, restore=False)
+
+    def restore(self, obj: Mapping[str, Any]) -> Obj:
+        """Create ``obj`` as a backup restore does: its ``uid``, ``creationTimestamp`` and
+        ``status`` are kept as given (a new object gets fresh ones from :meth:`create`),
+        so owner references between restored objects still resolve and ages measured
+        from creation stay right. A simulation starting from a snapshot of a cluster
+        seeds its objects this way; ``resourceVersion`` and a deletion in progress are
+        not restored."""
+        return self._create(obj, None, restore=True)
+
+    def _create(self, obj: Mapping[str, Any], namespace: str | None, *, restore: bool) -> Obj:
         rt = self._rt_of(obj)
         new = deep_copy(obj)
         meta = self._metadata(new)
+        if restore:
+            kept = {k: meta[k] for k in ("uid", "creationTimestamp") if meta.get(k)}
+            status = new.get("status")
+            for key in ("resourceVersion", "managedFields", "selfLink", "generation"):
+                meta.pop(key, None)
         with self._lock:
             ns = self._write_namespace(rt, meta.get("namespace"), namespace)
             if meta.get("resourceVersion"):
@@ -767,6 +784,12 @@ class InMemoryApiServer:
             new["apiVersion"] = rt.api_version
             new["kind"] = rt.kind
             self._prepare_create(rt, new)
+            if restore:
+                if kept.get("uid") in self._by_uid:
+                    del kept["uid"]  # two objects cannot share one: the copy gets its own
+                meta.update(kept)
+                if isinstance(status, dict):
+                    new["status"] = status
             self._validate(rt, new, None)
             self._commit(rt, ADDED, new, None)
             return self._encoded.copy(new)

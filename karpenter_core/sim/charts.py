@@ -154,6 +154,8 @@ class Series:
     name: str
     color: str
     values: tuple[float, ...]
+    dashed: bool = False
+    """Drawn dashed (and so still seen where another series' line lies over it)."""
 
 
 MARKER_ROWS = ("change", "launch", "disruption", "interruption", "fault")
@@ -315,9 +317,10 @@ def step_chart(
             )
         # a lone series is its own total: the line the chart's maximum is read from
         total = ' class="total"' if len(series) == 1 else ""
+        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         out.append(
-            f'<polyline{total} fill="none" stroke="{s.color}" stroke-width="2" '
-            f'points="{pts(top_line)}"/>'
+            f'<polyline{total} fill="none" stroke="{s.color}" stroke-width="2"{dash} '
+            f'data-series="{html.escape(s.name)}" points="{pts(top_line)}"/>'
         )
     if banded:
         out.append(

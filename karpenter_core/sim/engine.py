@@ -40,8 +40,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -92,13 +92,17 @@ from karpenter_core.sim.scenario import (
     ScenarioEvent,
     Workload,
 )
+from karpenter_core.sim.startstate import (
+    DEFAULT_START,
+    Seeded,
+    StartingState,
+    seed_from_objects,
+)
 
 __all__ = ["DEFAULT_START", "RunStatus", "Simulation", "SimulationError", "simulate"]
 
 log = logging.getLogger("karpenter.sim")
 
-DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
-"""Virtual wall time at the start of every simulation (fixed, so reports are repeatable)."""
 
 NODE_MONITOR_GRACE = 40.0
 """kube-controller-manager's node-monitor-grace-period: a silent kubelet's node goes Unknown."""
@@ -195,11 +199,21 @@ class Simulation:
         scenario: Scenario,
         *,
         seed: int | None = None,
-        start: datetime = DEFAULT_START,
+        start: datetime | None = None,
         compute_meter: Callable[[], float] = time.process_time,
+        initial: StartingState | None = None,
+        what_if: Sequence[ScenarioEvent] = (),
     ) -> None:
         """``compute_meter`` measures compute when the scenario charges it (tests pass a
-        meter they advance by hand; see :class:`ComputeCharge` for the default)."""
+        meter they advance by hand; see :class:`ComputeCharge` for the default).
+
+        ``initial``: a cluster's objects to start from (a snapshot); the virtual clock
+        then starts when they were read, unless ``start`` says otherwise (default
+        :data:`DEFAULT_START`). ``what_if``: object changes (``PatchObject`` /
+        ``ApplyObject`` events) made at the start, after the scenario's objects exist and
+        before Karpenter starts: the change a what-if run compares with doing nothing."""
+        if start is None:
+            start = initial.taken_at if initial is not None else DEFAULT_START
         self.scenario = scenario
         self.charge: ComputeCharge | None = (
             ComputeCharge(meter=compute_meter, scale=scenario.compute_time_scale)
@@ -224,7 +238,11 @@ class Simulation:
         self._stopped_controllers: list[Any] = []
         self.cluster = Manager(self.clock, self.server, seed=self.seed)
         self._setup_cluster()
+        self.seeded: Seeded | None = None
+        if initial is not None:
+            self._seed(initial)
         self._create_objects()
+        self._apply_what_ifs(what_if)
         self.karpenter: Manager
         self.ctx: ControllerContext
         self.registration: Registration = Registration()
@@ -343,12 +361,12 @@ class Simulation:
             if obj.get("status") and created.get("status") != obj["status"]:
                 with contextlib.suppress(ApiError):
                     self.server.update_status({**created, "status": obj["status"]})
-        self._ensure_node_classes()
         for i, pool in enumerate(sc.nodepools):
             self._create(pool, f"nodePools[{i}] ({pool['metadata']['name']})")
+        self._ensure_node_classes()
         for i, overlay in enumerate(sc.nodeoverlays):
             self._create(overlay, f"nodeOverlays[{i}] ({overlay['metadata']['name']})")
-        if not sc.nodepools:
+        if not sc.nodepools and not self.server.count("nodepools"):
             self.observer.note("the scenario has no NodePools: Karpenter cannot launch anything")
         namespaces = {n["metadata"]["name"] for n in self.server.list("namespaces").items}
         for i, w in enumerate(sc.workloads):
@@ -363,6 +381,25 @@ class Simulation:
                 "(set options.FEATURE_GATES: NodeOverlay=true)"
             )
 
+    def _seed(self, initial: StartingState) -> None:
+        """Create the snapshot's objects (see :mod:`karpenter_core.sim.startstate`); its
+        NodeClaims are the run's starting nodes, not launches the run made."""
+        self.seeded = seed_from_objects(
+            self.server, initial.objects(), self.provider, in_order=True
+        )
+        self.observer.existing_nodeclaims.update(self.seeded.nodeclaims)
+        for note in self.seeded.notes:
+            self.observer.note(note)
+
+    def _apply_what_ifs(self, changes: Sequence[ScenarioEvent]) -> None:
+        """Make each what-if change now, as the scenario's own object events are made
+        (a change that cannot be made is a note and a decision, not an error)."""
+        for e in changes:
+            if e.type == PATCH_OBJECT:
+                self._patch_object(e)
+            elif e.type == APPLY_OBJECT:
+                self._apply_object(e)
+
     def _ensure_node_classes(self) -> None:
         """Create the NodeClasses the NodePools name, unless the scenario has them, and
         give every NodeClass without conditions a Ready one (what the KWOKNodeClass CRD's
@@ -375,7 +412,7 @@ class Simulation:
         except Exception:
             return
         wanted: dict[tuple[str, str], str] = {}  # (kind, name) -> apiVersion
-        for pool in self.scenario.nodepools:
+        for pool in self.server.list("nodepools").items:
             spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
             ref = spec.get("nodeClassRef") or {}
             key = (str(ref.get("group", "")), str(ref.get("kind", "")))

@@ -27,6 +27,9 @@ class PodRecord:
     gone: float | None = None
     daemon: bool = False
     """A DaemonSet's pod: counts toward node utilisation, not toward the pod figures."""
+    existing: bool = False
+    """Bound before the run started (a snapshot's running pod): it waited for no node in
+    this run, so it is left out of the pending times."""
 
 
 @define(slots=True)
@@ -48,6 +51,9 @@ class NodeClaimRecord:
     reason: str = ""
     options: int = 0
     """How many instance types the NodeClaim's requirements allowed."""
+    existing: bool = False
+    """Launched before the run started (a snapshot's NodeClaim): not one of the run's
+    launches; its cost counts from the start."""
 
     def to_json_dict(self, time_of: Callable[[float | None], str | None]) -> dict[str, Any]:
         return {
@@ -65,6 +71,7 @@ class NodeClaimRecord:
             "removed": time_of(self.deleting),
             "gone": time_of(self.gone),
             "removalReason": self.reason or None,
+            "existing": self.existing,
         }
 
 

@@ -147,6 +147,9 @@ class Observer:
         self.samples: list[Sample] = []
         self.notes: list[str] = []
         self.removal_hints: dict[str, str] = {}
+        self.existing_nodeclaims: set[str] = set()
+        """NodeClaims launched before the run (a snapshot's): seen at the start, they
+        are the run's starting nodes rather than launches."""
 
     # -- time
 
@@ -193,10 +196,14 @@ class Observer:
                 stamped = self._offset(ts, now)
                 if now - stamped >= 1.0:
                     created = stamped
+            # a pod from before the run (a snapshot's) waits from the run's start: the
+            # run did not see it wait before
+            existing = created < 0.0
             rec = PodRecord(
-                f"{meta.get('namespace')}/{meta.get('name')}", owner, created, cpu, memory
+                f"{meta.get('namespace')}/{meta.get('name')}", owner, max(created, 0.0), cpu, memory
             )
             rec.daemon = daemon
+            rec.existing = existing and bool((obj.get("spec") or {}).get("nodeName"))
             self.pods[uid] = rec
         node = (obj.get("spec") or {}).get("nodeName") or ""
         if node and rec.bound is None:
@@ -260,6 +267,10 @@ class Observer:
         labels = meta.get("labels") or {}
         status = obj.get("status") or {}
         rec = self.nodeclaims.get(name)
+        if rec is None and name in self.existing_nodeclaims:
+            if etype == "DELETED":
+                return ()
+            rec = self._existing_nodeclaim(name, obj)
         if rec is None:
             if etype == "DELETED":
                 return ()
@@ -284,13 +295,7 @@ class Observer:
             )
         provider_id = status.get("providerID") or ""
         if provider_id and rec.launched is None:
-            rec.launched = now
-            rec.provider_id = str(provider_id)
-            rec.instance_type = str(labels.get(INSTANCE_TYPE_LABEL) or "")
-            rec.zone = str(labels.get(ZONE_LABEL) or "")
-            rec.capacity_type = str(labels.get(CAPACITY_TYPE_LABEL) or "")
-            if self.price_of is not None and rec.instance_type:
-                rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
+            self._launched(rec, now, str(provider_id), labels)
             price = "unknown price" if rec.price is None else f"${rec.price:.4f}/h"
             among = (
                 f", the provider's pick of {rec.options} compatible types" if rec.options else ""
@@ -326,6 +331,34 @@ class Observer:
         if etype == "DELETED" and rec.gone is None:
             rec.gone = now
         return ()
+
+    def _launched(
+        self, rec: NodeClaimRecord, t: float, provider_id: str, labels: Mapping[str, Any]
+    ) -> None:
+        """The NodeClaim's instance is up since ``t``: what it is and what it costs."""
+        rec.launched = t
+        rec.provider_id = provider_id
+        rec.instance_type = str(labels.get(INSTANCE_TYPE_LABEL) or "")
+        rec.zone = str(labels.get(ZONE_LABEL) or "")
+        rec.capacity_type = str(labels.get(CAPACITY_TYPE_LABEL) or "")
+        if self.price_of is not None and rec.instance_type:
+            rec.price = self.price_of(rec.instance_type, rec.zone, rec.capacity_type)
+
+    def _existing_nodeclaim(self, name: str, obj: Mapping[str, Any]) -> NodeClaimRecord:
+        """The record of a NodeClaim from before the run: created when its timestamp
+        says, launched (for the cost) at the start, no launch decision."""
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        ts = meta.get("creationTimestamp")
+        created = self._offset(ts, 0.0) if isinstance(ts, str) else 0.0
+        rec = NodeClaimRecord(name, str(labels.get(NODEPOOL_LABEL) or ""), min(created, 0.0))
+        rec.existing = True
+        rec.options = _instance_type_options(obj.get("spec") or {})
+        provider_id = (obj.get("status") or {}).get("providerID") or ""
+        if provider_id:
+            self._launched(rec, 0.0, str(provider_id), labels)
+        self.nodeclaims[name] = rec
+        return rec
 
     def _removal_reason(self, rec: NodeClaimRecord) -> str:
         hint = self.removal_hints.pop(rec.name, None)
@@ -536,6 +569,8 @@ class Report:
     """What the controllers said along the way (``-o json``'s ``events``): every event
     but the status-condition echoes, pod events folded per instant."""
     cost_by_capacity_type: Mapping[str, float] = field(factory=dict)
+    pods_disrupted: int = 0
+    """Pods that were running on a node when its removal began and went with it."""
 
     @property
     def failed_controllers(self) -> tuple[ControllerFailures, ...]:
@@ -544,7 +579,12 @@ class Report:
 
     @property
     def nodes_launched(self) -> int:
-        return sum(1 for nc in self.nodeclaims if nc.launched is not None)
+        return sum(1 for nc in self.nodeclaims if nc.launched is not None and not nc.existing)
+
+    @property
+    def nodes_at_start(self) -> int:
+        """The snapshot's launched NodeClaims a run from a snapshot started with."""
+        return sum(1 for nc in self.nodeclaims if nc.launched is not None and nc.existing)
 
     @property
     def nodes_removed(self) -> int:
@@ -569,7 +609,7 @@ class Report:
                 Counter(
                     capacity_type_name(nc.capacity_type)
                     for nc in self.nodeclaims
-                    if nc.launched is not None
+                    if nc.launched is not None and not nc.existing
                 ).items()
             )
         )
@@ -583,7 +623,8 @@ class Report:
         }
 
     def to_json_dict(self) -> dict[str, Any]:
-        launched = [nc for nc in self.nodeclaims if nc.launched is not None]
+        created = [nc for nc in self.nodeclaims if not nc.existing]
+        launched = [nc for nc in created if nc.launched is not None]
         return {
             "scenario": self.scenario,
             "seed": self.seed,
@@ -595,14 +636,16 @@ class Report:
             "nodesLaunchedByCapacityType": self.nodes_launched_by_capacity_type(),
             "nodesRemoved": self.nodes_removed,
             "removalReasons": self.removal_reasons(),
-            "nodeClaimsCreated": len(self.nodeclaims),
-            "nodeClaimsNotLaunched": len(self.nodeclaims) - len(launched),
+            "nodeClaimsCreated": len(created),
+            "nodeClaimsNotLaunched": len(created) - len(launched),
+            "nodesAtStart": self.nodes_at_start,
             "nodes": [nc.to_json_dict(self.time_of) for nc in self.nodeclaims],
             "pods": {
                 "created": self.pods_created,
                 "bound": self.pods_bound,
                 "pending": self.pods_pending,
                 "succeeded": self.pods_succeeded,
+                "disrupted": self.pods_disrupted,
                 "pendingSeconds": self.pending_stats(),
             },
             "cost": {
@@ -669,7 +712,19 @@ def build_report(
     observer.sample()
     pods = [p for p in observer.pods.values() if not p.daemon]
     pending_seconds = []
+    disrupted = 0
     for p in pods:
+        node = observer.nodes.get(p.node) if p.node else None
+        if (
+            node is not None
+            and node.deleting is not None
+            and p.deleting is not None
+            and p.finished is None
+            and p.deleting >= node.deleting
+        ):
+            disrupted += 1
+        if p.existing:
+            continue
         if p.bound is not None:
             pending_seconds.append(max(0.0, p.bound - p.created))
         elif p.finished is None:
@@ -720,6 +775,7 @@ def build_report(
         controller_failures=tuple(controller_failures),
         compute_charged=compute_charged,
         cost_by_capacity_type=dict(cost_by_type),
+        pods_disrupted=disrupted,
     )
 
 
@@ -775,7 +831,9 @@ def render_text(
         f"Scenario {report.scenario} (seed {report.seed}): {format_offset(report.duration_seconds)} "
         f"of virtual time in {report.wall_seconds:.1f}s",
         "",
-        f"Nodes      launched {j['nodesLaunched']}, removed {j['nodesRemoved']}"
+        "Nodes      "
+        + (f"{j['nodesAtStart']} at the start, " if j["nodesAtStart"] else "")
+        + f"launched {j['nodesLaunched']}, removed {j['nodesRemoved']}"
         + (
             " (" + ", ".join(f"{r}: {n}" for r, n in j["removalReasons"].items()) + ")"
             if j["removalReasons"]
@@ -783,7 +841,8 @@ def render_text(
         )
         + f"; NodeClaims created {j['nodeClaimsCreated']}, never launched {j['nodeClaimsNotLaunched']}",
         f"Pods       created {j['pods']['created']}, bound {j['pods']['bound']}, "
-        f"pending {j['pods']['pending']}, succeeded {j['pods']['succeeded']}",
+        f"pending {j['pods']['pending']}, succeeded {j['pods']['succeeded']}"
+        + (f", disrupted {j['pods']['disrupted']}" if j["pods"]["disrupted"] else ""),
         f"Pending    p50 {ps['p50']:.1f}s  p95 {ps['p95']:.1f}s  max {ps['max']:.1f}s",
         f"Cost       total ${j['cost']['total']:.4f}, ${j['cost']['perHourAtEnd']:.4f}/h at the end",
         f"Reserved   CPU {j['utilization']['cpu'] * 100:.1f}%  memory {j['utilization']['memory'] * 100:.1f}%",

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from karpenter_core.sim.charts import MARKER_ROWS, Marker, Series, marker_glyph, step_chart
+from karpenter_core.sim.records import Sample
 from karpenter_core.sim.report import (
     Report,
     capacity_type_name,
@@ -25,7 +26,17 @@ from karpenter_core.sim.report import (
     pods_note,
 )
 
-__all__ = ["MAX_HTML_EVENTS", "markers", "render_html", "what_happened"]
+if TYPE_CHECKING:
+    from karpenter_core.sim.whatif import Comparison
+
+__all__ = [
+    "MAX_HTML_EVENTS",
+    "comparison_charts",
+    "markers",
+    "render_comparison_html",
+    "render_html",
+    "what_happened",
+]
 
 MAX_HTML_EVENTS = 500
 """Events listed in the page (all of them are in ``-o json``)."""
@@ -87,6 +98,8 @@ def what_happened(report: Report) -> list[str]:
     out = []
     launched = report.nodes_launched_by_capacity_type()
     nodes = f"Karpenter launched {_count(report.nodes_launched, 'node', 'nodes')}"
+    if report.nodes_at_start:
+        nodes = f"The run started with {report.nodes_at_start} nodes; " + nodes
     if launched:
         nodes += f" ({_split(launched)})"
     nodes += f" and removed {report.nodes_removed}"
@@ -303,6 +316,32 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], classes: Seque
     return f'<div class="wide"><table><tr>{head}</tr>{body}</table></div>'
 
 
+def _decisions_table(report: Report) -> str:
+    return _table(
+        ["When", "By", "Action", "Object", "Reason"],
+        [
+            (
+                offset_of(report, d["time"]),
+                "scenario" if d.get("source") == "scenario" else "Karpenter",
+                str(d["action"]),
+                decision_subject(d),
+                str(d["reason"]) + pods_note(d),
+            )
+            for d in report.decisions
+        ],
+        ["scenario" if d.get("source") == "scenario" else "" for d in report.decisions],
+    )
+
+
+def _head(title: str) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+    )
+
+
 def render_html(report: Report) -> str:
     """One self-contained HTML page: what happened, the totals, charts over time with
     the run's events marked, the NodeClaims and every decision."""
@@ -359,20 +398,7 @@ def render_html(report: Report) -> str:
         ],
         [""] * len(report.nodeclaims),
     )
-    decisions = _table(
-        ["When", "By", "Action", "Object", "Reason"],
-        [
-            (
-                offset_of(report, d["time"]),
-                "scenario" if d.get("source") == "scenario" else "Karpenter",
-                str(d["action"]),
-                decision_subject(d),
-                str(d["reason"]) + pods_note(d),
-            )
-            for d in report.decisions
-        ],
-        ["scenario" if d.get("source") == "scenario" else "" for d in report.decisions],
-    )
+    decisions = _decisions_table(report)
     shown = report.events[:MAX_HTML_EVENTS]
     events = _table(
         ["When", "Type", "Reason", "Object", "Message"],
@@ -400,11 +426,8 @@ def render_html(report: Report) -> str:
     notes = "".join(f'<li class="note">{esc(n)}</li>' for n in report.notes)
     summary = "".join(f"<li>{esc(line)}</li>" for line in what_happened(report))
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>karpenter simulate: {esc(report.scenario)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>karpenter simulate: {esc(report.scenario)}</h1>"
-        f"<p>Seed {report.seed}; {esc(format_offset(report.duration_seconds))} of virtual time "
+        _head(f"karpenter simulate: {report.scenario}")
+        + f"<p>Seed {report.seed}; {esc(format_offset(report.duration_seconds))} of virtual time "
         f"({esc(report.start)} to {esc(report.end)}), {report.wall_seconds:.1f}s of wall time.</p>"
         f'<h2>What happened</h2><ul class="summary">{summary}</ul>'
         '<div class="cards">'
@@ -426,4 +449,89 @@ def render_html(report: Report) -> str:
         )
         + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
         + "</body></html>\n"
+    )
+
+
+BASELINE_COLOR = "#7f7f7f"
+WHAT_IF_COLOR = "#d62728"
+
+
+def _at_times(
+    report: Report, times: Sequence[float], value: Callable[[Sample], float]
+) -> tuple[float, ...]:
+    """``value`` of the report's last sample at or before each of ``times`` (0 before
+    the first): two runs' samples on one time axis."""
+    out: list[float] = []
+    samples = report.samples
+    i = -1
+    for t in times:
+        while i + 1 < len(samples) and samples[i + 1].t <= t:
+            i += 1
+        out.append(value(samples[i]) if i >= 0 else 0.0)
+    return tuple(out)
+
+
+def comparison_charts(cmp: Comparison) -> list[str]:
+    """Nodes, pending pods and cost over time, the baseline and the what-if run as two
+    series of each chart (the baseline dashed)."""
+    runs = (cmp.baseline, cmp.what_if)
+    times = sorted({s.t for r in runs for s in r.samples}) or [0.0]
+    end = max([times[-1], *(r.duration_seconds for r in runs)])
+    charts = []
+    picks: tuple[tuple[str, str, Callable[[Sample], float], bool], ...] = (
+        ("Nodes", "count", lambda s: float(s.nodes), True),
+        ("Pending pods", "count", lambda s: float(s.pending_pods), True),
+        ("Cost", "$/h", lambda s: s.cost_per_hour, False),
+    )
+    for title, unit, pick, integer in picks:
+        series = [
+            Series("baseline", BASELINE_COLOR, _at_times(cmp.baseline, times, pick), dashed=True),
+            Series("what-if", WHAT_IF_COLOR, _at_times(cmp.what_if, times, pick)),
+        ]
+        charts.append(step_chart(title, unit, times, series, end=end, integer=integer, legend=True))
+    return charts
+
+
+def render_comparison_html(cmp: Comparison) -> str:
+    """A what-if comparison as one self-contained page: the changes, each figure for
+    both runs and the difference, both runs on each chart, then each run's decisions."""
+    from karpenter_core.sim.whatif import FIGURES, figures, show_figure
+
+    esc = html.escape
+    a, b, d = figures(cmp.baseline), figures(cmp.what_if), cmp.difference()
+    table = _table(
+        ["", "Baseline", "What-if", "Difference"],
+        [
+            (
+                label,
+                show_figure(a[k], unit),
+                show_figure(b[k], unit),
+                show_figure(d[k], unit, signed=True),
+            )
+            for k, label, unit in FIGURES
+        ],
+        [""] * len(FIGURES),
+    )
+    changes = "".join(f"<li><code>{esc(c)}</code></li>" for c in cmp.changes)
+    start = f" from <code>{esc(cmp.source)}</code>" if cmp.source else ""
+    runs = "".join(
+        f"<details><summary>Decisions of the {title} run ({len(r.decisions)})</summary>"
+        f"{_decisions_table(r)}"
+        + (
+            "<ul>" + "".join(f'<li class="note">{esc(n)}</li>' for n in r.notes) + "</ul>"
+            if r.notes
+            else ""
+        )
+        + "</details>"
+        for title, r in (("what-if", cmp.what_if), ("baseline", cmp.baseline))
+    )
+    return (
+        _head(f"karpenter simulate: what-if ({cmp.baseline.scenario})")
+        + f"<p>Two runs{start}, seed {cmp.baseline.seed}, "
+        f"{esc(format_offset(cmp.baseline.duration_seconds))} of virtual time each "
+        f"({esc(cmp.baseline.start)} to {esc(cmp.baseline.end)}): the baseline as it is, "
+        "and the what-if with these changes made at the start:</p>"
+        f"<ul>{changes}</ul><h2>Difference</h2>{table}<h2>Over time</h2>"
+        + "".join(f"<figure>{c}</figure>" for c in comparison_charts(cmp))
+        + f"<h2>Each run</h2>{runs}</body></html>\n"
     )

@@ -39,13 +39,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
 from karpenter_core.apis.limits import shown_repr
 from karpenter_core.apis.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from karpenter_core.sim.whatif import WhatIf
 
 __all__ = [
     "EVENT_TYPES",
@@ -113,6 +116,8 @@ _TOP_KEYS = frozenset(
         "objects",
         "workloads",
         "events",
+        "from",
+        "whatIf",
     }
 )
 _WORKLOAD_KEYS = frozenset(
@@ -336,6 +341,11 @@ class Scenario:
     objects: tuple[dict[str, Any], ...] = ()
     workloads: tuple[Workload, ...] = ()
     events: tuple[ScenarioEvent, ...] = ()
+    from_path: str | None = None
+    """The snapshot the run starts from (``from``, resolved against the scenario's
+    directory), or None for an empty cluster."""
+    what_if: tuple[WhatIf, ...] = ()
+    """Changes to compare with doing nothing (``whatIf``; see :mod:`karpenter_core.sim.whatif`)."""
 
     def last_scheduled(self) -> float:
         """The latest time anything is scheduled to happen."""
@@ -450,6 +460,19 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             )
         seen[w.key] = i
     events = tuple(_events(data.get("events"), f"{source}: events"))
+    base = Path(source).parent if source != "<scenario>" else None
+    from_path = data.get("from")
+    if from_path is not None:
+        if not isinstance(from_path, str) or not from_path:
+            raise ScenarioError(f"{source}: from: expected the path of a snapshot file")
+        if base is not None and not Path(from_path).is_absolute():
+            from_path = str(base / from_path)
+    from karpenter_core.sim.whatif import what_if_entry
+
+    what_if = tuple(
+        what_if_entry(entry, f"{source}: whatIf[{i}]", base)
+        for i, entry in enumerate(_list(data.get("whatIf"), f"{source}: whatIf"))
+    )
     return Scenario(
         name=name,
         source=source,
@@ -467,6 +490,8 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         objects=objects,
         workloads=workloads,
         events=events,
+        from_path=from_path,
+        what_if=what_if,
     )
 
 

@@ -89,6 +89,16 @@ def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _same_template(rs: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
+    """Whether the ReplicaSet runs ``template`` (its ``pod-template-hash`` label aside),
+    as the Deployment controller finds its new ReplicaSet."""
+    theirs = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+    labels = (theirs.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop("pod-template-hash", None)
+    return bool(theirs == template)
+
+
 def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
     value = spec.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -198,6 +208,12 @@ class WorkloadController:
             )
         ]
         current = next((rs for rs in owned if rs["metadata"]["name"] == rs_name), None)
+        if current is None:
+            # a ReplicaSet made elsewhere (a real cluster's, seeded from a snapshot) is
+            # named by another hash: it is the current one when its template is this one
+            current = next((rs for rs in owned if _same_template(rs, template)), None)
+            if current is not None:
+                rs_name = current["metadata"]["name"]
         if current is None:
             labels = {**((template.get("metadata") or {}).get("labels") or {})}
             labels["pod-template-hash"] = phash

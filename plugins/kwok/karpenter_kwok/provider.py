@@ -43,6 +43,7 @@ catalogue works and ``create``/``delete``/``get``/``list`` raise
 from __future__ import annotations
 
 import builtins
+import copy
 import logging
 import os
 import random
@@ -56,6 +57,7 @@ import attrs
 
 from karpenter_core.plugin_api import (
     IN,
+    Adoption,
     AlreadyExists,
     ApiError,
     DriftReason,
@@ -438,6 +440,57 @@ class KwokCloudProvider:
             if provider_id.startswith(PROVIDER_ID_PREFIX):
                 out.append(_to_nodeclaim(node))
         return out
+
+    def adopt_instances(
+        self, nodes: Sequence[Mapping[str, Any]], nodeclaims: Sequence[Mapping[str, Any]]
+    ) -> Adoption:
+        """:class:`~karpenter_core.cloudprovider.protocol.AdoptsInstances`: make a
+        snapshot's Nodes KWOK instances, so a simulation starting from a real cluster can
+        disrupt them. A KWOK instance *is* its Node, so adopting one is rewriting: the
+        Node of each launched NodeClaim gets the provider id ``kwok://<node name>`` (in
+        both objects) and every Node the annotation the simulated kubelet manages. Nodes
+        no NodeClaim owns keep their provider id (they are not Karpenter's to delete) but
+        still run their pods. A NodeClaim's instance type, zone and capacity type stay
+        those of its labels; a type missing from the catalogue is counted in
+        ``unknown_instance_types`` (the node stays, unpriced)."""
+        known = {it.name for it in self._instance_types}
+        claimed: dict[str, Mapping[str, Any]] = {}  # node name or provider id -> NodeClaim
+        for nc in nodeclaims:
+            status = nc.get("status") or {}
+            for key in (status.get("nodeName"), status.get("providerID")):
+                if key:
+                    claimed[str(key)] = nc
+        renamed: dict[str, str] = {}
+        unknown: dict[str, int] = {}
+        out_nodes = []
+        for node in nodes:
+            node = copy.deepcopy(dict(node))
+            meta = node.setdefault("metadata", {})
+            spec = node.setdefault("spec", {})
+            name = str(meta.get("name") or "")
+            old = str(spec.get("providerID") or "")
+            meta["annotations"] = _with_kwok_annotation(meta.get("annotations"))
+            owner = claimed.get(name) or (claimed.get(old) if old else None)
+            if owner is not None:
+                if not old.startswith(PROVIDER_ID_PREFIX):
+                    spec["providerID"] = PROVIDER_ID_PREFIX + name
+                    renamed[old or name] = spec["providerID"]
+                labels = (owner.get("metadata") or {}).get("labels") or {}
+                itype = str(labels.get(wk.LABEL_INSTANCE_TYPE) or "")
+                if itype not in known:
+                    unknown[itype] = unknown.get(itype, 0) + 1
+            out_nodes.append(node)
+        out_claims = []
+        for nc in nodeclaims:
+            nc = copy.deepcopy(dict(nc))
+            status = nc.get("status")
+            if isinstance(status, dict):
+                old = str(status.get("providerID") or "")
+                new = renamed.get(old) or renamed.get(str(status.get("nodeName") or ""))
+                if old and new:
+                    status["providerID"] = new
+            out_claims.append(nc)
+        return Adoption(tuple(out_nodes), tuple(out_claims), dict(sorted(unknown.items())))
 
     def pending_registrations(self) -> builtins.list[str]:
         """NodeClaim names whose Node is still to be created (sorted)."""

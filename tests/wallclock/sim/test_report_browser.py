@@ -308,6 +308,70 @@ def test_the_screenshot_is_the_whole_page(rendered: Rendered) -> None:
     assert height == rendered.layouts[WIDE]["scrollHeight"] > HEIGHT
 
 
+COMPARE = r"""
+(() => {
+  const box = e => {
+    const b = e.getBoundingClientRect();
+    return {left: b.left, right: b.right, top: b.top, bottom: b.bottom, width: b.width,
+            height: b.height};
+  };
+  const shown = e => {
+    const s = getComputedStyle(e);
+    return s.visibility === 'visible' && s.display !== 'none' && parseFloat(s.opacity) > 0;
+  };
+  return [...document.querySelectorAll('svg.chart')].map(svg => ({
+    title: svg.getAttribute('aria-label'),
+    box: box(svg),
+    keys: [...svg.querySelectorAll('text.key')].map(t => ({text: t.textContent, box: box(t),
+                                                         shown: shown(t)})),
+    swatches: [...svg.querySelectorAll('rect')].map(r => r.getAttribute('fill')),
+    lines: [...svg.querySelectorAll('polyline[data-series]')].map(p => ({
+      series: p.dataset.series, stroke: p.getAttribute('stroke'), box: box(p), shown: shown(p),
+      points: p.getAttribute('points').trim().split(/\s+/).length})),
+  }));
+})()
+"""
+
+
+def test_a_what_if_page_draws_both_runs_on_each_chart_with_a_legend(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from karpenter_core.sim.report_html import render_comparison_html
+    from karpenter_core.sim.whatif import compare, parse_what_if
+
+    scenario = load_scenario(str(EXAMPLES / "quickstart.yaml"))
+    change = parse_what_if("consolidation/default=WhenEmpty")
+    baseline = Simulation(scenario).run()
+    changed = Simulation(scenario, what_if=[change.event]).run()
+    page_file = tmp_path / "what-if.html"
+    page_file.write_text(render_comparison_html(compare([change], baseline, changed)), "utf-8")
+    page = browser.new_page(WIDE, HEIGHT)
+    page.open(page_file.resolve().as_uri())
+    found = page.evaluate(COMPARE)
+    assert page.problems() == [] and [u for u in page.requests() if not u.startswith("file:")] == []
+    assert [c["title"] for c in found] == ["Nodes", "Pending pods", "Cost"]
+    for chart in found:
+        keys = {k["text"]: k for k in chart["keys"]}
+        assert set(keys) == {"baseline", "what-if"}, chart["title"]
+        for key in keys.values():  # each legend entry is visible, inside its chart
+            assert key["shown"] and key["box"]["width"] > 0
+            assert (
+                chart["box"]["left"]
+                <= key["box"]["left"]
+                <= key["box"]["right"]
+                <= chart["box"]["right"]
+            )
+        lines = {ln["series"]: ln for ln in chart["lines"]}
+        assert set(lines) == {"baseline", "what-if"}
+        assert lines["baseline"]["stroke"] != lines["what-if"]["stroke"]
+        assert set(chart["swatches"]) >= {lines["baseline"]["stroke"], lines["what-if"]["stroke"]}
+        for line in lines.values():  # drawn across the chart, not a dot
+            assert line["shown"] and line["points"] >= 2
+            assert line["box"]["width"] > chart["box"]["width"] / 2
+    # the two series are two different runs: the baseline consolidated a node away
+    assert baseline.samples[-1].nodes < changed.samples[-1].nodes
+
+
 def main(argv: Sequence[str]) -> int:
     """Write the quickstart report's screenshot (``docs/images/simulate-report.png``)."""
     if len(argv) != 1:

@@ -1,0 +1,145 @@
+"""A simulation that starts from a cluster's snapshot: the objects are seeded with their
+uids, ages and statuses, the KWOK provider adopts the nodes, and Karpenter carries on
+from there (``karpenter simulate --from``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crafted_snapshot import NODES, TAKEN_AT, crafted_objects, crafted_state
+
+from karpenter_core.sim.engine import Simulation
+from karpenter_core.sim.report import Report
+from karpenter_core.sim.scenario import parse_scenario
+from karpenter_core.sim.whatif import compare, parse_what_if
+
+HALF_HOUR = 1800.0
+
+
+def _run(
+    objects: list[dict[str, Any]] | None = None, until: float = HALF_HOUR, **kw: Any
+) -> tuple[Simulation, Report]:
+    sim = Simulation(parse_scenario({"name": "crafted"}), initial=crafted_state(objects), **kw)
+    return sim, sim.run(until)
+
+
+def _karpenter(report: Report, action: str) -> list[dict[str, Any]]:
+    return [d for d in report.decisions if d["action"] == action and d["source"] == "karpenter"]
+
+
+def test_the_underutilised_node_of_a_snapshot_is_consolidated_and_its_pod_moves() -> None:
+    sim, report = _run()
+    j = report.to_json_dict()
+    assert j["start"] == "2025-06-01T12:00:00Z"  # the clock starts when the snapshot was taken
+    assert j["nodesAtStart"] == 3 and j["nodesLaunched"] == 0
+    assert j["nodesRemoved"] == 1 and j["removalReasons"] == {"underutilized": 1}
+    disrupt = _karpenter(report, "Disrupt")
+    assert [d["nodeClaim"] for d in disrupt] == ["default-cx2yz"]  # the node with one pod
+    assert disrupt[0]["method"] == "Underutilized" and disrupt[0]["decision"] == "delete"
+    assert j["pods"]["disrupted"] == 1 and j["pods"]["bound"] == 5 and j["pods"]["pending"] == 0
+    assert report.samples[0].nodes == 3 and report.samples[-1].nodes == 2
+    # the pod that moved was replaced by its own ReplicaSet, no other was made
+    replicasets = sim.server.list("replicasets", "default").items
+    assert [rs["metadata"]["name"] for rs in replicasets] == ["web-5d8f7c9b6"]
+    pods = [
+        p
+        for p in sim.server.list("pods", "default").items
+        if p["metadata"].get("labels", {}).get("app") == "web"
+    ]
+    assert len(pods) == 5
+    assert {p["spec"]["nodeName"] for p in pods} <= set(NODES[:2])
+
+
+def test_seeded_objects_keep_uids_ages_and_status_and_nodes_are_adopted() -> None:
+    sim = Simulation(parse_scenario({"name": "crafted"}), initial=crafted_state())
+    assert sim.seeded is not None and sim.seeded.nodeclaims == {
+        "default-ax0yz",
+        "default-bx1yz",
+        "default-cx2yz",
+    }
+    pod = sim.server.get("pods", "web-5d8f7c9b6-p0", "default")
+    assert pod["metadata"]["uid"] == "00000000-0000-4000-8000-000000000400"
+    assert pod["metadata"]["creationTimestamp"] == "2025-06-01T10:00:00Z"
+    assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == NODES[0]
+    node = sim.server.get("nodes", NODES[0])
+    claim = sim.server.get("nodeclaims", "default-ax0yz")
+    # a foreign provider id becomes the KWOK instance's, in both objects
+    assert node["spec"]["providerID"] == f"kwok://{NODES[0]}"
+    assert claim["status"]["providerID"] == f"kwok://{NODES[0]}"
+    assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    assert sim.provider.get(f"kwok://{NODES[0]}").status.node_name == NODES[0]
+    # the snapshot's Event is a kind the simulated server serves: it is kept
+    assert sim.seeded.created["Pod"] == 5 and sim.seeded.created["Node"] == 3
+
+
+def test_ages_count_from_the_real_creation_so_expiry_comes_when_it_would() -> None:
+    objects = crafted_objects(pods_per_node=(1, 1, 1))
+    for obj in objects:
+        if obj["kind"] == "NodeClaim":
+            obj["spec"]["expireAfter"] = "5h10m"  # created 5 h before the snapshot
+    _, report = _run(objects, until=900.0)
+    expired = [d for d in report.decisions if d["action"] == "DeleteNodeClaim"]
+    assert expired and all(d["reason"] == "expired" for d in expired)
+    assert {round(d["offsetSeconds"]) for d in expired} == {600}
+
+
+def test_pending_pods_of_the_snapshot_stay_pending_until_karpenter_launches_for_them() -> None:
+    _, report = _run(crafted_objects(pods_per_node=(3, 3, 3), pending=4), until=600.0)
+    launches = _karpenter(report, "Launch")
+    assert launches, report.decisions
+    assert report.samples[0].pending_pods == 4
+    assert report.to_json_dict()["pods"]["pending"] == 0
+    assert report.nodes_launched >= 1 and report.nodes_at_start == 3
+
+
+def test_an_instance_type_missing_from_the_catalogue_is_kept_unpriced_and_reported() -> None:
+    objects = crafted_objects(pods_per_node=(2, 2, 2))
+    for obj in objects:
+        if obj["kind"] in ("NodeClaim", "Node") and obj["metadata"]["name"] in (
+            "default-ax0yz",
+            NODES[0],
+        ):
+            obj["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "m5.large"
+        if obj["kind"] == "NodePool":
+            obj["spec"]["template"]["spec"]["requirements"][0]["values"].append("m5.large")
+    _, report = _run(objects, until=60.0)
+    assert any("m5.large" in n and "no price" in n for n in report.notes), report.notes
+    by_name = {nc.name: nc for nc in report.nodeclaims}
+    assert by_name["default-ax0yz"].price is None and by_name["default-bx1yz"].price is not None
+    assert report.samples[0].nodes == 3
+    # then Karpenter does what it would do with a type its provider does not offer
+    assert [d["reason"] for d in _karpenter(report, "Disrupt")] == [
+        "Drifted: delete (estimated savings $0.0000/h)"
+    ]
+
+
+def test_objects_being_deleted_are_left_out_and_said_so() -> None:
+    objects = crafted_objects()
+    gone = next(o for o in objects if o["kind"] == "Pod")
+    gone["metadata"]["deletionTimestamp"] = TAKEN_AT.strftime("%Y-%m-%dT%H:%M:%SZ")
+    sim = Simulation(parse_scenario({"name": "crafted"}), initial=crafted_state(objects))
+    assert sim.seeded is not None and sim.seeded.created["Pod"] == 4
+    assert any("1 objects being deleted" in n for n in sim.observer.notes)
+
+
+def test_what_if_when_empty_keeps_the_underutilised_node_the_baseline_removes() -> None:
+    change = parse_what_if("consolidation/default=WhenEmpty")
+    _, baseline = _run()
+    _, changed = _run(what_if=[change.event])
+    cmp = compare([change], baseline, changed, "crafted.json")
+    diff = cmp.difference()
+    assert diff["nodesAtStart"] == 0
+    assert diff["nodesAtEnd"] == 1 and diff["disruptedPods"] == -1 and diff["decisions"] == -1
+    assert diff["costPerHourAtEnd"] > 0
+    patch = [d for d in changed.decisions if d["action"] == "PatchObject"]
+    assert patch and patch[0]["offsetSeconds"] == 0.0 and patch[0]["applied"] is True
+    assert not _karpenter(changed, "Disrupt")
+
+
+def test_what_if_scaling_the_deployment_launches_for_the_new_pods() -> None:
+    change = parse_what_if("deployment/default/web=12")
+    _, baseline = _run(until=600.0)
+    _, changed = _run(until=600.0, what_if=[change.event])
+    diff = compare([change], baseline, changed).difference()
+    assert diff["nodesPeak"] >= 1 and diff["costTotal"] > 0
+    assert changed.to_json_dict()["pods"]["bound"] == 12
