@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from karpenter_core.kube.cache import CacheListingClient, CachedClient
+from karpenter_core.kube.cache import CachedClient, CacheListingClient
 from karpenter_core.kube.client import BadRequest, NotFound
 from karpenter_core.kube.informer import SharedInformers
 from karpenter_core.runtime.clock import VirtualClock
