@@ -38,10 +38,24 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
             "--filename",
             "filenames",
             multiple=True,
-            required=True,
             metavar="FILE_OR_DIR",
-            help="Manifests or a `karpenter snapshot` file (repeatable; '-' reads stdin).",
+            help="Manifests or a small `karpenter snapshot` file (repeatable; '-' reads stdin).",
         ),
+        click.option(
+            "--from",
+            "snapshot_path",
+            default=None,
+            metavar="SNAPSHOT",
+            help="A `karpenter snapshot` file (any size; --now defaults to its takenAt).",
+        ),
+        click.option(
+            "--kubeconfig",
+            default=None,
+            metavar="FILE",
+            help="Without -f or --from: the live cluster to read (default: $KUBECONFIG, "
+            "in-cluster, ~/.kube/config).",
+        ),
+        click.option("--context", default=None, metavar="NAME", help="The kubeconfig context."),
         click.option(
             "--cloud-provider",
             default=None,
@@ -78,6 +92,9 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
 def _run(
     what: Callable[[Any], Any],
     filenames: Sequence[str],
+    snapshot_path: str | None,
+    kubeconfig: str | None,
+    context: str | None,
     cloud_provider: str | None,
     region: str | None,
     instance_types_file: str | None,
@@ -91,9 +108,26 @@ def _run(
 
     if instance_types_file is not None and cloud_provider is not None:
         raise click.UsageError("use either --cloud-provider or --instance-types, not both")
+    if filenames and snapshot_path is not None:
+        raise click.UsageError("use either -f or --from, not both")
+    if (filenames or snapshot_path is not None) and (kubeconfig or context):
+        raise click.UsageError("--kubeconfig/--context read a live cluster: drop -f/--from")
+    snapshot = None
+    if snapshot_path is not None:
+        from karpenter_core.snapshot import SnapshotError, read_snapshot
+
+        try:
+            snapshot = read_snapshot(snapshot_path)
+        except SnapshotError as e:
+            raise BadInput(str(e)) from None
+    elif not filenames:
+        from karpenter_core.cli.snapshot import live_snapshot
+
+        snapshot = live_snapshot(kubeconfig, context, quiet=True, command="explain")
     try:
         ei = load_explain_input(
             filenames,
+            snapshot=snapshot,
             cloud_provider=cloud_provider,
             region=region,
             instance_types_file=instance_types_file,
@@ -112,7 +146,8 @@ def _run(
 def command() -> None:
     """Why a pod is pending or where it went, why a node is or is not disrupted, what a
     NodePool may do now: answered by Karpenter's own scheduler and disruption code over
-    manifests or a `karpenter snapshot` file. See docs/explain.md."""
+    manifests (-f), a `karpenter snapshot` file (--from) or, with neither, the live
+    cluster. See docs/explain.md."""
 
 
 @command.command(name="pod", short_help="Why a pod is pending, or where it went.")
@@ -172,7 +207,11 @@ def _render_pod(e: Any) -> list[str]:
     for v in e.nodepools:
         if v.reason is None:
             c = v.cheapest
-            text = f"{v.fitting} type(s) fit this pod alone; cheapest {c.name} {_price(c.price)}" if c else ""
+            text = (
+                f"{v.fitting} type(s) fit this pod alone; cheapest {c.name} {_price(c.price)}"
+                if c
+                else ""
+            )
             rows.append([v.nodepool, "fits", text])
             continue
         text = v.reason.message

@@ -71,6 +71,7 @@ __all__ = [
     "load_instance_types",
     "plugin_overlays",
     "read_input",
+    "read_objects",
     "render_table",
     "schedule_input",
 ]
@@ -237,7 +238,12 @@ def read_input(paths: Sequence[str]) -> ScheduleInput:
     repeated ``kubectl apply`` would). Kinds the scheduler does not read are counted in
     ``ignored_kinds``.
     """
-    loaded = _load(paths)
+    return read_objects(_load(paths))
+
+
+def read_objects(loaded: Sequence[Any]) -> ScheduleInput:
+    """:func:`read_input` of objects already loaded: ``LoadedObject``s (their ``source``
+    names where each came from in messages), e.g. a snapshot's items."""
     latest: dict[str, tuple[str, Mapping[str, Any]]] = {}
     ignored: dict[str, int] = {}
     unread: dict[str, Mapping[str, Any]] = {}

@@ -39,6 +39,45 @@ def _summary(counts: dict[str, int], server: str, output: str) -> str:
     return f"snapshot of {server}: {total} objects ({kinds}) written to {where}"
 
 
+def live_snapshot(
+    kubeconfig: str | None,
+    context: str | None,
+    *,
+    anonymise: bool = False,
+    quiet: bool = False,
+    command: str = "snapshot",
+) -> Any:
+    """A :class:`~karpenter_core.snapshot.Snapshot` of the live cluster the kubeconfig (or
+    the pod's service account) names, connecting as ``karpenter serve`` does; kinds the
+    server does not serve are noted on stderr unless ``quiet``. Raises
+    :class:`~karpenter_core.cli.exits.BadInput` with one line when it cannot."""
+    from karpenter_core.kube.adapter import KubernetesClient
+    from karpenter_core.kube.config import KubeConfigError, load_config
+    from karpenter_core.plugins import get_plugin_manager
+    from karpenter_core.snapshot import SnapshotError, SnapshotSource, take_snapshot
+
+    try:
+        loaded = load_config(kubeconfig, context)
+    except KubeConfigError as e:
+        raise BadInput(str(e)) from None
+    in_cluster = loaded.source.startswith("in-cluster")
+    server = "in-cluster" if in_cluster else str(loaded.configuration.host)
+    source = SnapshotSource(server, "" if in_cluster else context or _current_context(kubeconfig))
+    get_plugin_manager(os.environ)  # the providers' plugins register their NodeClass kinds
+
+    def note(rt: Any, why: str) -> None:
+        if not quiet:
+            echo_problem(f"note: {rt.kind} ({rt}) left out: {why}", err=True)
+
+    client = KubernetesClient(loaded.configuration, user_agent=f"karpenter/{__version__} {command}")
+    try:
+        return take_snapshot(client, anonymise=anonymise, source=source, on_skip=note)
+    except SnapshotError as e:
+        raise BadInput(str(e)) from None
+    finally:
+        client.close()
+
+
 @click.command(name="snapshot", short_help="Copy a live cluster's objects into one file.")
 @click.option(
     "-o",
@@ -72,36 +111,12 @@ def command(
 
     For `karpenter simulate --from` and offline analysis; see docs/snapshot.md.
     """
-    from karpenter_core.kube.adapter import KubernetesClient
-    from karpenter_core.kube.config import KubeConfigError, load_config
-    from karpenter_core.plugins import get_plugin_manager
-    from karpenter_core.snapshot import (
-        SnapshotError,
-        SnapshotSource,
-        take_snapshot,
-        write_snapshot,
-    )
+    from karpenter_core.snapshot import SnapshotError, write_snapshot
 
+    snapshot = live_snapshot(kubeconfig, context, anonymise=anonymise, quiet=quiet)
     try:
-        loaded = load_config(kubeconfig, context)
-    except KubeConfigError as e:
-        raise BadInput(str(e)) from None
-    in_cluster = loaded.source.startswith("in-cluster")
-    server = "in-cluster" if in_cluster else str(loaded.configuration.host)
-    source = SnapshotSource(server, "" if in_cluster else context or _current_context(kubeconfig))
-    get_plugin_manager(os.environ)  # the providers' plugins register their NodeClass kinds
-
-    def note(rt: Any, why: str) -> None:
-        if not quiet:
-            echo_problem(f"note: {rt.kind} ({rt}) left out: {why}", err=True)
-
-    client = KubernetesClient(loaded.configuration, user_agent=f"karpenter/{__version__} snapshot")
-    try:
-        snapshot = take_snapshot(client, anonymise=anonymise, source=source, on_skip=note)
         write_snapshot(snapshot, output)
     except SnapshotError as e:
         raise BadInput(str(e)) from None
-    finally:
-        client.close()
     if not quiet:
         echo_problem(_summary(snapshot.counts(), snapshot.source.server, output), err=True)

@@ -19,6 +19,7 @@ from karpenter_core.provisioning.scheduler import DEFAULT_OPTIONS, SchedulerOpti
 
 if TYPE_CHECKING:  # the CLI imports this package: import its reader lazily
     from karpenter_core.cli.schedule import ScheduleInput
+    from karpenter_core.snapshot import Snapshot
 
 __all__ = ["ExplainInput", "load_explain_input"]
 
@@ -35,15 +36,20 @@ class ExplainInput:
 
 
 def load_explain_input(
-    paths: Sequence[str],
+    paths: Sequence[str] = (),
     *,
+    snapshot: Snapshot | None = None,
     cloud_provider: str | None = None,
     region: str | None = None,
     instance_types_file: str | None = None,
     now: datetime | None = None,
     options: SchedulerOptions | None = None,
 ) -> ExplainInput:
-    """Read ``paths`` and the provider's catalogue; raises ``InputError`` on bad input."""
+    """Read ``paths`` (or the objects of ``snapshot``) and the provider's catalogue;
+    raises ``InputError`` on bad input. ``now`` defaults to the snapshot's ``takenAt``
+    (the instant it describes), else the current time."""
+    from karpenter_core.apis.manifests import LoadedObject
+    from karpenter_core.apis.v1 import APIError, parse_time
     from karpenter_core.cli.schedule import (
         _plugin_manager,
         effective_instance_types,
@@ -51,9 +57,21 @@ def load_explain_input(
         node_class_manifests,
         plugin_overlays,
         read_input,
+        read_objects,
     )
 
-    inp = read_input(paths)
+    if snapshot is not None:
+        where = snapshot.source.server or "snapshot"
+        inp = read_objects(
+            [LoadedObject(where, i, obj) for i, obj in enumerate(snapshot.iter_objects())]
+        )
+        if now is None and snapshot.taken_at:
+            try:
+                now = parse_time(snapshot.taken_at)
+            except APIError:
+                now = None
+    else:
+        inp = read_input(paths)
     pm = _plugin_manager()
     node_classes, _ = node_class_manifests(inp, pm, cloud_provider)
     types: Mapping[str, Sequence[Any]] = effective_instance_types(

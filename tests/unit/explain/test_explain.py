@@ -329,3 +329,35 @@ def test_a_karpenter_snapshot_file_is_read_like_its_items(tmp_path: Path) -> Non
     path.write_text(json.dumps(snapshot))
     read = load_explain_input([str(path)], now=NOW).inp
     assert read.ignored_kinds == {"Snapshots": 1} and not read.nodepools
+
+
+def test_from_a_snapshot_file_now_defaults_to_its_taken_at(tmp_path: Path) -> None:
+    from karpenter_core.snapshot import Snapshot, write_snapshot
+
+    taken = NOW - timedelta(minutes=50)  # 20 s after the last pod event below
+    event = (taken - timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    items = [
+        _pool(consolidate_after="1m"),
+        *_claim_and_node("n1", conditions=(), last_pod_event=event),
+        *_claim_and_node("n2"),
+        _pod("a", "n1", cpu="300m"),
+    ]
+    path = tmp_path / "cluster.json.gz"
+    write_snapshot(
+        Snapshot.from_objects(items, taken_at=taken.strftime("%Y-%m-%dT%H:%M:%SZ")), path
+    )
+    runner = CliRunner()
+    result = runner.invoke(explain_command, ["node", "n1", "--from", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    methods = {m["method"]: m["reason"] for m in json.loads(result.stdout)["methods"]}
+    assert methods["consolidation"]["code"] == "consolidate-after"
+    assert "40s to go" in methods["consolidation"]["message"]
+    later = runner.invoke(
+        explain_command,
+        ["node", "n1", "--from", str(path), "--now", NOW.strftime("%Y-%m-%dT%H:%M:%SZ")],
+    )
+    # 50 minutes on the window has passed: what remains is the controller's mark
+    assert "to go" not in later.stdout
+    assert "not marked Consolidatable yet" in later.stdout
+    both = runner.invoke(explain_command, ["node", "n1", "--from", str(path), "-f", str(path)])
+    assert both.exit_code == 2
