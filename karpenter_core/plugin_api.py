@@ -147,9 +147,11 @@ if TYPE_CHECKING:
         DisruptionMethodSpec,
         DRADriverSpec,
         InstanceTypeOverlaySpec,
+        InstanceTypeScorerSpec,
         NodeLifecycleHookSpec,
         ProviderContext,
         ProviderSetting,
+        ScoringRequest,
     )
     from karpenter_core.kube.client import (
         AlreadyExists,
@@ -214,6 +216,10 @@ if TYPE_CHECKING:
         Requirement,
         Requirements,
     )
+    from karpenter_core.scoring import (
+        launch_preference,
+        preference_rank,
+    )
 
 _NAMES: dict[str, str] = {
     # Registration: the hooks' registration objects and the hookimpl marker
@@ -222,6 +228,8 @@ _NAMES: dict[str, str] = {
     "DisruptionMethodSpec": "karpenter_core.hookspecs",
     "DRADriverSpec": "karpenter_core.hookspecs",
     "InstanceTypeOverlaySpec": "karpenter_core.hookspecs",
+    "InstanceTypeScorerSpec": "karpenter_core.hookspecs",
+    "ScoringRequest": "karpenter_core.hookspecs",
     "NodeLifecycleHookSpec": "karpenter_core.hookspecs",
     "ProviderContext": "karpenter_core.hookspecs",
     "ProviderSetting": "karpenter_core.hookspecs",
@@ -232,6 +240,9 @@ _NAMES: dict[str, str] = {
     "ORDER_SINGLE_NODE_CONSOLIDATION": "karpenter_core.hookspecs",
     "WEIGHT_NODEOVERLAY": "karpenter_core.hookspecs",
     "hookimpl": "karpenter_core.plugins",
+    # Instance-type scoring: the launch order the core writes on a NodeClaim
+    "launch_preference": "karpenter_core.scoring",
+    "preference_rank": "karpenter_core.scoring",
     # The cloud provider contract
     "CloudProvider": "karpenter_core.cloudprovider.protocol",
     "DriftReason": "karpenter_core.cloudprovider.protocol",
@@ -438,6 +449,7 @@ __all__ = [
     "InstanceType",
     "InstanceTypeOverhead",
     "InstanceTypeOverlaySpec",
+    "InstanceTypeScorerSpec",
     "InsufficientCapacityError",
     "ItemExponentialFailureRateLimiter",
     "KubeClient",
@@ -469,6 +481,7 @@ __all__ = [
     "Requirements",
     "ResourceType",
     "Result",
+    "ScoringRequest",
     "SimulatesNodes",
     "SimulationError",
     "SingletonReconciler",
@@ -503,6 +516,7 @@ __all__ = [
     "labels",
     "labels_of",
     "launch_nodeclass",
+    "launch_preference",
     "meta_of",
     "metrics",
     "name_of",
@@ -515,6 +529,7 @@ __all__ = [
     "parse_quantity",
     "parse_quantity_format",
     "parse_yaml",
+    "preference_rank",
     "read_text",
     "record_disruption",
     "register_reservation_labels",
