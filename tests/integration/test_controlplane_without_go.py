@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST = "tests/integration/test_controlplane.py::test_the_built_scheduler_binds_a_pod_to_a_fitting_node"
+TEST = (
+    "tests/integration/test_controlplane.py::test_the_built_scheduler_binds_a_pod_to_a_fitting_node"
+)
 
 
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
