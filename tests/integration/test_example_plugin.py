@@ -27,7 +27,13 @@ from test_wheels import (
 
 pytestmark = pytest.mark.slow
 
-FAMILIES = ["instance_type_overlays", "disruption_methods", "dra_drivers", "controllers"]
+FAMILIES = [
+    "instance_type_overlays",
+    "disruption_methods",
+    "dra_drivers",
+    "controllers",
+    "instance_type_scorers",
+]
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +78,7 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     [module] = _module_files(venv_dir, "karpenter_example_plugin")
     assert module.is_relative_to(venv_dir.resolve()), f"{module} imported from outside the venv"
 
-    # karpenter plugins: all four hook families, each with what it registered
+    # karpenter plugins: all five hook families, each with what it registered
     rows = _plugins_json(venv_dir)
     assert set(rows) == {"builtins", "kwok", "example"}
     example = rows["example"]
@@ -81,6 +87,7 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     assert example["instanceTypeOverlays"] == ["negotiated-discount"]
     assert example["disruptionMethods"] == ["max-node-age"]
     assert example["draDrivers"] == ["nvme.example.com"]
+    assert example["instanceTypeScorers"] == ["headroom"]
 
     # karpenter schedule: the NodePool's negotiated discount makes an m type the cheapest
     # fit; without the plugin the same manifests get a c type
