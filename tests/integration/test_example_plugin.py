@@ -25,14 +25,15 @@ from test_wheels import (
     built_wheels,
 )
 
+from karpenter_core.hookspecs import HOOK_SPEC_TYPES
+
 pytestmark = pytest.mark.slow
 
+# every hook family but a cloud provider's and node lifecycle hooks, in hookspec order
 FAMILIES = [
-    "instance_type_overlays",
-    "disruption_methods",
-    "dra_drivers",
-    "controllers",
-    "instance_type_scorers",
+    hook.removeprefix("karpenter_")
+    for hook in HOOK_SPEC_TYPES
+    if hook not in ("karpenter_cloud_providers", "karpenter_node_lifecycle_hooks")
 ]
 
 

@@ -9,37 +9,19 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from test_schedule import NODEPOOL, pod_yaml
 
 from karpenter_core.cli.schedule import command
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-  annotations: {ANNOTATIONS}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: default}
-spec:
-  containers:
-    - name: c
-      resources: {requests: {cpu: "3", memory: 3Gi}}
-"""
-
 
 def manifests(tmp_path: Path, annotations: dict[str, str] | None = None) -> str:
+    """The CLI tests' NodePool (kwok, on-demand amd64 linux) with NodePool ``annotations``,
+    and one pending pod of 3 CPUs and 3Gi."""
+    pool = NODEPOOL.replace(
+        "  name: default\n", f"  name: default\n  annotations: {json.dumps(annotations or {})}\n"
+    )
     path = tmp_path / "in.yaml"
-    path.write_text(POOL.replace("{ANNOTATIONS}", json.dumps(annotations or {})))
+    path.write_text(pool + "\n---\n" + pod_yaml("p", cpu="3", memory="3Gi"))
     return str(path)
 
 

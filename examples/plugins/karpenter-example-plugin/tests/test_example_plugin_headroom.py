@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from example_plugin_support import annotated_nodepool
 from karpenter_example_plugin.headroom import score_headroom
 from karpenter_example_plugin.policy import CPU_HEADROOM_ANNOTATION, PolicyError
 
 from karpenter_core.cli import main
 from karpenter_core.plugin_api import InstanceType, NodePool, Requirements, ScoringRequest
+from karpenter_core.testing import builders as b
 from karpenter_core.testing import fakecatalog
 
 
@@ -60,34 +62,20 @@ def test_an_unreadable_headroom_is_an_error_naming_the_annotation(value: str) ->
         score_headroom(_request({CPU_HEADROOM_ANNOTATION: value}, 1000, TYPES))
 
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: general
-  annotations: {ANNOTATIONS}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: default}
-spec:
-  containers:
-    - name: c
-      resources: {requests: {cpu: "3", memory: 1Gi}}
-"""
+ON_DEMAND_LINUX_AMD64 = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+]
 
 
 def _launched(tmp_path: Path, annotations: dict[str, str]) -> tuple[str, str]:
+    docs = [
+        annotated_nodepool(annotations, name="general", requirements=ON_DEMAND_LINUX_AMD64),
+        b.pod("web", cpu="3", memory="1Gi"),
+    ]
     path = tmp_path / "in.yaml"
-    path.write_text(POOL.replace("{ANNOTATIONS}", json.dumps(annotations)))
+    path.write_text("\n---\n".join(json.dumps(d) for d in docs))
     result = CliRunner().invoke(
         main,
         ["schedule", "-f", str(path), "-o", "json", "-q"],
