@@ -11,6 +11,9 @@ built-in does:
 - ``karpenter_instance_type_overlays``: the NodeOverlay CRD support (feature gate
   ``NodeOverlay``), at :data:`~karpenter_core.hookspecs.WEIGHT_NODEOVERLAY` so the
   cluster's NodeOverlay objects have the last word over plugin overlays.
+- ``karpenter_instance_type_scorers``: ``price`` (the default, upstream's order),
+  ``least-waste`` and ``priority`` (:mod:`karpenter_core.scoring`). A plugin scorer with
+  one of these names replaces it.
 
 Each factory imports its implementation when it is called, so building the plugin manager
 (``karpenter plugins``) does not import the disruption or NodeOverlay packages.
@@ -30,6 +33,7 @@ from karpenter_core.hookspecs import (
     DisruptionMethodSpec,
     InstanceTypeOverlayFn,
     InstanceTypeOverlaySpec,
+    InstanceTypeScorerSpec,
 )
 from karpenter_core.plugins import hookimpl
 
@@ -43,6 +47,7 @@ __all__ = [
     "NODEOVERLAY_OVERLAY",
     "karpenter_disruption_methods",
     "karpenter_instance_type_overlays",
+    "karpenter_instance_type_scorers",
 ]
 
 NODEOVERLAY_OVERLAY = "nodeoverlay"
@@ -122,3 +127,10 @@ def karpenter_instance_type_overlays() -> list[InstanceTypeOverlaySpec]:
     return [
         InstanceTypeOverlaySpec(NODEOVERLAY_OVERLAY, WEIGHT_NODEOVERLAY, bind=_bind_nodeoverlay)
     ]
+
+
+@hookimpl
+def karpenter_instance_type_scorers() -> list[InstanceTypeScorerSpec]:
+    from karpenter_core.scoring import BUILTIN_SCORERS
+
+    return list(BUILTIN_SCORERS)

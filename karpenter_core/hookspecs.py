@@ -15,9 +15,11 @@ The hooks:
 - :func:`karpenter_dra_drivers` -> :class:`DRADriverSpec`
 - :func:`karpenter_controllers` -> :class:`ControllerSpec`
 - :func:`karpenter_node_lifecycle_hooks` -> :class:`NodeLifecycleHookSpec`
+- :func:`karpenter_instance_type_scorers` -> :class:`InstanceTypeScorerSpec`
 
 The core's own features register through the same hooks (:mod:`karpenter_core.builtins`:
-emptiness, drift and consolidation, the NodeOverlay overlay), so a plugin can do
+emptiness, drift and consolidation, the NodeOverlay overlay, the ``price``,
+``least-waste`` and ``priority`` instance-type scorers), so a plugin can do
 everything a built-in does, and replace a built-in by registering its name.
 
 ``docs/plugin-hooks.md`` documents every hook with its exact signature; a unit test
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from karpenter_core.runtime.events import EventRecorder
     from karpenter_core.runtime.reconciler import Reconciler, SingletonReconciler
     from karpenter_core.runtime.workqueue import RateLimiter
+    from karpenter_core.scheduling.requirements import Requirements
 
 PROJECT_NAME = "karpenter"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -385,6 +388,63 @@ class NodeLifecycleHookSpec:
     cloud_provider: str | None = None
 
 
+@frozen
+class ScoringRequest:
+    """What an instance-type scorer sees: one NodeClaim the scheduler decided to launch.
+
+    - ``nodepool``: the NodePool the NodeClaim comes from (its annotations configure
+      scorers such as ``priority``).
+    - ``instance_types``: the NodeClaim's feasible options (every one fits all its pods
+      and meets its requirements), cheapest first.
+    - ``prices``: each option's cheapest available offering compatible with
+      ``requirements``, in the same order (``inf`` when it has none).
+    - ``requirements``: the NodeClaim's requirements (zones, capacity types...).
+    - ``requests``: what the NodeClaim's pods and daemons ask for, in milli-units
+      (``cpu`` 1500 is 1.5 cores, ``memory`` is bytes times 1000), as the instance types'
+      ``capacity`` and ``allocatable()`` are.
+    - ``pod_count``: how many pods the NodeClaim holds.
+
+    Scoring happens once per NodeClaim, after feasibility filtering, so a scorer never
+    decides *whether* pods fit, only which of the fitting types is preferred.
+    """
+
+    nodepool: NodePool
+    instance_types: tuple[InstanceType, ...]
+    prices: tuple[float, ...]
+    requirements: Requirements
+    requests: Mapping[str, int]
+    pod_count: int = 0
+
+
+InstanceTypeScoreFn = Callable[[ScoringRequest], Sequence[float]]
+"""``score(request) -> scores``: one number per ``request.instance_types``, in that order;
+lower is better. The core sorts the options by score and breaks ties by price (the
+request's order), so a scorer that returns equal scores leaves the price order alone. A
+scorer that raises, or returns the wrong number of scores or a NaN, is ignored for that
+NodeClaim: it launches by price and the NodePool gets a warning event."""
+
+
+@frozen
+class InstanceTypeScorerSpec:
+    """An instance-type scorer (Cluster Autoscaler calls these expanders).
+
+    It orders the instance types a NodeClaim may launch as, after the scheduler has kept
+    only those that fit: the order decides which types survive the cap on a NodeClaim's
+    instance types (``max_instance_types``), and which type the cloud provider launches
+    (the core writes it to the NodeClaim's ``karpenter.sh/instance-type-preference``
+    annotation, which providers honour; within the chosen type the cheapest compatible
+    offering still wins).
+
+    The operator option ``INSTANCE_TYPE_SCORER`` (default ``price``) picks the scorer for
+    every NodePool; a NodePool's ``karpenter.sh/instance-type-scorer`` annotation picks
+    its own. A plugin scorer named like a built-in one replaces it.
+    """
+
+    name: str = field(validator=_non_empty)
+    score: InstanceTypeScoreFn
+    description: str = ""
+
+
 # --- Hooks ----------------------------------------------------------------------------------
 
 
@@ -431,6 +491,14 @@ def karpenter_node_lifecycle_hooks() -> list[NodeLifecycleHookSpec]:
     raise NotImplementedError  # pragma: no cover - a specification, never called
 
 
+@hookspec
+def karpenter_instance_type_scorers() -> list[InstanceTypeScorerSpec]:
+    """Return instance-type scorers; the operator option or a NodePool annotation picks
+    one by name. A scorer named like a built-in one (``price``, ``least-waste``,
+    ``priority``) replaces it."""
+    raise NotImplementedError  # pragma: no cover - a specification, never called
+
+
 HOOK_SPEC_TYPES: Mapping[str, type] = {
     "karpenter_cloud_providers": CloudProviderSpec,
     "karpenter_instance_type_overlays": InstanceTypeOverlaySpec,
@@ -438,6 +506,7 @@ HOOK_SPEC_TYPES: Mapping[str, type] = {
     "karpenter_dra_drivers": DRADriverSpec,
     "karpenter_controllers": ControllerSpec,
     "karpenter_node_lifecycle_hooks": NodeLifecycleHookSpec,
+    "karpenter_instance_type_scorers": InstanceTypeScorerSpec,
 }
 """Every hook and the registration object each of its results must be."""
 
@@ -465,16 +534,20 @@ __all__ = [
     "DisruptionMethodSpec",
     "InstanceTypeOverlayFn",
     "InstanceTypeOverlaySpec",
+    "InstanceTypeScoreFn",
+    "InstanceTypeScorerSpec",
     "NodeLifecycleHookSpec",
     "OverlayBinder",
     "ProviderContext",
     "ProviderSetting",
     "RegisteredHookFn",
+    "ScoringRequest",
     "hookspec",
     "karpenter_cloud_providers",
     "karpenter_controllers",
     "karpenter_disruption_methods",
     "karpenter_dra_drivers",
     "karpenter_instance_type_overlays",
+    "karpenter_instance_type_scorers",
     "karpenter_node_lifecycle_hooks",
 ]

@@ -149,9 +149,11 @@ if TYPE_CHECKING:
         DisruptionMethodSpec,
         DRADriverSpec,
         InstanceTypeOverlaySpec,
+        InstanceTypeScorerSpec,
         NodeLifecycleHookSpec,
         ProviderContext,
         ProviderSetting,
+        ScoringRequest,
     )
     from karpenter_core.kube.client import (
         AlreadyExists,
@@ -216,6 +218,10 @@ if TYPE_CHECKING:
         Requirement,
         Requirements,
     )
+    from karpenter_core.scoring import (
+        launch_preference,
+        preference_rank,
+    )
 
 _NAMES: dict[str, str] = {
     # Registration: the hooks' registration objects and the hookimpl marker
@@ -224,6 +230,8 @@ _NAMES: dict[str, str] = {
     "DisruptionMethodSpec": "karpenter_core.hookspecs",
     "DRADriverSpec": "karpenter_core.hookspecs",
     "InstanceTypeOverlaySpec": "karpenter_core.hookspecs",
+    "InstanceTypeScorerSpec": "karpenter_core.hookspecs",
+    "ScoringRequest": "karpenter_core.hookspecs",
     "NodeLifecycleHookSpec": "karpenter_core.hookspecs",
     "ProviderContext": "karpenter_core.hookspecs",
     "ProviderSetting": "karpenter_core.hookspecs",
@@ -234,6 +242,9 @@ _NAMES: dict[str, str] = {
     "ORDER_SINGLE_NODE_CONSOLIDATION": "karpenter_core.hookspecs",
     "WEIGHT_NODEOVERLAY": "karpenter_core.hookspecs",
     "hookimpl": "karpenter_core.plugins",
+    # Instance-type scoring: the launch order the core writes on a NodeClaim
+    "launch_preference": "karpenter_core.scoring",
+    "preference_rank": "karpenter_core.scoring",
     # The cloud provider contract
     "AdoptsInstances": "karpenter_core.cloudprovider.protocol",
     "Adoption": "karpenter_core.cloudprovider.protocol",
@@ -444,6 +455,7 @@ __all__ = [
     "InstanceType",
     "InstanceTypeOverhead",
     "InstanceTypeOverlaySpec",
+    "InstanceTypeScorerSpec",
     "InsufficientCapacityError",
     "ItemExponentialFailureRateLimiter",
     "KubeClient",
@@ -475,6 +487,7 @@ __all__ = [
     "Requirements",
     "ResourceType",
     "Result",
+    "ScoringRequest",
     "SimulatesNodes",
     "SimulationError",
     "SingletonReconciler",
@@ -509,6 +522,7 @@ __all__ = [
     "labels",
     "labels_of",
     "launch_nodeclass",
+    "launch_preference",
     "meta_of",
     "metrics",
     "name_of",
@@ -521,6 +535,7 @@ __all__ = [
     "parse_quantity",
     "parse_quantity_format",
     "parse_yaml",
+    "preference_rank",
     "read_text",
     "record_disruption",
     "register_reservation_labels",

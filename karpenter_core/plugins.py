@@ -39,6 +39,7 @@ from karpenter_core.hookspecs import (
     DisruptionMethodSpec,
     DRADriverSpec,
     InstanceTypeOverlaySpec,
+    InstanceTypeScorerSpec,
     NodeLifecycleHookSpec,
     ProviderContext,
 )
@@ -419,6 +420,18 @@ def node_lifecycle_hooks(pm: pluggy.PluginManager) -> list[NodeLifecycleHookSpec
     return [spec for _, spec in found.values()]
 
 
+def instance_type_scorers(pm: pluggy.PluginManager) -> list[InstanceTypeScorerSpec]:
+    """Every instance-type scorer, by name. An installed plugin's scorer named like a
+    built-in one (``price``...) replaces it."""
+    found = _unique_by_name(
+        collect(pm, "karpenter_instance_type_scorers"),
+        "instance type scorer",
+        lambda s: s.name,
+        builtins_replaceable=True,
+    )
+    return [found[name][1] for name in sorted(found)]
+
+
 @frozen
 class PluginContributions:
     """What the plugins (the built-ins first) add to the controllers, collected once.
@@ -433,6 +446,7 @@ class PluginContributions:
     controllers: tuple[ControllerSpec, ...] = ()
     node_lifecycle_hooks: tuple[NodeLifecycleHookSpec, ...] = ()
     dra_drivers: tuple[DRADriverSpec, ...] = ()
+    instance_type_scorers: tuple[InstanceTypeScorerSpec, ...] = ()
 
 
 def plugin_contributions(pm: pluggy.PluginManager) -> PluginContributions:
@@ -444,6 +458,7 @@ def plugin_contributions(pm: pluggy.PluginManager) -> PluginContributions:
         controllers=tuple(controllers(pm)),
         node_lifecycle_hooks=tuple(node_lifecycle_hooks(pm)),
         dra_drivers=tuple(dra_drivers(pm).values()),
+        instance_type_scorers=tuple(instance_type_scorers(pm)),
     )
 
 
@@ -700,6 +715,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "instance_type_overlays",
+    "instance_type_scorers",
     "node_classes_without_crd",
     "node_lifecycle_hooks",
     "plugin_contributions",

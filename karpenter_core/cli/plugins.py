@@ -75,6 +75,7 @@ def plugin_report(pm: KarpenterPluginManager) -> list[dict[str, Any]]:
                 instance_type_overlays=[s.name for s in specs.get("instance_type_overlays", [])],
                 disruption_methods=[s.name for s in specs.get("disruption_methods", [])],
                 dra_drivers=[s.name for s in specs.get("dra_drivers", [])],
+                instance_type_scorers=[s.name for s in specs.get("instance_type_scorers", [])],
             )
         )
     rows.extend(
@@ -94,6 +95,7 @@ def _row(
     instance_type_overlays: list[str] | None = None,
     disruption_methods: list[str] | None = None,
     dra_drivers: list[str] | None = None,
+    instance_type_scorers: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "name": name,
@@ -106,6 +108,7 @@ def _row(
         "instanceTypeOverlays": instance_type_overlays or [],
         "disruptionMethods": disruption_methods or [],
         "draDrivers": dra_drivers or [],
+        "instanceTypeScorers": instance_type_scorers or [],
     }
 
 

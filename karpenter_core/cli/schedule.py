@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -631,6 +631,34 @@ def with_dra_setting(options: SchedulerOptions | None, ignore_dra: bool) -> Sche
     return attrs.evolve(options or DEFAULT_OPTIONS, ignore_dra_requests=ignore_dra)
 
 
+SCORER_ENV = "INSTANCE_TYPE_SCORER"
+
+
+def with_scoring(
+    options: SchedulerOptions,
+    flag: str | None,
+    pm: KarpenterPluginManager,
+    note: Callable[[str], None],
+) -> SchedulerOptions:
+    """``options`` with the instance-type scorers of ``pm``'s plugins, the default one
+    from ``--instance-type-scorer``, else ``INSTANCE_TYPE_SCORER``, else price; an unknown
+    name is bad input. ``note`` hears the problems the operator would publish as NodePool
+    events (an unknown annotation, a failing scorer)."""
+    from karpenter_core.plugins import PluginError, instance_type_scorers
+    from karpenter_core.scoring import DEFAULT_SCORER, Scoring, UnknownScorerError
+
+    name = flag if flag is not None else os.environ.get(SCORER_ENV, DEFAULT_SCORER)
+    try:
+        scoring = Scoring(
+            instance_type_scorers(pm),
+            name.strip(),
+            lambda np, _reason, msg: note(f"NodePool {np.name}: {msg}"),
+        )
+    except (PluginError, UnknownScorerError) as e:
+        raise InputError(f"instance-type-scorer: {e}") from None
+    return attrs.evolve(options, scoring=scoring)
+
+
 def schedule_input(
     inp: ScheduleInput,
     instance_types: Mapping[str, Sequence[Any]],
@@ -820,6 +848,15 @@ def _plugin_manager() -> KarpenterPluginManager:
     metavar="true|false",
     help=f"{IGNORE_DRA_REQUESTS_HELP} [env {IGNORE_DRA_REQUESTS_ENV}; default true]",
 )
+@click.option(
+    "--instance-type-scorer",
+    "instance_type_scorer",
+    default=None,
+    metavar="NAME",
+    help="Which instance-type scorer orders each NodeClaim's types: price, least-waste, "
+    "priority or a plugin's; a NodePool's karpenter.sh/instance-type-scorer annotation "
+    f"overrides it [env {SCORER_ENV}; default price]",
+)
 @output_option(wide=True)
 @click.option(
     "-q",
@@ -834,6 +871,7 @@ def command(
     region: str | None,
     scheduler_config: str | None,
     ignore_dra_requests: str | None,
+    instance_type_scorer: str | None,
     output: str,
     quiet: bool,
 ) -> None:
@@ -862,6 +900,8 @@ def command(
             bar.advance(1, PHASES[1], force=True)
             pm = _plugin_manager()
             node_classes, nodeclass_notes = node_class_manifests(inp, pm, cloud_provider)
+            scorer_notes: list[str] = []
+            options = with_scoring(options, instance_type_scorer, pm, scorer_notes.append)
             instance_types = effective_instance_types(
                 inp,
                 load_instance_types(
@@ -882,6 +922,8 @@ def command(
             bar.advance(3, "done", force=True)
     except InputError as e:
         raise BadInput(str(e)) from None
+    for note in dict.fromkeys(scorer_notes):
+        click.echo(f"warning: {note}", err=True)
     read_kinds = {str(m.get("kind")) for m in node_classes}
     unread = {k: n for k, n in inp.ignored_kinds.items() if k not in read_kinds}
     if unread:

@@ -50,6 +50,9 @@ _ENV_HELP = {
     "feature_gates": "NAME=true|false,... over the defaults.",
     "scheduler_config": "podTopologySpread defaults: the YAML/JSON document itself (as "
     "upstream), or @FILE to read it from a file every provisioning pass.",
+    "instance_type_scorer": "Which instance-type scorer orders a NodeClaim's types: price, "
+    "least-waste, priority or a plugin's (a NodePool's karpenter.sh/instance-type-scorer "
+    "annotation overrides it).",
 }
 
 
@@ -74,6 +77,7 @@ _METAVARS = {
     "min_values_policy": "Strict|BestEffort",
     "feature_gates": "NAME=BOOL,...",
     "scheduler_config": "DOCUMENT|@FILE",
+    "instance_type_scorer": "NAME",
 }
 """What each non-boolean option's value is, for ``--help`` (booleans show ``true|false``)."""
 

@@ -114,6 +114,15 @@ enough for consolidation and expiry to act on the snapshot's state."""
     "scenario's options do not set it; default true]",
 )
 @click.option(
+    "--instance-type-scorer",
+    "instance_type_scorer",
+    default=None,
+    metavar="NAME",
+    help="Which instance-type scorer orders each NodeClaim's types (price, least-waste, "
+    "priority or a plugin's). Default: the scenario's options.INSTANCE_TYPE_SCORER, "
+    "else price.",
+)
+@click.option(
     "--charge-compute-time/--no-charge-compute-time",
     "charge_compute_time",
     default=None,
@@ -145,6 +154,7 @@ def command(
     output: str,
     out: str | None,
     ignore_dra_requests: str | None,
+    instance_type_scorer: str | None,
     charge_compute_time: bool | None,
     compute_time_scale: str | None,
     verbose: bool,
@@ -170,6 +180,7 @@ def command(
             parsed = load_scenario(scenario)
         parsed = with_dra_setting(parsed, ignore_dra_requests, os.environ)
         parsed = with_compute_charge(parsed, charge_compute_time, compute_time_scale)
+        parsed = with_scorer(parsed, instance_type_scorer)
         until_s = None if until is None else parse_duration(until, "--until")
         check_run_length(parsed, until_s)
         changes = [*parsed.what_if, *(parse_what_if(w) for w in what_ifs)]
@@ -324,6 +335,21 @@ def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str,
         if k.upper().replace("-", "_") != IGNORE_DRA_REQUESTS_ENV
     }
     options[IGNORE_DRA_REQUESTS_ENV] = "true" if ignore else "false"
+    return attrs.evolve(scenario, options=options)
+
+
+def with_scorer(scenario: Scenario, flag: str | None) -> Scenario:
+    """The scenario with ``--instance-type-scorer`` in its options (the flag wins over
+    the scenario's own ``INSTANCE_TYPE_SCORER``); the name is checked against the
+    installed scorers when the simulation starts."""
+    if flag is None:
+        return scenario
+    options = {
+        k: v
+        for k, v in scenario.options.items()
+        if k.upper().replace("-", "_") != "INSTANCE_TYPE_SCORER"
+    }
+    options["INSTANCE_TYPE_SCORER"] = flag
     return attrs.evolve(scenario, options=options)
 
 

@@ -397,7 +397,9 @@ def _timed(controller: str, solve: Callable[[], Results]) -> Results:
 
 def _finish(results: Results, options: SchedulerOptions, batch: _Batch) -> Results:
     results.truncate_instance_types(
-        options.max_instance_types, options.min_values_policy == MIN_VALUES_POLICY_STRICT
+        options.max_instance_types,
+        options.min_values_policy == MIN_VALUES_POLICY_STRICT,
+        options.scoring,
     )
     for existing in results.existing_nodes:
         if not existing.pods or existing.initialized():

@@ -55,6 +55,7 @@ from karpenter_core.kube.client import (
 )
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.options import Options
+from karpenter_core.scoring import scorer_problem
 
 __all__ = [
     "LEASE_CLIENT_BURST",
@@ -575,6 +576,9 @@ class Operator:
                 ctx.plugins = plugin_contributions(self.plugin_manager)
             except PluginError as e:
                 raise ServeError(f"plugins: {e}") from None
+        problem = scorer_problem(ctx)
+        if problem is not None:
+            raise ServeError(problem)
         # watches come from the shared informers, whose caches the reader serves
         self.manager = Manager(self.clock, self.reader, informers=self.informers, guard=guard)
         try:

@@ -115,6 +115,9 @@ class Options:
     ignore_dra_requests: bool = True
     feature_gates: Mapping[str, bool] = attrs.field(factory=lambda: dict(FEATURE_GATE_DEFAULTS))
     scheduler_config: str = ""
+    # Not upstream's: which registered instance-type scorer orders a NodeClaim's types
+    # (karpenter_core.scoring); checked against the plugins where they are loaded.
+    instance_type_scorer: str = "price"
 
     def gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on (unknown gates are off)."""
@@ -151,6 +154,8 @@ class Options:
             raise OptionsError(
                 f"min-values-policy: {self.min_values_policy!r} is not Strict or BestEffort"
             )
+        if not self.instance_type_scorer.strip():
+            raise OptionsError("instance-type-scorer: must name a scorer (default price)")
         if self.batch_idle_duration <= 0 or self.batch_max_duration <= 0:
             raise OptionsError("batch-idle-duration and batch-max-duration must be positive")
         for name, port_flag in (

@@ -68,6 +68,7 @@ from karpenter_core.runtime.events import EventRecorder
 from karpenter_core.runtime.manager import LivelockError, Manager
 from karpenter_core.runtime.options import Options, OptionsError
 from karpenter_core.runtime.reconciler import Result, Watch
+from karpenter_core.scoring import scorer_problem
 from karpenter_core.sim import controllermanager, kubelet, kubescheduler
 from karpenter_core.sim import workloads as workload_controllers
 from karpenter_core.sim.apiserver import InMemoryApiServer, apply_merge_patch
@@ -480,6 +481,9 @@ class Simulation:
             plugins=self._plugin_contributions(),
             base_cloud_provider=self.provider,
         )
+        problem = scorer_problem(self.ctx)
+        if problem is not None:
+            raise SimulationError(f"{self.scenario.source}: options: {problem}")
         self.registration = register_all(self.karpenter, self.ctx)
         # NodeClaims are observed from Karpenter's own Manager, which delivers events
         # before each of its reconciles: a deletion is seen right after the reconcile that

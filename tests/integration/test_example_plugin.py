@@ -25,9 +25,16 @@ from test_wheels import (
     built_wheels,
 )
 
+from karpenter_core.hookspecs import HOOK_SPEC_TYPES
+
 pytestmark = pytest.mark.slow
 
-FAMILIES = ["instance_type_overlays", "disruption_methods", "dra_drivers", "controllers"]
+# every hook family but a cloud provider's and node lifecycle hooks, in hookspec order
+FAMILIES = [
+    hook.removeprefix("karpenter_")
+    for hook in HOOK_SPEC_TYPES
+    if hook not in ("karpenter_cloud_providers", "karpenter_node_lifecycle_hooks")
+]
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +79,7 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     [module] = _module_files(venv_dir, "karpenter_example_plugin")
     assert module.is_relative_to(venv_dir.resolve()), f"{module} imported from outside the venv"
 
-    # karpenter plugins: all four hook families, each with what it registered
+    # karpenter plugins: all five hook families, each with what it registered
     rows = _plugins_json(venv_dir)
     assert set(rows) == {"builtins", "kwok", "example"}
     example = rows["example"]
@@ -81,6 +88,7 @@ def test_the_example_plugin_installs_from_its_wheel_and_every_hook_shows(
     assert example["instanceTypeOverlays"] == ["negotiated-discount"]
     assert example["disruptionMethods"] == ["max-node-age"]
     assert example["draDrivers"] == ["nvme.example.com"]
+    assert example["instanceTypeScorers"] == ["headroom"]
 
     # karpenter schedule: the NodePool's negotiated discount makes an m type the cheapest
     # fit; without the plugin the same manifests get a c type

@@ -6,6 +6,12 @@ requirements) and records the verdict as ``ValidationSucceeded``: True, or False
 ``NodePoolValidationFailed`` and the problems as the message. A failure also gets a Warning
 event so ``kubectl describe`` shows it. An invalid NodePool is never Ready, so the
 provisioner skips it; nothing else breaks.
+
+A NodePool that picks its instance-type scorer (``karpenter.sh/instance-type-scorer``) also
+gets ``InstanceTypeScorerResolved``: True, or False with reason
+``UnknownInstanceTypeScorer`` and a Warning event when no installed plugin registers that
+name. That condition does not gate Ready: the pool launches in the operator's scorer's
+order meanwhile. Pools without the annotation carry no such condition.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import logging
 from typing import Any
 
 from karpenter_core.apis.accessors import meta_of
+from karpenter_core.apis.conditions import ConditionSet
 from karpenter_core.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpenter_core.apis.validation import validate_nodepool
 from karpenter_core.controllers.nodepool.common import (
@@ -27,13 +34,25 @@ from karpenter_core.controllers.nodepool.common import (
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import WARNING, Event
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.scoring import (
+    REASON_UNKNOWN_SCORER,
+    SCORER_ANNOTATION_KEY,
+    nodepool_scorer_problem,
+)
 
-__all__ = ["NAME", "REASON_VALIDATION_FAILED", "Validation", "validation_errors"]
+__all__ = [
+    "CONDITION_INSTANCE_TYPE_SCORER_RESOLVED",
+    "NAME",
+    "REASON_VALIDATION_FAILED",
+    "Validation",
+    "validation_errors",
+]
 
 log = logging.getLogger("karpenter.nodepool")
 
 NAME = "nodepool.validation"
 REASON_VALIDATION_FAILED = "NodePoolValidationFailed"
+CONDITION_INSTANCE_TYPE_SCORER_RESOLVED = "InstanceTypeScorerResolved"
 
 
 def validation_errors(np: dict[str, Any]) -> list[str]:
@@ -70,6 +89,33 @@ class Validation:
             )
         else:
             conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
+        self._scorer_condition(np, conditions)
         if patch_status(self.ctx.kube, stored, np) is PatchOutcome.CONFLICT:
             return Result(requeue=True)
         return Result()
+
+    def _scorer_condition(self, np: dict[str, Any], conditions: ConditionSet) -> None:
+        annotations = meta_of(np).get("annotations") or {}
+        if SCORER_ANNOTATION_KEY not in annotations:
+            conditions.clear(CONDITION_INSTANCE_TYPE_SCORER_RESOLVED)
+            return
+        problem = nodepool_scorer_problem(
+            annotations,
+            self.ctx.plugins.instance_type_scorers,
+            self.ctx.options.instance_type_scorer,
+        )
+        if problem is None:
+            conditions.set_true(CONDITION_INSTANCE_TYPE_SCORER_RESOLVED)
+            return
+        conditions.set_false(
+            CONDITION_INSTANCE_TYPE_SCORER_RESOLVED, REASON_UNKNOWN_SCORER, problem
+        )
+        self.ctx.recorder.publish(
+            Event(
+                nodepool_reference(np),
+                WARNING,
+                REASON_UNKNOWN_SCORER,
+                problem,
+                (str(meta_of(np).get("uid") or meta_of(np).get("name")), problem),
+            )
+        )

@@ -12,6 +12,7 @@ __all__ = [
     "FAILED_SCHEDULING",
     "NOMINATED",
     "NO_COMPATIBLE_INSTANCE_TYPES",
+    "instance_type_scorer_problem",
     "no_compatible_instance_types",
     "nominate_pod",
     "pod_failed_to_schedule",
@@ -50,11 +51,25 @@ def pod_failed_to_schedule(pod: Pod, err: object) -> Event:
     )
 
 
-def no_compatible_instance_types(nodepool: NodePool, min_values: bool) -> Event:
-    """``NoCompatibleInstanceTypes``: the pool's own requirements leave no instance type."""
+def _nodepool_ref(nodepool: NodePool) -> dict[str, str]:
     ref = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool.name}
     if nodepool.metadata.uid:
         ref["uid"] = nodepool.metadata.uid
+    return ref
+
+
+def instance_type_scorer_problem(nodepool: NodePool, reason: str, message: str) -> Event:
+    """A NodePool's instance-type scorer could not be used (an unknown name, or a scorer
+    that failed): its NodeClaims launch in another order, which the event says."""
+    ref = _nodepool_ref(nodepool)
+    return Event(
+        ref, WARNING, reason, message, (ref.get("uid", ref["name"]), message), dedupe_timeout=300.0
+    )
+
+
+def no_compatible_instance_types(nodepool: NodePool, min_values: bool) -> Event:
+    """``NoCompatibleInstanceTypes``: the pool's own requirements leave no instance type."""
+    ref = _nodepool_ref(nodepool)
     message = "NodePool requirements filtered out all compatible available instance types"
     if min_values:
         message += " due to minValues incompatibility"

@@ -54,6 +54,7 @@ from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Controller
 from karpenter_core.runtime.reconciler import Result
+from karpenter_core.scoring import DEFAULT_SCORER, Scoring, UnknownScorerError
 from karpenter_core.state.cluster import Cluster, cluster_of
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.utils.pod import PdbLimits
@@ -136,6 +137,7 @@ class Provisioner:
         self.device_templates = DeviceTemplates(ctx.plugins.dra_drivers)
         """The DRA drivers' template devices (asked only while DRA requests are simulated)."""
         self.dra_reader = DRAReader(ctx.kube)
+        self.scoring = self._scoring()
         self.batcher = Batcher(
             ctx.clock,
             ctx.options.batch_idle_duration,
@@ -215,6 +217,7 @@ class Provisioner:
             ignore_dra_requests=opts.ignore_dra_requests,
             timeout_seconds=SOLVE_TIMEOUT_SECONDS,
             monotonic=self.ctx.clock.monotonic,
+            scoring=self.scoring,
         )
         try:
             config = load_scheduler_config(opts.scheduler_config)
@@ -223,6 +226,29 @@ class Provisioner:
             return base
         self._config_error = None
         return attrs.evolve(base, scheduler_config=config) if config else base
+
+    def _scoring(self) -> Scoring | None:
+        """The instance-type scorers, with problems reported as NodePool events; None (the
+        price order, without asking any scorer) when only ``price`` could ever apply.
+
+        ``karpenter serve`` and ``simulate`` refuse an unknown ``INSTANCE_TYPE_SCORER``
+        before the controllers start; a context built some other way with one falls back
+        to price with an error in the log rather than failing every pass."""
+        scorers = self.ctx.plugins.instance_type_scorers
+        name = self.ctx.options.instance_type_scorer
+        try:
+            return Scoring(scorers, name, self._scorer_problem)
+        except UnknownScorerError as e:
+            if name != DEFAULT_SCORER:
+                log.error("%s; using %r", e, DEFAULT_SCORER)
+        try:
+            return Scoring(scorers, DEFAULT_SCORER, self._scorer_problem)
+        except UnknownScorerError:  # contributions without the built-ins: price order
+            return None
+
+    def _scorer_problem(self, nodepool: NodePool, reason: str, message: str) -> None:
+        log.warning("nodepool %s: %s", nodepool.name, message)
+        self.ctx.recorder.publish(events.instance_type_scorer_problem(nodepool, reason, message))
 
     def _config_problem(self, message: str) -> None:
         """A bad scheduler config never stops provisioning: pods are scheduled without

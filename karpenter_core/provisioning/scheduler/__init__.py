@@ -170,7 +170,9 @@ def _schedule(
     )
     results = scheduler.solve(pods)
     results.truncate_instance_types(
-        options.max_instance_types, options.min_values_policy == MIN_VALUES_POLICY_STRICT
+        options.max_instance_types,
+        options.min_values_policy == MIN_VALUES_POLICY_STRICT,
+        options.scoring,
     )
     return results
 

@@ -24,6 +24,7 @@ from karpenter_core.apis.labels import (
     RESTRICTED_LABELS,
     WELL_KNOWN_LABELS,
 )
+from karpenter_core.hookspecs import InstanceTypeScorerSpec, ScoringRequest
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.daemons import DaemonOverheadGroup
 from karpenter_core.provisioning.scheduler.errors import (
@@ -57,6 +58,7 @@ from karpenter_core.provisioning.scheduler.reservations import ReservationManage
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.scheduling.dynamicresources import AllocationError, AllocationResult
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+from karpenter_core.scoring import PREFERENCE_ANNOTATION_KEY, Scoring
 
 if TYPE_CHECKING:
     from karpenter_core.apis.resource import ResourceClaim
@@ -285,6 +287,11 @@ class NodeClaim:
         self.reject_shared = False
         self._sig: int | None = None
         self._by_price: list[ITInfo] | None = None
+        self.scorer: InstanceTypeScorerSpec | None = None
+        """The scorer ordering this NodeClaim's options (set after the solve by
+        :meth:`Results.truncate_instance_types`); None is upstream's price order."""
+        self.scoring: Scoring | None = None
+        self._ranked: list[ITInfo] | None = None
         if optset is None and options is template.instance_type_options:
             optset = template.optset
         self._optset: OptionSet | None = optset
@@ -592,6 +599,7 @@ class NodeClaim:
             return
         self.finalized = True
         self._by_price = None
+        self._ranked = None
         if self.requirements.has(LABEL_HOSTNAME):
             del self.requirements[LABEL_HOSTNAME]
         if self.reserved_offerings:
@@ -619,16 +627,53 @@ class NodeClaim:
             self._by_price = order_by_price(self.index, self.options, self.requirements)
         return self._by_price
 
-    def set_options(self, options: list[ITInfo]) -> None:
+    def set_scorer(self, scoring: Scoring) -> None:
+        """Let ``scoring`` order this NodeClaim's options (its NodePool's scorer)."""
+        self.scoring = scoring
+        self.scorer = scoring.spec_for(self.template.nodepool)
+        self._ranked = None
+
+    def instance_types_ranked(self) -> list[ITInfo]:
+        """The options in launch order: the scorer's (ties by price), else by price."""
+        if self.scorer is None or self.scoring is None:
+            return self.instance_types_by_price()
+        if self._ranked is None:
+            by_price = self.instance_types_by_price()
+            prices = self.index.prices(signature(self.requirements))
+            request = ScoringRequest(
+                nodepool=self.template.nodepool,
+                instance_types=tuple(i.it for i in by_price),
+                prices=tuple(prices[i] for i in by_price),
+                requirements=self.requirements,
+                requests=dict(self.requests),
+                pod_count=len(self.pods),
+            )
+            order = self.scoring.rank_or_price(self.scorer, request)
+            self._ranked = by_price if order is None else [by_price[j] for j in order]
+        return self._ranked
+
+    def preference_annotation(self) -> dict[str, str]:
+        """The launch order for the cloud provider (:mod:`karpenter_core.scoring`), as the
+        NodeClaim annotation; none under the price order, which providers apply anyway."""
+        if self.scorer is None:
+            return {}
+        names = [i.name for i in self.instance_types_ranked()[:MAX_INSTANCE_TYPES]]
+        return {PREFERENCE_ANNOTATION_KEY: ",".join(names)}
+
+    def set_options(self, options: list[ITInfo], *, ranked: bool = False) -> None:
+        """Replace the options; ``ranked``: they are already in launch order (a prefix of
+        :meth:`instance_types_ranked`), so the scorer is not asked again."""
         self.options = options
         self._by_price = None
+        self._ranked = options if ranked and self.scorer is not None else None
         self._optset = None
 
     def launch_requirements(self, max_instance_types: int = MAX_INSTANCE_TYPES) -> Requirements:
-        """Requirements as upstream's ``ToNodeClaim`` emits them: instance types cheapest
-        first (capped), the capacity types their offerings allow, simulation keys removed."""
+        """Requirements as upstream's ``ToNodeClaim`` emits them: instance types in launch
+        order (cheapest first unless a scorer says otherwise; capped), the capacity types
+        their offerings allow, simulation keys removed."""
         reqs = self.requirements.copy()
-        ordered = self.instance_types_by_price()[:max_instance_types]
+        ordered = self.instance_types_ranked()[:max_instance_types]
         min_values = reqs.get(LABEL_INSTANCE_TYPE).min_values
         reqs.add(Requirement.new(LABEL_INSTANCE_TYPE, IN, [i.name for i in ordered], min_values))
         # Offerings never carry the instance-type key, so the NodeClaim's own signature
@@ -666,7 +711,9 @@ class NodeClaim:
             "metadata": {
                 "generateName": f"{self.nodepool_name}-",
                 "labels": dict(sorted(labels.items())),
-                "annotations": dict(sorted(self.annotations.items())),
+                "annotations": dict(
+                    sorted({**self.annotations, **self.preference_annotation()}.items())
+                ),
                 "ownerReferences": [
                     {
                         "apiVersion": "karpenter.sh/v1",

@@ -152,6 +152,7 @@ class NodeClaimTemplate:
     def __init__(self, nodepool: NodePool) -> None:
         base = template_base(nodepool)
         self.base = base
+        self.nodepool = nodepool
         self.nodepool_name: str = base.nodepool_name
         self.nodepool_uid: str = base.nodepool_uid
         self.weight: int = base.weight

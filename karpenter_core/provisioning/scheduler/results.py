@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the solver modules import Results; these names are for the 
     from karpenter_core.provisioning.scheduler.existingnode import ExistingNode
     from karpenter_core.provisioning.scheduler.nodeclaim import NodeClaim
     from karpenter_core.scheduling.dynamicresources import ResourceClaimAllocationMetadata
+    from karpenter_core.scoring import Scoring
 
 
 @define
@@ -49,12 +50,18 @@ class Results:
             out[zone] = out.get(zone, 0) + 1
         return out
 
-    def truncate_instance_types(self, max_instance_types: int, strict_min_values: bool) -> None:
-        """Cap every NodeClaim's options at the cheapest ``max_instance_types``; a NodeClaim
-        whose capped options break minValues (Strict) is dropped and its pods get an error."""
+    def truncate_instance_types(
+        self, max_instance_types: int, strict_min_values: bool, scoring: Scoring | None = None
+    ) -> None:
+        """Cap every NodeClaim's options at the first ``max_instance_types`` in launch order
+        (cheapest first, or as ``scoring`` ranks them for the NodeClaim's NodePool); a
+        NodeClaim whose capped options break minValues (Strict) is dropped and its pods get
+        an error."""
         kept = []
         for nc in self.new_nodeclaims:
-            ordered = nc.instance_types_by_price()
+            if scoring is not None:
+                nc.set_scorer(scoring)
+            ordered = nc.instance_types_ranked()
             truncated = ordered[:max_instance_types]
             if strict_min_values and len(truncated) < len(ordered):
                 deficient = min_values_check(truncated, nc.requirements)
@@ -68,7 +75,7 @@ class Results:
                     for p in nc.pods:
                         self.pod_errors[p.key] = err
                     continue
-            nc.set_options(truncated)
+            nc.set_options(truncated, ranked=True)
             kept.append(nc)
         self.new_nodeclaims = kept
 
@@ -120,10 +127,13 @@ class Results:
         claims = []
         for nc in self.new_nodeclaims:
             reqs = nc.launch_requirements()
+            claim: dict[str, Any] = {"nodePool": nc.nodepool_name}
+            if nc.scorer is not None:  # absent under the default (price) order
+                claim["instanceTypeScorer"] = nc.scorer.name
             claims.append(
                 {
-                    "nodePool": nc.nodepool_name,
-                    "instanceTypes": [i.name for i in nc.instance_types_by_price()],
+                    **claim,
+                    "instanceTypes": [i.name for i in nc.instance_types_ranked()],
                     "requirements": sorted(
                         reqs.to_node_selector_requirements(),
                         key=lambda r: (r["key"], r["operator"]),

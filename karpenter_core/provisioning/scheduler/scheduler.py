@@ -71,6 +71,7 @@ from karpenter_core.provisioning.scheduler.topology import Topology, parse_sched
 from karpenter_core.provisioning.scheduler.topologyadapter import TopologyAdapter
 from karpenter_core.runtime.scope import current_controller
 from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.scoring import Scoring
 from karpenter_core.state.statenode import StateNode
 
 PREFERENCE_POLICY_RESPECT = "Respect"
@@ -103,6 +104,8 @@ class SchedulerOptions:
     made so far are kept and pods not yet placed report that the simulation timed out. It
     is measured on ``monotonic`` (the controller's clock, so a simulation that charges
     compute time to its virtual clock times out as a real controller would).
+    ``scoring`` orders each new NodeClaim's instance types before the cap (the NodePools'
+    instance-type scorers, :mod:`karpenter_core.scoring`); None is upstream's price order.
     ``scheduler_config`` is the ``--scheduler-config`` (``SCHEDULER_CONFIG``) document, as
     YAML text or already decoded: its ``podTopologySpread.defaultConstraints`` are stamped
     onto pending pods that declare no spread of their own (spec §10.7). It is validated
@@ -117,6 +120,7 @@ class SchedulerOptions:
     ignore_dra_requests: bool = True
     timeout_seconds: float | None = None
     scheduler_config: str | Mapping[str, Any] | None = field(default=None, hash=False)
+    scoring: Scoring | None = field(default=None, eq=False, hash=False, repr=False)
     monotonic: Callable[[], float] = field(default=time.monotonic, eq=False, hash=False, repr=False)
 
     def __attrs_post_init__(self) -> None:

@@ -107,6 +107,7 @@ from karpenter_core.plugin_api import (
     describe_requested,
     fits,
     format_time,
+    preference_rank,
     truncate,
 )
 from karpenter_core.plugin_api import labels as wk
@@ -418,13 +419,15 @@ class AMI:
 
 @frozen
 class Override:
-    """One (instance type, zone) CreateFleet may pick, priced for its priority."""
+    """One (instance type, zone) CreateFleet may pick, priced for its priority; with a
+    launch preference ``priority`` is the type's rank in it instead (lower first)."""
 
     instance_type: str
     zone: str
     subnet_id: str
     image_id: str
     price: float
+    priority: float | None = None
 
     def request(self) -> dict[str, Any]:
         return {
@@ -432,7 +435,7 @@ class Override:
             "SubnetId": self.subnet_id,
             "AvailabilityZone": self.zone,
             "ImageId": self.image_id,
-            "Priority": self.price,
+            "Priority": self.price if self.priority is None else self.priority,
         }
 
 
@@ -464,6 +467,8 @@ class LaunchRequest:
     # the ICE scope of a launch into a placement group (and targeted partition)
     placement_group_id: str = ""
     placement_group_partition: str = ""
+    # the NodeClaim's launch order (an instance-type scorer's), type -> rank; empty: price
+    preference: Mapping[str, int] = field(factory=dict)
 
 
 FLEXIBILITY_THRESHOLD = 5
@@ -516,12 +521,33 @@ def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
     return out
 
 
+def by_preference(
+    instance_types: Sequence[InstanceType], reqs: Requirements, preference: Mapping[str, int]
+) -> list[InstanceType]:
+    """The types in the NodeClaim's launch order: best-ranked first, then cheapest
+    compatible available offering first."""
+
+    def key(it: InstanceType) -> tuple[int, float]:
+        cheapest = it.offerings.available().compatible(reqs).cheapest()
+        return (
+            preference_rank(preference, it.name),
+            math.inf if cheapest is None else cheapest.price,
+        )
+
+    return sorted(instance_types, key=key)
+
+
 def filter_instance_types(
-    reqs: Requirements, requests: Mapping[str, int], instance_types: Sequence[InstanceType]
+    reqs: Requirements,
+    requests: Mapping[str, int],
+    instance_types: Sequence[InstanceType],
+    preference: Mapping[str, int] | None = None,
 ) -> list[InstanceType]:
     """The types the requirements allow (instance type, arch, ...), with an available
-    offering they allow, and that fit the requests, cheapest first, truncated to :data:`MAX_INSTANCE_TYPES`. Raises
-    ``InsufficientCapacityError`` when none is left."""
+    offering they allow, and that fit the requests, cheapest first, truncated to
+    :data:`MAX_INSTANCE_TYPES`; with a ``preference`` (the NodeClaim's launch order) the
+    best-ranked first, truncated in that order. Raises ``InsufficientCapacityError`` when
+    none is left."""
     kept = [
         it
         for it in instance_types
@@ -540,10 +566,12 @@ def filter_instance_types(
             "all requested instance types were unavailable during launch "
             f"({describe_requested(reqs)})"
         )
+    if preference:
+        kept = by_preference(kept, reqs, preference)[:MAX_INSTANCE_TYPES]
     truncated, err = truncate(kept, reqs, MAX_INSTANCE_TYPES)
     if err is not None:
         raise InsufficientCapacityError(f"truncating instance types, {err}")
-    return truncated
+    return by_preference(truncated, reqs, preference) if preference else truncated
 
 
 _EXOTIC_RESOURCES = (
@@ -660,9 +688,11 @@ def build_overrides(
     reqs: Requirements,
     subnets: Mapping[str, str],
     image_id: str,
+    preference: Mapping[str, int] | None = None,
 ) -> list[Override]:
     """One override per (type, zone) with an available offering ``reqs`` allow and a
-    subnet in that zone, priced by the offering."""
+    subnet in that zone, priced by the offering; with a ``preference`` its priority is
+    the type's rank there."""
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
     for it in instance_types:
@@ -671,7 +701,8 @@ def build_overrides(
             if key in seen or o.zone not in subnets:
                 continue
             seen.add(key)
-            out.append(Override(it.name, o.zone, subnets[o.zone], image_id, o.price))
+            rank = float(preference_rank(preference, it.name)) if preference else None
+            out.append(Override(it.name, o.zone, subnets[o.zone], image_id, o.price, rank))
     return out
 
 
@@ -683,8 +714,13 @@ def fleet_request(
     *,
     reservation_type: str = "",
     interruptible: bool = False,
+    prioritized: bool = False,
 ) -> dict[str, Any]:
     """The ``CreateFleet`` arguments: instant, one instance, one config per template.
+
+    ``prioritized`` (the NodeClaim carries a launch preference): the overrides'
+    priorities are the preference's ranks, and the allocation strategies follow them
+    (``prioritized`` on-demand, ``capacity-optimized-prioritized`` spot) instead of price.
 
     A reserved launch buys ``capacity-block`` for a capacity block, ``reserved-capacity``
     for an interruptible reservation, else on-demand (the templates target the
@@ -716,13 +752,19 @@ def fleet_request(
         ],
     }
     if capacity_type == wk.CAPACITY_TYPE_SPOT:
-        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        request["SpotOptions"] = {
+            "AllocationStrategy": "capacity-optimized-prioritized"
+            if prioritized
+            else "price-capacity-optimized"
+        }
     elif target == "reserved-capacity":
         request["ReservedCapacityOptions"] = {
             "ReservationTypes": ["interruptible-capacity-reservation"]
         }
     elif target != "capacity-block":
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        request["OnDemandOptions"] = {
+            "AllocationStrategy": "prioritized" if prioritized else "lowest-price"
+        }
     if context:
         request["Context"] = context
     return request
@@ -828,7 +870,9 @@ class InstanceProvider:
     def create(self, request: LaunchRequest) -> Instance:
         """Launch one instance for ``request`` (see the module docstring for errors)."""
         reqs = request.requirements
-        types = filter_instance_types(reqs, request.requests, request.instance_types)
+        types = filter_instance_types(
+            reqs, request.requests, request.instance_types, request.preference
+        )
         capacity_type = choose_capacity_type(reqs, types)
         warning = on_demand_fallback_warning(reqs, capacity_type, types)
         if warning:
@@ -890,7 +934,7 @@ class InstanceProvider:
                 group_reqs.add(Requirement.new(LABEL_CAPACITY_RESERVATION_ID, IN, [reservation[0]]))
                 # upstream: the types of one launch share the reservation type
                 reservation_type, interruptible = reservation[1], reservation[2]
-            overrides = build_overrides(its, group_reqs, request.subnets, ami)
+            overrides = build_overrides(its, group_reqs, request.subnets, ami, request.preference)
             if not overrides:
                 continue
             try:
@@ -924,6 +968,7 @@ class InstanceProvider:
             request.context,
             reservation_type=reservation_type,
             interruptible=interruptible,
+            prioritized=bool(request.preference),
         )
         try:
             out = self.calls.create_fleet(fleet)

@@ -103,6 +103,7 @@ from karpenter_core.plugin_api import (
     as_nodeclaim,
     drift_nodeclass,
     launch_nodeclass,
+    launch_preference,
     nodepool_nodeclass,
     register_reservation_labels,
 )
@@ -371,6 +372,7 @@ class AWSCloudProvider:
             else nodeclass.context,
             placement_group_id=group.id if group is not None else "",
             placement_group_partition=partition,
+            preference=launch_preference(nc.metadata.annotations),
         )
 
     def _cluster_info(self) -> dict[str, str]:

@@ -23,6 +23,7 @@ from karpenter_core.plugin_api import (
     Requirements,
     describe_requested,
     fits,
+    preference_rank,
 )
 from karpenter_core.plugin_api import labels as wk
 
@@ -79,14 +80,18 @@ def select(
     reqs: Requirements,
     requests: Mapping[str, int],
     rng: random.Random | None = None,
+    preference: Mapping[str, int] | None = None,
 ) -> Selection:
-    """The cheapest available offering of a launchable type; ``InsufficientCapacityError``
-    naming what was asked for when there is none."""
+    """The cheapest available offering of a launchable type; with a ``preference`` (the
+    NodeClaim's launch order, from an instance-type scorer) the best-ranked type's
+    cheapest offering. ``InsufficientCapacityError`` naming what was asked for when there
+    is none."""
     rng = rng or random.Random()
-    best: tuple[tuple[float, int, int], str, float, InstanceType, Offering] | None = None
+    best: tuple[tuple[int, float, int, int], str, float, InstanceType, Offering] | None = None
     for it in launchable(instance_types, reqs, requests):
+        first = preference_rank(preference or {}, it.name)
         for offering in it.offerings.available().compatible(reqs):
-            key = (_rank(offering), it.name, rng.random(), it, offering)
+            key = ((first, *_rank(offering)), it.name, rng.random(), it, offering)
             if best is None or key[:3] < best[:3]:
                 best = key
     if best is None:

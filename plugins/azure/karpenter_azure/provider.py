@@ -64,6 +64,7 @@ from karpenter_core.plugin_api import (
     drift_nodeclass,
     instance_nodeclaim,
     launch_nodeclass,
+    launch_preference,
     nodepool_nodeclass,
 )
 from karpenter_core.plugin_api import labels as wk
@@ -190,7 +191,9 @@ class AzureCloudProvider:
                 "InstanceTypeResolutionFailed",
                 "Error resolving instance types",
             ) from e
-        selection = select(types, reqs, requests)
+        selection = select(
+            types, reqs, requests, preference=launch_preference(nc.metadata.annotations)
+        )
         template = self._launch_template(nc, nodeclass, selection)
         request = self._launch_request(nc, nodeclass, selection, template, types)
         with self._lock:

@@ -88,3 +88,15 @@ def test_nothing_available_names_the_request() -> None:
     with pytest.raises(InsufficientCapacityError) as e:
         select(_types(), _reqs(types=["Standard_D2s_v3"], zones=["nowhere-9"]), {})
     assert "Standard_D2s_v3" in str(e.value) and "nowhere-9" in str(e.value)
+
+
+def test_a_launch_preference_picks_the_best_ranked_type_at_its_cheapest_offering() -> None:
+    types = _types()
+    allowed = ["Standard_D4s_v3", "Standard_D2s_v3", "Standard_D64s_v3"]
+    reqs = _reqs(types=allowed, capacity=["on-demand"])
+    preference = {"Standard_D4s_v3": 0, "Standard_D2s_v3": 1}
+    sel = select(types, reqs, {"cpu": 1000}, preference=preference)
+    assert sel.instance_type.name == "Standard_D4s_v3"
+    # a preferred type too small for the requests is passed over for the next one
+    sel = select(types, reqs, {"cpu": 5000}, preference={"Standard_D2s_v3": 0})
+    assert sel.instance_type.name == "Standard_D64s_v3"

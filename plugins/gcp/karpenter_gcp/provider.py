@@ -50,7 +50,9 @@ from karpenter_core.plugin_api import (
     fits,
     instance_nodeclaim,
     launch_nodeclass,
+    launch_preference,
     nodepool_nodeclass,
+    preference_rank,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -91,18 +93,21 @@ def select(
     reqs: Requirements,
     requests: Mapping[str, int],
     rng: random.Random | None = None,
+    preference: Mapping[str, int] | None = None,
 ) -> tuple[InstanceType, Offering]:
     """The cheapest available offering, ``reqs`` allows, of a type that fits ``requests``;
     at equal price spot first, then the type's name, then a random zone (a burst spreads
-    over zones). ``InsufficientCapacityError`` naming the request when there is none."""
+    over zones). With a ``preference`` (the NodeClaim's launch order, from an
+    instance-type scorer) the best-ranked type comes first, then the same order.
+    ``InsufficientCapacityError`` naming the request when there is none."""
     rng = rng or random.Random()
-    best: tuple[tuple[float, int, str, float], InstanceType, Offering] | None = None
+    best: tuple[tuple[int, float, int, str, float], InstanceType, Offering] | None = None
     for it in instance_types:
         if it.requirements.intersects(reqs) is not None or not fits(it, requests, reqs)[0]:
             continue
         for o in it.offerings.available().compatible(reqs):
             spot = 0 if o.capacity_type == wk.CAPACITY_TYPE_SPOT else 1
-            key = (o.price, spot, it.name, rng.random())
+            key = (preference_rank(preference or {}, it.name), o.price, spot, it.name, rng.random())
             if best is None or key < best[0]:
                 best = (key, it, o)
     if best is None:
@@ -196,7 +201,9 @@ class GCPCloudProvider:
                 "InstanceTypeResolutionFailed",
                 "Error resolving instance types",
             ) from e
-        it, offering = select(types, reqs, requests)
+        it, offering = select(
+            types, reqs, requests, preference=launch_preference(nc.metadata.annotations)
+        )
         request = self._launch_request(nc, nodeclass, it, offering)
         instance = instances.create(request)
         out = self._to_nodeclaim(instance, it)

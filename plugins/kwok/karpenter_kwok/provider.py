@@ -79,7 +79,9 @@ from karpenter_core.plugin_api import (
     VirtualClock,
     condition_of,
     held_back,
+    launch_preference,
     parse_go_duration,
+    preference_rank,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -547,7 +549,10 @@ class KwokCloudProvider:
     def _choose(self, nc: NodeClaim, *, any_type: bool = False) -> _Choice:
         """Upstream's choice: over the instance-type requirement's values, the type whose
         cheapest available compatible offering is cheapest (first one wins a tie between
-        types; a seeded random pick between equally cheap offerings of one type).
+        types; a seeded random pick between equally cheap offerings of one type). When
+        the core wrote a launch preference (an instance-type scorer other than price), the
+        best-ranked type with an available compatible offering wins instead, at its
+        cheapest such offering.
 
         ``any_type`` (a static NodePool's claim, which names no instance types): the same
         choice over every catalogue type whose labels the NodeClaim's requirements allow."""
@@ -577,7 +582,7 @@ class KwokCloudProvider:
                     f"nodeclaim {nc.name!r}: instance type {value!r} is not in the kwok catalogue"
                 )
             named.append(it)
-        best = self._cheapest(named, reqs)
+        best = self._cheapest(named, reqs, launch_preference(nc.metadata.annotations))
         if best is None:
             raise InsufficientCapacityError(
                 f"no available offering of instance types {', '.join(raw[0].values)} is "
@@ -599,17 +604,26 @@ class KwokCloudProvider:
             )
         return best
 
-    def _cheapest(self, its: Iterable[InstanceType], reqs: Requirements) -> _Choice | None:
+    def _cheapest(
+        self,
+        its: Iterable[InstanceType],
+        reqs: Requirements,
+        preference: Mapping[str, int] | None = None,
+    ) -> _Choice | None:
         """The type whose cheapest available offering compatible with ``reqs`` is cheapest
         (the first wins a tie between types; a seeded random pick between equally cheap
-        offerings of one type)."""
+        offerings of one type); with a ``preference`` (the NodeClaim's launch order), the
+        best-ranked such type, at its cheapest offering."""
         best: _Choice | None = None
+        best_key = (0, 0.0)
         for it in its:
             offerings = it.offerings.available().compatible(reqs)
             if not offerings:
                 continue
             price = min(o.price for o in offerings)
-            if best is None or price < best.offering.price:
+            key = (preference_rank(preference or {}, it.name), price)
+            if best is None or key < best_key:
+                best_key = key
                 cheapest = [o for o in offerings if o.price == price]
                 pick = (
                     cheapest[self._rng.randrange(len(cheapest))]

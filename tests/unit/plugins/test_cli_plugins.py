@@ -75,6 +75,8 @@ def test_json_output_has_the_same_facts(three_plugins: None) -> None:
     ]
     assert rows["extras"]["disruptionMethods"] == ["x-late", "x-early"]
     assert rows["extras"]["draDrivers"] == ["x.example.com"]
+    assert rows["builtins"]["instanceTypeScorers"] == ["price", "least-waste", "priority"]
+    assert rows["extras"]["instanceTypeScorers"] == []
 
 
 def test_env_var_filters_the_listing(three_plugins: None) -> None:

@@ -12,9 +12,10 @@ from karpenter_core.plugin_api import (
     DisruptionMethodSpec,
     DRADriverSpec,
     InstanceTypeOverlaySpec,
+    InstanceTypeScorerSpec,
     hookimpl,
 )
-from karpenter_example_plugin import controller, discount, nvme, recycling
+from karpenter_example_plugin import controller, discount, headroom, nvme, recycling
 
 
 @hookimpl
@@ -45,5 +46,16 @@ def karpenter_controllers() -> list[ControllerSpec]:
     return [
         ControllerSpec(
             name=controller.NAME, factory=controller.RecycleSchedule, watches=controller.WATCHES
+        )
+    ]
+
+
+@hookimpl
+def karpenter_instance_type_scorers() -> list[InstanceTypeScorerSpec]:
+    return [
+        InstanceTypeScorerSpec(
+            name=headroom.NAME,
+            score=headroom.score_headroom,
+            description="smallest type leaving the NodePool's CPU headroom free",
         )
     ]

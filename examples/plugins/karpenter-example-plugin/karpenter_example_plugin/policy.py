@@ -12,10 +12,12 @@ from datetime import timedelta
 from karpenter_core.plugin_api import DurationError, parse_go_duration
 
 __all__ = [
+    "CPU_HEADROOM_ANNOTATION",
     "DISCOUNT_ANNOTATION",
     "MAX_NODE_AGE_ANNOTATION",
     "RECYCLE_AFTER_ANNOTATION",
     "PolicyError",
+    "cpu_headroom",
     "discounts",
     "max_node_age",
 ]
@@ -30,6 +32,12 @@ MAX_NODE_AGE_ANNOTATION = "plugin.example.com/max-node-age"
 RECYCLE_AFTER_ANNOTATION = "plugin.example.com/recycle-after"
 """Written on Nodes by the recycle-schedule controller: when the node becomes due for
 recycling (RFC 3339, UTC)."""
+
+
+CPU_HEADROOM_ANNOTATION = "plugin.example.com/cpu-headroom"
+"""On a NodePool that picks the ``headroom`` scorer: the percent of a node's allocatable
+CPU to leave free when choosing its instance type (default 20)."""
+DEFAULT_CPU_HEADROOM = 20.0
 
 
 class PolicyError(ValueError):
@@ -72,3 +80,20 @@ def max_node_age(annotations: Mapping[str, str]) -> timedelta | None:
             f"annotation {MAX_NODE_AGE_ANNOTATION}: {raw!r} must be a positive duration"
         )
     return timedelta(microseconds=nanoseconds // 1000)
+
+
+def cpu_headroom(annotations: Mapping[str, str]) -> float:
+    """The CPU fraction to leave free (``0.2`` for the default 20 percent)."""
+    raw = annotations.get(CPU_HEADROOM_ANNOTATION, "").strip()
+    if not raw:
+        return DEFAULT_CPU_HEADROOM / 100.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 100.0:
+        raise PolicyError(
+            f"annotation {CPU_HEADROOM_ANNOTATION}: {raw!r} is not a percent "
+            "with 0 <= PERCENT < 100"
+        )
+    return value / 100.0

@@ -1,4 +1,4 @@
-"""The plugin as karpenter-core sees it: the entry point, the four hook families and what
+"""The plugin as karpenter-core sees it: the entry point, the five hook families and what
 `karpenter plugins` says about them."""
 
 from __future__ import annotations
@@ -19,9 +19,16 @@ from karpenter_core.plugins import (
     disruption_methods,
     dra_drivers,
     instance_type_overlays,
+    instance_type_scorers,
 )
 
-FAMILIES = ["instance_type_overlays", "disruption_methods", "dra_drivers", "controllers"]
+FAMILIES = [
+    "instance_type_overlays",
+    "disruption_methods",
+    "dra_drivers",
+    "controllers",
+    "instance_type_scorers",
+]
 
 
 def test_the_entry_point_names_the_hook_module() -> None:
@@ -48,12 +55,13 @@ def test_each_hook_registers_its_piece_beside_the_builtins(
     assert methods.index("drift") < methods.index("max-node-age")
     assert methods.index("max-node-age") < methods.index("multi-node-consolidation")
     assert list(dra_drivers(plugin_manager)) == ["nvme.example.com"]
+    assert "headroom" in [s.name for s in instance_type_scorers(plugin_manager)]
     # KWOK (loaded beside it) contributes its DRA slice publisher; the example adds one.
     names = [s.name for s in controllers(plugin_manager)]
     assert [n for n in names if not n.startswith("kwok.")] == ["example.recycle-schedule"]
 
 
-def test_karpenter_plugins_lists_all_four_families(installed: None) -> None:
+def test_karpenter_plugins_lists_all_five_families(installed: None) -> None:
     result = CliRunner().invoke(
         main, ["plugins", "-o", "json"], env={"KARPENTER_PLUGINS": "kwok,example"}
     )
@@ -65,6 +73,7 @@ def test_karpenter_plugins_lists_all_four_families(installed: None) -> None:
     assert row["instanceTypeOverlays"] == ["negotiated-discount"]
     assert row["disruptionMethods"] == ["max-node-age"]
     assert row["draDrivers"] == ["nvme.example.com"]
+    assert row["instanceTypeScorers"] == ["headroom"]
 
 
 def test_importing_the_hook_module_does_not_load_the_engine() -> None:
