@@ -58,6 +58,7 @@ def load_explain_input(
         plugin_overlays,
         read_input,
         read_objects,
+        with_scoring,
     )
 
     if snapshot is not None:
@@ -86,9 +87,12 @@ def load_explain_input(
         ),
         plugin_overlays(pm),
     )
+    # the operator's scorers (INSTANCE_TYPE_SCORER, NodePool annotations): the verdict's
+    # NodeClaim is ordered as serve would order it
+    scored = with_scoring(options or DEFAULT_OPTIONS, None, pm, lambda _note: None)
     return ExplainInput(
         inp=inp,
         instance_types=types,
         now=now or datetime.now(UTC),
-        options=options or DEFAULT_OPTIONS,
+        options=scored,
     )

@@ -194,7 +194,7 @@ def _verdict(ei: ExplainInput, pod: Pod) -> tuple[Reason, str]:
                 Reason(
                     LAUNCH,
                     f"pending: Karpenter would launch a NodeClaim from NodePool "
-                    f"{nc['nodePool']} for it (cheapest type {name}{priced}, "
+                    f"{nc['nodePool']} for it (first choice {name}{priced}, "
                     f"{len(nc['instanceTypes'])} types allowed, {others} other pod(s))",
                 ),
                 "",
