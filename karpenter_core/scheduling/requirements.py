@@ -283,10 +283,10 @@ class Requirement:
         lte = self._lte
         if self._gte is not None:
             low = self._gte
-        elif lte is not None and lte < 0:
-            # Leave room below a negative upper bound for every excluded value, so the
-            # scan below always finds an admitted one.
-            low = lte - len(self._values)
+        elif lte is not None:
+            # Leave room below a small upper bound for every excluded value (``NotIn [0]``
+            # with ``<= 0`` still admits -1), so the scan below always finds an admitted one.
+            low = min(0, lte - len(self._values))
         else:
             low = 0
         high = lte if lte is not None else MAX_INT64 - 1
