@@ -21,12 +21,12 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 __all__ = [
     "Check",
@@ -42,7 +42,9 @@ log = logging.getLogger("karpenter.operator.health")
 Check = Callable[[], "str | None"]
 """A readiness check: None when healthy, else the reason it is not."""
 
-Response = tuple[int, str, bytes]
+Response = tuple[int, str, "bytes | Iterable[bytes]"]
+"""Status, content type and body: bytes, or pieces written as they come (HTTP/1.0: the
+body ends when the connection closes), so a large body is never held whole."""
 Route = Callable[[Mapping[str, list[str]]], Response]
 
 
@@ -93,10 +95,12 @@ def probe_routes(
 
 
 def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
-    """``/metrics`` in the Prometheus text exposition format."""
+    """``/metrics`` in the Prometheus text exposition format, written family by family
+    (:func:`karpenter_core.metrics.iter_exposition`)."""
+    from karpenter_core.metrics import iter_exposition
 
     def route(query: Mapping[str, list[str]]) -> Response:
-        return 200, CONTENT_TYPE_LATEST, generate_latest(registry)
+        return 200, CONTENT_TYPE_LATEST, iter_exposition(registry)
 
     return {"/metrics": route}
 
@@ -109,6 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlparse(self.path)
         route = self.routes.get(url.path.rstrip("/") or "/")
+        body: bytes | Iterable[bytes]
         if route is None:
             status, ctype, body = 404, "text/plain; charset=utf-8", b"404 page not found\n"
         else:
@@ -117,11 +122,42 @@ class _Handler(BaseHTTPRequestHandler):
             except Exception as e:
                 log.exception("serving %s failed", url.path)
                 status, ctype, body = 500, "text/plain; charset=utf-8", f"{e}\n".encode()
+        if not isinstance(body, bytes):
+            self._stream(status, ctype, body)
+            return
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _stream(self, status: int, ctype: str, pieces: Iterable[bytes]) -> None:
+        """Write the body as it is produced; the response ends with the connection. A
+        failure before the first piece is still a 500; after it, the connection is closed
+        early and the scraper sees a truncated body, as it would from a dying process."""
+        it = iter(pieces)
+        try:
+            first = next(it, b"")
+        except Exception as e:
+            log.exception("serving %s failed", self.path)
+            body = f"{e}\n".encode()
+            self.send_response(500)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(first)
+        try:
+            for piece in it:
+                self.wfile.write(piece)
+        except Exception:
+            log.exception("serving %s failed part way", self.path)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # probes every few seconds would drown the operator's own logs

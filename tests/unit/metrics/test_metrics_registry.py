@@ -381,3 +381,43 @@ def test_snapshot_holds_only_karpenter_series() -> None:
     names = {name for name, _ in metrics.snapshot()}
     assert "karpenter_build_info" in names
     assert not any(n.startswith(("process_", "python_")) for n in names)
+
+
+def test_the_exposition_in_pieces_is_byte_for_byte_the_whole_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/metrics`` is written in pieces (gauge families a chunk of samples at a time) so a
+    150,000-pod exposition is never held whole; joined, the pieces are exactly what
+    ``generate_latest`` gives, for every kind of family and chunk boundary."""
+    from prometheus_client import (
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        Info,
+        Summary,
+        generate_latest,
+    )
+
+    from karpenter_core import metrics as m
+
+    reg = CollectorRegistry()
+    pods = Gauge("pods_state", "Per pod.", ["name", "namespace"], registry=reg)
+    for i in range(7):
+        pods.labels(f"p{i}", "ns").set(i)
+    Gauge("empty_labelled", "No children yet.", ["pool"], registry=reg)
+    Gauge("plain", "Unlabelled.", registry=reg).set(2.5)
+    c = Counter("launches", "Counter with created.", ["pool"], registry=reg)
+    c.labels("a").inc()
+    h = Histogram("solve_seconds", "Histogram.", buckets=(0.1, 1.0), registry=reg)
+    h.observe(0.5)
+    Summary("pending_seconds", "Summary.", registry=reg).observe(3)
+    Info("build", "Info.", registry=reg).info({"version": "1"})
+    whole = generate_latest(reg)
+    for chunk in (1, 3, 7, 100):
+        monkeypatch.setattr(m, "EXPOSITION_CHUNK", chunk)
+        pieces = list(m.iter_exposition(reg))
+        assert b"".join(pieces) == whole, chunk
+    monkeypatch.setattr(m, "EXPOSITION_CHUNK", 3)
+    assert len(list(m.iter_exposition(reg))) > 7  # the 7 pod samples came in 3 pieces
+    assert b"".join(m.iter_exposition(m.REGISTRY)) == generate_latest(m.REGISTRY)
