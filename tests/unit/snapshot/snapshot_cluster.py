@@ -231,9 +231,7 @@ def _ref(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _workload(
-    kind: str, name: str, ns: str, labels: dict[str, str], **spec: Any
-) -> dict[str, Any]:
+def _workload(kind: str, name: str, ns: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
     api_version = "batch/v1" if kind == "Job" else "apps/v1"
     return {
         "apiVersion": api_version,
