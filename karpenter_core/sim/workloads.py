@@ -25,7 +25,7 @@ from attrs import define
 
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.taints import Taint, Toleration, tolerates
-from karpenter_core.apis.workloads import template_hash
+from karpenter_core.apis.workloads import runs_template, template_hash
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
@@ -87,16 +87,6 @@ def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def _same_template(rs: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
-    """Whether the ReplicaSet runs ``template`` (its ``pod-template-hash`` label aside),
-    as the Deployment controller finds its new ReplicaSet."""
-    theirs = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
-    labels = (theirs.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
-        labels.pop("pod-template-hash", None)
-    return bool(theirs == template)
 
 
 def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
@@ -211,7 +201,7 @@ class WorkloadController:
         if current is None:
             # a ReplicaSet made elsewhere (a real cluster's, seeded from a snapshot) is
             # named by another hash: it is the current one when its template is this one
-            current = next((rs for rs in owned if _same_template(rs, template)), None)
+            current = next((rs for rs in owned if runs_template(rs, template)), None)
             if current is not None:
                 rs_name = current["metadata"]["name"]
         if current is None:
