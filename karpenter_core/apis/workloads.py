@@ -45,12 +45,14 @@ from karpenter_core.apis.objects import (
 )
 
 __all__ = [
+    "POD_INDEX_LABEL",
     "WORKLOAD_KINDS",
     "Expansion",
     "WorkloadError",
     "expand_workload",
     "expand_workloads",
     "runs_template",
+    "statefulset_ordinal",
     "template_hash",
 ]
 
@@ -365,14 +367,21 @@ def _expand_replicaset(obj: Mapping[str, Any], pods: _PodIndex) -> Expansion:
     )
 
 
-def _ordinal(pod: Pod, name: str) -> int | None:
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def statefulset_ordinal(pod_name: str, labels: Mapping[str, Any], set_name: str) -> int | None:
     """A StatefulSet pod's ordinal: its ``apps.kubernetes.io/pod-index`` label (kept by
-    anonymising, where the name is hashed), else the number ending ``<name>-<n>``."""
-    index = pod.labels.get("apps.kubernetes.io/pod-index", "")
+    anonymising, where the name is hashed), else the number ending ``<set_name>-<n>``."""
+    index = str(labels.get(POD_INDEX_LABEL) or "")
     if index.isdigit():
         return int(index)
-    prefix, _, number = pod.name.rpartition("-")
-    return int(number) if prefix == name and number.isdigit() else None
+    prefix, _, number = pod_name.rpartition("-")
+    return int(number) if prefix == set_name and number.isdigit() else None
+
+
+def _ordinal(pod: Pod, name: str) -> int | None:
+    return statefulset_ordinal(pod.name, pod.labels, name)
 
 
 def _expand_statefulset(

@@ -26,7 +26,12 @@ from attrs import define
 
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.taints import Taint, Toleration, tolerates
-from karpenter_core.apis.workloads import runs_template, template_hash
+from karpenter_core.apis.workloads import (
+    POD_INDEX_LABEL,
+    runs_template,
+    statefulset_ordinal,
+    template_hash,
+)
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
@@ -38,7 +43,6 @@ WorkloadKey = tuple[str, str, str]
 """(kind, namespace, name)"""
 
 _TERMINAL = ("Succeeded", "Failed")
-POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 _OWNER_KINDS = ("ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 SIMULATED_OWNER_KINDS = frozenset(_OWNER_KINDS)
@@ -85,13 +89,7 @@ def _controller_of(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _ordinal(meta: Mapping[str, Any], owner_name: str) -> int | None:
-    """A StatefulSet pod's ordinal: its ``apps.kubernetes.io/pod-index`` label (a
-    snapshot's anonymised pod names lose it), else the number ending ``<owner>-<n>``."""
-    index = str((meta.get("labels") or {}).get(POD_INDEX_LABEL) or "")
-    if index.isdigit():
-        return int(index)
-    prefix, _, number = str(meta.get("name") or "").rpartition("-")
-    return int(number) if prefix == owner_name and number.isdigit() else None
+    return statefulset_ordinal(str(meta.get("name") or ""), meta.get("labels") or {}, owner_name)
 
 
 def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
