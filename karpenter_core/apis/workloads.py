@@ -15,7 +15,12 @@ They are not byte-identical to kube-controller-manager's (which hashes Go struct
 
 Replicas already present as pods in the input (bound or not) are not created again, so a
 snapshot exported from a cluster is not double counted: a Deployment with 3 replicas and 2
-matching pods yields 1 pending pod.
+of its pods yields 1 pending pod. A pod counts for the workload its controller owner
+reference names by uid (a ReplicaSet's pods count for the listed Deployment owning that
+ReplicaSet); a pod with no controller, or whose controller is not in the input, counts for
+every workload whose selector matches it in its namespace, as a controller would adopt it.
+A Deployment whose ReplicaSet for its current template is in the input adds its pods to
+that ReplicaSet, as the Deployment controller would, rather than to one it would create.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -40,11 +45,14 @@ from karpenter_core.apis.objects import (
 )
 
 __all__ = [
+    "POD_INDEX_LABEL",
     "WORKLOAD_KINDS",
     "Expansion",
     "WorkloadError",
     "expand_workload",
     "expand_workloads",
+    "runs_template",
+    "statefulset_ordinal",
     "template_hash",
 ]
 
@@ -232,8 +240,65 @@ def _pod(
         raise ObjectError(f"spec.template.{e.path}", e.message) from None
 
 
-def _live(pods: Iterable[Pod], namespace: str) -> list[Pod]:
-    return [p for p in pods if p.namespace == namespace and not p.is_terminal()]
+def runs_template(rs: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
+    """Whether the ReplicaSet runs ``template`` (its ``pod-template-hash`` label aside), as
+    the Deployment controller finds its current ReplicaSet among those it owns: a real
+    cluster's is named by a hash this module does not reproduce."""
+    theirs = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+    labels = (theirs.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop("pod-template-hash", None)
+    return bool(theirs == template)
+
+
+def _controller_uid(pod: Pod) -> str:
+    return next((o.uid for o in pod.owner_references if o.controller and o.uid), "")
+
+
+def _explicit_uid(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, Mapping) else None
+    return uid if isinstance(uid, str) else ""
+
+
+@frozen
+class _PodIndex:
+    """The input's live pods by the workload that accounts for them (built once for all
+    workloads, so expanding a snapshot costs its pods once, not once per workload)."""
+
+    owned: Mapping[str, tuple[Pod, ...]]
+    """Workload uid -> the pods its controller owner references give it (through its
+    ReplicaSets, for a Deployment)."""
+    unowned: Mapping[str, tuple[Pod, ...]]
+    """Namespace -> pods no listed workload controls: each workload's selector decides."""
+
+    @classmethod
+    def of(cls, pods: Iterable[Pod], accounts_for: Mapping[str, str]) -> _PodIndex:
+        """``accounts_for``: uid of each listed object that controls pods -> uid of the
+        workload its pods count for (itself, or a ReplicaSet's Deployment)."""
+        owned: dict[str, list[Pod]] = {}
+        unowned: dict[str, list[Pod]] = {}
+        for p in pods:
+            if p.is_terminal():
+                continue
+            workload = accounts_for.get(_controller_uid(p))
+            if workload is None:
+                unowned.setdefault(p.namespace, []).append(p)
+            else:
+                owned.setdefault(workload, []).append(p)
+        return cls(
+            {k: tuple(v) for k, v in owned.items()}, {k: tuple(v) for k, v in unowned.items()}
+        )
+
+    def accounted(self, uid: str, namespace: str, adopts: Callable[[Pod], bool]) -> list[Pod]:
+        """The live pods of the workload ``uid`` in ``namespace``: its own, and those no
+        listed workload controls that it ``adopts``."""
+        mine = [p for p in self.owned.get(uid, ()) if p.namespace == namespace]
+        return mine + [p for p in self.unowned.get(namespace, ()) if adopts(p)]
+
+
+def _selects(selector: Mapping[str, Any]) -> Callable[[Pod], bool]:
+    return lambda p: label_selector_matches(selector, p.labels)
 
 
 def _replicaset_pods(
@@ -253,13 +318,27 @@ def _replicaset_pods(
     return out
 
 
-def _expand_deployment(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
+def _expand_deployment(
+    obj: Mapping[str, Any], pods: _PodIndex, replicasets: Sequence[Mapping[str, Any]]
+) -> Expansion:
+    """``replicasets``: the listed ReplicaSets the Deployment owns."""
     namespace, name, uid = _meta(obj)
     spec = _spec(obj)
     template, labels = _template(spec)
     selector = _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
-    have = sum(1 for p in _live(existing, namespace) if label_selector_matches(selector, p.labels))
+    have = len(pods.accounted(uid, namespace, _selects(selector)))
+    current = next((rs for rs in replicasets if runs_template(rs, template)), None)
+    if current is not None:
+        # the input holds the ReplicaSet the controller would scale: new pods are its own,
+        # and it is listed as a controller where it is read (expand_workloads)
+        _, rs_name, rs_uid = _meta(current)
+        rs_template, rs_labels = _template(_spec(current))
+        return Expansion(
+            pods=_replicaset_pods(
+                rs_name, rs_uid, namespace, rs_template, rs_labels, replicas, have
+            )
+        )
     h = template_hash(template)
     rs_name = f"{name}-{h}"
     pod_labels = {**labels, "pod-template-hash": h}
@@ -275,22 +354,39 @@ def _expand_deployment(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expan
     )
 
 
-def _expand_replicaset(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
+def _expand_replicaset(obj: Mapping[str, Any], pods: _PodIndex) -> Expansion:
     namespace, name, uid = _meta(obj)
     spec = _spec(obj)
     template, labels = _template(spec)
     selector = _selector(spec, labels)
     replicas = _count(spec, "replicas", 1)
-    have = sum(1 for p in _live(existing, namespace) if label_selector_matches(selector, p.labels))
+    have = len(pods.accounted(uid, namespace, _selects(selector)))
     return Expansion(
         pods=_replicaset_pods(name, uid, namespace, template, labels, replicas, have),
         controllers=[_controller("ReplicaSet", namespace, name, uid, selector)],
     )
 
 
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def statefulset_ordinal(pod_name: str, labels: Mapping[str, Any], set_name: str) -> int | None:
+    """A StatefulSet pod's ordinal: its ``apps.kubernetes.io/pod-index`` label (kept by
+    anonymising, where the name is hashed), else the number ending ``<set_name>-<n>``."""
+    index = str(labels.get(POD_INDEX_LABEL) or "")
+    if index.isdigit():
+        return int(index)
+    prefix, _, number = pod_name.rpartition("-")
+    return int(number) if prefix == set_name and number.isdigit() else None
+
+
+def _ordinal(pod: Pod, name: str) -> int | None:
+    return statefulset_ordinal(pod.name, pod.labels, name)
+
+
 def _expand_statefulset(
     obj: Mapping[str, Any],
-    existing: Sequence[Pod],
+    pods_in: _PodIndex,
     existing_pvcs: Mapping[str, PersistentVolumeClaim],
     default_storage_class: str | None,
 ) -> Expansion:
@@ -305,7 +401,13 @@ def _expand_statefulset(
         if isinstance(ordinals, Mapping)
         else 0
     )
-    have = {p.name for p in _live(existing, namespace)}
+    # a pod no listed workload controls is this one's when it bears one of its pod names
+    have = pods_in.accounted(uid, namespace, lambda p: _ordinal(p, name) is not None)
+    taken = {_ordinal(p, name) for p in have}
+    # ordinals not taken, as many as the replicas its pods do not already account for (a
+    # pod whose ordinal cannot be read still counts)
+    missing = [o for o in range(start, start + replicas) if o not in taken]
+    missing = missing[: max(0, replicas - len(have))]
     revision = f"{name}-{template_hash(template)}"
     owner = _owner("apps/v1", "StatefulSet", name, uid)
     claim_templates = spec.get("volumeClaimTemplates") or ()
@@ -313,10 +415,8 @@ def _expand_statefulset(
         raise ObjectError("spec.volumeClaimTemplates", "expected a list")
     pods: list[Pod] = []
     pvcs: list[PersistentVolumeClaim] = []
-    for ordinal in range(start, start + replicas):
+    for ordinal in missing:
         pod_name = f"{name}-{ordinal}"
-        if pod_name in have:
-            continue
         volumes = []
         for j, ct in enumerate(claim_templates):
             path = f"spec.volumeClaimTemplates[{j}]"
@@ -361,7 +461,7 @@ def _expand_statefulset(
     )
 
 
-def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
+def _expand_job(obj: Mapping[str, Any], pods_in: _PodIndex) -> Expansion:
     namespace, name, uid = _meta(obj)
     spec = _spec(obj)
     template, labels = _template(spec)
@@ -376,12 +476,14 @@ def _expand_job(obj: Mapping[str, Any], existing: Sequence[Pod]) -> Expansion:
     want = parallelism
     if completions is not None:
         want = min(parallelism, max(0, _count(spec, "completions", 1) - succeeded))
-    have = [
-        p
-        for p in _live(existing, namespace)
-        if any(o.kind == "Job" and o.name == name for o in p.owner_references)
-        or p.labels.get("batch.kubernetes.io/job-name") == name
-    ]
+    have = pods_in.accounted(
+        uid,
+        namespace,
+        lambda p: (
+            any(o.kind == "Job" and o.name == name for o in p.owner_references)
+            or p.labels.get("batch.kubernetes.io/job-name") == name
+        ),
+    )
     indexed = spec.get("completionMode") == "Indexed"
     job_labels = {
         **labels,
@@ -468,30 +570,67 @@ def expand_workload(
 ) -> Expansion:
     """Pods (and PVCs) one workload object adds; raises :class:`ObjectError` on bad input.
 
-    ``existing_pods`` are pods already known (they satisfy replicas); ``default_storage_class``
-    fills StatefulSet claim templates without a class, as admission would."""
+    ``existing_pods`` are pods already known: those it controls (by owner reference uid)
+    and those without a controller that it selects satisfy replicas;
+    ``default_storage_class`` fills StatefulSet claim templates without a class, as
+    admission would."""
+    uid = _explicit_uid(obj)
+    pods = _PodIndex.of(existing_pods, {uid: uid} if uid else {})
+    return _expand(obj, pods, list(existing_pvcs), default_storage_class, ())
+
+
+def _expand(
+    obj: Mapping[str, Any],
+    pods: _PodIndex,
+    existing_pvcs: Sequence[PersistentVolumeClaim],
+    default_storage_class: str | None,
+    replicasets: Sequence[Mapping[str, Any]],
+) -> Expansion:
     kind = obj.get("kind")
     if kind == "Deployment":
-        return _expand_deployment(obj, existing_pods)
+        return _expand_deployment(obj, pods, replicasets)
     if kind == "ReplicaSet":
-        return _expand_replicaset(obj, existing_pods)
+        return _expand_replicaset(obj, pods)
     if kind == "StatefulSet":
         return _expand_statefulset(
-            obj, existing_pods, {p.key: p for p in existing_pvcs}, default_storage_class
+            obj, pods, {p.key: p for p in existing_pvcs}, default_storage_class
         )
     if kind == "Job":
-        return _expand_job(obj, existing_pods)
+        return _expand_job(obj, pods)
     raise ObjectError("kind", f"{shown_repr(kind)} is not a workload kind")
 
 
-def _owned_by_listed_deployment(obj: Mapping[str, Any], deployments: set[tuple[str, str]]) -> bool:
-    meta = obj.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "default")
-    return any(
-        o.get("kind") == "Deployment" and (namespace, o.get("name")) in deployments
-        for o in meta.get("ownerReferences") or ()
-        if isinstance(o, Mapping)
-    )
+def _workload_uid(obj: Mapping[str, Any]) -> str:
+    """The uid :func:`_meta` gives ``obj`` (its own, else derived from its name)."""
+    try:
+        return _meta(obj)[2]
+    except ObjectError:
+        return ""  # reported when the object itself expands
+
+
+def _namespaced_name(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return None  # reported when the object itself expands
+    return str(meta.get("namespace") or "default"), str(meta.get("name"))
+
+
+def _deployment_of(
+    rs: Mapping[str, Any], deployments: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """The listed Deployment owning ``rs``: by name in the ReplicaSet's namespace, and by
+    uid too when both the reference and the Deployment have one."""
+    at = _namespaced_name(rs)
+    if at is None:
+        return None
+    for ref in (rs.get("metadata") or {}).get("ownerReferences") or ():
+        if not isinstance(ref, Mapping) or ref.get("kind") != "Deployment":
+            continue
+        dep = deployments.get((at[0], str(ref.get("name"))))
+        dep_uid = _explicit_uid(dep) if dep is not None else ""
+        if dep is not None and (not ref.get("uid") or not dep_uid or ref.get("uid") == dep_uid):
+            return dep
+    return None
 
 
 def expand_workloads(
@@ -500,26 +639,45 @@ def expand_workloads(
     existing_pvcs: Iterable[PersistentVolumeClaim] = (),
     default_storage_class: str | None = None,
 ) -> list[tuple[int, Expansion]]:
-    """Expand many workloads; returns ``(index in objects, expansion)`` for each one expanded.
+    """Expand many workloads; returns ``(index in objects, expansion)`` for each one.
     A bad object raises :class:`WorkloadError` carrying its index.
 
-    A ReplicaSet owned by a Deployment that is also listed is skipped: the Deployment
-    accounts for its pods (exported clusters contain both)."""
-    deployments = {
-        (str(meta.get("namespace") or "default"), str(meta.get("name")))
-        for o in objects
-        if o.get("kind") == "Deployment"
-        # A metadata that is not a mapping is reported when the Deployment itself expands.
-        for meta in [o.get("metadata")]
-        if isinstance(meta, Mapping)
-    }
+    A ReplicaSet owned by a Deployment that is also listed adds no pods: the Deployment
+    accounts for its pods (exported clusters and snapshots contain both); its expansion
+    is the ReplicaSet as a controller (for default topology spreads). A pod counts for the
+    listed workload its controller owner reference names (see the module docstring)."""
+    deployments: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for obj in objects:
+        at = _namespaced_name(obj) if obj.get("kind") == "Deployment" else None
+        if at is not None:
+            deployments[at] = obj
+    owner_of: dict[int, Mapping[str, Any]] = {}  # ReplicaSet index -> its listed Deployment
+    accounts_for: dict[str, str] = {}
+    for i, obj in enumerate(objects):
+        uid = _explicit_uid(obj)
+        dep = _deployment_of(obj, deployments) if obj.get("kind") == "ReplicaSet" else None
+        if dep is not None:
+            owner_of[i] = dep
+        if uid:  # pods name their controller by uid: only an explicit one can be named
+            accounts_for[uid] = _workload_uid(dep) if dep is not None else uid
+    pods = _PodIndex.of(existing_pods, accounts_for)
+    owned_replicasets: dict[int, list[Mapping[str, Any]]] = {}
+    for i, dep in owner_of.items():
+        owned_replicasets.setdefault(id(dep), []).append(objects[i])
     pvcs = list(existing_pvcs)
     out = []
     for i, obj in enumerate(objects):
-        if obj.get("kind") == "ReplicaSet" and _owned_by_listed_deployment(obj, deployments):
-            continue
         try:
-            exp = expand_workload(obj, existing_pods, pvcs, default_storage_class)
+            if i in owner_of:
+                namespace, name, uid = _meta(obj)
+                selector = _selector(_spec(obj), _template(_spec(obj))[1])
+                exp = Expansion(
+                    controllers=[_controller("ReplicaSet", namespace, name, uid, selector)]
+                )
+            else:
+                exp = _expand(
+                    obj, pods, pvcs, default_storage_class, owned_replicasets.get(id(obj), ())
+                )
         except ObjectError as e:
             raise WorkloadError(i, e) from None
         pvcs.extend(exp.pvcs)

@@ -15,7 +15,10 @@ them in the in-memory API server so the run continues where the cluster stood:
   :class:`~karpenter_core.cloudprovider.protocol.AdoptsInstances` first, which makes them
   instances the provider knows (so disruption can delete them and their price counts);
 - objects being deleted, and kinds the simulated API server does not serve (Events,
-  Leases...), are left out and said so; a namespace an object needs is created.
+  Leases...), are left out and said so; a namespace an object needs is created;
+- pods whose controlling owner the snapshot lacks, or whose owner's kind no simulated
+  controller runs (ReplicaSets, StatefulSets, Jobs and DaemonSets are; an operator's
+  custom kinds are not), are said so: nothing replaces them once evicted.
 
 :func:`load_starting_state` reads the file with the snapshot module's reader.
 """
@@ -34,6 +37,7 @@ from karpenter_core.cloudprovider.protocol import AdoptsInstances
 from karpenter_core.kube.client import ApiError, UnknownResourceError, resource_for
 from karpenter_core.runtime.clock import parse_time
 from karpenter_core.sim.apiserver import InMemoryApiServer
+from karpenter_core.sim.workloads import SIMULATED_OWNER_KINDS
 from karpenter_core.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
@@ -160,7 +164,8 @@ class _Seeder:
         self.nodeclaims: set[str] = set()
         self.notes: list[str] = []
         self.uids: set[str] = set()
-        self.orphans: dict[str, int] = {}  # owner kind -> pods whose owner is not there
+        # owner kind -> pods whose owner is not there, or that no simulated controller runs
+        self.orphans: dict[str, int] = {}
 
     def add(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata")
@@ -211,7 +216,10 @@ class _Seeder:
                     isinstance(ref, Mapping)
                     and ref.get("controller")
                     and ref.get("kind") != "Node"  # a static pod's mirror
-                    and str(ref.get("uid") or "") not in self.uids
+                    and (
+                        str(ref.get("uid") or "") not in self.uids
+                        or ref.get("kind") not in SIMULATED_OWNER_KINDS
+                    )
                 ):
                     owner = str(ref.get("kind"))
                     self.orphans[owner] = self.orphans.get(owner, 0) + 1
@@ -244,8 +252,9 @@ class _Seeder:
             )
         if self.orphans:
             notes.append(
-                f"pods whose owner the snapshot does not hold ({_listed(self.orphans)} pods): "
-                "nothing replaces one that is evicted or deleted"
+                "pods whose owner the snapshot does not hold, or is of a kind the simulation "
+                f"runs no controller for ({_listed(self.orphans)} pods): nothing replaces one "
+                "that is evicted or deleted"
             )
         if self.refused:
             notes.append(

@@ -1,12 +1,13 @@
-"""The workload controllers a simulated cluster needs: Deployment, ReplicaSet, Job and
-DaemonSet.
+"""The workload controllers a simulated cluster needs: Deployment, ReplicaSet, StatefulSet,
+Job and DaemonSet.
 
 kube-controller-manager keeps workloads at their replica counts; without it a simulation
 would lose every pod a drain evicts. These controllers do the part that matters for
 capacity: a Deployment owns a ReplicaSet per pod template (old ones scaled to zero, a
 simplified rolling update), a ReplicaSet keeps ``spec.replicas`` live pods (a pod that is
 terminating, evicted or deleted is replaced at once, as upstream's ReplicaSet controller
-does), and a Job runs ``parallelism`` pods until ``completions`` succeeded. Pods finish
+does), a StatefulSet keeps one pod per ordinal (see :meth:`_statefulset`), and a Job runs
+``parallelism`` pods until ``completions`` succeeded. Pods finish
 when the simulated kubelet says so (``sim.karpenter.sh/run-seconds`` on the pod). A
 DaemonSet runs one pod on every node it selects and tolerates (see :meth:`_daemonset`).
 
@@ -25,22 +26,31 @@ from attrs import define
 
 from karpenter_core.apis.conditions import is_true
 from karpenter_core.apis.taints import Taint, Toleration, tolerates
-from karpenter_core.apis.workloads import template_hash
+from karpenter_core.apis.workloads import (
+    POD_INDEX_LABEL,
+    runs_template,
+    statefulset_ordinal,
+    template_hash,
+)
 from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result, Watch
 
-__all__ = ["WorkloadController", "register"]
+__all__ = ["SIMULATED_OWNER_KINDS", "WorkloadController", "register"]
 
 WorkloadKey = tuple[str, str, str]
 """(kind, namespace, name)"""
 
 _TERMINAL = ("Succeeded", "Failed")
-_OWNER_KINDS = ("ReplicaSet", "Job", "DaemonSet")
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+_OWNER_KINDS = ("ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+SIMULATED_OWNER_KINDS = frozenset(_OWNER_KINDS)
+"""Kinds whose pods the simulated controllers own, and replace once evicted or deleted."""
 _RESOURCES = {
     "Deployment": "deployments",
     "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
     "Job": "jobs",
     "DaemonSet": "daemonsets",
 }
@@ -64,6 +74,7 @@ class _PodState:
     phase: str = "Pending"
     bound: bool = False
     node: str = ""
+    ordinal: int | None = None  # a StatefulSet's pod
 
     @property
     def active(self) -> bool:
@@ -75,6 +86,10 @@ def _controller_of(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") in _OWNER_KINDS:
             return ref
     return None
+
+
+def _ordinal(meta: Mapping[str, Any], owner_name: str) -> int | None:
+    return statefulset_ordinal(str(meta.get("name") or ""), meta.get("labels") or {}, owner_name)
 
 
 def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,16 +104,6 @@ def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _same_template(rs: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
-    """Whether the ReplicaSet runs ``template`` (its ``pod-template-hash`` label aside),
-    as the Deployment controller finds its new ReplicaSet."""
-    theirs = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
-    labels = (theirs.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
-        labels.pop("pod-template-hash", None)
-    return bool(theirs == template)
-
-
 def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
     value = spec.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -107,7 +112,7 @@ def _replicas(spec: Mapping[str, Any], key: str, default: int) -> int:
 
 
 class WorkloadController:
-    """One reconciler for Deployments, ReplicaSets, Jobs and DaemonSets (keys
+    """One reconciler for Deployments, ReplicaSets, StatefulSets, Jobs and DaemonSets (keys
     ``(kind, ns, name)``)."""
 
     def __init__(self, kube: KubeClient, clock: Clock) -> None:
@@ -116,6 +121,9 @@ class WorkloadController:
         self._pods: dict[str, dict[str, _PodState]] = {}  # owner uid -> pod name -> state
         self._owner_of_pod: dict[tuple[str, str], tuple[str, WorkloadKey]] = {}
         self._daemonsets: set[WorkloadKey] = set()
+        # StatefulSet uid -> ordinal -> (pod name, claim volumes) of the pods it had: a pod
+        # comes back with its name and claims (a snapshot's may not be <set>-<ordinal>)
+        self._identities: dict[str, dict[int, tuple[str, list[dict[str, Any]]]]] = {}
         self._seq = 0
         self.pods_created = 0
         self.pods_replaced = 0
@@ -127,6 +135,7 @@ class WorkloadController:
         key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
         if event_type == "DELETED":
             self._pods.pop(str(meta.get("uid") or ""), None)
+            self._identities.pop(str(meta.get("uid") or ""), None)
             self._daemonsets.discard(key)
             return ()
         if key[0] == "DaemonSet":
@@ -152,13 +161,17 @@ class WorkloadController:
         if event_type == "DELETED":
             state = pods.pop(name, None)
             self._owner_of_pod.pop((ns, name), None)
-            return (owner_key,) if state is None or state.active else ()
+            # a StatefulSet waits for the pod to be gone before it makes it again
+            again = state is None or state.active or owner_key[0] == "StatefulSet"
+            return (owner_key,) if again else ()
         state = pods.get(name)
         if state is None:
             self._seq += 1
             state = _PodState(name, self._seq)
             pods[name] = state
             self._owner_of_pod[(ns, name)] = (owner_uid, owner_key)
+            if owner_key[0] == "StatefulSet":
+                self._remember(owner_uid, owner_key[2], state, obj)
         was_active = state.active
         state.deleting = bool(meta.get("deletionTimestamp"))
         state.phase = str((obj.get("status") or {}).get("phase") or "Pending")
@@ -189,6 +202,8 @@ class WorkloadController:
                 return self._replicaset(obj)
             if kind == "DaemonSet":
                 return self._daemonset(obj)
+            if kind == "StatefulSet":
+                return self._statefulset(obj)
             return self._job(obj)
         except Conflict:
             return Result(requeue=True)
@@ -211,7 +226,7 @@ class WorkloadController:
         if current is None:
             # a ReplicaSet made elsewhere (a real cluster's, seeded from a snapshot) is
             # named by another hash: it is the current one when its template is this one
-            current = next((rs for rs in owned if _same_template(rs, template)), None)
+            current = next((rs for rs in owned if runs_template(rs, template)), None)
             if current is not None:
                 rs_name = current["metadata"]["name"]
         if current is None:
@@ -263,6 +278,73 @@ class WorkloadController:
                 self._delete_pod(ns, p)
         self._status(rs, {"replicas": min(want, len(active)) if active else 0})
         return Result()
+
+    def _remember(self, uid: str, owner: str, state: _PodState, pod: Mapping[str, Any]) -> None:
+        state.ordinal = _ordinal(pod.get("metadata") or {}, owner)
+        if state.ordinal is None:
+            return
+        claims = [
+            dict(v)
+            for v in (pod.get("spec") or {}).get("volumes") or ()
+            if isinstance(v, Mapping) and "persistentVolumeClaim" in v
+        ]
+        self._identities.setdefault(uid, {})[state.ordinal] = (state.name, claims)
+
+    def _statefulset(self, sts: dict[str, Any]) -> Result:
+        """One pod per ordinal ``start .. start+replicas-1``, as upstream's controller with
+        the ``Parallel`` policy: a missing ordinal's pod is made again under the name and
+        claims it had (a new ordinal's are ``<set>-<n>`` and ``<template>-<set>-<n>``, the
+        claims created from ``volumeClaimTemplates`` when missing), only once the old pod
+        is gone; a finished pod is deleted to be made again; ordinals past the replicas go,
+        highest first. Rolling updates are not simulated."""
+        meta, spec = sts["metadata"], sts.get("spec") or {}
+        ns, uid = meta.get("namespace") or "default", meta["uid"]
+        start = _replicas(spec.get("ordinals") or {}, "start", 0)
+        want = range(start, start + _replicas(spec, "replicas", 1))
+        pods = self._pods.setdefault(uid, {})
+        held: dict[int, _PodState] = {}
+        for p in pods.values():
+            if p.ordinal is None or p.deleting:
+                if p.ordinal is not None:
+                    held[p.ordinal] = p  # terminating: its ordinal waits for it
+                continue
+            if p.ordinal not in want or p.phase in _TERMINAL:
+                self._delete_pod(ns, p)
+            held[p.ordinal] = p
+        for ordinal in want:
+            if ordinal not in held:
+                self._create_member(sts, ordinal)
+        ready = sum(1 for p in pods.values() if p.active and p.ordinal in want)
+        self._status(sts, {"replicas": ready})
+        return Result()
+
+    def _create_member(self, sts: dict[str, Any], ordinal: int) -> None:
+        meta, spec = sts["metadata"], sts.get("spec") or {}
+        ns = str(meta.get("namespace") or "default")
+        name, claims = self._identities.get(meta["uid"], {}).get(ordinal, ("", []))
+        replaced = bool(name)
+        if not name:
+            name = f"{meta['name']}-{ordinal}"
+            for ct in spec.get("volumeClaimTemplates") or ():
+                ct_name = str((ct.get("metadata") or {}).get("name") or "")
+                claim = f"{ct_name}-{name}"
+                claims.append({"name": ct_name, "persistentVolumeClaim": {"claimName": claim}})
+                pvc = {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim,
+                        "namespace": ns,
+                        "labels": dict((ct.get("metadata") or {}).get("labels") or {}),
+                    },
+                    "spec": copy.deepcopy(ct.get("spec") or {}),
+                }
+                with contextlib.suppress(AlreadyExists):
+                    self.kube.create(pvc)
+        identity = {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)}
+        # AlreadyExists: the old pod is still there; its DELETED event brings the set back
+        with contextlib.suppress(AlreadyExists):
+            self._create_pods(sts, 1, replaced=replaced, name=name, labels=identity, volumes=claims)
 
     def _daemonset(self, ds: dict[str, Any]) -> Result:
         """One pod per node that the template selects (``nodeSelector``) and whose
@@ -337,15 +419,27 @@ class WorkloadController:
     # -- writes
 
     def _create_pods(
-        self, owner: dict[str, Any], count: int, *, replaced: bool, node: str = ""
+        self,
+        owner: dict[str, Any],
+        count: int,
+        *,
+        replaced: bool,
+        node: str = "",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        volumes: Iterable[dict[str, Any]] = (),
     ) -> None:
+        """``count`` pods from ``owner``'s template; a StatefulSet's one pod is ``name``,
+        with its identity ``labels`` and claim ``volumes`` (replacing the template's
+        volumes of the same names)."""
         meta, spec = owner["metadata"], owner.get("spec") or {}
         template = spec.get("template") or {}
         tmeta = template.get("metadata") or {}
-        labels = dict(tmeta.get("labels") or {})
+        pod_labels = {**(tmeta.get("labels") or {}), **(labels or {})}
         if owner["kind"] == "Job":
-            labels.setdefault("job-name", meta["name"])
-            labels.setdefault("batch.kubernetes.io/job-name", meta["name"])
+            pod_labels.setdefault("job-name", meta["name"])
+            pod_labels.setdefault("batch.kubernetes.io/job-name", meta["name"])
+        claims = list(volumes)
         pods = self._pods.setdefault(meta["uid"], {})
         ns = str(meta.get("namespace") or "default")
         for _ in range(count):
@@ -353,14 +447,20 @@ class WorkloadController:
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
-                    "generateName": f"{meta['name']}-",
+                    **({"name": name} if name else {"generateName": f"{meta['name']}-"}),
                     "namespace": ns,
-                    "labels": labels,
+                    "labels": pod_labels,
                     "annotations": dict(tmeta.get("annotations") or {}),
                     "ownerReferences": [_owner_ref(owner)],
                 },
                 "spec": copy.deepcopy(template.get("spec") or {}),
             }
+            if claims:
+                names = {v.get("name") for v in claims}
+                pod["spec"]["volumes"] = [
+                    *(v for v in pod["spec"].get("volumes") or () if v.get("name") not in names),
+                    *copy.deepcopy(claims),
+                ]
             if node:  # a daemon: bound where it must run, with the daemon tolerations
                 pod["spec"]["nodeName"] = node
                 pod["spec"]["tolerations"] = [
@@ -368,13 +468,16 @@ class WorkloadController:
                     *(dict(t) for t in _DAEMON_TOLERATIONS),
                 ]
             created = self.kube.create(pod)
-            name = created["metadata"]["name"]
+            made = created["metadata"]["name"]
             self._seq += 1
-            pods[name] = _PodState(name, self._seq, bound=bool(node), node=node)
-            self._owner_of_pod[(ns, name)] = (
+            state = _PodState(made, self._seq, bound=bool(node), node=node)
+            pods[made] = state
+            self._owner_of_pod[(ns, made)] = (
                 meta["uid"],
                 (owner["kind"], ns, meta["name"]),
             )
+            if owner["kind"] == "StatefulSet":
+                self._remember(meta["uid"], meta["name"], state, created)
             self.pods_created += 1
             if replaced:
                 self.pods_replaced += 1
@@ -398,7 +501,8 @@ class WorkloadController:
 
 
 def register(manager: Manager, kube: KubeClient, clock: Clock) -> WorkloadController:
-    """Add the ``sim.workloads`` controller (Deployments, ReplicaSets, Jobs, DaemonSets)."""
+    """Add the ``sim.workloads`` controller (Deployments, ReplicaSets, StatefulSets, Jobs,
+    DaemonSets)."""
     controller = WorkloadController(kube, clock)
     manager.add_controller(
         "sim.workloads",
@@ -406,6 +510,7 @@ def register(manager: Manager, kube: KubeClient, clock: Clock) -> WorkloadContro
         watches=[
             Watch("deployments", mapper=controller.on_owner),
             Watch("replicasets", mapper=controller.on_owner),
+            Watch("statefulsets", mapper=controller.on_owner),
             Watch("jobs", mapper=controller.on_owner),
             Watch("daemonsets", mapper=controller.on_owner),
             Watch("nodes", mapper=controller.on_node),

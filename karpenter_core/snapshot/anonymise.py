@@ -99,6 +99,8 @@ HASHED_FIELDS = frozenset(
         "instanceProfile",
         "id",
         "pool",
+        "serviceName",
+        "externalName",
     }
 )
 """Fields, wherever they appear, whose string value is a name, an identifier or free text."""
@@ -132,6 +134,9 @@ NAME_PARENTS = frozenset(
 """Objects (or lists of them) whose ``name`` field names another object."""
 
 LABEL_MAPS = frozenset({"labels", "matchLabels", "nodeSelector"})
+PLAIN_SELECTORS = "selector"
+"""A Service's (and a ReplicationController's) ``selector`` is a plain label map, where a
+workload's is a LabelSelector object (``matchLabels``...)."""
 DNS_ADDRESS_TYPES = frozenset({"Hostname", "InternalDNS", "ExternalDNS"})
 NUMERIC_OPERATORS = frozenset({"Gt", "Lt"})
 KEPT_PRIORITY_CLASS_PREFIX = "system-"
@@ -188,7 +193,11 @@ class Anonymiser:
         if isinstance(value, str):
             return self.hash(value) if self._hides(key, value, parent, field) else value
         if isinstance(value, Mapping):
-            if key in LABEL_MAPS or key == "annotations":
+            if (
+                key in LABEL_MAPS
+                or key == "annotations"
+                or (key == PLAIN_SELECTORS and all(isinstance(v, str) for v in value.values()))
+            ):
                 return {k: self.label_value(k, v) for k, v in value.items()}
             if key == "tags":
                 return {k: self.hash(v) if isinstance(v, str) else v for k, v in value.items()}
@@ -213,6 +222,10 @@ class Anonymiser:
             return field in NAME_PARENTS
         if key == "value":
             return field == "env"
+        if key == "message":
+            # free text that names objects: a Deployment's "ReplicaSet web-5d8f7c9b6 has
+            # successfully progressed", a pod's "0/3 nodes are available: ..."
+            return field == "conditions"
         if key == "address":
             return parent.get("type") in DNS_ADDRESS_TYPES
         return False

@@ -50,6 +50,12 @@ _AFTER_NODE_CLASSES = (
     ("karpenter.sh/v1", "NodeClaim"),
     ("v1", "Node"),
     ("resource.k8s.io/v1", "ResourceSlice"),
+    ("v1", "PodTemplate"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+    ("batch/v1", "Job"),
     ("apps/v1", "DaemonSet"),
     ("policy/v1", "PodDisruptionBudget"),
     ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"),
@@ -61,7 +67,9 @@ _AFTER_NODE_CLASSES = (
 def snapshot_kinds() -> list[ResourceType]:
     """The kinds a snapshot holds, in the order they are written: what others refer to
     first (namespaces, classes, NodePools, nodes) so a reader can create them in file
-    order. NodeClasses are every registered ``*NodeClass`` kind, so the providers' plugins
+    order, and owners before what they own (a Deployment before its ReplicaSets, every
+    workload before its pods; PodTemplates and Deployments before the CapacityBuffers
+    that name them; Services before the StatefulSets that name theirs). NodeClasses are every registered ``*NodeClass`` kind, so the providers' plugins
     must be loaded first (they register their kinds on import)."""
     node_classes = sorted(
         (rt for rt in resource_types() if rt.kind.endswith("NodeClass")),

@@ -143,3 +143,95 @@ def test_what_if_scaling_the_deployment_launches_for_the_new_pods() -> None:
     diff = compare([change], baseline, changed).difference()
     assert diff["nodesPeak"] >= 1 and diff["costTotal"] > 0
     assert changed.to_json_dict()["pods"]["bound"] == 12
+
+
+def _statefulset_and_job() -> list[dict[str, Any]]:
+    """A StatefulSet ``db`` (1 replica) whose pod is alone on the third node, and a Job
+    ``etl`` (2 in parallel) whose 2 pods run on the first: their controllers are in the
+    snapshot, so the simulation runs them."""
+    web = crafted_objects(pods_per_node=(2, 2, 0))
+    db_labels = {"app": "db", "apps.kubernetes.io/pod-index": "0"}
+    etl_labels = {"batch.kubernetes.io/job-name": "etl", "job-name": "etl"}
+    spec = {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "500m"}}}],
+        "restartPolicy": "Never",
+    }
+
+    def owner(kind: str, name: str, uid: str) -> dict[str, Any]:
+        version = "batch/v1" if kind == "Job" else "apps/v1"
+        return {"apiVersion": version, "kind": kind, "name": name, "uid": uid, "controller": True}
+
+    def pod(name: str, uid: str, labels: dict[str, str], ref: dict[str, Any], node: str) -> Any:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": uid, "labels": labels,
+                         "creationTimestamp": "2025-06-01T10:00:00Z", "ownerReferences": [ref]},
+            "spec": {**spec, "nodeName": node},
+            "status": {"phase": "Running"},
+        }  # fmt: skip
+
+    sts_ref, job_ref = owner("StatefulSet", "db", "uid-db"), owner("Job", "etl", "uid-etl")
+    return [
+        *web,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "default", "uid": "uid-db"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}}, "spec": spec},
+            },
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "etl", "namespace": "default", "uid": "uid-etl"},
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "uid-etl"}},
+                "template": {"metadata": {"labels": etl_labels}, "spec": spec},
+            },
+            "status": {"active": 2},
+        },
+        pod("a1f3", "uid-db-0", db_labels, sts_ref, NODES[2]),  # an anonymised name
+        *(pod(f"etl-{c}", f"uid-etl-{c}", etl_labels, job_ref, NODES[0]) for c in "xy"),
+    ]
+
+
+def test_controllers_from_the_snapshot_own_its_pods_and_replace_what_is_evicted() -> None:
+    sim, report = _run(_statefulset_and_job())
+    assert sim.seeded is not None and not any("owner" in n for n in sim.seeded.notes)
+    j = report.to_json_dict()
+    # the third node held only the StatefulSet's pod: consolidation drains it
+    assert j["nodesRemoved"] == 1 and j["pods"]["disrupted"] == 1
+    assert report.samples[0].nodes == 3 and report.samples[-1].nodes == 2
+    pods = {p["metadata"]["name"]: p for p in sim.server.list("pods", "default").items}
+    # no controller made a pod at t=0 for replicas its pods already held; the Job's pods
+    # are its own, the StatefulSet's came back once, under the name it had
+    assert sorted(n for n in pods if not n.startswith("web-")) == ["a1f3", "etl-x", "etl-y"]
+    assert sim.workloads.pods_created == sim.workloads.pods_replaced == 1
+    db = pods["a1f3"]
+    assert db["metadata"]["uid"] != "uid-db-0" and db["spec"]["nodeName"] in NODES[:2]
+    assert db["metadata"]["ownerReferences"][0]["uid"] == "uid-db"
+    assert len([n for n in pods if n.startswith("web-")]) == 4  # the ReplicaSet's, unchanged
+
+
+def test_what_if_scaling_the_snapshots_deployment_changes_the_node_count() -> None:
+    change = parse_what_if("deployment/default/web=20")
+    _, baseline = _run(until=900.0)
+    sim, changed = _run(until=900.0, what_if=[change.event])
+    assert baseline.samples[-1].nodes == 2
+    # 20 pods of 1 CPU on 4-CPU nodes (3.9 allocatable): at least 7 nodes
+    assert changed.samples[-1].nodes >= 7 > baseline.samples[-1].nodes
+    web = [
+        p
+        for p in sim.server.list("pods", "default").items
+        if p["metadata"]["labels"].get("app") == "web"
+    ]
+    # the new pods are the snapshot's ReplicaSet's, next to its 5
+    assert len(web) == 20
+    assert {p["metadata"]["ownerReferences"][0]["name"] for p in web} == {"web-5d8f7c9b6"}

@@ -218,3 +218,48 @@ def test_a_deleted_daemon_pod_is_recreated_on_its_node(env: Any) -> None:
     server.delete("pods", first, "default", grace_period_seconds=0)
     manager.run_for(1)
     assert set(daemons(server)) == {"a"} and daemons(server)["a"] != first
+
+
+def statefulset(name: str, replicas: int) -> dict[str, Any]:
+    sts = deployment(name, replicas)
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["volumeClaimTemplates"] = [
+        {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}
+    ]
+    return sts
+
+
+def test_statefulset_keeps_one_pod_per_ordinal_with_its_claim(env: Any) -> None:
+    _clock, server, manager = env
+    server.create(statefulset("db", 3))
+    manager.run_for(1)
+    pods = {p["metadata"]["name"]: p for p in live_pods(server)}
+    assert sorted(pods) == ["db-0", "db-1", "db-2"]
+    assert pods["db-1"]["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
+    assert pods["db-1"]["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}}
+    ]
+    claims = sorted(c["metadata"]["name"] for c in server.list("persistentvolumeclaims").items)
+    assert claims == ["data-db-0", "data-db-1", "data-db-2"]
+    server.patch("statefulsets", "db", {"spec": {"replicas": 2}}, "default")
+    manager.run_for(1)
+    assert sorted(p["metadata"]["name"] for p in live_pods(server)) == ["db-0", "db-1"]
+
+
+def test_an_evicted_statefulset_pod_comes_back_under_its_name_once_gone(env: Any) -> None:
+    _clock, server, manager = env
+    server.create(statefulset("db", 1))
+    manager.run_for(1)
+    (pod,) = live_pods(server)
+    uid = pod["metadata"]["uid"]
+    server.bind("db-0", "default", "node-a")
+    server.evict("db-0", "default")  # graceful: 30 s deletionTimestamp
+    manager.settle()
+    # the name is taken until the pod is gone: no second pod meanwhile
+    assert server.get("pods", "db-0", "default")["metadata"]["uid"] == uid
+    assert live_pods(server) == []
+    server.delete("pods", "db-0", "default", grace_period_seconds=0)
+    manager.run_for(1)
+    (back,) = live_pods(server)
+    assert back["metadata"]["name"] == "db-0" and back["metadata"]["uid"] != uid
+    assert back["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "data-db-0"

@@ -1,6 +1,7 @@
 """``karpenter snapshot`` against a real kube-apiserver: the objects it lists are the
 server's, trimmed of managedFields; a kind whose CRD is not installed is a note, not an
-error; anonymising keeps pods bound to their nodes and PDB selectors matching."""
+error; anonymising keeps pods bound to their nodes and PDB selectors matching; a
+Deployment is captured with its ReplicaSet, owners before what they own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import controlplane
+from karpenter_core.apis.objects import Pod
+from karpenter_core.apis.workloads import expand_workloads
 from karpenter_core.cli import main as cli_main
 from karpenter_core.kube.adapter import KubernetesClient
 from karpenter_core.kube.client import create_with_status
@@ -159,6 +162,109 @@ def test_anonymised_snapshot_keeps_bindings_and_selection(
     selector = label_selector_from_dict(pdb["spec"]["selector"])
     selected = {p["metadata"]["uid"] for p in mine if selector.matches(p["metadata"]["labels"])}
     assert selected == {pod_uid["web-0"], pod_uid["web-2"]}
+
+
+def _deployment_chain(kube: KubernetesClient, ns: str, replicas: int) -> dict[str, Any]:
+    """A Deployment, its ReplicaSet and its pods, owner references and all, as the
+    Deployment and ReplicaSet controllers make them (the test control plane does not run
+    those controllers; its garbage collector checks the references)."""
+    labels = {"app": "shop"}
+    hashed = {**labels, "pod-template-hash": "6b7c8d"}
+    spec = {"containers": [{"name": "c", "image": "registry.example/shop:1"}]}
+
+    def ref(obj: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    dep = kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "shop", "namespace": ns},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": spec},
+            },
+        }
+    )
+    rs = kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": "shop-6b7c8d",
+                "namespace": ns,
+                "labels": hashed,
+                "ownerReferences": [ref(dep)],
+            },
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": hashed},
+                "template": {"metadata": {"labels": hashed}, "spec": spec},
+            },
+        }
+    )
+    pods = [
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"shop-6b7c8d-{c}",
+                    "namespace": ns,
+                    "labels": hashed,
+                    "ownerReferences": [ref(rs)],
+                },
+                "spec": spec,
+            }
+        )
+        for c in "xyz"[:replicas]
+    ]
+    return {"deployment": dep, "replicaset": rs, "pods": pods}
+
+
+def test_a_deployment_is_captured_with_its_replicaset_and_its_pods_owner_chain_resolves(
+    control_plane: controlplane.ControlPlane,
+    kube: KubernetesClient,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    made = _deployment_chain(kube, namespace, 3)
+    out = tmp_path / "workloads.json"
+    result = _run(control_plane, "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    snap = read_snapshot(out)
+    # owners come first in the file: Deployment, then ReplicaSet, then pods
+    kinds = snap.kinds
+    assert kinds.index("Deployment") < kinds.index("ReplicaSet") < kinds.index("Pod")
+    by_uid = {
+        o["metadata"]["uid"]: o
+        for o in snap.iter_objects()
+        if o["metadata"].get("namespace") == namespace
+    }
+    pods = _ours(snap, namespace)
+    assert sorted(p["metadata"]["name"] for p in pods) == sorted(
+        p["metadata"]["name"] for p in made["pods"]
+    )
+    for pod in pods:
+        (to_rs,) = pod["metadata"]["ownerReferences"]
+        rs = by_uid[to_rs["uid"]]
+        assert (rs["kind"], rs["metadata"]["name"]) == ("ReplicaSet", to_rs["name"])
+        (to_dep,) = rs["metadata"]["ownerReferences"]
+        dep = by_uid[to_dep["uid"]]
+        assert (dep["kind"], dep["metadata"]["name"]) == ("Deployment", "shop")
+        assert dep["metadata"]["uid"] == made["deployment"]["metadata"]["uid"]
+    # and the snapshot's expansion (karpenter schedule/explain) invents no pod for them
+    workloads = [o for o in by_uid.values() if o["kind"] in ("Deployment", "ReplicaSet")]
+    existing = [Pod.from_dict(p) for p in pods]
+    assert [p for _, e in expand_workloads(workloads, existing) for p in e.pods] == []
 
 
 def test_bad_kubeconfig_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -40,7 +40,12 @@ def deployment(name: str = "web", replicas: int | None = 3, **spec: Any) -> dict
 
 def existing_pod(name: str, labels: dict[str, str], namespace: str = "shop", **extra: Any) -> Pod:
     d: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            **extra.pop("metadata_extra", {}),
+        },
         "spec": {"containers": [{"name": "c"}], **extra.pop("spec", {})},
     }
     d.update(extra)
@@ -236,8 +241,9 @@ def test_replicaset_owned_by_a_listed_deployment_is_not_expanded_twice() -> None
         ],
     }
     out = expand_workloads([deployment(), rs])
-    assert [i for i, _ in out] == [0]
-    assert sum(len(e.pods) for _, e in out) == 3
+    assert [(i, len(e.pods)) for i, e in out] == [(0, 3), (1, 0)]
+    # the ReplicaSet is still a controller, for default topology spreads
+    assert [c.name for c in out[1][1].controllers] == ["web-abc"]
 
 
 def test_expand_workloads_reports_which_object_failed() -> None:
@@ -246,3 +252,98 @@ def test_expand_workloads_reports_which_object_failed() -> None:
         expand_workloads([deployment(), bad])
     assert e.value.index == 1
     assert e.value.path == "spec.selector"
+
+
+# --- a snapshot's workloads with their existing pods --------------------------------------
+
+
+def _ref(kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+
+def snapshot_deployment(replicas: int) -> list[dict[str, Any]]:
+    """A Deployment (uid ``dep``) and its ReplicaSet (uid ``rs``) as a cluster holds them:
+    the ReplicaSet named by a hash this module does not compute."""
+    dep = deployment(replicas=replicas)
+    dep["metadata"]["uid"] = "dep"
+    rs_template = template({"app": "web", "pod-template-hash": "5d8f"})
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web-5d8f",
+            "namespace": "shop",
+            "uid": "rs",
+            "ownerReferences": [_ref("Deployment", "web", "dep")],
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web", "pod-template-hash": "5d8f"}},
+            "template": rs_template,
+        },
+    }
+    return [dep, rs]
+
+
+def owned_pod(name: str, labels: dict[str, str], owner: dict[str, Any], **extra: Any) -> Pod:
+    return existing_pod(name, labels, metadata_extra={"ownerReferences": [owner]}, **extra)
+
+
+def test_a_deployment_with_its_pods_in_a_snapshot_adds_only_what_its_replicaset_lacks() -> None:
+    labels = {"app": "web", "pod-template-hash": "5d8f"}
+    have = [
+        owned_pod(
+            f"web-5d8f-{c}", labels, _ref("ReplicaSet", "web-5d8f", "rs"), spec={"nodeName": "n1"}
+        )
+        for c in "ab"
+    ]
+    out = expand_workloads(snapshot_deployment(replicas=3), have)
+    (pod,) = [p for _, e in out for p in e.pods]
+    # the Deployment keeps its current ReplicaSet: the new pod is that ReplicaSet's
+    assert [(o.kind, o.name, o.uid) for o in pod.owner_references] == [
+        ("ReplicaSet", "web-5d8f", "rs")
+    ]
+    assert pod.labels == labels and pod.name.startswith("web-5d8f-")
+    # the real ReplicaSet is the pods' controller (default spreads), not a made-up one
+    assert [c.name for _, e in out for c in e.controllers] == ["web-5d8f"]
+    # as many pods as replicas: nothing is invented
+    assert [p for _, e in expand_workloads(snapshot_deployment(2), have) for p in e.pods] == []
+
+
+def test_a_pod_counts_for_the_controller_its_owner_reference_names_not_every_selector() -> None:
+    """Two ReplicaSets selecting the same labels: each counts its own pods (by uid), as
+    their controllers do; counting by selector would give each the other's pods."""
+
+    def rs(name: str, uid: str) -> dict[str, Any]:
+        obj = {**deployment(name=name, replicas=2), "kind": "ReplicaSet"}
+        obj["metadata"] = {**obj["metadata"], "uid": uid}
+        return obj
+
+    have = [owned_pod(f"a-{i}", {"app": "web"}, _ref("ReplicaSet", "a", "ua")) for i in range(2)]
+    out = dict(expand_workloads([rs("a", "ua"), rs("b", "ub")], have))
+    assert (len(out[0].pods), len(out[1].pods)) == (0, 2)
+    # a pod whose controller is not in the input still counts by selector (adopted)
+    stray = [owned_pod("s", {"app": "web"}, _ref("ReplicaSet", "gone", "ug"))]
+    assert len(expand_workload(rs("a", "ua"), stray).pods) == 1
+
+
+def test_a_statefulset_fills_only_the_ordinals_its_own_pods_do_not_hold() -> None:
+    """An anonymised snapshot hashes pod names, so the ordinals come from the
+    ``apps.kubernetes.io/pod-index`` label its pods keep."""
+    sts = statefulset(3)
+    sts["metadata"]["uid"] = "sts"
+    have = [
+        owned_pod(f"a1b2c3{i}", {"app": "db", "apps.kubernetes.io/pod-index": str(i)},
+                  _ref("StatefulSet", "db", "sts"))
+        for i in (0, 2)
+    ]  # fmt: skip
+    assert [p.name for p in expand_workload(sts, have).pods] == ["db-1"]
+    assert [p.name for p in expand_workload(sts, have[:1]).pods] == ["db-1", "db-2"]
+
+
+def test_a_job_counts_its_own_pods_by_uid() -> None:
+    j = job(parallelism=3)
+    j["metadata"]["uid"] = "job"
+    owner = {**_ref("Job", "renamed", "job"), "apiVersion": "batch/v1"}
+    have = [owned_pod("x1", {}, owner, namespace="data")]
+    assert len(expand_workload(j, have).pods) == 2

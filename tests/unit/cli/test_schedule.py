@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from karpenter_core.cli.exits import EXIT_INVALID_NODEPOOLS
@@ -18,6 +19,7 @@ from karpenter_core.cli.schedule import (
     read_input,
 )
 from karpenter_core.scheduling.requirements import Requirements
+from karpenter_core.snapshot import Snapshot, write_snapshot
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "schedule"
@@ -957,3 +959,97 @@ def test_bad_ephemeral_volume_template_names_the_field(tmp_path: Path) -> None:
     line = _one_line_error(run("-f", str(f)))
     assert line.startswith(f"Error: {f}: Pod default/a: spec.volumes[0].ephemeral")
     assert "resources.requests.storage" in line
+
+
+# --- a snapshot holding workloads and their pods ------------------------------------------
+
+
+def _snapshot_workloads(web_replicas: int, db_replicas: int) -> list[dict[str, Any]]:
+    """A Deployment with its ReplicaSet (named by a cluster's hash) and 3 of its pods, and a
+    StatefulSet whose 2 pods have anonymised names (their ordinals are labels), all bound
+    to ``n1``, as ``karpenter snapshot`` writes them."""
+
+    def ref(kind: str, name: str, uid: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+    def tmpl(labels: dict[str, str]) -> dict[str, Any]:
+        return {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+        }
+
+    def workload(kind: str, name: str, uid: str, replicas: int, labels: dict[str, str]) -> Any:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "default", "uid": uid},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": tmpl(labels),
+            },
+        }
+
+    def pod(name: str, labels: dict[str, str], owner: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "labels": labels,
+                "ownerReferences": [owner],
+            },
+            "spec": {**tmpl(labels)["spec"], "nodeName": "n1"},
+            "status": {"phase": "Running"},
+        }
+
+    hashed = {"app": "web", "pod-template-hash": "5d8f"}
+    rs = workload("ReplicaSet", "web-5d8f", "rs", web_replicas, hashed)
+    rs["metadata"]["ownerReferences"] = [ref("Deployment", "web", "dep")]
+    objects = [
+        yaml.safe_load(NODEPOOL),
+        yaml.safe_load(NODE.format(name="n1", taints="")),
+        workload("Deployment", "web", "dep", web_replicas, {"app": "web"}),
+        rs,
+        workload("StatefulSet", "db", "sts", db_replicas, {"app": "db"}),
+    ]
+    objects += [pod(f"web-5d8f-{c}", hashed, ref("ReplicaSet", "web-5d8f", "rs")) for c in "abc"]
+    objects += [
+        pod(f"a9e{i}", {"app": "db", "apps.kubernetes.io/pod-index": str(i)},
+            ref("StatefulSet", "db", "sts"))
+        for i in range(2)
+    ]  # fmt: skip
+    return objects
+
+
+def _scheduled(out: dict[str, Any]) -> list[str]:
+    pods = [p for n in out["existingNodes"] for p in n["pods"]]
+    return sorted(pods + [p for nc in out["nodeClaims"] for p in nc["pods"]])
+
+
+def test_a_snapshot_with_workloads_and_their_pods_invents_no_pod(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    write_snapshot(Snapshot.from_objects(_snapshot_workloads(3, 2), taken_at="T"), path)
+    out = run_json("-f", str(path))
+    assert _scheduled(out) == [] and out["nodeClaims"] == []
+    # what the replicas lack is added, to the ReplicaSet and ordinal the controllers would use
+    write_snapshot(Snapshot.from_objects(_snapshot_workloads(4, 3), taken_at="T"), path)
+    new = _scheduled(run_json("-f", str(path)))
+    assert len(new) == 2 and "default/db-2" in new
+    (web,) = [p for p in new if p != "default/db-2"]
+    assert web.startswith("default/web-5d8f-")
+
+
+def test_plain_manifests_still_expand_to_every_replica(tmp_path: Path) -> None:
+    objects = [
+        o
+        for o in _snapshot_workloads(3, 2)
+        if o["kind"] in ("NodePool", "Deployment", "StatefulSet")
+    ]
+    for o in objects:
+        o["metadata"].pop("uid", None)
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    new = _scheduled(run_json("-f", str(path)))
+    assert len(new) == 5 and {"default/db-0", "default/db-1"} < set(new)

@@ -124,6 +124,33 @@ def test_pods_whose_owner_is_missing_are_said_so() -> None:
     server = InMemoryApiServer(VirtualClock(datetime(2025, 1, 1, tzinfo=UTC)))
     seeded = seed_from_objects(server, [_pod("p", owner_uid="no-such-rs"), _pod("q")])
     assert seeded.created["Pod"] == 2
-    assert any("owner the snapshot does not hold (1 ReplicaSet pods)" in n for n in seeded.notes), (
+    assert any("does not hold" in n and "(1 ReplicaSet pods)" in n for n in seeded.notes), (
         seeded.notes
     )
+
+
+def test_pods_of_captured_workloads_need_no_note_but_an_unsimulated_owner_does() -> None:
+    """A StatefulSet the snapshot holds runs in the simulation: its pods are replaced. A
+    pod owned by a kind no simulated controller runs (an operator's) is not."""
+    server = InMemoryApiServer(VirtualClock(datetime(2025, 1, 1, tzinfo=UTC)))
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "shop", "uid": "sts-uid"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {}}, "template": {}},
+    }
+    member = _pod("db-0")
+    member["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "sts-uid",
+         "controller": True}
+    ]  # fmt: skip
+    seeded = seed_from_objects(server, [sts, member])
+    assert seeded.created == {"Namespace": 1, "Pod": 1, "StatefulSet": 1}
+    assert not any("owner" in n for n in seeded.notes), seeded.notes
+    flink = {**_pod("job-1")}
+    flink["metadata"]["ownerReferences"] = [
+        {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "f",
+         "uid": "f-uid", "controller": True}
+    ]  # fmt: skip
+    seeded = seed_from_objects(server, [flink])
+    assert any("(1 FlinkDeployment pods)" in n for n in seeded.notes), seeded.notes

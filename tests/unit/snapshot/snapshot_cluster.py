@@ -1,7 +1,11 @@
 """A small cluster on the in-memory API server with the relations a snapshot must keep:
 pods bound to nodes, node selectors and required node affinity on custom labels, PDBs
 selecting pods, owner references, a claim mounted by a pod, a NodeClass referenced by its
-NodePool, and server-side bookkeeping (managedFields, last-applied) to be dropped."""
+NodePool, and server-side bookkeeping (managedFields, last-applied) to be dropped.
+
+Workloads own the pods as a real cluster's do: a StatefulSet (with its headless Service)
+owns ``ledger-*``, a Deployment's ReplicaSet owns ``checkout-1``, a Job ``indexer-1``, the
+DaemonSet the ``log-agent`` pods; a CapacityBuffer names a PodTemplate."""
 
 from __future__ import annotations
 
@@ -186,9 +190,15 @@ def build_cluster() -> InMemoryApiServer:
         _pod("log-agent-1", "search", "log-agent", "ip-10-0-0-2"),
         _pod("log-agent-2", "search", "log-agent", "ip-10-0-0-1"),
     ]  # fmt: skip
+    owners = {"log-agent": owner, **_workloads(kube)}
     for pod in pods:
-        if pod["metadata"]["labels"]["app"] == "log-agent":
-            pod["metadata"]["ownerReferences"] = [owner]
+        app = pod["metadata"]["labels"]["app"]
+        if app in owners:
+            pod["metadata"]["ownerReferences"] = [owners[app]]
+        if app == "checkout":
+            pod["metadata"]["labels"]["pod-template-hash"] = "7d9f5c"
+        if app == "indexer":
+            pod["metadata"]["labels"]["job-name"] = "indexer"
         create_with_status(kube, pod)
     for name, ns, selector in (
         ("ledger-pdb", "payments", {"matchLabels": {"app": "ledger"}}),
@@ -208,3 +218,80 @@ def build_cluster() -> InMemoryApiServer:
             }
         )
     return kube
+
+
+def _ref(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _workload(kind: str, name: str, ns: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    api_version = "batch/v1" if kind == "Job" else "apps/v1"
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
+        "spec": {
+            "selector": {"matchLabels": dict(labels)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{"name": "app", "image": f"registry.acme.com/{name}"}]},
+            },
+            **spec,
+        },
+        "status": {
+            "conditions": [
+                {"type": "Progressing", "status": "True", "message": f"{kind} {name} progressed"}
+            ]
+        },
+    }
+
+
+def _workloads(kube: InMemoryApiServer) -> dict[str, dict[str, Any]]:
+    """The workloads owning the pods, by the pods' ``app`` label: their owner references."""
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "ledger", "namespace": "payments"},
+            "spec": {"clusterIP": "None", "selector": {"app": "ledger"}},
+        }
+    )
+    ledger = kube.create(
+        _workload("StatefulSet", "ledger", "payments", {"app": "ledger"}, serviceName="ledger")
+    )
+    deployment = kube.create(_workload("Deployment", "checkout", "payments", {"app": "checkout"}))
+    hashed = {"app": "checkout", "pod-template-hash": "7d9f5c"}
+    rs = _workload("ReplicaSet", "checkout-7d9f5c", "payments", hashed, replicas=1)
+    rs["metadata"]["ownerReferences"] = [_ref(deployment)]
+    replicaset = kube.create(rs)
+    job = kube.create(_workload("Job", "indexer", "search", {"job-name": "indexer"}))
+    template = kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": "checkout-buffer", "namespace": "payments"},
+            "template": {
+                "metadata": {"labels": {"app": "checkout"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.acme.com/checkout"}]},
+            },
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+            "kind": "CapacityBuffer",
+            "metadata": {"name": "checkout-buffer", "namespace": "payments"},
+            "spec": {
+                "podTemplateRef": {"name": template["metadata"]["name"]},
+                "replicas": 2,
+            },
+        }
+    )
+    return {"ledger": _ref(ledger), "checkout": _ref(replicaset), "indexer": _ref(job)}

@@ -62,13 +62,60 @@ def _binding(snap: Snapshot) -> dict[str, str]:
     return {_uid(p): nodes[p["spec"]["nodeName"]] for p in snap.pods()}
 
 
-def _owners(snap: Snapshot) -> dict[str, str]:
-    daemonsets = _by_name(snap.daemonsets())
+def _by_kind_and_name(snap: Snapshot) -> dict[tuple[str, str, str], str]:
     return {
-        _uid(p): daemonsets[ref["name"]]
-        for p in snap.pods()
-        for ref in p["metadata"].get("ownerReferences", [])
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): _uid(o)
+        for o in snap.iter_objects()
     }
+
+
+def _owners(snap: Snapshot) -> dict[tuple[str, str], str]:
+    """(object, owner kind) -> the owner its reference names: the chain pod -> ReplicaSet
+    -> Deployment (and pod -> StatefulSet, Job, DaemonSet) resolves by name, and the
+    reference's uid is that object's."""
+    objects = _by_kind_and_name(snap)
+    out = {}
+    for obj in snap.iter_objects():
+        for ref in obj["metadata"].get("ownerReferences", []):
+            owner = objects[(ref["kind"], obj["metadata"].get("namespace", ""), ref["name"])]
+            assert owner == ref["uid"]
+            out[(_uid(obj), ref["kind"])] = owner
+    return out
+
+
+def _workload_selection(snap: Snapshot) -> dict[str, tuple[bool, set[str]]]:
+    """Each workload and Service: whether its selector matches its own pod template, and
+    the pods of its namespace it selects."""
+    out = {}
+    for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job", "Service"):
+        for obj in snap.objects(kind):
+            raw = obj["spec"]["selector"]
+            selector = label_selector_from_dict(raw if kind != "Service" else {"matchLabels": raw})
+            template = obj["spec"].get("template", {}).get("metadata", {}).get("labels", {})
+            out[_uid(obj)] = (
+                kind == "Service" or selector.matches(template),
+                {
+                    _uid(p)
+                    for p in snap.pods()
+                    if p["metadata"]["namespace"] == obj["metadata"]["namespace"]
+                    and selector.matches(p["metadata"].get("labels") or {})
+                },
+            )
+    return out
+
+
+def _workload_refs(snap: Snapshot) -> dict[str, str]:
+    """A StatefulSet's ``serviceName`` names its Service, a CapacityBuffer's
+    ``podTemplateRef`` its PodTemplate (both in the object's namespace)."""
+    objects = _by_kind_and_name(snap)
+    out = {}
+    for sts in snap.objects("StatefulSet"):
+        ns = sts["metadata"]["namespace"]
+        out[_uid(sts)] = objects[("Service", ns, sts["spec"]["serviceName"])]
+    for buffer in snap.capacity_buffers():
+        ns = buffer["metadata"]["namespace"]
+        out[_uid(buffer)] = objects[("PodTemplate", ns, buffer["spec"]["podTemplateRef"]["name"])]
+    return out
 
 
 def _claims(snap: Snapshot) -> dict[str, set[str]]:
@@ -107,6 +154,7 @@ def _nodepool_refs(snap: Snapshot) -> dict[str, str]:
 
 PROPERTIES: list[Callable[[Snapshot], Any]] = [
     _pdb_selects, _selector_matches, _binding, _owners, _claims, _namespaces_exist, _nodepool_refs,
+    _workload_selection, _workload_refs,
 ]  # fmt: skip
 
 
@@ -132,6 +180,12 @@ def test_the_crafted_cluster_exercises_the_relations(snapshots: tuple[Snapshot, 
     assert selects == {1, 2, 3}  # checkout, both ledgers, all of search's backends
     matches = _selector_matches(plain)
     assert sorted(len(v) for v in matches.values()) == [1, 1, 1, 2, 3, 3]
+    owners = _owners(plain)
+    assert {kind for _, kind in owners} == {
+        "ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet",
+    }  # fmt: skip
+    assert sorted(len(pods) for _, pods in _workload_selection(plain).values()) == [1, 1, 1, 2, 2]
+    assert len(_workload_refs(plain)) == 2
 
 
 def test_names_and_free_text_are_hidden(snapshots: tuple[Snapshot, Snapshot]) -> None:
@@ -140,7 +194,7 @@ def test_names_and_free_text_are_hidden(snapshots: tuple[Snapshot, Snapshot]) ->
     for secret in (
         "ledger", "checkout", "indexer", "payments", "search", "ip-10-0-0", "acme-nodes",
         "general", "hunter2", "postgres", "registry.acme.com", "alice", "i-0ip", "log-agent",
-        "fast",
+        "fast", "7d9f5c", "progressed",
     ):  # fmt: skip
         assert secret not in text, secret
     assert anon.anonymised is True

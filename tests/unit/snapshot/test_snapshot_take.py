@@ -24,17 +24,24 @@ from karpenter_core.snapshot.take import strip
 def test_every_object_is_taken_by_kind_in_creation_order() -> None:
     kube = build_cluster()
     snap = take_snapshot(kube, source=SnapshotSource("https://h", "c"), taken_at="T")
-    assert snap.counts() == {
-        "Namespace": 6,
-        "StorageClass": 1,
-        "PersistentVolumeClaim": 1,
-        "KWOKNodeClass": 1,
-        "NodePool": 1,
-        "Node": 3,
-        "DaemonSet": 1,
-        "PodDisruptionBudget": 3,
-        "Pod": 6,
-    }
+    assert list(snap.counts().items()) == [
+        ("Namespace", 6),
+        ("StorageClass", 1),
+        ("PersistentVolumeClaim", 1),
+        ("KWOKNodeClass", 1),
+        ("NodePool", 1),
+        ("Node", 3),
+        ("PodTemplate", 1),
+        ("Service", 1),
+        ("Deployment", 1),
+        ("ReplicaSet", 1),
+        ("StatefulSet", 1),
+        ("Job", 1),
+        ("DaemonSet", 1),
+        ("PodDisruptionBudget", 3),
+        ("CapacityBuffer", 1),
+        ("Pod", 6),
+    ]
     assert (snap.taken_at, snap.source, snap.anonymised) == (
         "T",
         SnapshotSource("https://h", "c"),
@@ -71,9 +78,16 @@ def test_kinds_cover_the_brief_and_every_registered_node_class() -> None:
         "NodePool", "NodeClaim", "Node", "Pod", "DaemonSet", "PodDisruptionBudget",
         "NodeOverlay", "CapacityBuffer", "PersistentVolumeClaim", "PersistentVolume",
         "StorageClass", "CSINode", "DeviceClass", "ResourceClaim", "ResourceSlice",
-        "Namespace", "KWOKNodeClass",
+        "Namespace", "KWOKNodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job",
+        "PodTemplate", "Service",
     ):  # fmt: skip
         assert kind in kinds
+    # owners before what they own, what a CapacityBuffer names before it
+    assert kinds.index("Deployment") < kinds.index("ReplicaSet") < kinds.index("Pod")
+    assert kinds.index("Service") < kinds.index("StatefulSet") < kinds.index("Pod")
+    assert kinds.index("Job") < kinds.index("Pod")
+    assert kinds.index("PodTemplate") < kinds.index("CapacityBuffer")
+    assert kinds.index("Deployment") < kinds.index("CapacityBuffer")
     # what pods refer to comes before them, what nodes refer to before nodes
     assert kinds.index("Namespace") < kinds.index("NodePool") < kinds.index("Node")
     assert kinds.index("KWOKNodeClass") < kinds.index("NodePool")
