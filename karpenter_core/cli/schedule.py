@@ -443,6 +443,32 @@ def node_class_manifests(
     return manifests, notes
 
 
+def input_instance_types(
+    inp: ScheduleInput,
+    pm: KarpenterPluginManager,
+    cloud_provider: str | None,
+    instance_types_file: str | None,
+    region: str | None,
+) -> tuple[dict[str, list[InstanceType]], list[Mapping[str, Any]], list[str]]:
+    """Each NodePool's instance types for ``inp``: the provider's catalogue resolved
+    against the input's NodeClasses, then the plugins' overlays and the input's
+    NodeOverlays; with the NodeClass manifests read and the notes about missing ones."""
+    node_classes, notes = node_class_manifests(inp, pm, cloud_provider)
+    types = effective_instance_types(
+        inp,
+        load_instance_types(
+            inp.nodepools,
+            cloud_provider,
+            instance_types_file,
+            pm,
+            region=region,
+            node_classes=node_classes,
+        ),
+        plugin_overlays(pm),
+    )
+    return types, node_classes, notes
+
+
 def plugin_overlays(pm: KarpenterPluginManager) -> list[BoundOverlay]:
     """The installed plugins' instance-type overlays that work without a running operator
     (those registered with ``apply``), in the order the operator applies them. The
@@ -899,20 +925,10 @@ def command(
             inp = read_input(filenames)
             bar.advance(1, PHASES[1], force=True)
             pm = _plugin_manager()
-            node_classes, nodeclass_notes = node_class_manifests(inp, pm, cloud_provider)
             scorer_notes: list[str] = []
             options = with_scoring(options, instance_type_scorer, pm, scorer_notes.append)
-            instance_types = effective_instance_types(
-                inp,
-                load_instance_types(
-                    inp.nodepools,
-                    cloud_provider,
-                    instance_types_file,
-                    pm,
-                    region=region,
-                    node_classes=node_classes,
-                ),
-                plugin_overlays(pm),
+            instance_types, node_classes, nodeclass_notes = input_instance_types(
+                inp, pm, cloud_provider, instance_types_file, region
             )
             if not ignore_dra:
                 instance_types = with_device_templates(inp, instance_types, pm)

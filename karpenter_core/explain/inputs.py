@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
@@ -52,10 +52,7 @@ def load_explain_input(
     from karpenter_core.apis.v1 import APIError, parse_time
     from karpenter_core.cli.schedule import (
         _plugin_manager,
-        effective_instance_types,
-        load_instance_types,
-        node_class_manifests,
-        plugin_overlays,
+        input_instance_types,
         read_input,
         read_objects,
         with_scoring,
@@ -74,19 +71,7 @@ def load_explain_input(
     else:
         inp = read_input(paths)
     pm = _plugin_manager()
-    node_classes, _ = node_class_manifests(inp, pm, cloud_provider)
-    types: Mapping[str, Sequence[Any]] = effective_instance_types(
-        inp,
-        load_instance_types(
-            inp.nodepools,
-            cloud_provider,
-            instance_types_file,
-            pm,
-            region=region,
-            node_classes=node_classes,
-        ),
-        plugin_overlays(pm),
-    )
+    types, _, _ = input_instance_types(inp, pm, cloud_provider, instance_types_file, region)
     # the operator's scorers (INSTANCE_TYPE_SCORER, NodePool annotations): the verdict's
     # NodeClaim is ordered as serve would order it
     scored = with_scoring(options or DEFAULT_OPTIONS, None, pm, lambda _note: None)
