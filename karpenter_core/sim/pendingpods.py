@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-__all__ = ["ClassQueue", "QueuedPod", "SortKey", "marked_reason"]
+__all__ = ["ClassQueue", "QueuedPod", "SortKey", "class_of", "marked_reason"]
 
 SortKey = tuple[int, float, str]
 """A pod's place in the queue: (-priority, creation time, namespace/name); unique per pod."""
