@@ -170,6 +170,7 @@ if TYPE_CHECKING:
         histogram,
     )
     from karpenter_core.plugins import (
+        get_cloud_provider,
         hookimpl,
     )
     from karpenter_core.runtime.clock import (
@@ -242,6 +243,8 @@ _NAMES: dict[str, str] = {
     "ORDER_SINGLE_NODE_CONSOLIDATION": "karpenter_core.hookspecs",
     "WEIGHT_NODEOVERLAY": "karpenter_core.hookspecs",
     "hookimpl": "karpenter_core.plugins",
+    # Another provider's catalogue, built offline (KWOK stands in for it in simulations)
+    "get_cloud_provider": "karpenter_core.plugins",
     # Instance-type scoring: the launch order the core writes on a NodeClaim
     "launch_preference": "karpenter_core.scoring",
     "preference_rank": "karpenter_core.scoring",
@@ -514,6 +517,7 @@ __all__ = [
     "format_quantity",
     "format_time",
     "gauge",
+    "get_cloud_provider",
     "held_back",
     "histogram",
     "hookimpl",

@@ -97,6 +97,21 @@ enough for consolidation and expiry to act on the snapshot's state."""
     "else 10m after the last scheduled change.",
 )
 @click.option("--seed", type=int, default=None, help="Seed (default: the scenario's, else 0).")
+@click.option(
+    "--cloud-provider",
+    "cloud_provider",
+    metavar="NAME",
+    default=None,
+    help="Whose instance types the simulated cloud offers (default: the scenario's "
+    "`cloudProvider`, else kwok). Another provider's offline catalogue (e.g. aws, with "
+    "--region) is launched by KWOK: nothing reaches the real cloud.",
+)
+@click.option(
+    "--region",
+    metavar="REGION",
+    default=None,
+    help="The --cloud-provider's region (its bundled catalogue).",
+)
 @output_option(html=True)
 @click.option(
     "--out",
@@ -151,6 +166,8 @@ def command(
     what_ifs: tuple[str, ...],
     until: str | None,
     seed: int | None,
+    cloud_provider: str | None,
+    region: str | None,
     output: str,
     out: str | None,
     ignore_dra_requests: str | None,
@@ -181,6 +198,7 @@ def command(
         parsed = with_dra_setting(parsed, ignore_dra_requests, os.environ)
         parsed = with_compute_charge(parsed, charge_compute_time, compute_time_scale)
         parsed = with_scorer(parsed, instance_type_scorer)
+        parsed = with_cloud_provider(parsed, cloud_provider, region)
         until_s = None if until is None else parse_duration(until, "--until")
         check_run_length(parsed, until_s)
         changes = [*parsed.what_if, *(parse_what_if(w) for w in what_ifs)]
@@ -336,6 +354,24 @@ def with_dra_setting(scenario: Scenario, flag: str | None, environ: Mapping[str,
     }
     options[IGNORE_DRA_REQUESTS_ENV] = "true" if ignore else "false"
     return attrs.evolve(scenario, options=options)
+
+
+def with_cloud_provider(scenario: Scenario, name: str | None, region: str | None) -> Scenario:
+    """The scenario with ``--cloud-provider`` (replacing the scenario's provider and its
+    settings) and ``--region`` (the provider's ``region`` setting); BadInput for a
+    provider without regions."""
+    if name is None and region is None:
+        return scenario
+    from karpenter_core.cli.instance_types import region_settings
+    from karpenter_core.plugins import PluginError, get_plugin_manager
+
+    provider = name if name is not None else scenario.cloud_provider
+    settings = dict(scenario.provider_settings) if name is None else {}
+    try:
+        settings.update(region_settings(get_plugin_manager(), provider, region))
+    except PluginError as e:
+        raise BadInput(str(e)) from None
+    return attrs.evolve(scenario, cloud_provider=provider, provider_settings=settings)
 
 
 def with_scorer(scenario: Scenario, flag: str | None) -> Scenario:

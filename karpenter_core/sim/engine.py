@@ -47,6 +47,7 @@ from typing import Any
 import attrs
 
 from karpenter_core.apis.limits import MAX_SHOWN_CHARS, one_line
+from karpenter_core.apis.v1 import APIError, NodePool
 from karpenter_core.cloudprovider.protocol import (
     InjectsOfferingOutages,
     OfferingOutage,
@@ -229,7 +230,7 @@ class Simulation:
         self.recorder = EventRecorder(self.clock, None, max_events=2_000_000)
         self.cluster_recorder = EventRecorder(self.clock, None, component="kubernetes")
         self.options = self._options(scenario.options)
-        self.provider = self._provider()
+        self.provider = self._provider(initial)
         self._prices: dict[tuple[str, str, str], float] | None = None
         self.observer = Observer(self.clock, self._price_of, _disruption_reasons)
         self._rng = random.Random(self.seed)
@@ -269,19 +270,44 @@ class Simulation:
         except OptionsError as e:
             raise SimulationError(f"{self.scenario.source}: options: {e}") from None
 
-    def _provider(self) -> Any:
-        from karpenter_core.plugins import get_cloud_provider
+    def _provider(self, initial: StartingState | None = None) -> Any:
+        """The simulated cloud: KWOK. For another ``cloudProvider`` (aws...), KWOK stands in
+        for it: that provider's catalogue, built offline from its settings (its region) and
+        the NodeClasses of the scenario and the starting snapshot, gives each NodePool's
+        instance types, and KWOK launches them — nothing reaches the real cloud."""
+        from karpenter_core.plugins import cloud_providers, get_cloud_provider, get_plugin_manager
 
+        name = self.scenario.cloud_provider
         settings = dict(self.scenario.provider_settings)
-        if self.scenario.cloud_provider == "kwok":
-            settings.setdefault("seed", str(self.seed))
+        node_classes: list[Mapping[str, Any]] = []
+        if name != "kwok":
+            spec = cloud_providers(get_plugin_manager()).get(name)
+            kinds = {(k.group, k.kind) for k in spec.node_classes} if spec is not None else set()
+            objects = list(self.scenario.objects)
+            if initial is not None:
+                objects += [
+                    o
+                    for o in initial.snapshot.iter_objects()
+                    if o.get("kind") in {k for _, k in kinds}
+                ]
+            node_classes = [
+                o
+                for o in objects
+                if (str(o.get("apiVersion") or "").partition("/")[0], o.get("kind")) in kinds
+            ]
+            settings = {
+                "catalogue-provider": name,
+                "catalogue-provider-settings": json.dumps(settings, sort_keys=True),
+            }
+        settings.setdefault("seed", str(self.seed))
         try:
             return get_cloud_provider(
-                self.scenario.cloud_provider,
+                "kwok",
                 settings,
                 kube=self.server,
                 clock=self.clock,
                 recorder=self.recorder,
+                node_classes=node_classes,
             )
         except Exception as e:
             raise SimulationError(
@@ -963,7 +989,10 @@ class Simulation:
         if self._prices is None:
             self._prices = {}
             try:
-                pools = [None, *self.scenario.nodepools]
+                pools: list[NodePool | None] = [None]
+                for manifest in self.scenario.nodepools:
+                    with contextlib.suppress(APIError, ValueError, TypeError):
+                        pools.append(NodePool.from_dict(manifest))
                 for pool in pools:
                     for it in self.provider.get_instance_types(pool):
                         for o in it.offerings:

@@ -321,3 +321,48 @@ def crafted_state(objects: list[dict[str, Any]] | None = None) -> StartingState:
 def write_crafted(path: Path, objects: list[dict[str, Any]] | None = None) -> Path:
     write_snapshot(crafted_snapshot(objects), path)
     return path
+
+
+def as_aws(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The crafted cluster as an AWS one: m5.xlarge nodes (4 vCPU, 16 GiB) in us-west-2,
+    NodePools and NodeClaims naming an EC2NodeClass (AL2023) the snapshot holds."""
+    zones = {"test-zone-a": "us-west-2a", "test-zone-b": "us-west-2b", "test-zone-c": "us-west-2c"}
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    for obj in objects:
+        labels = obj["metadata"].get("labels") or {}
+        if "node.kubernetes.io/instance-type" in labels:
+            labels["node.kubernetes.io/instance-type"] = "m5.xlarge"
+            zone = labels.get("topology.kubernetes.io/zone", "")
+            labels["topology.kubernetes.io/zone"] = zones.get(zone, zone)
+        if obj["kind"] == "NodePool":
+            spec = obj["spec"]["template"]["spec"]
+            spec["nodeClassRef"] = dict(ref)
+            spec["requirements"][0]["values"] = ["m5.xlarge", "m5.large", "c5.large"]
+        if obj["kind"] == "NodeClaim":
+            obj["spec"]["nodeClassRef"] = dict(ref)
+            obj["spec"]["requirements"][0]["values"] = ["m5.xlarge"]
+    objects.append(
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default", "uid": "00000000-0000-4000-8000-0000000000ec"},
+            "spec": {
+                "role": "KarpenterNodeRole-example",
+                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "example"}}],
+                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "example"}}],
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            },
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "",
+                        "lastTransitionTime": "2025-06-01T10:00:00Z",
+                    }
+                ]
+            },
+        }
+    )
+    return objects

@@ -136,3 +136,22 @@ def test_an_unreadable_snapshot_is_one_line(tmp_path: Path) -> None:
     code, _, err = _invoke("--from", str(bad))
     assert code == EXIT_BAD_INPUT
     assert len(err.strip().splitlines()) == 1 and str(bad) in err
+
+
+def test_cloud_provider_and_region_simulate_an_aws_snapshot_offline(tmp_path: Path) -> None:
+    from crafted_snapshot import as_aws, crafted_objects
+
+    path = write_crafted(tmp_path / "aws.json", as_aws(crafted_objects()))
+    args = ["--from", str(path), "--until", "2m", "-o", "json"]
+    code, out, err = _invoke(*args, "--cloud-provider", "aws", "--region", "us-west-2")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["nodesAtStart"] == 3 and not report["notes"], report["notes"]
+    assert {n["zone"] for n in report["nodes"]} <= {"us-west-2a", "us-west-2b", "us-west-2c"}
+    assert all(n["pricePerHour"] for n in report["nodes"])
+    # on KWOK's own catalogue the same snapshot's types are unknown
+    code, out, err = _invoke(*args)
+    assert code == 0, err
+    assert any("m5.xlarge" in n for n in json.loads(out)["notes"])
+    code, _, err = _invoke(*args, "--region", "us-west-2")  # kwok has no regions
+    assert code == EXIT_BAD_INPUT and "has no regions" in err

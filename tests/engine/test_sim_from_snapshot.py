@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crafted_snapshot import NODES, TAKEN_AT, crafted_objects, crafted_state
+from crafted_snapshot import NODES, TAKEN_AT, as_aws, crafted_objects, crafted_state
 
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.report import Report
@@ -235,3 +235,74 @@ def test_what_if_scaling_the_snapshots_deployment_changes_the_node_count() -> No
     # the new pods are the snapshot's ReplicaSet's, next to its 5
     assert len(web) == 20
     assert {p["metadata"]["ownerReferences"][0]["name"] for p in web} == {"web-5d8f7c9b6"}
+
+
+def test_a_snapshot_of_an_aws_cluster_simulates_on_the_offline_aws_catalogue() -> None:
+    """``cloudProvider: aws`` with a region: KWOK launches the bundled EC2 catalogue's types
+    for the EC2NodeClass the snapshot holds, so the snapshot's m5.xlarge nodes are priced and
+    kept (on KWOK's own catalogue they would be unknown and replaced as drifted), and the
+    underutilised one is consolidated as on the KWOK cluster."""
+    scenario = parse_scenario(
+        {"name": "aws", "cloudProvider": {"name": "aws", "settings": {"region": "us-west-2"}}}
+    )
+    objects = as_aws(crafted_objects())
+    sim = Simulation(scenario, initial=crafted_state(objects))
+    report = sim.run(HALF_HOUR)
+    j = report.to_json_dict()
+    assert not [n for n in report.notes if "no price" in n], report.notes
+    prices = {nc.name: nc.price for nc in report.nodeclaims if nc.existing}
+    assert set(prices) == {"default-ax0yz", "default-bx1yz", "default-cx2yz"}
+    assert all(p is not None and 0.15 < p < 0.25 for p in prices.values()), prices  # m5.xlarge
+    assert j["nodesAtStart"] == 3 and j["nodesRemoved"] == 1
+    assert j["removalReasons"] == {"underutilized": 1}
+    assert "Drifted" not in str(_karpenter(report, "Disrupt"))
+    types = {it.name for it in sim.provider.get_instance_types(None)}
+    assert {"m5.xlarge", "c6g.large"} <= types and not any(t.startswith("c-") for t in types)
+
+
+def test_a_scenario_on_the_aws_catalogue_launches_what_its_ec2nodeclass_allows() -> None:
+    """No snapshot: the scenario's own EC2NodeClass (a Windows AMI alias) decides the
+    types, as on a real cluster, and KWOK launches one of them."""
+    nodeclass = as_aws([])[0]
+    nodeclass["spec"]["amiSelectorTerms"] = [{"alias": "windows2022@latest"}]
+    del nodeclass["status"]  # none given: the stand-in treats the class as Ready
+    windows = {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}
+    scenario = parse_scenario(
+        {
+            "name": "aws-windows",
+            "cloudProvider": {"name": "aws", "settings": {"region": "us-west-2"}},
+            "nodePools": [
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodePool",
+                    "metadata": {"name": "win"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "nodeClassRef": {
+                                    "group": "karpenter.k8s.aws",
+                                    "kind": "EC2NodeClass",
+                                    "name": "default",
+                                },
+                                "requirements": [windows],
+                            }
+                        }
+                    },
+                }
+            ],
+            "objects": [nodeclass],
+            "workloads": [{"deployment": "web", "replicas": 4, "requests": {"cpu": "1"}}],
+        }
+    )
+    sim = Simulation(scenario)
+    report = sim.run(300.0)
+    j = report.to_json_dict()
+    assert j["pods"]["bound"] == 4 and j["nodesLaunched"] >= 1
+    launched = {nc.instance_type for nc in report.nodeclaims}
+    offered = {it.name: it for it in sim.provider.get_instance_types(None)}
+    for name in launched:
+        assert name in offered and not name.startswith("c-"), launched
+        arch = offered[name].requirements.get("kubernetes.io/arch")
+        assert arch.has("amd64") and not arch.has("arm64"), name  # Windows: no Graviton
+    nodes = sim.server.list("nodes").items
+    assert {n["metadata"]["labels"]["kubernetes.io/os"] for n in nodes} == {"windows"}

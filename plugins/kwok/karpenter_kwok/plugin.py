@@ -14,6 +14,8 @@ from karpenter_core.plugin_api import (
 from karpenter_kwok import dra
 from karpenter_kwok.labels import KWOK_NODE_CLASS, RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
 from karpenter_kwok.provider import (
+    CATALOGUE_PROVIDER_SETTING,
+    CATALOGUE_SETTINGS_SETTING,
     INSTANCE_TYPES_FILE_ENV,
     INSTANCE_TYPES_FILE_SETTING,
     INSUFFICIENT_CAPACITY_SETTING,
@@ -74,6 +76,19 @@ SETTINGS = (
         "How long an offering that ran out of capacity is reported unavailable "
         "(0s disables the cache).",
         default="3m",
+    ),
+    ProviderSetting(
+        CATALOGUE_PROVIDER_SETTING,
+        "Stand in for this provider's catalogue (e.g. aws): its instance types, per "
+        "NodePool and NodeClass, built offline, are the ones KWOK launches; its NodeClass "
+        "kinds replace KWOKNodeClass. What `karpenter simulate` uses for a non-KWOK "
+        "cloudProvider.",
+        default="",
+    ),
+    ProviderSetting(
+        CATALOGUE_SETTINGS_SETTING,
+        'The catalogue provider\'s settings as a JSON object (e.g. {"region": "us-west-2"}).',
+        default="{}",
     ),
     ProviderSetting(
         dra.CONFIG_SETTING,

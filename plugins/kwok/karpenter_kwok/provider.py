@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import json
 import logging
 import os
 import random
@@ -78,6 +79,7 @@ from karpenter_core.plugin_api import (
     Requirements,
     VirtualClock,
     condition_of,
+    get_cloud_provider,
     held_back,
     launch_preference,
     parse_go_duration,
@@ -128,6 +130,8 @@ LAUNCH_LATENCY_JITTER_SETTING = "launch-latency-jitter"
 INSUFFICIENT_CAPACITY_SETTING = "insufficient-capacity"
 NEVER_REGISTER_SETTING = "never-register"
 UNAVAILABLE_OFFERINGS_TTL_SETTING = "unavailable-offerings-ttl"
+CATALOGUE_PROVIDER_SETTING = "catalogue-provider"
+CATALOGUE_SETTINGS_SETTING = "catalogue-provider-settings"
 DEFAULT_UNAVAILABLE_OFFERINGS_TTL = 180.0
 
 KWOK_PARTITIONS = ("a",)
@@ -189,8 +193,11 @@ class KwokCloudProvider:
         seed: int = 0,
         unavailable_offerings_ttl: float = DEFAULT_UNAVAILABLE_OFFERINGS_TTL,
         dra_config: DRAConfig | None = None,
+        catalogue: Any = None,
     ) -> None:
         self._instance_types = tuple(instance_types)
+        # another provider whose instance types (per NodePool and NodeClass) KWOK launches
+        self.catalogue = catalogue
         self.dra_config = dra_config or DRAConfig()
         """The KWOK DRA driver's configuration (:mod:`karpenter_kwok.dra`)."""
         self._by_name = {it.name: it for it in self._instance_types}
@@ -216,10 +223,31 @@ class KwokCloudProvider:
     @classmethod
     def from_context(cls, context: ProviderContext) -> KwokCloudProvider:
         """The spec's factory: settings (see :meth:`from_settings`) plus the cluster
-        client, clock and recorder of the context."""
-        return cls.from_settings(
+        client, clock and recorder of the context. With ``catalogue-provider``, that
+        provider's offline catalogue (its settings from ``catalogue-provider-settings``, a
+        JSON object; the context's NodeClass manifests passed on) replaces KWOK's: KWOK
+        launches its instance types, so ``karpenter simulate`` can run a cluster of
+        another cloud's types without that cloud."""
+        provider = cls.from_settings(
             context.settings, kube=context.kube, clock=context.clock, recorder=context.recorder
         )
+        name = (context.settings.get(CATALOGUE_PROVIDER_SETTING) or "").strip()
+        if name:
+            raw = context.settings.get(CATALOGUE_SETTINGS_SETTING) or "{}"
+            try:
+                settings = json.loads(raw)
+            except ValueError as e:
+                raise FaultSettingError(
+                    f"setting {CATALOGUE_SETTINGS_SETTING}: not a JSON object: {e}"
+                ) from None
+            if not isinstance(settings, dict):
+                raise FaultSettingError(f"setting {CATALOGUE_SETTINGS_SETTING}: not a JSON object")
+            provider.catalogue = get_cloud_provider(
+                name,
+                {str(k): str(v) for k, v in settings.items()},
+                node_classes=context.node_classes,
+            )
+        return provider
 
     @classmethod
     def from_settings(
@@ -311,9 +339,29 @@ class KwokCloudProvider:
 
     def get_instance_types(self, nodepool: object | None = None) -> list[InstanceType]:
         """Every instance type, whatever the NodePool (KWOK has no per-NodeClass
-        filtering); offerings that recently ran out of capacity are unavailable."""
+        filtering); offerings that recently ran out of capacity are unavailable.
+
+        Standing in for a catalogue provider: that provider's types for the NodePool (its
+        NodeClass decides them), which KWOK then knows how to launch."""
+        if self.catalogue is not None:
+            types = list(self.catalogue.get_instance_types(nodepool))
+            with self._lock:
+                self._learn(types)
+                marks = frozenset(self._unavailable)
+                return [_mark_unavailable(it, marks) for it in types] if marks else types
         with self._lock:
             return list(self._current_view())
+
+    def _learn(self, types: Sequence[InstanceType]) -> None:
+        """Add the catalogue's types KWOK has not seen to the ones it launches (by name;
+        a NodeClass-specific variant of a known name keeps the first one seen)."""
+        new = [it for it in types if it.name not in self._by_name]
+        if not new:
+            return
+        for it in new:
+            self._by_name[it.name] = it
+        self._instance_types = self._instance_types + tuple(new)
+        self._view_key = frozenset({("", "", "")})  # no real mark set: rebuild on next read
 
     def is_drifted(self, nodeclaim: object) -> DriftReason:
         """KWOK instances never drift on the provider side."""
@@ -323,6 +371,14 @@ class KwokCloudProvider:
         return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
+        """KWOKNodeClass; standing in for a catalogue provider, that provider's kinds
+        instead, implicit (a NodePool naming a class the cluster lacks behaves as if a
+        Ready one existed, as for KWOKNodeClass) so a scenario need not write one."""
+        if self.catalogue is not None:
+            return tuple(
+                attrs.evolve(k, implicit=True, default_status=KWOK_NODE_CLASS.default_status)
+                for k in self.catalogue.supported_node_classes()
+            )
         return (KWOK_NODE_CLASS,)
 
     # ------------------------------------------------------------------ launching
@@ -455,6 +511,10 @@ class KwokCloudProvider:
         still run their pods. A NodeClaim's instance type, zone and capacity type stay
         those of its labels; a type missing from the catalogue is counted in
         ``unknown_instance_types`` (the node stays, unpriced)."""
+        if self.catalogue is not None:  # the catalogue's types (default view) are known
+            types = list(self.catalogue.get_instance_types(None))
+            with self._lock:
+                self._learn(types)
         known = {it.name for it in self._instance_types}
         claimed: dict[str, Mapping[str, Any]] = {}  # node name or provider id -> NodeClaim
         for nc in nodeclaims:

@@ -134,6 +134,8 @@ def test_hookimpl_returns_one_launching_spec() -> None:
         ("insufficient-capacity", None),
         ("never-register", None),
         ("unavailable-offerings-ttl", None),
+        ("catalogue-provider", None),
+        ("catalogue-provider-settings", None),
         ("dra-config", "KWOK_DRA_CONFIG"),
     ]
 
