@@ -242,11 +242,14 @@ class KwokCloudProvider:
                 ) from None
             if not isinstance(settings, dict):
                 raise FaultSettingError(f"setting {CATALOGUE_SETTINGS_SETTING}: not a JSON object")
-            provider.catalogue = get_cloud_provider(
+            catalogue = get_cloud_provider(
                 name,
                 {str(k): str(v) for k, v in settings.items()},
                 node_classes=context.node_classes,
             )
+            # read it now: a region without a bundled catalogue fails at start, by name
+            provider._learn(list(catalogue.get_instance_types(None)))
+            provider.catalogue = catalogue
         return provider
 
     @classmethod
