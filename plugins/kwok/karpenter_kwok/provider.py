@@ -198,6 +198,7 @@ class KwokCloudProvider:
         self._instance_types = tuple(instance_types)
         # another provider whose instance types (per NodePool and NodeClass) KWOK launches
         self.catalogue = catalogue
+        self._by_pool: dict[str, dict[str, InstanceType]] = {}
         self.dra_config = dra_config or DRAConfig()
         """The KWOK DRA driver's configuration (:mod:`karpenter_kwok.dra`)."""
         self._by_name = {it.name: it for it in self._instance_types}
@@ -350,6 +351,9 @@ class KwokCloudProvider:
             types = list(self.catalogue.get_instance_types(nodepool))
             with self._lock:
                 self._learn(types)
+                name = getattr(nodepool, "name", None)
+                if name:  # what a NodeClaim of this pool launches (its NodeClass's variant)
+                    self._by_pool[name] = {it.name: it for it in types}
                 marks = frozenset(self._unavailable)
                 return [_mark_unavailable(it, marks) for it in types] if marks else types
         with self._lock:
@@ -637,6 +641,10 @@ class KwokCloudProvider:
         except ValueError as e:
             raise KwokLaunchError(f"nodeclaim {nc.name!r}: bad requirements: {e}") from None
         view = {it.name: it for it in self._current_view()}
+        pool = self._by_pool.get(nc.metadata.labels.get(wk.NODEPOOL_LABEL_KEY, ""))
+        if pool:  # a stand-in's NodePool: its NodeClass's variant of each type
+            marks = frozenset(self._unavailable)
+            view.update({n: _mark_unavailable(it, marks) for n, it in pool.items()})
         named = []
         for value in raw[0].values:
             it = view.get(value)
