@@ -84,6 +84,9 @@ DRA_ERROR = DRAError(
     "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
 )
 TIMEOUT_ERROR = PodError("scheduling simulation timed out before this pod was placed")
+# Strike existing nodes found full out of later scans for the same requests (off in
+# reference mode; tests switch it off to compare).
+SKIP_FULL_NODES = True
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -257,6 +260,8 @@ class Scheduler:
         self._existing = existing
         self._slots: list[ExistingNode] = []
         self._excluded_nodes = frozenset(excluded_nodes)
+        # Requests dicts -> the existing nodes that may still have room for them.
+        self._roomy: dict[int, _Roomy] = {}
         if existing is not None:
             if state_nodes:
                 raise ValueError("give the scheduler state nodes or prepared capacity, not both")
@@ -445,11 +450,14 @@ class Scheduler:
         volumes = self.pod_volumes(pod) if self.pod_volumes is not None else None
         blockers = [] if self.reference else self.topology.hostname_blockers(pod)
         moving = pod.phase != "Pending" and pod.node_name not in self.deleting_node_names
-        candidates: Iterable[tuple[int, ExistingNode]] = (
-            self._prepared_candidates(data)
-            if self._existing is not None
-            else enumerate(self.existing_nodes)
-        )
+        if self.reference or not SKIP_FULL_NODES:
+            candidates: Iterable[tuple[int, ExistingNode]] = (
+                self._prepared_candidates(data)
+                if self._existing is not None
+                else enumerate(self.existing_nodes)
+            )
+        else:
+            candidates = self._roomy_candidates(data)
         for i, node in candidates:
             if node.under_consolidate_after and moving:
                 continue
@@ -462,6 +470,40 @@ class Scheduler:
                 node.add(pod, data, result, volumes)
                 return True
         return False
+
+    def _roomy_candidates(self, data: PodData) -> Iterator[tuple[int, ExistingNode]]:
+        """The existing nodes in order, less those already found without room for the pod.
+
+        A node only loses room during a solve (placing a pod subtracts its requests; nothing
+        gives any back), so once a node cannot fit some requests it refuses every later pod
+        asking for the same: :meth:`ExistingNode.can_add` would say "exceeds node resources".
+        Each requests dict keeps the nodes not yet found full for it and a scan strikes out
+        the full ones it passes, so a solve that fills many nodes stops asking each of them
+        again for every pod. The nodes left, and their order, are the plain scan's."""
+        requests = data.requests
+        roomy = self._roomy.get(id(requests))
+        if roomy is None or roomy.requests is not requests:
+            start = (
+                self._prepared_candidates(data)
+                if self._existing is not None
+                else enumerate(self.existing_nodes)
+            )
+            roomy = _Roomy(requests, [i for i, _ in start])
+            self._roomy[id(requests)] = roomy
+        elif roomy.struck * 2 > len(roomy.slots):
+            roomy.slots = [i for i in roomy.slots if i >= 0]
+            roomy.struck = 0
+        slots = roomy.slots
+        nodes = self._slots if self._existing is not None else self.existing_nodes
+        for pos, i in enumerate(slots):
+            if i < 0:
+                continue
+            node = nodes[i]
+            if not rl.fits(requests, node.remaining):
+                slots[pos] = -1
+                roomy.struck += 1
+                continue
+            yield i, node
 
     def _prepared_candidates(self, data: PodData) -> Iterator[tuple[int, ExistingNode]]:
         """Over prepared capacity, the existing nodes in order (by slot) less the excluded
@@ -705,6 +747,18 @@ class Scheduler:
         if len(errors) == 1:
             return errors[0]
         return CombinedError(errors)
+
+
+class _Roomy:
+    """For one requests dict in one solve: the existing nodes (by index) that may still
+    have room for it, in scan order, with -1 for those struck out as full."""
+
+    __slots__ = ("requests", "slots", "struck")
+
+    def __init__(self, requests: Mapping[str, int], slots: list[int]) -> None:
+        self.requests = requests
+        self.slots = slots
+        self.struck = 0
 
 
 def _pod_count(nc: NodeClaim) -> int:
