@@ -114,26 +114,36 @@ def lifetime_remaining(now: datetime, nodeclaim: NodeClaim) -> float:
     return min(max(left / total, 0.0), 1.0)
 
 
+def consolidate_after_left(
+    nodepool: NodePool | None, nodeclaim: NodeClaim | None, now: datetime
+) -> float | None:
+    """Seconds of the ``consolidateAfter`` window still to run since the node's last pod
+    event (or its initialisation), ``<= 0`` once it has passed; None when no window
+    applies: ``Never``, ``0s``, a NodeClaim that is not initialised, no reference time."""
+    if nodepool is None or nodeclaim is None:
+        return None
+    disruption = nodepool.spec.disruption
+    after = disruption.consolidate_after if disruption is not None else None
+    if after is None or after.nanos is None or after.nanos == 0:
+        return None
+    initialized = nodeclaim.condition(CONDITION_INITIALIZED)
+    if initialized is None or not initialized.is_true:
+        return None
+    last = nodeclaim.status.last_pod_event_time if nodeclaim.status is not None else None
+    ref = _parsed_time(last or initialized.last_transition_time)
+    if ref is None:
+        return None
+    return after.nanos / 1e9 - (now - ref).total_seconds()
+
+
 def is_under_consolidate_after(
     nodepool: NodePool | None, nodeclaim: NodeClaim | None, now: datetime
 ) -> bool:
     """The node's pods changed less than ``consolidateAfter`` ago (upstream
     ``IsUnderConsolidateAfter``): consolidation must not move running pods onto it yet.
     ``Never`` and ``0s`` never gate, nor does a NodeClaim that is not initialised."""
-    if nodepool is None or nodeclaim is None:
-        return False
-    disruption = nodepool.spec.disruption
-    after = disruption.consolidate_after if disruption is not None else None
-    if after is None or after.nanos is None or after.nanos == 0:
-        return False
-    initialized = nodeclaim.condition(CONDITION_INITIALIZED)
-    if initialized is None or not initialized.is_true:
-        return False
-    last = nodeclaim.status.last_pod_event_time if nodeclaim.status is not None else None
-    ref = _parsed_time(last or initialized.last_transition_time)
-    if ref is None:
-        return False
-    return (now - ref).total_seconds() < after.nanos / 1e9
+    left = consolidate_after_left(nodepool, nodeclaim, now)
+    return left is not None and left > 0
 
 
 # --------------------------------------------------------------------------- candidates

@@ -21,7 +21,7 @@ from attrs import frozen
 
 from karpenter_core.apis.v1 import CONDITION_INITIALIZED, NodePool, parse_time
 from karpenter_core.disruption.budgets import budget_mapping
-from karpenter_core.disruption.candidates import new_candidate
+from karpenter_core.disruption.candidates import consolidate_after_left, new_candidate
 from karpenter_core.disruption.methods.drift import Drift
 from karpenter_core.disruption.methods.emptiness import Emptiness
 from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
@@ -284,22 +284,20 @@ def _consolidate_after(snapshot: DisruptionSnapshot, c: Candidate) -> Reason:
     after = nodepool.spec.disruption.consolidate_after if nodepool.spec.disruption else None
     if after is None or after.nanos is None:
         return Reason(NOT_CONSOLIDATABLE_YET, "consolidateAfter is Never")
-    status = c.nodeclaim.status
-    last = status.last_pod_event_time if status is not None else None
     initialized = c.nodeclaim.condition(CONDITION_INITIALIZED)
-    ref = last or (initialized.last_transition_time if initialized is not None else None)
     if initialized is None or not initialized.is_true:
         return Reason(NOT_CONSOLIDATABLE_YET, "the NodeClaim is not initialized yet")
-    seconds = after.nanos / 1e9
-    at = parse_time(ref) if ref else None
-    if at is not None:
-        left = seconds - (snapshot.now - at).total_seconds()
-        if left > 0:
-            return Reason(
-                NOT_CONSOLIDATABLE_YET,
-                f"consolidateAfter {_duration(seconds)} since its last pod event at {ref}: "
-                f"{_duration(left)} to go",
-            )
+    left = consolidate_after_left(nodepool, c.nodeclaim, snapshot.now)
+    if left is not None and left > 0:
+        status = c.nodeclaim.status
+        ref = (status.last_pod_event_time if status is not None else None) or (
+            initialized.last_transition_time
+        )
+        return Reason(
+            NOT_CONSOLIDATABLE_YET,
+            f"consolidateAfter {_duration(after.nanos / 1e9)} since its last pod event at "
+            f"{ref}: {_duration(left)} to go",
+        )
     return Reason(
         NOT_CONSOLIDATABLE_YET,
         "the NodeClaim is not marked Consolidatable yet (the NodeClaim disruption "

@@ -90,7 +90,7 @@ def explain_nodepool(ei: ExplainInput, name: str) -> NodePoolExplanation:
         raise ExplainError(f"nodepool {name} is not in the input")
     snapshot = disruption_snapshot(ei)
     members = [sn for sn in snapshot.state_nodes if sn.nodepool_name() == name]
-    limits = _limits(ei, np)
+    limits, full = _limits(ei, np)
     budgets = []
     for reason in REASONS:
         mapping = budget_mapping(snapshot, reason)
@@ -119,7 +119,7 @@ def explain_nodepool(ei: ExplainInput, name: str) -> NodePoolExplanation:
     )
     return NodePoolExplanation(
         name,
-        _summary(np, limits),
+        _summary(np, full),
         nodes=len(members),
         limits=limits,
         budgets=tuple(budgets),
@@ -128,7 +128,7 @@ def explain_nodepool(ei: ExplainInput, name: str) -> NodePoolExplanation:
     )
 
 
-def _summary(np: NodePool, limits: tuple[tuple[str, str, str], ...]) -> Reason:
+def _summary(np: NodePool, full: tuple[str, ...]) -> Reason:
     if np.metadata.deletion_timestamp:
         return Reason(DELETING, "being deleted: launches nothing")
     if np.is_static:
@@ -136,25 +136,24 @@ def _summary(np: NodePool, limits: tuple[tuple[str, str, str], ...]) -> Reason:
     ready = np.condition("Ready")
     if ready is not None and not ready.is_true:
         return Reason(NOT_READY, f"not ready: {ready.message or ready.reason or 'Ready=False'}")
-    full = [r for r, used, limit in limits if _at_or_over(used, limit)]
     if full:
         return Reason(AT_LIMIT, f"at its limits on {', '.join(full)}: launches nothing more")
     return Reason(READY, "ready: may launch nodes")
 
 
-def _at_or_over(used: str, limit: str) -> bool:
-    parsed = parse_resource_list({"u": used, "l": limit})
-    return parsed["u"] >= parsed["l"]
-
-
-def _limits(ei: ExplainInput, np: NodePool) -> tuple[tuple[str, str, str], ...]:
+def _limits(
+    ei: ExplainInput, np: NodePool
+) -> tuple[tuple[tuple[str, str, str], ...], tuple[str, ...]]:
+    """``(resource, used, limit)`` formatted, and the limited resources used up."""
     limits = parse_resource_list(np.spec.limits or None)
     if not limits:
-        return ()
+        return (), ()
     used = ei.inp.snapshot.nodepool_resources(np.name)
     shown_used = format_resource_list({k: used.get(k, 0) for k in limits})
     shown_limit = format_resource_list(limits)
-    return tuple((k, shown_used[k], shown_limit[k]) for k in sorted(limits))
+    rows = tuple((k, shown_used[k], shown_limit[k]) for k in sorted(limits))
+    full = tuple(k for k in sorted(limits) if used.get(k, 0) >= limits[k])
+    return rows, full
 
 
 def _active(np: NodePool, ei: ExplainInput, reason: str) -> tuple[str, ...]:
