@@ -555,7 +555,7 @@ class _PassState:
     bound during the pass included), the placed pods whose required anti-affinity keeps
     others away (their terms and the labels of their node), and namespace labels."""
 
-    __slots__ = ("by_name", "holders", "namespaces", "nodes", "open_nodes")
+    __slots__ = ("holders", "namespaces", "nodes", "open_nodes")
 
     def __init__(
         self,
@@ -564,7 +564,6 @@ class _PassState:
         namespaces: Mapping[str, Mapping[str, str]],
     ) -> None:
         self.nodes = nodes
-        self.by_name = {n.name: n for n in nodes}
         self.holders = holders
         self.namespaces = namespaces
         # per monotone pod class (held, so its identity is not reused within the pass):
@@ -606,6 +605,7 @@ class KubeScheduler:
         self._changed = False
         for informer in (self._node_cache, self._namespace_cache, *self._dra_caches):
             informer.add_handler(self._on_change, replay=False)
+        self._node_cache.add_handler(self._on_node_change, replay=False)
         self._pod_cache.add_handler(self._on_pod_change, replay=False)
         # The pods as the passes see them, kept up to date from the pod events alone, so
         # a pass costs what changed, not the size of the cluster: the parsed pods, the
@@ -630,6 +630,14 @@ class KubeScheduler:
         self._full = True
         self._fresh: set[str] = set()
         self._nodes: dict[str, _NodeStatic | None] = {}
+        # The node list a pass sees, kept between passes: rebuilt when a node object
+        # changed (``_nodes_dirty``), otherwise only the stale nodes' states are replaced
+        # in it, so a pass after a few bindings costs those nodes, not all of them.
+        self._nodes_dirty = True
+        self._node_list: list[_NodeState] = []
+        self._node_index: dict[str, int] = {}
+        # the nodes with pods holding required anti-affinity: name -> their terms
+        self._holding: dict[str, list[tuple[tuple[AffinityTerm, ...], str]]] = {}
         self._classes: dict[Hashable, _PodClass] = {}
         # False after a pass whose writes failed: the next pass must run even if nothing
         # changed, to retry them.
@@ -639,6 +647,9 @@ class KubeScheduler:
     def _on_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
         self._full = True
+
+    def _on_node_change(self, event_type: str, obj: Obj) -> None:
+        self._nodes_dirty = True
 
     def _on_pod_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
@@ -660,6 +671,7 @@ class KubeScheduler:
                 log.info(
                     "kube-scheduler: %s watch failed (%s); listing again", informer.resource, e
                 )
+                self._nodes_dirty = True
                 try:
                     informer.sync()
                 except ApiError as again:
@@ -783,19 +795,41 @@ class KubeScheduler:
     def _pass_state(self) -> _PassState:
         """The node states with their bound pods."""
         self._update_pods()
-        nodes: list[_NodeState] = []
-        holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = []
-        states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
-        for static in self._node_statics():
-            entry = self._states.get(static.name)
-            if entry is None or entry[0].static is not static or static.name in self._stale_nodes:
-                entry = self._node_state(static)
-            states[static.name] = entry
-            node, node_holders = entry
-            nodes.append(node)
-            holders.extend((terms, node.labels) for terms, _key in node_holders)
-        self._states = states
+        if self._nodes_dirty:
+            self._nodes_dirty = False
+            states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
+            for static in self._node_statics():
+                entry = self._states.get(static.name)
+                if (
+                    entry is None
+                    or entry[0].static is not static
+                    or static.name in self._stale_nodes
+                ):
+                    entry = self._node_state(static)
+                states[static.name] = entry
+            self._states = states
+            self._node_list = [node for node, _ in states.values()]
+            self._node_index = {name: i for i, name in enumerate(states)}
+            self._holding = {name: hs for name, (_, hs) in states.items() if hs}
+        else:
+            for name in self._stale_nodes:
+                i = self._node_index.get(name)
+                if i is None:
+                    continue  # pods bound to a name no node has
+                entry = self._node_state(self._node_list[i].static)
+                self._states[name] = entry
+                self._node_list[i] = entry[0]
+                if entry[1]:
+                    self._holding[name] = entry[1]
+                else:
+                    self._holding.pop(name, None)
         self._stale_nodes.clear()
+        holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = [
+            (terms, self._states[name][0].labels)
+            for name in sorted(self._holding)
+            for terms, _key in self._holding[name]
+        ]
+        nodes = list(self._node_list)
         namespaces = {
             object_key(ns): (ns.get("metadata") or {}).get("labels") or {}
             for ns in self._namespace_cache.objects()

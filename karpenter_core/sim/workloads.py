@@ -119,6 +119,10 @@ class WorkloadController:
         self.kube = kube
         self.clock = clock
         self._pods: dict[str, dict[str, _PodState]] = {}  # owner uid -> pod name -> state
+        # owner uid -> how many of its pods are active, kept as states change: a ReplicaSet
+        # of 75,000 pods is reconciled on every eviction, and counting its pods each time
+        # made a scale-in quadratic in the pods
+        self._active: dict[str, int] = {}
         self._owner_of_pod: dict[tuple[str, str], tuple[str, WorkloadKey]] = {}
         self._daemonsets: set[WorkloadKey] = set()
         # StatefulSet uid -> ordinal -> (pod name, claim volumes) of the pods it had: a pod
@@ -135,6 +139,7 @@ class WorkloadController:
         key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
         if event_type == "DELETED":
             self._pods.pop(str(meta.get("uid") or ""), None)
+            self._active.pop(str(meta.get("uid") or ""), None)
             self._identities.pop(str(meta.get("uid") or ""), None)
             self._daemonsets.discard(key)
             return ()
@@ -161,6 +166,8 @@ class WorkloadController:
         if event_type == "DELETED":
             state = pods.pop(name, None)
             self._owner_of_pod.pop((ns, name), None)
+            if state is not None and state.active:
+                self._count(owner_uid, -1)
             # a StatefulSet waits for the pod to be gone before it makes it again
             again = state is None or state.active or owner_key[0] == "StatefulSet"
             return (owner_key,) if again else ()
@@ -169,6 +176,7 @@ class WorkloadController:
             self._seq += 1
             state = _PodState(name, self._seq)
             pods[name] = state
+            self._count(owner_uid, +1)
             self._owner_of_pod[(ns, name)] = (owner_uid, owner_key)
             if owner_key[0] == "StatefulSet":
                 self._remember(owner_uid, owner_key[2], state, obj)
@@ -179,8 +187,12 @@ class WorkloadController:
             state.bound = True
             state.node = str(obj["spec"]["nodeName"])
         if was_active != state.active:
+            self._count(owner_uid, +1 if state.active else -1)
             return (owner_key,)
         return ()
+
+    def _count(self, owner_uid: str, change: int) -> None:
+        self._active[owner_uid] = self._active.get(owner_uid, 0) + change
 
     # -- reconcile
 
@@ -265,18 +277,19 @@ class WorkloadController:
         ns, uid = meta.get("namespace") or "default", meta["uid"]
         want = _replicas(spec, "replicas", 1)
         pods = self._pods.setdefault(uid, {})
-        active = [p for p in pods.values() if p.active]
-        if len(active) < want:
-            self._create_pods(rs, want - len(active), replaced=len(pods) > len(active))
-        elif len(active) > want:
+        n_active = self._active.get(uid, 0)
+        if n_active < want:
+            self._create_pods(rs, want - n_active, replaced=len(pods) > n_active)
+        elif n_active > want:
             # upstream's ranking, simplified: unbound before bound, pending before running,
             # newer before older
+            active = [p for p in pods.values() if p.active]
             victims = sorted(active, key=lambda p: (p.bound, p.phase == "Running", -p.created_seq))[
-                : len(active) - want
+                : n_active - want
             ]
             for p in victims:
-                self._delete_pod(ns, p)
-        self._status(rs, {"replicas": min(want, len(active)) if active else 0})
+                self._delete_pod(ns, uid, p)
+        self._status(rs, {"replicas": min(want, n_active)})
         return Result()
 
     def _remember(self, uid: str, owner: str, state: _PodState, pod: Mapping[str, Any]) -> None:
@@ -309,7 +322,7 @@ class WorkloadController:
                     held[p.ordinal] = p  # terminating: its ordinal waits for it
                 continue
             if p.ordinal not in want or p.phase in _TERMINAL:
-                self._delete_pod(ns, p)
+                self._delete_pod(ns, uid, p)
             held[p.ordinal] = p
         for ordinal in want:
             if ordinal not in held:
@@ -395,7 +408,7 @@ class WorkloadController:
             self._create_pods(job, want - len(active), replaced=failed > 0)
         elif len(active) > want:
             for p in sorted(active, key=lambda p: (p.bound, -p.created_seq))[: len(active) - want]:
-                self._delete_pod(ns, p)
+                self._delete_pod(ns, uid, p)
         new_status: dict[str, Any] = {
             "active": min(want, max(len(active), want)),
             "succeeded": succeeded,
@@ -472,6 +485,7 @@ class WorkloadController:
             self._seq += 1
             state = _PodState(made, self._seq, bound=bool(node), node=node)
             pods[made] = state
+            self._count(meta["uid"], +1)
             self._owner_of_pod[(ns, made)] = (
                 meta["uid"],
                 (owner["kind"], ns, meta["name"]),
@@ -482,10 +496,12 @@ class WorkloadController:
             if replaced:
                 self.pods_replaced += 1
 
-    def _delete_pod(self, ns: str, p: _PodState) -> None:
+    def _delete_pod(self, ns: str, owner_uid: str, p: _PodState) -> None:
+        if p.active:  # before the delete, whose event may already report the pod gone
+            self._count(owner_uid, -1)
+        p.deleting = True
         with contextlib.suppress(NotFound):
             self.kube.delete("pods", p.name, ns)
-        p.deleting = True
 
     def _status(self, obj: dict[str, Any], status: Mapping[str, Any]) -> None:
         current = obj.get("status") or {}

@@ -263,3 +263,43 @@ def test_an_evicted_statefulset_pod_comes_back_under_its_name_once_gone(env: Any
     (back,) = live_pods(server)
     assert back["metadata"]["name"] == "db-0" and back["metadata"]["uid"] != uid
     assert back["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "data-db-0"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_replicaset_keeps_its_replicas_through_any_mix_of_changes(seed: int) -> None:
+    """The ReplicaSet counts its active pods as their states change instead of recounting
+    them on each reconcile: whatever happens to its pods (deleted, evicted, failed,
+    finished, scaled), it keeps exactly the wanted number alive and its count matches a
+    recount."""
+    import random
+
+    rng = random.Random(seed)
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    manager = Manager(clock, server)
+    controller = workloads.register(manager, server, clock)
+    replicas = 6
+    server.create(deployment("web", replicas))
+    manager.run_for(1)
+    for _ in range(40):
+        live = live_pods(server)
+        op = rng.choice(("scale", "delete", "evict", "fail", "succeed", "bind"))
+        pod = rng.choice(live) if live else None
+        if op == "scale":
+            replicas = rng.randint(0, 9)
+            server.patch("deployments", "web", {"spec": {"replicas": replicas}}, "default")
+        elif pod is not None:
+            name = pod["metadata"]["name"]
+            if op == "delete":
+                server.delete("pods", name, "default")
+            elif op == "evict":
+                server.evict(name, "default")
+            elif op == "bind" and not pod["spec"].get("nodeName"):
+                server.bind(name, "default", "node-a")
+            elif op in ("fail", "succeed"):
+                pod["status"]["phase"] = "Failed" if op == "fail" else "Succeeded"
+                server.update_status(pod)
+        manager.run_for(rng.choice((0.5, 1, 40)))
+        assert len(live_pods(server)) == replicas, (seed, op)
+        for uid, pods in controller._pods.items():
+            assert controller._active.get(uid, 0) == sum(p.active for p in pods.values())
