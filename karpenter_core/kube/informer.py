@@ -280,9 +280,15 @@ class Informer:
         watch_timeout: float = 300.0,
         max_backoff: float = 10.0,
         transform: Transform | None = None,
+        shared_reads: bool = False,
     ) -> None:
         self.client = client
         self.transform = transform
+        # Cache the client's own objects, uncopied (its ``list_shared`` and its watches'
+        # ``poll_shared``), where it has them: only for a client whose shared objects are
+        # never changed after they are handed out, as the in-memory server's stored
+        # versions. A simulated kube-scheduler then holds no second copy of every pod.
+        self.shared_reads = shared_reads and transform is None
         self.resource = resource_for(resource)
         self.namespace = namespace
         self.label_selector = label_selector
@@ -536,7 +542,8 @@ class Informer:
                 each=self.transform,
             )
         else:
-            listing = self.client.list(
+            list_shared = getattr(self.client, "list_shared", None) if self.shared_reads else None
+            listing = (list_shared or self.client.list)(
                 self.resource,
                 self.namespace,
                 label_selector=self.label_selector,
@@ -587,7 +594,12 @@ class Informer:
         try:
             if self._stream is None or self._stream.stopped:
                 self._stream = self._open()
-            events = self._stream.poll(timeout)
+            poll_shared = getattr(self._stream, "poll_shared", None) if self.shared_reads else None
+            events = (
+                poll_shared()
+                if poll_shared is not None and timeout == 0
+                else self._stream.poll(timeout)
+            )
         except Gone:
             self._stream = None
             self.sync()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import os
 import pickle
 import random
 import re
@@ -94,6 +95,9 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
+#: set to "1" to check that no reader changes a stored object in place (see _Encoded)
+VERIFY_ENV = "KARPENTER_SIM_VERIFY_STORED"
+
 
 # --------------------------------------------------------------------------- patches
 
@@ -122,12 +126,19 @@ class _Encoded:
     object is never changed in place after it is committed, which is what makes its
     encoding safe to reuse."""
 
-    __slots__ = ("_blobs",)
+    __slots__ = ("_blobs", "verify")
 
     def __init__(self) -> None:
         self._blobs: dict[int, tuple[Obj, bytes]] = {}
+        # Readers share stored objects (get_shared, list_shared, shared watches and the
+        # informers fed by them) on the promise never to change them. With VERIFY_ENV set
+        # (the test suite sets it) every stored version is checked against its encoding
+        # when it is replaced or removed, so a reader that broke the promise fails the
+        # test that made it do so instead of corrupting the store unseen.
+        self.verify = os.environ.get(VERIFY_ENV) == "1"
 
-    def put(self, obj: Obj) -> None:
+    @staticmethod
+    def _encode(obj: Obj) -> bytes:
         buf = io.BytesIO()
         pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
         pickler.fast = True  # no memo: nothing shared, exactly like deep_copy
@@ -135,7 +146,10 @@ class _Encoded:
         # object's own types: a reader comparing a tuple it wrote with the list it reads
         # back would see a change that never settles
         pickler.dump(deep_copy(obj))
-        self._blobs[id(obj)] = (obj, buf.getvalue())
+        return buf.getvalue()
+
+    def put(self, obj: Obj) -> None:
+        self._blobs[id(obj)] = (obj, self._encode(obj))
 
     def copy(self, obj: Obj) -> Obj:
         entry = self._blobs.get(id(obj))
@@ -148,6 +162,13 @@ class _Encoded:
             entry = self._blobs.get(id(obj))
             if entry is not None and entry[0] is obj:
                 del self._blobs[id(obj)]
+                if self.verify and self._encode(obj) != entry[1]:
+                    meta = meta_of(obj)
+                    raise AssertionError(
+                        f"stored {obj.get('kind')} {meta.get('namespace') or ''}/"
+                        f"{meta.get('name')} was changed in place by a reader of a shared "
+                        "object"
+                    )
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:

@@ -592,14 +592,15 @@ class KubeScheduler:
         self.options = options or KubeSchedulerOptions()
         self.bindings = 0
         self.passes = 0
-        self._pod_cache = Informer(kube, "pods")
-        self._node_cache = Informer(kube, "nodes")
-        self._namespace_cache = Informer(kube, "namespaces")
+        # the caches share the in-memory server's stored objects (read-only here)
+        self._pod_cache = Informer(kube, "pods", shared_reads=True)
+        self._node_cache = Informer(kube, "nodes", shared_reads=True)
+        self._namespace_cache = Informer(kube, "namespaces", shared_reads=True)
         # DynamicResources: the devices nodes publish, the claims holding them, the classes
         self._dra_caches = (
-            Informer(kube, "resourceslices"),
-            Informer(kube, "resourceclaims"),
-            Informer(kube, "deviceclasses"),
+            Informer(kube, "resourceslices", shared_reads=True),
+            Informer(kube, "resourceclaims", shared_reads=True),
+            Informer(kube, "deviceclasses", shared_reads=True),
         )
         self._dra: DynamicResources | None = None
         self._changed = False

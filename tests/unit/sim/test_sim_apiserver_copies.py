@@ -152,3 +152,43 @@ def test_poll_shared_delivers_the_events_uncopied_and_once() -> None:
     server.delete("configmaps", "a", "default")
     assert [e.type for e in watch.poll_shared()] == [DELETED]  # type: ignore[attr-defined]
     assert watch.poll_shared() == [] and watch.poll(0) == []  # type: ignore[attr-defined]
+
+
+def test_a_shared_object_changed_in_place_is_caught_when_it_is_replaced(
+    monkeypatch: Any,
+) -> None:
+    """The test suite runs with VERIFY_ENV set: a reader that edits what it was handed
+    without a copy fails at the next write of that object, naming it."""
+    import pytest
+
+    from karpenter_core.sim.apiserver import VERIFY_ENV
+
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    server.get_shared("configmaps", "a", "default")["data"]["k"] = "edited"
+    with pytest.raises(AssertionError, match="ConfigMap default/a was changed in place"):
+        server.patch("configmaps", "a", {"data": {"k": "w"}}, "default")
+    clean = InMemoryApiServer(VirtualClock())
+    clean.create(_cm("b"))
+    clean.patch("configmaps", "b", {"data": {"k": "w"}}, "default")  # untouched: no error
+
+
+def test_an_informer_with_shared_reads_caches_the_stored_versions() -> None:
+    from karpenter_core.kube.informer import Informer
+
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    shared, copying = (
+        Informer(server, "configmaps", shared_reads=True),
+        Informer(server, "configmaps"),
+    )
+    shared.pump(0)
+    copying.pump(0)
+    stored = server.get_shared("configmaps", "a", "default")
+    assert shared.get("default/a") is stored and copying.get("default/a") is not stored
+    server.patch("configmaps", "a", {"data": {"k": "w"}}, "default")
+    shared.pump(0)
+    copying.pump(0)
+    assert shared.get("default/a") is server.get_shared("configmaps", "a", "default")
+    assert copying.get("default/a") == shared.get("default/a")
