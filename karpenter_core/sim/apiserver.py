@@ -825,7 +825,9 @@ class InMemoryApiServer:
         """Write ``status`` through the status subresource; every other change is ignored."""
         rt = self._rt_of(obj)
         with self._lock:
-            return self._update(rt, deep_copy(obj), status=True)
+            # only the metadata (name, preconditions) and status are read: copy just those
+            parts = {k: obj[k] for k in ("metadata", "status") if k in obj}
+            return self._update(rt, deep_copy(parts), status=True)
 
     def patch(
         self,
@@ -853,7 +855,14 @@ class InMemoryApiServer:
             if patch_type == MERGE_PATCH:
                 if not isinstance(patch, Mapping):
                     raise BadRequest("merge patch must be a JSON object")
-                candidate = apply_merge_patch(deep_copy(old), patch)
+                if subresource == "status":
+                    # the status subresource takes only the status (and metadata's
+                    # preconditions) from the result: copy and patch just those
+                    parts = {k: old[k] for k in ("metadata", "status") if k in old}
+                    wanted = {k: patch[k] for k in ("metadata", "status") if k in patch}
+                    candidate = apply_merge_patch(deep_copy(parts), wanted)
+                else:
+                    candidate = apply_merge_patch(deep_copy(old), patch)
             elif patch_type == JSON_PATCH:
                 candidate = apply_json_patch(old, patch)
             else:
@@ -1281,7 +1290,10 @@ class InMemoryApiServer:
                 f"Precondition failed: UID in precondition: {meta.get('uid')}, UID in object meta: {ometa.get('uid')}"
             )
         if status:
-            result = deep_copy(old)
+            # the new version shares all but its metadata and status with the old one:
+            # stored versions are never changed in place (VERIFY_ENV checks it)
+            result = dict(old)
+            result["metadata"] = dict(old["metadata"])
             if "status" in new:
                 result["status"] = new["status"]
             else:
