@@ -25,6 +25,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -420,6 +421,16 @@ class Cluster:
         provider id, for the scheduler and disruption simulations."""
         with self._lock:
             return [self._nodes[pid].copy() for pid in sorted(self._nodes)]
+
+    @contextmanager
+    def state_nodes_view(self) -> Iterator[list[StateNode]]:
+        """The StateNodes themselves (no copies), ordered by provider id, for a block that
+        only reads them; the state lock is held for the block (upstream's
+        ``ForEachNode``), so keep it short and make no API calls in it. Controllers that
+        scan every node on a timer (node metrics, disruption's cleanup) copied each one
+        with :meth:`state_nodes` only to read a few fields."""
+        with self._lock:
+            yield [self._nodes[pid] for pid in sorted(self._nodes)]
 
     def active_state_nodes(self) -> list[StateNode]:
         return [n for n in self.state_nodes() if not n.marked_for_deletion]

@@ -265,6 +265,14 @@ class ClusterSnapshot:
         built: list[StateNode] = self._index("state_nodes", self._build_state_nodes)
         return [n.copy() for n in built]
 
+    def deleting_nodes(self) -> list[Node]:
+        """The Nodes of the state nodes marked for deletion, without copying any state."""
+        return [
+            n.node
+            for n in self._index("state_nodes", self._build_state_nodes)
+            if n.marked_for_deletion and n.node is not None
+        ]
+
     def active_state_nodes(self) -> list[StateNode]:
         return [n for n in self.state_nodes() if not n.marked_for_deletion]
 

@@ -365,13 +365,20 @@ class DisruptionController:
         """Remove the disrupted taint and ``DisruptionReason`` from nodes no command owns
         (a crash between tainting and enqueuing, or a command that was rolled back while
         a write failed). Only nodes whose cached state shows either are written."""
-        queue = self.queue
-        for sn in self.dctx.cluster.state_nodes():
-            if sn.marked_for_deletion or queue.has_any(sn.provider_id()):
-                continue
-            if _has_disrupted_taint(sn):
+        queued = set(self.queue.provider_ids())
+        # find them reading the nodes in place; copy only those to write (outside the lock)
+        with self.dctx.cluster.state_nodes_view() as nodes:
+            stale = [
+                (sn.copy(), _has_disrupted_taint(sn), _has_disruption_reason(sn))
+                for sn in nodes
+                if not sn.marked_for_deletion
+                and sn.provider_id() not in queued
+                and (_has_disrupted_taint(sn) or _has_disruption_reason(sn))
+            ]
+        for sn, tainted, reasoned in stale:
+            if tainted:
                 require_no_schedule_taint(self.dctx.ctx, sn, False)
-            if _has_disruption_reason(sn):
+            if reasoned:
                 clear_disruption_reason(self.dctx.ctx, sn)
 
     def _log_abnormal_runs(self) -> None:

@@ -57,8 +57,22 @@ class NodeMetrics:
     def reconcile(self) -> Result:
         gauges, label_map = metrics.node_gauges()
         lifetime_gauge = gauges[metrics.NODE_LIFETIME_GAUGE]
-        nodes = [sn for sn in self.cluster.state_nodes() if sn.node is not None]
         now = self.ctx.clock.now().timestamp()
+        # read in place under the state lock: this only reads, and copying every node
+        # each 5 s was most of this controller's cost at thousands of nodes
+        with self.cluster.state_nodes_view() as all_nodes:
+            nodes = [sn for sn in all_nodes if sn.node is not None]
+            self._update(nodes, gauges, label_map, lifetime_gauge, now)
+        return Result.after(REQUEUE_SECONDS)
+
+    def _update(
+        self,
+        nodes: list[StateNode],
+        gauges: Mapping[str, Any],
+        label_map: Mapping[str, str],
+        lifetime_gauge: Any,
+        now: float,
+    ) -> None:
         seen: set[Hashable] = set()
         for sn in nodes:
             node = sn.node
@@ -81,7 +95,6 @@ class NodeMetrics:
         for key in set(self.store.keys()) - seen - {CLUSTER_UTILIZATION_KEY}:
             self.store.delete(key)
         self.store.update(CLUSTER_UTILIZATION_KEY, utilization_metrics(nodes))
-        return Result.after(REQUEUE_SECONDS)
 
     def _node_metrics(
         self,

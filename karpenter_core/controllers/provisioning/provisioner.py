@@ -351,10 +351,8 @@ class Provisioner:
         limits = PdbLimits(snapshot.pdbs)
         now = self.ctx.clock.now()
         out: list[Pod] = []
-        for sn in snapshot.state_nodes():
-            if not sn.marked_for_deletion or sn.node is None:
-                continue
-            items = self.ctx.kube.list("pods", field_selector=f"spec.nodeName={sn.node.name}")
+        for node in snapshot.deleting_nodes():
+            items = self.ctx.kube.list("pods", field_selector=f"spec.nodeName={node.name}")
             for pod in self._parse_pods(items.items):
                 if limits.is_currently_reschedulable(pod, now, self.ctx.recorder):
                     out.append(pod)
