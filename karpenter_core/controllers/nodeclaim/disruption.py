@@ -23,7 +23,6 @@ pod came or went), re-checked at that moment.
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -40,8 +39,6 @@ from karpenter_core.apis.v1 import (
     CONDITION_INITIALIZED,
     CONDITION_LAUNCHED,
     APIError,
-    NodeClaim,
-    NodePool,
 )
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found, is_unevaluated_nodepool
 from karpenter_core.cloudprovider.protocol import NodeClassKind
@@ -58,11 +55,13 @@ from karpenter_core.controllers.nodeclaim.utils import (
     managed_nodeclaim,
     status_patch,
 )
-from karpenter_core.kube.client import Conflict, NotFound
+from karpenter_core.kube.client import Conflict, NotFound, deep_copy
+from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.clock import parse_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
+from karpenter_core.state.cluster import parse_nodeclaim
 
 __all__ = [
     "INSTANCE_TYPE_NOT_FOUND",
@@ -246,7 +245,7 @@ class Disruption:
             nodepool = self.ctx.kube.get(NODEPOOLS, pool_name)
         except NotFound:
             return Result()
-        stored = copy.deepcopy(nodeclaim)
+        stored = deep_copy(nodeclaim)
         conds = ConditionSet(nodeclaim, self.ctx.clock)
         results = [self._drift(nodepool, nodeclaim, conds)]
         if (nodepool.get("spec") or {}).get("replicas") is None:
@@ -302,7 +301,7 @@ class Disruption:
             age = self._age(meta.get("creationTimestamp"))
             if age is not None and age > INSTANCE_TYPE_CHECK_AFTER:
                 try:
-                    model = NodePool.from_dict(nodepool)
+                    model = parse_nodepool(nodepool)
                 except APIError as err:
                     log.error("nodepool %s: %s", (nodepool.get("metadata") or {}).get("name"), err)
                     return ""
@@ -321,7 +320,8 @@ class Disruption:
                     }
                 self._checked[uid] = now
         try:
-            return self.ctx.cloud_provider.is_drifted(NodeClaim.from_dict(nodeclaim)) or ""
+            # parsed once per stored version (NodeClaims are re-checked every 5 minutes)
+            return self.ctx.cloud_provider.is_drifted(parse_nodeclaim(nodeclaim)) or ""
         except APIError as err:
             log.error("nodeclaim %s: %s", meta.get("name"), err)
             return ""
