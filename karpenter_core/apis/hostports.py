@@ -120,8 +120,14 @@ class HostPortUsage:
         self._reserved: dict[str, tuple[HostPort, ...]] = {}
 
     def add(self, pod_key: str, ports: Iterable[HostPort]) -> None:
-        """Record (replacing any previous record of) the ports ``pod_key`` uses."""
-        self._reserved[pod_key] = tuple(ports)
+        """Record (replacing any previous record of) the ports ``pod_key`` uses. A pod
+        without host ports leaves no record: most pods have none, and every StateNode
+        copy copies the records."""
+        reserved = tuple(ports)
+        if reserved:
+            self._reserved[pod_key] = reserved
+        else:
+            self._reserved.pop(pod_key, None)
 
     def conflicts(self, pod_key: str, ports: Iterable[HostPort]) -> HostPortConflictError | None:
         """The first clash between ``ports`` and another pod's ports (a pod never clashes with

@@ -170,7 +170,11 @@ class VolumeUsage:
         self._limits[driver] = value
 
     def add(self, pod_key: str, volumes: Volumes) -> None:
-        """Record the volumes of ``pod_key`` (a shared PVC counts once per node)."""
+        """Record the volumes of ``pod_key`` (a shared PVC counts once per node). A pod
+        without volumes leaves no record (as :class:`HostPortUsage`: copies stay small)."""
+        if not volumes:
+            self.delete_pod(pod_key)
+            return
         self._pod_volumes[pod_key] = volumes
         self._volumes = volumes_union(self._volumes, volumes)
 
