@@ -38,6 +38,8 @@ _WRITE_FAILURES = LogThrottle(30.0)
 NORMAL = "Normal"
 WARNING = "Warning"
 DEFAULT_DEDUPE_TIMEOUT = 120.0
+_PRUNE_AT = 40_000
+"""How many dedupe keys the recorder holds before it drops those past their window."""
 _MAX_NOTE = 1024
 
 
@@ -128,6 +130,7 @@ class EventRecorder:
         self.dedupe_timeout = dedupe_timeout
         self._events: deque[RecordedEvent] = deque(maxlen=max_events)
         self._seen: dict[Any, float] = {}
+        self._prune_at = _PRUNE_AT
         self._lock = threading.Lock()
         self._seq = 0
         self.dropped = 0
@@ -180,8 +183,8 @@ class EventRecorder:
                 self.dropped += 1
                 return
             self._seen[key] = now
-            if len(self._seen) > 4 * 10_000:
-                self._seen = {k: t for k, t in self._seen.items() if now - t < self.dedupe_timeout}
+            if len(self._seen) > self._prune_at:
+                self._prune(now)
             recorded = RecordedEvent(self.clock.now(), ref, event.type, event.reason, event.message)
             self._events.append(recorded)
             self._seq += 1
@@ -209,6 +212,13 @@ class EventRecorder:
                 )
                 self._writer.start()
             self._pending_cond.notify()
+
+    def _prune(self, now: float) -> None:
+        """Drop the keys past their window. The next prune waits until the dict has doubled
+        what is left: a burst of distinct events inside one window (a condition change on
+        each of 45,000 pods) would otherwise rebuild the dict on every event."""
+        self._seen = {k: t for k, t in self._seen.items() if now - t < self.dedupe_timeout}
+        self._prune_at = max(_PRUNE_AT, 2 * len(self._seen))
 
     def _drain(self) -> None:
         while True:

@@ -155,3 +155,25 @@ def test_a_failed_write_is_counted_not_raised() -> None:
     recorder.normal(NODE, "A", "a")
     assert recorder.write_errors == 1
     assert len(recorder.events) == 1
+
+
+def test_a_burst_of_distinct_events_prunes_the_dedupe_keys_a_few_times_not_per_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """45,000 pods each changing a condition inside one window once pruned on every event
+    past the 40,000th key (quadratic); the keys still inside their window must be kept."""
+    clock = VirtualClock()
+    recorder = EventRecorder(clock, dedupe_timeout=120, max_events=10)
+    prunes = []
+    prune = recorder._prune
+    monkeypatch.setattr(recorder, "_prune", lambda now: (prunes.append(now), prune(now)))
+    for i in range(100_000):
+        recorder.normal({**POD, "metadata": {"name": f"p{i}", "uid": f"u{i}"}}, "Ready", "r")
+    assert 1 <= len(prunes) <= 2
+    recorder.normal({**POD, "metadata": {"name": "p0", "uid": "u0"}}, "Ready", "r")
+    assert recorder.dropped == 1
+    clock.advance(121)
+    for i in range(100_000, 300_000):
+        recorder.normal({**POD, "metadata": {"name": f"p{i}", "uid": f"u{i}"}}, "Ready", "r")
+    assert len(prunes) <= 4
+    assert len(recorder._seen) <= 200_000
