@@ -285,6 +285,11 @@ class NodeClaim:
         self.finalized = False
         self._merge_cache: dict[int, tuple[Requirements, Requirements | object]] = {}
         self.reject_shared = False
+        self.full_for_requests = False
+        """Whether the last :meth:`can_add` refused the pod because no option left could
+        hold its requests on top of this NodeClaim's (requirements aside): within a solve a
+        NodeClaim only gains pods and loses options, so it would refuse the same requests
+        again."""
         self._sig: int | None = None
         self._by_price: list[ITInfo] | None = None
         self.scorer: InstanceTypeScorerSpec | None = None
@@ -348,6 +353,7 @@ class NodeClaim:
         # NodeClaim with this template and requirement signature (taints, requirements,
         # hostname-independent topology), so it can skip those NodeClaims for this pod.
         self.reject_shared = True
+        self.full_for_requests = False
         err = self.template.tolerates(pod.tolerations)
         if err is not None:
             return err
@@ -359,6 +365,7 @@ class NodeClaim:
             for k, v in data.requests.items():
                 if v + requests.get(k, 0) + overhead.get(k, 0) > optset.max_allocatable(k):
                     self.reject_shared = False
+                    self.full_for_requests = True
                     return _NO_FIT
         base = self._merged(data)
         if not isinstance(base, Requirements):

@@ -25,6 +25,7 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.apis.resources import parse_resource_list
 from karpenter_core.apis.taints import Taint
+from karpenter_core.apis.taints import tolerates as taints_tolerate
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.provisioning.scheduler import resourcelist as rl
 from karpenter_core.provisioning.scheduler.instancetypes import (
@@ -204,12 +205,14 @@ class NodeClaimTemplate:
         return any(t.effect == "PreferNoSchedule" for t in self.taints)
 
     def tolerates(self, tolerations: Sequence[Any]) -> object | None:
-        """Taint check for a pod's tolerations, cached: templates never change their taints."""
-        from karpenter_core.apis.taints import tolerates
-
+        """Taint check for a pod's tolerations, cached: templates never change their taints.
+        The solver asks it of every NodeClaim it scans for every pod, so a template without
+        taints answers before building a key."""
+        if not self.taints:
+            return None
         key = tuple(tolerations)
         if key in self._tolerates_cache:
             return self._tolerates_cache[key]
-        err = tolerates(self.taints, key)
+        err = taints_tolerate(self.taints, key)
         self._tolerates_cache[key] = err
         return err

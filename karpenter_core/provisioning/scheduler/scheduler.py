@@ -262,6 +262,7 @@ class Scheduler:
         self._excluded_nodes = frozenset(excluded_nodes)
         # Requests dicts -> the existing nodes that may still have room for them.
         self._roomy: dict[int, _Roomy] = {}
+        self._full_inflight: dict[int, tuple[Mapping[str, int], set[NodeClaim]]] = {}
         if existing is not None:
             if state_nodes:
                 raise ValueError("give the scheduler state nodes or prepared capacity, not both")
@@ -608,9 +609,15 @@ class Scheduler:
         first, ties as Go's sort left them: see :meth:`_sort_inflight`). NodeClaims whose
         signature already gave a shared rejection for this pod are skipped: they would say
         the same. A rejection by devices is never shared (the devices left differ per
-        NodeClaim): the allocation comes after every check whose answer is."""
+        NodeClaim): the allocation comes after every check whose answer is.
+
+        NodeClaims found full for the pod's requests (:attr:`NodeClaim.full_for_requests`)
+        are skipped for every later pod asking the same: a scale-out opens a NodeClaim
+        only after every open one refused the pod, so without this each new NodeClaim
+        asked all the full ones again (1,400 NodeClaims: a million refusals per solve)."""
         shareable = not data.requirements.has(LABEL_HOSTNAME) and not self.reference
         rejected: set[int] = set()
+        full = self._full_inflight_for(data.requests)
         unblocked = self._unblocked(pod)
         scan: list[NodeClaim] = self._inflight if unblocked is None else unblocked
         positions: Iterator[int] = iter(range(len(scan)))
@@ -620,13 +627,25 @@ class Scheduler:
             positions = compress(count(), map(not_, map(rejected.__contains__, sigs)))
         for i in positions:
             nc = scan[i]
+            if nc in full:
+                continue
             result = nc.can_add(pod, data, False, want_error=False, claims=claims)
             if isinstance(result, Placement):
                 self._commit(nc, pod, data, result, i if unblocked is None else None)
                 return True
             if shareable and nc.reject_shared:
                 rejected.add(nc.signature())
+            elif nc.full_for_requests:
+                full.add(nc)
         return False
+
+    def _full_inflight_for(self, requests: Mapping[str, int]) -> set[NodeClaim]:
+        """The in-flight NodeClaims found full for ``requests`` so far in this solve (pods
+        asking the same share one interned requests dict, as for :meth:`_roomy_candidates`)."""
+        entry = self._full_inflight.get(id(requests))
+        if entry is None or entry[0] is not requests:
+            entry = self._full_inflight[id(requests)] = (requests, set())
+        return entry[1]
 
     def _commit(
         self,
