@@ -126,13 +126,23 @@ class ClassQueue:
         i = 0 if after is None else bisect_right(keys, after)
         members = self._members
         # the unmarked list may hold a key whose pod was replaced by a marked version
-        skip = self._reason if keys is self._unmarked else None
+        unmarked = keys is self._unmarked
+        skip = self._reason if unmarked else None
+        start = i
+        found = None
         while i < len(keys):
             pod = members.get(keys[i])
             if pod is not None and pod.marked != skip:
-                return pod
+                found = pod
+                break
             i += 1
-        return None
+        if unmarked and i > start:
+            # the keys passed over are of pods gone or marked since: drop them, or every
+            # pass walks them again until a compaction (a pass per node in a scale-out,
+            # over tens of thousands of pods marked meanwhile); a pod unmarked again is
+            # appended anew by add
+            del keys[start:i]
+        return found
 
 
 def class_of(queues: dict[Hashable, ClassQueue], key: Hashable, reason: str) -> ClassQueue:

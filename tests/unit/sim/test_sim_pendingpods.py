@@ -56,3 +56,35 @@ def test_a_marked_version_leaves_the_unmarked_view_and_is_held_once() -> None:
     assert _walk(queue) == ["ns/a", "ns/b", "ns/c"]
     assert _walk(queue, unmarked=True) == ["ns/a", "ns/c"]
     assert queue.at((0, 0.0, "ns/b")) is b_marked
+
+
+def test_a_walk_drops_the_marked_keys_it_passes_and_a_pod_unmarked_again_returns() -> None:
+    """A scale-out marks thousands of pods between compactions; each pass walked all of
+    them again. The walk forgets the keys it passes over, so the next walk does not."""
+    queue = ClassQueue("Unschedulable")
+    pods = [_Pod((0, float(i), f"ns/p{i:04}")) for i in range(1000)]
+    for pod in pods:
+        queue.add(pod)
+    for pod in pods[:250]:  # marked versions replace them (fewer than a compaction needs)
+        queue.remove(pod)
+        queue.add(attrs.evolve(pod, marked="Unschedulable"))
+    reads = 0
+
+    class Counting(dict[SortKey, object]):
+        def get(self, key: SortKey, default: object = None) -> object:
+            nonlocal reads
+            reads += 1
+            return super().get(key, default)
+
+    queue._members = Counting(queue._members)  # type: ignore[assignment]
+    first = queue.unmarked_after(None)
+    assert first is not None and first.sort_key == pods[250].sort_key
+    assert reads >= 250
+    reads = 0
+    again = queue.unmarked_after(None)
+    assert again is not None and again.sort_key == pods[250].sort_key
+    assert reads == 1
+    queue.remove(queue.at(pods[5].sort_key))  # type: ignore[arg-type]
+    queue.add(pods[5])  # its condition cleared: unmarked again
+    assert _walk(queue, unmarked=True)[:2] == ["ns/p0005", "ns/p0250"]
+    assert len(_walk(queue, unmarked=True)) == 751
