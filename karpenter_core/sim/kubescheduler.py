@@ -478,6 +478,7 @@ class _PodClass:
     __slots__ = (
         "affinity",
         "anti_affinity",
+        "full",
         "insufficient",
         "monotone",
         "node_affinity",
@@ -504,6 +505,11 @@ class _PodClass:
         self.monotone = not self.spread and not self.affinity
         # node name -> (the node's parsed state, the first static filter's failure or "").
         self.static: dict[str, tuple[_NodeStatic, str]] = {}
+        # node name -> the node's state when the node's own filters (static, ports,
+        # resources) refused this class: while the state is that object the node has
+        # only gained pods since (a pod leaving or the node changing replaces it), so
+        # it refuses again, in a later pass too (see KubeScheduler._search_open).
+        self.full: dict[str, _NodeState] = {}
 
 
 def _class_key(pod: Pod) -> Hashable:
@@ -631,12 +637,15 @@ class KubeScheduler:
         self._full = True
         self._fresh: set[str] = set()
         self._nodes: dict[str, _NodeStatic | None] = {}
-        # The node list a pass sees, kept between passes: rebuilt when a node object
-        # changed (``_nodes_dirty``), otherwise only the stale nodes' states are replaced
-        # in it, so a pass after a few bindings costs those nodes, not all of them.
+        # The node list a pass sees (by name), kept between passes: rebuilt in full after
+        # a listing (``_nodes_dirty``); otherwise the nodes whose objects changed
+        # (``_changed_nodes``) are parsed and put in, taken out or replaced, and only the
+        # stale nodes' states are rebuilt, so a pass costs what changed, not every node
+        # (each of thousands of nodes changes several times while a scale-out registers).
         self._nodes_dirty = True
+        self._changed_nodes: set[str] = set()
         self._node_list: list[_NodeState] = []
-        self._node_index: dict[str, int] = {}
+        self._node_names: list[str] = []
         # the nodes with pods holding required anti-affinity: name -> their terms
         self._holding: dict[str, list[tuple[tuple[AffinityTerm, ...], str]]] = {}
         self._classes: dict[Hashable, _PodClass] = {}
@@ -650,7 +659,7 @@ class KubeScheduler:
         self._full = True
 
     def _on_node_change(self, event_type: str, obj: Obj) -> None:
-        self._nodes_dirty = True
+        self._changed_nodes.add(object_key(obj))
 
     def _on_pod_change(self, event_type: str, obj: Obj) -> None:
         self._changed = True
@@ -692,13 +701,32 @@ class KubeScheduler:
         state = self._pass_state()
         full, self._full = self._full, False
         fresh, self._fresh = self._fresh, set()
-        if full:
+        pending = [] if full else [self._pending[k] for k in fresh if k in self._pending]
+        if full or self._may_enable_waiting(pending):
             self._classes = self._full_pass(state)
         else:
-            pending = [self._pending[k] for k in fresh if k in self._pending]
             pending.sort(key=lambda i: i.sort_key)
             self._classes.update(self._listed_pass(pending, state))
         return Result()
+
+    def _may_enable_waiting(self, fresh: list[_PodInfo]) -> bool:
+        """Whether binding a new pod could let a pod that already waits fit in this pass:
+        one of a class that pods bound elsewhere can help (topology spread, required pod
+        affinity). Queue order then decides who gets the room, so the pass must try every
+        pending pod in order (a full pass), not only the new ones."""
+        if not fresh:
+            return False
+        new: Counter[Hashable] = Counter(info.class_key for info in fresh)
+        for ck, queue in self._queues.items():
+            if len(queue) <= new[ck]:
+                continue  # only new pods in this class
+            cls = self._classes.get(ck)
+            head = queue.first()
+            if cls is None and isinstance(head, _PodInfo):
+                cls = _PodClass(head.pod)
+            if cls is not None and not cls.monotone:
+                return True
+        return False
 
     def _use_dra(self, needed: bool) -> None:
         self._dra = DynamicResources(*(c.objects() for c in self._dra_caches)) if needed else None
@@ -798,6 +826,7 @@ class KubeScheduler:
         self._update_pods()
         if self._nodes_dirty:
             self._nodes_dirty = False
+            self._changed_nodes.clear()
             states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
             for static in self._node_statics():
                 entry = self._states.get(static.name)
@@ -810,12 +839,14 @@ class KubeScheduler:
                 states[static.name] = entry
             self._states = states
             self._node_list = [node for node, _ in states.values()]
-            self._node_index = {name: i for i, name in enumerate(states)}
+            self._node_names = list(states)
             self._holding = {name: hs for name, (_, hs) in states.items() if hs}
         else:
+            self._apply_node_changes()
+            names = self._node_names
             for name in self._stale_nodes:
-                i = self._node_index.get(name)
-                if i is None:
+                i = bisect_left(names, name)
+                if i == len(names) or names[i] != name:
                     continue  # pods bound to a name no node has
                 entry = self._node_state(self._node_list[i].static)
                 self._states[name] = entry
@@ -836,6 +867,54 @@ class KubeScheduler:
             for ns in self._namespace_cache.objects()
         }
         return _PassState(nodes, holders, namespaces)
+
+    def _apply_node_changes(self) -> None:
+        """Put the changed nodes' objects into the node list: parsed (once per version),
+        inserted in name order, replaced, or taken out when gone or unparseable."""
+        changed, self._changed_nodes = self._changed_nodes, set()
+        names, nodes = self._node_names, self._node_list
+        for name in sorted(changed):
+            static = self._parse_node(name, self._node_cache.get(name))
+            i = bisect_left(names, name)
+            present = i < len(names) and names[i] == name
+            if static is None:
+                self._nodes.pop(name, None)
+                if present:
+                    del names[i], nodes[i]
+                    self._states.pop(name, None)
+                    self._holding.pop(name, None)
+                    self._stale_nodes.discard(name)
+                continue
+            self._nodes[name] = static
+            entry = self._states.get(name)
+            if entry is None or entry[0].static is not static or name in self._stale_nodes:
+                entry = self._node_state(static)
+                self._stale_nodes.discard(name)
+            self._states[name] = entry
+            if entry[1]:
+                self._holding[name] = entry[1]
+            else:
+                self._holding.pop(name, None)
+            if present:
+                nodes[i] = entry[0]
+            else:
+                names.insert(i, name)
+                nodes.insert(i, entry[0])
+
+    def _parse_node(self, name: str, obj: Obj | None) -> _NodeStatic | None:
+        """The node's parsed object, reused while its resourceVersion holds; None when it
+        is gone or does not parse (logged: the passes go on without it)."""
+        if obj is None:
+            return None
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        old = self._nodes.get(name)
+        if old is not None and rv and old.rv == rv:
+            return old
+        try:
+            return _NodeStatic(rv, Node.from_dict(obj))
+        except ObjectError as e:
+            log.warning("kube-scheduler: skipping node %s: %s", name, e)
+            return None
 
     def _node_state(
         self, static: _NodeStatic
@@ -912,16 +991,7 @@ class KubeScheduler:
         cache: dict[str, _NodeStatic | None] = {}
         for obj in self._node_cache.objects():
             name = object_key(obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            old = self._nodes.get(name)
-            if old is not None and rv and old.rv == rv:
-                cache[name] = old
-                continue
-            try:
-                cache[name] = _NodeStatic(rv, Node.from_dict(obj))
-            except ObjectError as e:
-                log.warning("kube-scheduler: skipping node %s: %s", name, e)
-                cache[name] = None
+            cache[name] = self._parse_node(name, obj)
         self._nodes = cache
         return sorted((s for s in cache.values() if s is not None), key=lambda s: s.name)
 
@@ -1031,13 +1101,19 @@ class KubeScheduler:
         (monotone, no claims): a node it failed on earlier in the pass fails it again, so
         the search passes over those nodes without filtering them, and counts them as
         looked at exactly where the full search would have. In a scale-out every pod of a
-        class would otherwise filter every full node again."""
+        class would otherwise filter every full node again. A node its own filters refused
+        stays out in later passes too while its state is unchanged (:attr:`_PodClass.full`):
+        a pass runs after each node that registers, and each one filtered every full node
+        again for the first pod of each class."""
         nodes = state.nodes
         count = len(nodes)
         wanted = feasible_nodes_to_find(count, self.options.percentage_of_nodes_to_score)
+        full = cls.full
         open_ = state.open_nodes.get(cls)
         if open_ is None:
-            open_ = state.open_nodes[cls] = list(range(count))
+            open_ = state.open_nodes[cls] = [
+                i for i, node in enumerate(nodes) if full.get(node.name) is not node
+            ]
         split = bisect_left(open_, start)
         best: _NodeState | None = None
         best_score = -1.0
@@ -1046,7 +1122,11 @@ class KubeScheduler:
         found = count
         for idx in itertools.chain(open_[split:], open_[:split]):
             node = nodes[idx]
-            if self._filter(ctx, cls, node):
+            if self._local_failure(ctx, cls, node):
+                full[node.name] = node
+                closed.add(idx)
+                continue
+            if ctx.spread_failure(node) or ctx.affinity_failure(node):
                 closed.add(idx)
                 continue
             best, best_score = self._better(ctx.pod, node, best, best_score)
@@ -1069,6 +1149,21 @@ class KubeScheduler:
     # ------------------------------------------------------------------ filters
 
     def _filter(self, ctx: _PodContext, cls: _PodClass, node: _NodeState) -> list[str]:
+        local = self._local_failure(ctx, cls, node)
+        if local:
+            return local
+        spread = ctx.spread_failure(node)
+        if spread:
+            return [spread]
+        affinity = ctx.affinity_failure(node)
+        if affinity:
+            return [affinity]
+        return []
+
+    @staticmethod
+    def _local_failure(ctx: _PodContext, cls: _PodClass, node: _NodeState) -> list[str]:
+        """The filters that read the node alone: its object (unschedulable, taints, node
+        affinity), its host ports and its resources."""
         static = cls.static.get(node.name)
         if static is None or static[0] is not node.static:
             static = (node.static, _static_failure(ctx, node.static))
@@ -1085,15 +1180,7 @@ class KubeScheduler:
             for name, qty, reason in cls.insufficient
             if requested.get(name, 0) + qty > allocatable.get(name, 0)
         ]
-        if insufficient:
-            return insufficient
-        spread = ctx.spread_failure(node)
-        if spread:
-            return [spread]
-        affinity = ctx.affinity_failure(node)
-        if affinity:
-            return [affinity]
-        return []
+        return insufficient
 
     def _score(self, pod: Pod, node: _NodeState) -> float:
         """NodeResourcesFit over cpu and memory: the free (LeastAllocated) or used

@@ -195,7 +195,8 @@ class _Twin:
 
 
 @pytest.mark.parametrize(
-    ("seed", "burst"), [(seed, 6) for seed in range(40)] + [(seed, 40) for seed in range(12)]
+    ("seed", "burst"),
+    [(seed, 6) for seed in range(40)] + [(seed, 40) for seed in range(12)] + [(279, 6)],
 )
 def test_incremental_passes_decide_exactly_as_the_reference(seed: int, burst: int) -> None:
     # bursts of 40 pods leave long queues of marked pods behind failed classes: the pass
@@ -253,6 +254,57 @@ def test_incremental_passes_decide_exactly_as_the_reference(seed: int, burst: in
         assert twin.decisions(0) == twin.decisions(1), f"diverged at step {step}"
     bound = sum(1 for v in twin.decisions(0).values() if v[0])
     assert bound > 0  # the clusters were not trivially empty
+
+
+def test_a_new_pod_binding_first_lets_a_waiting_affinity_pod_in_within_the_same_pass() -> None:
+    """A pod waits for a pod of app x in its zone; a new pod of app x with a higher
+    priority arrives. Queue order puts the new pod first: it binds, and the waiting pod
+    then fits in the same pass (the reference pass), not one pass later."""
+    twin = _Twin()
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "n1",
+            "labels": {"kubernetes.io/hostname": "n1", "topology.kubernetes.io/zone": "z1"},
+        },
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+    def pod(name: str, app: str, priority: int, affinity: bool) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}],
+            "priority": priority,
+        }
+        if affinity:
+            term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": _ZONE_KEY}
+            spec["affinity"] = {
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+            "spec": spec,
+        }
+
+    twin.apply(lambda kube: kube.create(node))
+    twin.apply(lambda kube: kube.create(pod("waiting", "y", 0, affinity=True)))
+    twin.run()
+    twin.run()  # the pass that reads back its own condition write: nothing new after it
+    assert twin.decisions(0)["waiting"][0] is None
+    twin.advance()
+    twin.apply(lambda kube: kube.create(pod("x-new", "x", 10, affinity=False)))
+    twin.run()
+    decided = twin.decisions(0)
+    assert decided == twin.decisions(1)
+    assert (decided["x-new"][0], decided["waiting"][0]) == ("n1", "n1")
+
+
+_ZONE_KEY = "topology.kubernetes.io/zone"
 
 
 @pytest.mark.parametrize(
