@@ -605,10 +605,11 @@ class Pod:
         )
 
     def is_provisionable(self) -> bool:
-        """What the live provisioner acts on (needs kube-scheduler's Unschedulable verdict)."""
+        """What the live provisioner acts on (needs kube-scheduler's Unschedulable verdict).
+        The cheap field test first: callers ask it of every pod, nearly all bound."""
         return (
-            self.failed_to_schedule()
-            and not self.is_scheduled()
+            not self.is_scheduled()
+            and self.failed_to_schedule()
             and not self.is_preempting()
             and not self.is_owned_by_daemonset()
             and not self.is_owned_by_node()

@@ -208,7 +208,8 @@ class VolumeUsage:
         return dict(self._volumes)
 
     def copy(self) -> VolumeUsage:
-        new = VolumeUsage()
+        # every StateNode copy copies one (a snapshot copies every node): skip __init__
+        new = VolumeUsage.__new__(VolumeUsage)
         new._volumes = self._volumes.copy()
         new._pod_volumes = self._pod_volumes.copy()
         new._limits = self._limits.copy()

@@ -282,6 +282,8 @@ class PdbLimits:
     ) -> list[str]:
         """Keys of the PDBs keeping ``pod`` from eviction (empty: evictable, or not a pod
         a drain would evict anyway)."""
+        if not self.pdbs and DO_NOT_DISRUPT_ANNOTATION_KEY not in pod.annotations:
+            return []  # nothing can block it, and is_evictable would publish nothing
         if not is_evictable(pod, now, recorder):
             return []
         matching = [p for p in self.pdbs if p.selects(pod)]
