@@ -285,8 +285,10 @@ class Provisioner:
     def pending_pods(self, snapshot: ClusterSnapshot) -> list[Pod]:
         """Provisionable pods that pass validation; the rest get a decision error and (except
         pods that opted out of Karpenter nodes) a FailedScheduling event."""
-        # Unbound pods only (upstream lists through its spec.nodeName index).
-        unbound = self.ctx.kube.list("pods", field_selector="spec.nodeName=").items
+        # Unbound pods only (upstream lists through its spec.nodeName index); read, never
+        # written, so the in-memory server's stored objects need no copies
+        list_pods = getattr(self.ctx.kube, "list_shared", self.ctx.kube.list)
+        unbound = list_pods("pods", field_selector="spec.nodeName=").items
         pods = [p for p in self._parse_pods(unbound) if p.is_provisionable()]
         kept: list[Pod] = []
         rejected = 0
