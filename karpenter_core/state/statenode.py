@@ -112,6 +112,7 @@ class StateNode:
         "_nominated_until",
         "_pod_requests",
         "_pod_requests_total",
+        "_shared",
         "_view",
         "_volume_usage",
         "node",
@@ -146,6 +147,9 @@ class StateNode:
         self._pod_requests: dict[str, Mapping[str, int]] = {}
         self._daemonset_requests: dict[str, Mapping[str, int]] = {}
         self._pod_requests_total: dict[str, int] | None = None
+        # the pod list and request dicts are shared with a copy (or the original) until
+        # either changes them: see copy
+        self._shared = False
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
         pod_volumes = pod_volumes or {}
@@ -159,6 +163,8 @@ class StateNode:
         counted here is replaced, so re-adding an updated pod never double-counts it."""
         if pod.key in self._pod_requests:
             self.remove_pod(pod.key)
+        if self._shared:
+            self._own()
         reqs = pod.scheduling_requests
         self.pods.append(pod)
         self._pod_requests[pod.key] = reqs
@@ -170,8 +176,11 @@ class StateNode:
 
     def remove_pod(self, pod_key: str) -> bool:
         """Stop counting a pod (upstream ``cleanupForPod``); False if it was not counted."""
-        if self._pod_requests.pop(pod_key, None) is None:
+        if pod_key not in self._pod_requests:
             return False
+        if self._shared:
+            self._own()
+        del self._pod_requests[pod_key]
         self._daemonset_requests.pop(pod_key, None)
         self.pods = [p for p in self.pods if p.key != pod_key]
         self._pod_requests_total = None
@@ -183,19 +192,32 @@ class StateNode:
         return pod_key in self._pod_requests
 
     def copy(self) -> StateNode:
-        """An independent copy: usage can be changed without touching this node."""
+        """An independent copy: usage can be changed without touching this node.
+
+        Every provisioning and disruption snapshot copies every node, and most copies are
+        only read, so the pod list and the per-pod requests (one entry per pod) are shared
+        until the copy or this node adds or removes a pod (:meth:`_own`). ``pods`` is read
+        by everyone but changed only here."""
         n = StateNode.__new__(StateNode)
         n.node = self.node
         n._view = self._view
         n._marked = self._marked
         n._nominated_until = self._nominated_until
-        n.pods = list(self.pods)
-        n._pod_requests = dict(self._pod_requests)
-        n._daemonset_requests = dict(self._daemonset_requests)
+        n.pods = self.pods
+        n._pod_requests = self._pod_requests
+        n._daemonset_requests = self._daemonset_requests
+        n._shared = self._shared = True
         n._pod_requests_total = self._pod_requests_total
         n._host_port_usage = self._host_port_usage.copy()
         n._volume_usage = self._volume_usage.copy()
         return n
+
+    def _own(self) -> None:
+        """Take private copies of what :meth:`copy` shared, before changing them."""
+        self.pods = list(self.pods)
+        self._pod_requests = dict(self._pod_requests)
+        self._daemonset_requests = dict(self._daemonset_requests)
+        self._shared = False
 
     def pod_requests(self) -> dict[str, int]:
         """Summed requests of the bound pods (each including ``pods: 1``)."""

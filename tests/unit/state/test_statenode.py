@@ -213,6 +213,29 @@ def test_copy_is_independent() -> None:
     assert sn.host_port_usage().conflicts("default/x", [HostPort.new("0.0.0.0", 9090)]) is None
 
 
+def test_copies_share_pods_until_either_side_changes_them() -> None:
+    """copy() shares the pod list and requests (most copies are only read); whichever
+    side adds or removes a pod first takes its own, in either direction and for copies
+    of copies, and the others keep what they had."""
+    sn = StateNode(node(), pods=[pod("a"), pod("b")])
+    cp = sn.copy()
+    cpcp = cp.copy()
+    assert cp.pods is sn.pods  # shared while nobody changes them
+    sn.add_pod(pod("c"))
+    cp.remove_pod("default/a")
+    cpcp.add_pod(pod("d"))
+    assert [p.name for p in sn.pods] == ["a", "b", "c"]
+    assert [p.name for p in cp.pods] == ["b"]
+    assert [p.name for p in cpcp.pods] == ["a", "b", "d"]
+    assert sn.pod_requests()["cpu"] == 3000
+    assert cp.pod_requests()["cpu"] == 1000
+    assert cpcp.pod_requests()["cpu"] == 3000
+    assert (sn.has_pod("default/a"), cp.has_pod("default/a")) == (True, False)
+    again = sn.copy()
+    again.remove_pod("default/c")
+    assert sn.has_pod("default/c") and not again.has_pod("default/c")
+
+
 def test_hostname_label_wins_over_name() -> None:
     assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
     assert StateNode(node()).hostname() == "n1"
