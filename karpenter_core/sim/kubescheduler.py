@@ -829,14 +829,7 @@ class KubeScheduler:
             self._changed_nodes.clear()
             states: dict[str, tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]] = {}
             for static in self._node_statics():
-                entry = self._states.get(static.name)
-                if (
-                    entry is None
-                    or entry[0].static is not static
-                    or static.name in self._stale_nodes
-                ):
-                    entry = self._node_state(static)
-                states[static.name] = entry
+                states[static.name] = self._entry_for(static)
             self._states = states
             self._node_list = [node for node, _ in states.values()]
             self._node_names = list(states)
@@ -848,13 +841,7 @@ class KubeScheduler:
                 i = bisect_left(names, name)
                 if i == len(names) or names[i] != name:
                     continue  # pods bound to a name no node has
-                entry = self._node_state(self._node_list[i].static)
-                self._states[name] = entry
-                self._node_list[i] = entry[0]
-                if entry[1]:
-                    self._holding[name] = entry[1]
-                else:
-                    self._holding.pop(name, None)
+                self._put_state(i, name, self._node_state(self._node_list[i].static))
         self._stale_nodes.clear()
         holders: list[tuple[tuple[AffinityTerm, ...], Mapping[str, str]]] = [
             (terms, self._states[name][0].labels)
@@ -886,20 +873,36 @@ class KubeScheduler:
                     self._stale_nodes.discard(name)
                 continue
             self._nodes[name] = static
-            entry = self._states.get(name)
-            if entry is None or entry[0].static is not static or name in self._stale_nodes:
-                entry = self._node_state(static)
-                self._stale_nodes.discard(name)
-            self._states[name] = entry
-            if entry[1]:
-                self._holding[name] = entry[1]
-            else:
-                self._holding.pop(name, None)
-            if present:
-                nodes[i] = entry[0]
-            else:
+            entry = self._entry_for(static)
+            self._stale_nodes.discard(name)  # its state is current now
+            if not present:
                 names.insert(i, name)
                 nodes.insert(i, entry[0])
+            self._put_state(i, name, entry)
+
+    def _entry_for(
+        self, static: _NodeStatic
+    ) -> tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]]:
+        """The node's kept state while it is current (same parsed node, no pod changed
+        there), else a new one."""
+        entry = self._states.get(static.name)
+        if entry is None or entry[0].static is not static or static.name in self._stale_nodes:
+            entry = self._node_state(static)
+        return entry
+
+    def _put_state(
+        self,
+        i: int,
+        name: str,
+        entry: tuple[_NodeState, list[tuple[tuple[AffinityTerm, ...], str]]],
+    ) -> None:
+        """Make ``entry`` the state of the node at position ``i`` of the kept list."""
+        self._states[name] = entry
+        self._node_list[i] = entry[0]
+        if entry[1]:
+            self._holding[name] = entry[1]
+        else:
+            self._holding.pop(name, None)
 
     def _parse_node(self, name: str, obj: Obj | None) -> _NodeStatic | None:
         """The node's parsed object, reused while its resourceVersion holds; None when it
