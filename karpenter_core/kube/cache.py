@@ -25,6 +25,7 @@ What callers see, and why it is safe:
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -139,6 +140,19 @@ class CachedClient:
         """:meth:`list` without copies: the cached objects themselves, which the caller must
         not change (see :meth:`get_shared`)."""
         return self._list(resource, namespace, label_selector, field_selector, copy=False)
+
+    def indexed_shared(
+        self, resource: ResourceLike, index: str, value: str
+    ) -> builtins.list[Obj] | None:
+        """The cached objects whose ``index`` (an informer index, e.g.
+        :data:`~karpenter_core.kube.informer.NODECLAIM_PROVIDER_ID_INDEX`) holds ``value``,
+        uncopied as :meth:`list_shared`; None when the kind is not cached and synced or has
+        no such index (the caller then lists and filters: the API server has no index)."""
+        inf = self._informer(resource_for(resource))
+        if inf is None or not inf.has_index(index):
+            return None
+        self.cache_reads += 1
+        return inf.by_index(index, value)
 
     def _list(
         self,

@@ -66,6 +66,7 @@ from karpenter_core.kube.client import (
 from karpenter_core.kube.sharing import SharedStructures
 
 __all__ = [
+    "NODECLAIM_PROVIDER_ID_INDEX",
     "POD_NODE_NAME_INDEX",
     "READ_CONTAINER_STATUS_FIELDS",
     "UNREAD_CONTAINER_FIELDS",
@@ -78,6 +79,7 @@ __all__ = [
     "Transform",
     "WatchSpec",
     "compact_object",
+    "nodeclaim_provider_id",
     "object_key",
     "pod_node_name",
 ]
@@ -100,6 +102,11 @@ class WatchSpec(Protocol):
 
 
 POD_NODE_NAME_INDEX = "spec.nodeName"
+NODECLAIM_PROVIDER_ID_INDEX = "status.providerID"
+"""NodeClaims by the instance they launched, as upstream's manager indexes them: node
+termination and eviction look a node's NodeClaim up once per reconcile and per evicted
+pod, and a scan of every NodeClaim each time grew with the cluster."""
+_NODECLAIM = ("karpenter.sh/v1", "NodeClaim")
 
 INITIAL_BACKOFF = 0.5
 FAILURE_LOG_INTERVAL = 60.0
@@ -248,6 +255,12 @@ def pod_node_name(obj: Mapping[str, Any]) -> list[str]:
     return [str(node)] if node else []
 
 
+def nodeclaim_provider_id(obj: Mapping[str, Any]) -> list[str]:
+    """Index value of a NodeClaim: its instance's provider ID (none before launch)."""
+    provider_id = (obj.get("status") or {}).get("providerID")
+    return [str(provider_id)] if provider_id else []
+
+
 def _revision_of(rv: Any) -> int | None:
     try:
         return int(str(rv))
@@ -298,6 +311,8 @@ class Informer:
         self._indexers: dict[str, Indexer] = dict(indexers or {})
         if self.resource.key == ("v1", "Pod"):
             self._indexers.setdefault(POD_NODE_NAME_INDEX, pod_node_name)
+        if self.resource.key == _NODECLAIM:
+            self._indexers.setdefault(NODECLAIM_PROVIDER_ID_INDEX, nodeclaim_provider_id)
         self._items: dict[str, Obj] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._handlers: list[Handler] = []
@@ -407,6 +422,9 @@ class Informer:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
+
+    def has_index(self, index: str) -> bool:
+        return index in self._indexers
 
     def by_index(self, index: str, value: str) -> list[Obj]:
         """Objects whose ``index`` values include ``value`` (e.g. pods on a node)."""

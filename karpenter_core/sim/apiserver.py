@@ -66,6 +66,11 @@ from karpenter_core.kube.client import (
     resource_for,
     resource_of,
 )
+from karpenter_core.kube.informer import (
+    NODECLAIM_PROVIDER_ID_INDEX,
+    POD_NODE_NAME_INDEX,
+    nodeclaim_provider_id,
+)
 from karpenter_core.kube.selectors import (
     FieldSelector,
     LabelSelector,
@@ -86,6 +91,7 @@ _POD = ("v1", "Pod")
 _NODE = ("v1", "Node")
 _NAMESPACE = ("v1", "Namespace")
 _PDB = ("policy/v1", "PodDisruptionBudget")
+_NODECLAIM = ("karpenter.sh/v1", "NodeClaim")
 _RESOURCE_CLAIM = ("resource.k8s.io/v1", "ResourceClaim")
 _RESOURCE_SLICE = ("resource.k8s.io/v1", "ResourceSlice")
 _DRA_IMMUTABLE_SPEC = (_RESOURCE_CLAIM, ("resource.k8s.io/v1", "ResourceClaimTemplate"))
@@ -535,6 +541,7 @@ class InMemoryApiServer:
         self._objects: dict[tuple[str, str], dict[str, dict[str, Obj]]] = {}
         self._encoded = _Encoded()
         self._pods_by_node: dict[str, set[tuple[str, str]]] = {}
+        self._nodeclaims_by_provider_id: dict[str, set[str]] = {}
         self._by_uid: dict[str, tuple[ResourceType, str, str]] = {}
         self._history: deque[tuple[int, ResourceType, str, Obj, Obj | None]] = deque(
             maxlen=watch_history
@@ -1383,6 +1390,10 @@ class InMemoryApiServer:
             self._index_pod(
                 ns, name, old if etype != ADDED else None, obj if etype != DELETED else None
             )
+        elif rt.key == _NODECLAIM:
+            self._index_nodeclaim(
+                name, old if etype != ADDED else None, obj if etype != DELETED else None
+            )
         if len(self._history) == self._history.maxlen:
             self._oldest_rv = self._history[0][0]
         self._history.append((self._rv, rt, etype, obj, old))
@@ -1406,6 +1417,38 @@ class InMemoryApiServer:
                     del self._pods_by_node[before]
         if new is not None:
             self._pods_by_node.setdefault(after, set()).add((ns, name))
+
+    def _index_nodeclaim(self, name: str, old: Obj | None, new: Obj | None) -> None:
+        before = nodeclaim_provider_id(old) if old is not None else []
+        after = nodeclaim_provider_id(new) if new is not None else []
+        if before == after:
+            return
+        for value in before:
+            bucket = self._nodeclaims_by_provider_id.get(value)
+            if bucket is not None:
+                bucket.discard(name)
+                if not bucket:
+                    del self._nodeclaims_by_provider_id[value]
+        for value in after:
+            self._nodeclaims_by_provider_id.setdefault(value, set()).add(name)
+
+    def indexed_shared(
+        self, resource: ResourceLike, index: str, value: str
+    ) -> builtins.list[Obj] | None:
+        """The stored objects whose ``index`` holds ``value``, uncopied (see
+        :meth:`get_shared`), as the operator's informer indexes answer
+        (:meth:`karpenter_core.kube.cache.CachedClient.indexed_shared`); None for an index
+        this server does not keep."""
+        rt = self._rt(resource)
+        with self._lock:
+            by_ns = self._objects.get(rt.key, {})
+            if rt.key == _POD and index == POD_NODE_NAME_INDEX:
+                keys = sorted(self._pods_by_node.get(value, ()))
+                return [by_ns[ns][name] for ns, name in keys]
+            if rt.key == _NODECLAIM and index == NODECLAIM_PROVIDER_ID_INDEX:
+                names = sorted(self._nodeclaims_by_provider_id.get(value, ()))
+                return [by_ns[""][name] for name in names]
+        return None
 
     # ------------------------------------------------------------------ conveniences
 

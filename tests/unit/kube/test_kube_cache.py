@@ -293,3 +293,67 @@ def test_the_providers_client_lists_from_the_cache_once_attached_and_gets_from_t
     assert provider_client.get("nodes", "n3")["metadata"]["name"] == "n3"
     assert counting.calls["get"] == gets + 1  # gets are the API server's
     assert len(provider_client.list("nodes")) == 2  # lists are the cache's
+
+
+def _nodeclaim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "requirements": [],
+            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"},
+        },
+    }
+
+
+def _launched(server: InMemoryApiServer, name: str, provider_id: str | None) -> None:
+    server.patch("nodeclaims", name, {"status": {"providerID": provider_id}}, subresource="status")
+
+
+def test_nodeclaims_by_provider_id_follow_launches_relaunches_and_deletes() -> None:
+    """The cache's providerID index and the in-memory server's answer alike, through every
+    change of a NodeClaim's provider ID; before the cache has synced it has no answer, so
+    the caller lists instead of reading an empty index as "no NodeClaim"."""
+    from karpenter_core.controllers.node.termination.eviction import nodeclaims_for_node
+    from karpenter_core.kube.informer import NODECLAIM_PROVIDER_ID_INDEX as INDEX
+
+    server = InMemoryApiServer(VirtualClock(), seed=1)
+    informers = SharedInformers(server)
+    cached = CachedClient(server, informers, ["nodeclaims"])
+    for name in ("a", "b", "c"):
+        server.create(_nodeclaim(name))
+    assert cached.indexed_shared("nodeclaims", INDEX, "kwok://x") is None  # not synced
+
+    def answers(pid: str) -> tuple[list[str], list[str]]:
+        _pump(informers)
+        got = []
+        for client in (server, cached):
+            found = client.indexed_shared("nodeclaims", INDEX, pid)
+            assert found is not None
+            got.append(sorted(o["metadata"]["name"] for o in found))
+        return got[0], got[1]
+
+    assert answers("kwok://x") == ([], [])
+    _launched(server, "a", "kwok://x")
+    _launched(server, "b", "kwok://y")
+    assert answers("kwok://x") == (["a"], ["a"])
+    _launched(server, "c", "kwok://x")  # two claim one instance: both are found
+    assert answers("kwok://x") == (["a", "c"], ["a", "c"])
+    _launched(server, "a", "kwok://z")
+    assert answers("kwok://x") == (["c"], ["c"])
+    assert answers("kwok://z") == (["a"], ["a"])
+    _launched(server, "c", None)
+    assert answers("kwok://x") == ([], [])
+    server.delete("nodeclaims", "b")
+    assert answers("kwok://y") == ([], [])
+    # the termination lookup reads the index, and hands out copies
+    node = {"metadata": {"name": "n"}, "spec": {"providerID": "kwok://z"}}
+    for client in (server, cached):
+        found = nodeclaims_for_node(client, node)  # type: ignore[arg-type]
+        assert [o["metadata"]["name"] for o in found] == ["a"]
+        found[0]["metadata"]["name"] = "changed"
+        assert server.get_shared("nodeclaims", "a")["metadata"]["name"] == "a"
+    # an index neither keeps: no answer rather than a wrong one
+    assert server.indexed_shared("nodes", INDEX, "kwok://z") is None
+    assert cached.indexed_shared("nodeclaims", "metadata.labels", "x") is None

@@ -39,6 +39,7 @@ from karpenter_core.kube.client import (
     TooManyRequests,
     deep_copy,
 )
+from karpenter_core.kube.informer import NODECLAIM_PROVIDER_ID_INDEX
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.events import NORMAL, WARNING, Event, EventRecorder
 from karpenter_core.runtime.reconciler import ObjectKey, Result
@@ -268,19 +269,22 @@ class EvictionQueue:
 
     # ------------------------------------------------------------------ lookups
 
-    def _node_for(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _node_for(self, pod: Mapping[str, Any], *, shared: bool = False) -> dict[str, Any] | None:
+        """The pod's node; ``shared``: read-only, uncopied where the client allows."""
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             return None
+        get = getattr(self.kube, "get_shared", self.kube.get) if shared else self.kube.get
         try:
-            return self.kube.get("nodes", str(node_name))
+            node: dict[str, Any] = get("nodes", str(node_name))
         except NotFound:
             return None
+        return node
 
     def _eviction_reason(self, pod: Mapping[str, Any]) -> str:
         """The disruption reason of the pod's NodeClaim (``DisruptionReason`` condition),
         ``Forceful Termination`` when it has none, ``""`` when there is no NodeClaim."""
-        node = self._node_for(pod)
+        node = self._node_for(pod, shared=True)
         if node is None:
             return ""
         nodeclaim = nodeclaim_for_node(self.kube, node)
@@ -297,8 +301,18 @@ def nodeclaims_for_node(kube: KubeClient, node: Mapping[str, Any]) -> list[dict[
     provider_id = (node.get("spec") or {}).get("providerID")
     if not provider_id:
         return []
-    # scan the cached objects and copy the match only: a copy of every NodeClaim at each
-    # termination and health reconcile was most of their cost with thousands of nodes
+    # the cache's providerID index where the client keeps one (upstream's field index);
+    # else scan the cached objects and copy the matches only: a copy of every NodeClaim
+    # at each termination and health reconcile was most of their cost with thousands
+    # of nodes
+    indexed = getattr(kube, "indexed_shared", None)
+    found = (
+        indexed("nodeclaims", NODECLAIM_PROVIDER_ID_INDEX, str(provider_id))
+        if indexed is not None
+        else None
+    )
+    if found is not None:
+        return [deep_copy(nc) for nc in found]
     shared = getattr(kube, "list_shared", None)
     listed = (shared or kube.list)("nodeclaims").items
     matches = [nc for nc in listed if (nc.get("status") or {}).get("providerID") == provider_id]
