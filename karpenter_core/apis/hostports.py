@@ -155,3 +155,7 @@ class HostPortUsage:
 
     def __len__(self) -> int:
         return len(self._reserved)
+
+    def __contains__(self, pod_key: object) -> bool:
+        """Whether ``pod_key`` holds any ports here."""
+        return pod_key in self._reserved

@@ -207,6 +207,10 @@ class VolumeUsage:
     def volumes(self) -> dict[str, frozenset[str]]:
         return dict(self._volumes)
 
+    def __contains__(self, pod_key: object) -> bool:
+        """Whether ``pod_key`` has volumes recorded here."""
+        return pod_key in self._pod_volumes
+
     def copy(self) -> VolumeUsage:
         # every StateNode copy copies one (a snapshot copies every node): skip __init__
         new = VolumeUsage.__new__(VolumeUsage)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from attrs import frozen
 
-from karpenter_core.apis.hostports import HostPortUsage
+from karpenter_core.apis.hostports import HostPort, HostPortUsage
 from karpenter_core.apis.labels import (
     LABEL_HOSTNAME,
     NODE_INITIALIZED_LABEL_KEY,
@@ -113,6 +113,7 @@ class StateNode:
         "_pod_requests",
         "_pod_requests_total",
         "_shared",
+        "_usage_shared",
         "_view",
         "_volume_usage",
         "node",
@@ -150,6 +151,7 @@ class StateNode:
         # the pod list and request dicts are shared with a copy (or the original) until
         # either changes them: see copy
         self._shared = False
+        self._usage_shared = False
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
         pod_volumes = pod_volumes or {}
@@ -171,8 +173,7 @@ class StateNode:
         if pod.is_owned_by_daemonset():
             self._daemonset_requests[pod.key] = reqs
         self._pod_requests_total = None
-        self._host_port_usage.add(pod.key, pod.host_ports)
-        self._volume_usage.add(pod.key, volumes or {})
+        self.reserve(pod.key, pod.host_ports, volumes or {})
 
     def remove_pod(self, pod_key: str) -> bool:
         """Stop counting a pod (upstream ``cleanupForPod``); False if it was not counted."""
@@ -184,9 +185,34 @@ class StateNode:
         self._daemonset_requests.pop(pod_key, None)
         self.pods = [p for p in self.pods if p.key != pod_key]
         self._pod_requests_total = None
-        self._host_port_usage.delete_pod(pod_key)
-        self._volume_usage.delete_pod(pod_key)
+        if pod_key in self._host_port_usage or pod_key in self._volume_usage:
+            if self._usage_shared:
+                self._own_usage()
+            self._host_port_usage.delete_pod(pod_key)
+            self._volume_usage.delete_pod(pod_key)
         return True
+
+    def reserve(
+        self,
+        pod_key: str,
+        host_ports: Iterable[HostPort],
+        volumes: Mapping[str, frozenset[str]] | None,
+    ) -> None:
+        """Claim ``pod_key``'s host ports and (unless None) volumes on this node, replacing
+        what it claimed before: a pod the scheduler places here, or one bound to it. Most
+        pods claim neither, and then nothing shared with a copy is copied."""
+        ports = tuple(host_ports)
+        ports_change = bool(ports) or pod_key in self._host_port_usage
+        volumes_change = volumes is not None and (bool(volumes) or pod_key in self._volume_usage)
+        if not (ports_change or volumes_change):
+            return
+        if self._usage_shared:
+            self._own_usage()
+        if ports_change:
+            self._host_port_usage.add(pod_key, ports)
+        if volumes_change:
+            assert volumes is not None
+            self._volume_usage.add(pod_key, volumes)
 
     def has_pod(self, pod_key: str) -> bool:
         return pod_key in self._pod_requests
@@ -208,9 +234,16 @@ class StateNode:
         n._daemonset_requests = self._daemonset_requests
         n._shared = self._shared = True
         n._pod_requests_total = self._pod_requests_total
-        n._host_port_usage = self._host_port_usage.copy()
-        n._volume_usage = self._volume_usage.copy()
+        # host-port and volume usage alike, until either side reserves or releases
+        n._host_port_usage = self._host_port_usage
+        n._volume_usage = self._volume_usage
+        n._usage_shared = self._usage_shared = True
         return n
+
+    def _own_usage(self) -> None:
+        self._host_port_usage = self._host_port_usage.copy()
+        self._volume_usage = self._volume_usage.copy()
+        self._usage_shared = False
 
     def _own(self) -> None:
         """Take private copies of what :meth:`copy` shared, before changing them."""
@@ -237,9 +270,12 @@ class StateNode:
         return total
 
     def host_port_usage(self) -> HostPortUsage:
+        """The host ports claimed here, to read: it may be shared with copies of this node
+        (claim through :meth:`reserve`)."""
         return self._host_port_usage
 
     def volume_usage(self) -> VolumeUsage:
+        """The volumes attached here, to read (see :meth:`host_port_usage`)."""
         return self._volume_usage
 
     def volume_limits(self) -> Mapping[str, int]:

@@ -196,6 +196,4 @@ class ExistingNode:
             self.remaining[k] = self.remaining.get(k, 0) - v
         self.requirements = placement.requirements
         self.topology.record(pod, self.taints, placement.requirements, None)
-        self.state_node.host_port_usage().add(pod.key, list(pod.host_ports))
-        if pod_volumes:
-            self.state_node.volume_usage().add(pod.key, pod_volumes)
+        self.state_node.reserve(pod.key, pod.host_ports, pod_volumes or None)

@@ -236,6 +236,45 @@ def test_copies_share_pods_until_either_side_changes_them() -> None:
     assert sn.has_pod("default/c") and not again.has_pod("default/c")
 
 
+def test_copies_share_host_ports_and_volumes_until_either_side_claims_or_releases() -> None:
+    """Host-port and volume usage are shared by copies too: a reservation (the scheduler
+    placing a pod) or a pod leaving on one side is not seen by the other, in either
+    direction; a pod that claims neither copies nothing."""
+    sn = StateNode(
+        node(),
+        pods=[pod("a", host_port=8080)],
+        volume_limits={"csi.x": 2},
+        pod_volumes={"default/a": {"csi.x": frozenset({"default/pvc-a"})}},
+    )
+    cp = sn.copy()
+    assert cp.host_port_usage() is sn.host_port_usage()
+    cp.reserve("default/plain", (), None)  # claims nothing: still shared
+    assert cp.host_port_usage() is sn.host_port_usage()
+    cp.reserve(
+        "default/b", [HostPort.new("0.0.0.0", 9090)], {"csi.x": frozenset({"default/pvc-b"})}
+    )
+
+    def port_taken(n: StateNode, port: int) -> bool:
+        return (
+            n.host_port_usage().conflicts("default/x", [HostPort.new("0.0.0.0", port)]) is not None
+        )
+
+    def volumes_full(n: StateNode) -> bool:
+        new = {"csi.x": frozenset({"default/pvc-c"})}
+        return n.volume_usage().exceeds_limits(new, n.volume_limits()) is not None
+
+    assert (port_taken(cp, 9090), port_taken(sn, 9090)) == (True, False)
+    assert (volumes_full(cp), volumes_full(sn)) == (True, False)
+    again = sn.copy()
+    sn.remove_pod("default/a")  # the original releases: the new copy still holds port 8080
+    assert (port_taken(sn, 8080), port_taken(again, 8080), port_taken(cp, 8080)) == (
+        False,
+        True,
+        True,
+    )
+    assert "default/a" in again.volume_usage() and "default/a" not in sn.volume_usage()
+
+
 def test_hostname_label_wins_over_name() -> None:
     assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
     assert StateNode(node()).hostname() == "n1"
