@@ -442,6 +442,16 @@ def _has_dra(spec: Mapping[str, Any]) -> bool:
     return False
 
 
+_OWNED_BY_DAEMONSET = 1
+_OWNED_BY_NODE = 2
+_OWNED_BY_STATEFULSET = 4
+_OWNER_KIND_BITS = {
+    ("apps/v1", "DaemonSet"): _OWNED_BY_DAEMONSET,
+    ("v1", "Node"): _OWNED_BY_NODE,
+    ("apps/v1", "StatefulSet"): _OWNED_BY_STATEFULSET,
+}
+
+
 @frozen(eq=False)
 class Pod:
     """A pod as the scheduler sees it. ``requests`` excludes the ``pods`` resource;
@@ -475,12 +485,19 @@ class Pod:
     raw: Mapping[str, Any] = field(repr=False)
     key: str = field(init=False)
     scheduling_requests: Mapping[str, int] = field(init=False, repr=False)
+    _owner_kinds: int = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         sr = dict(self.requests)
         sr[PODS_RESOURCE] = ONE
         object.__setattr__(self, "scheduling_requests", _interned_resources(sr))
+        # which of the owners the predicates ask about (DaemonSet, Node, StatefulSet) this
+        # pod has: disruption asks them of every pod of every node at every pass
+        kinds = 0
+        for o in self.owner_references:
+            kinds |= _OWNER_KIND_BITS.get((o.api_version, o.kind), 0)
+        object.__setattr__(self, "_owner_kinds", kinds)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Pod:
@@ -573,14 +590,14 @@ class Pod:
         return any(o.api_version == api_version and o.kind == kind for o in self.owner_references)
 
     def is_owned_by_daemonset(self) -> bool:
-        return self.is_owned_by("apps/v1", "DaemonSet")
+        return bool(self._owner_kinds & _OWNED_BY_DAEMONSET)
 
     def is_owned_by_statefulset(self) -> bool:
-        return self.is_owned_by("apps/v1", "StatefulSet")
+        return bool(self._owner_kinds & _OWNED_BY_STATEFULSET)
 
     def is_owned_by_node(self) -> bool:
         """Mirror (static) pods are owned by their Node."""
-        return self.is_owned_by("v1", "Node")
+        return bool(self._owner_kinds & _OWNED_BY_NODE)
 
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")

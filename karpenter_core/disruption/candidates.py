@@ -172,12 +172,43 @@ def _node_problem(sn: StateNode, now_monotonic: float) -> str | None:
     return None
 
 
+@frozen
+class _PodFacts:
+    """What candidates take from a node's pods alone, worked out once per change of them
+    (:meth:`StateNode.from_pods`): most nodes' pods are unchanged from pass to pass."""
+
+    reschedulable: tuple[Pod, ...]
+    reschedule_disruption_cost: float
+    rescheduling_cost: float
+    guarded: tuple[Pod, ...]
+    """The pods with a do-not-disrupt annotation, in order: only they can block."""
+
+    @classmethod
+    def of(cls, pods: Sequence[Pod]) -> _PodFacts:
+        reschedulable = tuple(p for p in pods if p.is_reschedulable())
+        return cls(
+            reschedulable,
+            reschedule_disruption_cost(reschedulable),
+            rescheduling_cost(pods),
+            tuple(p for p in pods if DO_NOT_DISRUPT_ANNOTATION_KEY in p.annotations),
+        )
+
+
+def _pod_facts(sn: StateNode) -> _PodFacts:
+    return sn.from_pods("disruption.candidate", _PodFacts.of)
+
+
 def _pod_problem(
-    pods: Sequence[Pod], pdbs: PdbLimits, now: datetime, sink: EventSink
+    pods: Sequence[Pod],
+    pdbs: PdbLimits,
+    now: datetime,
+    sink: EventSink,
+    guarded: Sequence[Pod] | None = None,
 ) -> str | None:
     """Upstream ``ValidatePodsDisruptable``: an active pod with do-not-disrupt (DaemonSet
-    and mirror pods included), or a PDB that forbids evicting a pod now."""
-    for pod in pods:
+    and mirror pods included), or a PDB that forbids evicting a pod now. ``guarded``: the
+    pods with a do-not-disrupt annotation, when known (no other pod can block that way)."""
+    for pod in pods if guarded is None else guarded:
         if not is_disruptable(pod, now, sink):
             return f'pod has "{DO_NOT_DISRUPT_ANNOTATION_KEY}" annotation (Pod={pod.key})'
     keys, ok = pdbs.can_evict_pods(pods, now, sink)
@@ -218,7 +249,8 @@ def new_candidate(
         return message
     now = snapshot.now
     pods = list(sn.pods)
-    problem = _pod_problem(pods, snapshot.pdbs, now, EventSink(notices))
+    facts = _pod_facts(sn)
+    problem = _pod_problem(pods, snapshot.pdbs, now, EventSink(notices), facts.guarded)
     if problem is not None:
         exempt = (
             disruption_class == CLASS_EVENTUAL
@@ -228,7 +260,6 @@ def new_candidate(
             notices.append(Blocked(sn.node, nodeclaim, _sentence(problem)))
             return problem
     instance_type = types.get(sn.labels().get(LABEL_INSTANCE_TYPE, ""))
-    reschedulable = tuple(p for p in pods if p.is_reschedulable())
     return Candidate(
         state_node=sn,
         nodeclaim=nodeclaim,
@@ -237,9 +268,9 @@ def new_candidate(
         zone=sn.labels().get(LABEL_TOPOLOGY_ZONE, ""),
         capacity_type=sn.labels().get(CAPACITY_TYPE_LABEL_KEY, ""),
         price=candidate_price(sn, instance_type),
-        reschedulable_pods=reschedulable,
-        reschedule_disruption_cost=reschedule_disruption_cost(reschedulable),
-        disruption_cost=rescheduling_cost(pods) * lifetime_remaining(now, nodeclaim),
+        reschedulable_pods=facts.reschedulable,
+        reschedule_disruption_cost=facts.reschedule_disruption_cost,
+        disruption_cost=facts.rescheduling_cost * lifetime_remaining(now, nodeclaim),
     )
 
 

@@ -12,8 +12,8 @@ copies via :meth:`StateNode.copy` so a simulation never leaks into the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from attrs import frozen
 
@@ -29,6 +29,8 @@ from karpenter_core.apis.taints import Taint, is_known_ephemeral
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, NodeClaim
 from karpenter_core.apis.v1 import Taint as ModelTaint
 from karpenter_core.scheduling.volumes import VolumeUsage
+
+_T = TypeVar("_T")
 
 __all__ = ["NODES_RESOURCE", "NodeClaimView", "StateNode"]
 
@@ -107,6 +109,7 @@ class StateNode:
 
     __slots__ = (
         "_daemonset_requests",
+        "_derived",
         "_host_port_usage",
         "_marked",
         "_nominated_until",
@@ -152,6 +155,7 @@ class StateNode:
         # either changes them: see copy
         self._shared = False
         self._usage_shared = False
+        self._derived: dict[str, Any] = {}
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
         pod_volumes = pod_volumes or {}
@@ -169,6 +173,7 @@ class StateNode:
             self._own()
         reqs = pod.scheduling_requests
         self.pods.append(pod)
+        self._derived = {}
         self._pod_requests[pod.key] = reqs
         if pod.is_owned_by_daemonset():
             self._daemonset_requests[pod.key] = reqs
@@ -184,6 +189,7 @@ class StateNode:
         del self._pod_requests[pod_key]
         self._daemonset_requests.pop(pod_key, None)
         self.pods = [p for p in self.pods if p.key != pod_key]
+        self._derived = {}
         self._pod_requests_total = None
         if pod_key in self._host_port_usage or pod_key in self._volume_usage:
             if self._usage_shared:
@@ -214,6 +220,18 @@ class StateNode:
             assert volumes is not None
             self._volume_usage.add(pod_key, volumes)
 
+    def from_pods(self, key: str, compute: Callable[[Sequence[Pod]], _T]) -> _T:
+        """``compute(self.pods)``, kept under ``key`` until the pods change and shared
+        with copies holding the same pods: what disruption derives from each node's pods
+        (which of them reschedule, what evicting them costs) is then worked out once per
+        change of the node, not at every pass. ``compute`` must depend on the pods alone;
+        two threads may both compute it, and either answer is kept."""
+        try:
+            found: _T = self._derived[key]
+        except KeyError:
+            found = self._derived[key] = compute(self.pods)
+        return found
+
     def has_pod(self, pod_key: str) -> bool:
         return pod_key in self._pod_requests
 
@@ -230,6 +248,7 @@ class StateNode:
         n._marked = self._marked
         n._nominated_until = self._nominated_until
         n.pods = self.pods
+        n._derived = self._derived
         n._pod_requests = self._pod_requests
         n._daemonset_requests = self._daemonset_requests
         n._shared = self._shared = True

@@ -275,6 +275,31 @@ def test_copies_share_host_ports_and_volumes_until_either_side_claims_or_release
     assert "default/a" in again.volume_usage() and "default/a" not in sn.volume_usage()
 
 
+def test_what_is_derived_from_pods_is_kept_until_they_change_and_shared_by_copies() -> None:
+    """from_pods computes once per version of the pod list; a copy with the same pods
+    reuses it, and a pod added or removed on either side recomputes on that side only."""
+    calls: list[list[str]] = []
+
+    def names(pods: Any) -> tuple[str, ...]:
+        calls.append([p.name for p in pods])
+        return tuple(p.name for p in pods)
+
+    sn = StateNode(node(), pods=[pod("a"), pod("b")])
+    assert sn.from_pods("names", names) == ("a", "b")
+    cp = sn.copy()
+    assert cp.from_pods("names", names) == ("a", "b")
+    assert len(calls) == 1
+    cp.add_pod(pod("c"))
+    sn.remove_pod("default/a")
+    assert cp.from_pods("names", names) == ("a", "b", "c")
+    assert sn.from_pods("names", names) == ("b",)
+    assert sn.copy().from_pods("names", names) == ("b",)
+    assert len(calls) == 3
+    sn.add_pod(pod("b", "2"))  # re-adding an updated pod is a change too
+    assert sn.from_pods("names", names) == ("b",)
+    assert len(calls) == 4
+
+
 def test_hostname_label_wins_over_name() -> None:
     assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
     assert StateNode(node()).hostname() == "n1"
