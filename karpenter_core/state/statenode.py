@@ -28,6 +28,7 @@ from karpenter_core.apis.objects import ONE, Node, ObjectError, Pod, _resources,
 from karpenter_core.apis.taints import Taint, is_known_ephemeral
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, NodeClaim
 from karpenter_core.apis.v1 import Taint as ModelTaint
+from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.scheduling.volumes import VolumeUsage
 
 _T = TypeVar("_T")
@@ -111,6 +112,7 @@ class StateNode:
         "_daemonset_requests",
         "_derived",
         "_host_port_usage",
+        "_label_requirements",
         "_marked",
         "_nominated_until",
         "_pod_requests",
@@ -156,6 +158,7 @@ class StateNode:
         self._shared = False
         self._usage_shared = False
         self._derived: dict[str, Any] = {}
+        self._label_requirements: tuple[Mapping[str, str], Requirements] | None = None
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
         pod_volumes = pod_volumes or {}
@@ -249,6 +252,7 @@ class StateNode:
         n._nominated_until = self._nominated_until
         n.pods = self.pods
         n._derived = self._derived
+        n._label_requirements = self._label_requirements
         n._pod_requests = self._pod_requests
         n._daemonset_requests = self._daemonset_requests
         n._shared = self._shared = True
@@ -371,6 +375,18 @@ class StateNode:
             return view.labels
         assert self.node is not None
         return self.node.labels
+
+    def label_requirements(self) -> Requirements:
+        """:meth:`labels` as requirements (each ``key In [value]``), to read: built once
+        per labels object and shared with copies (every solve's view of every existing node
+        starts from them; the solver copies before it narrows them)."""
+        labels = self.labels()
+        kept = self._label_requirements
+        if kept is not None and kept[0] is labels:
+            return kept[1]
+        reqs = Requirements.from_labels(labels)
+        self._label_requirements = (labels, reqs)
+        return reqs
 
     def annotations(self) -> Mapping[str, str]:
         view = self._claim_first()

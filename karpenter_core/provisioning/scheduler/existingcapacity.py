@@ -67,7 +67,7 @@ class ExistingCapacity:
         self._capacity_of: dict[str, tuple[str, dict[str, int]]] = {}
         for sn in state_nodes:
             taints = sn.taints()
-            labels = Requirements.from_labels(sn.labels())
+            labels = sn.label_requirements()
             node = ExistingNode(
                 sn,
                 None,

@@ -69,10 +69,8 @@ class ExistingNode:
         pending_daemons = {k: max(0, v) for k, v in pending_daemons.items()}
         self.remaining = rl.subtract(state_node.available(), pending_daemons)
         self.requirements = (
-            requirements.copy()
-            if requirements is not None
-            else Requirements.from_labels(state_node.labels())
-        )
+            requirements if requirements is not None else state_node.label_requirements()
+        ).copy()
         hostname = state_node.hostname()
         self.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, [hostname]))
         self.hostname = hostname

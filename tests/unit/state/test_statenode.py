@@ -300,6 +300,18 @@ def test_what_is_derived_from_pods_is_kept_until_they_change_and_shared_by_copie
     assert len(calls) == 4
 
 
+def test_label_requirements_are_built_once_per_labels_and_follow_a_new_node() -> None:
+    sn = StateNode(node(labels={"zone": "a", "arch": "amd64"}))
+    reqs = sn.label_requirements()
+    assert sorted(reqs) == ["arch", "zone"] and reqs["zone"].has("a")
+    assert sn.label_requirements() is reqs
+    assert sn.copy().label_requirements() is reqs
+    sn.node = node(labels={"zone": "b"})  # cluster state takes a changed node
+    changed = sn.label_requirements()
+    assert sorted(changed) == ["zone"] and changed["zone"].has("b")
+    assert not changed["zone"].has("a")
+
+
 def test_hostname_label_wins_over_name() -> None:
     assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
     assert StateNode(node()).hostname() == "n1"
