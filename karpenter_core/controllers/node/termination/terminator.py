@@ -115,9 +115,12 @@ class Terminator:
         return updated
 
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
+        """The pods bound to ``node_name``, to read: uncopied where the client can share
+        them (drain reads every pod of a draining node at each of its reconciles)."""
         if not node_name:
             return []
-        return self.kube.list("pods", field_selector=f"spec.nodeName={node_name}").items
+        read = getattr(self.kube, "list_shared", None) or self.kube.list
+        return read("pods", field_selector=f"spec.nodeName={node_name}").items
 
     def drain(self, node: Mapping[str, Any], deadline: datetime | None) -> NodeDrainError | None:
         """Queue the next pods to leave; None once nothing is left to wait for."""
