@@ -24,8 +24,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "VersionedParser"]
 
-DEFAULT_MAX_ENTRIES = 4096
-"""Objects (uids) remembered; the least recently seen is forgotten first."""
+DEFAULT_MAX_ENTRIES = 65_536
+"""Objects (uids) remembered; the least recently seen is forgotten first. Above the largest
+cluster's live NodeClaims: readers visit every NodeClaim in turn (each disruption-condition
+reconcile parses one), so a bound below the live count would make every parse a miss.
+Owners :meth:`~VersionedParser.forget` deleted objects, so the bound is seldom reached."""
 
 
 class _RoundTrips(Protocol):
@@ -70,6 +73,11 @@ class VersionedParser(Generic[M]):
             while len(self._parsed) > self._max:
                 self._parsed.popitem(last=False)
         return model
+
+    def forget(self, uid: str) -> None:
+        """Drop what is remembered for ``uid`` (the object was deleted)."""
+        with self._lock:
+            self._parsed.pop(uid, None)
 
     def __len__(self) -> int:
         with self._lock:

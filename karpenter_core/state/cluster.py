@@ -717,6 +717,9 @@ class Cluster:
         if pid:
             sn = self._nodes.get(pid)
             if sn is not None:
+                model = sn.nodeclaim
+                if model is not None and model.metadata.uid:
+                    parse_nodeclaim.forget(model.metadata.uid)
                 old = _Facts(sn)
                 if sn.node is None:
                     del self._nodes[pid]

@@ -124,3 +124,31 @@ def test_parse_nodeclaim_hands_out_one_model_per_stored_version() -> None:
     assert parse_nodeclaim(stored("pnc", uid="pnc-1")) is parse_nodeclaim(
         stored("pnc", uid="pnc-1")
     )
+
+
+def test_a_forgotten_object_is_parsed_again() -> None:
+    parse = Counting()
+    parser = VersionedParser(parse)
+    first = parser(stored())
+    parser.forget("u-1")
+    assert len(parser) == 0
+    assert parser(stored()) is not first
+    parser.forget("never-seen")  # nothing to drop: no error
+    assert parse.calls == 2
+
+
+def test_cluster_state_forgets_the_parse_of_a_deleted_nodeclaim() -> None:
+    """A NodeClaim cluster state drops is dropped from the parse cache too: with
+    thousands of NodeClaims replaced over a day the cache holds the live ones, not
+    every one ever seen."""
+    from karpenter_core.runtime.clock import VirtualClock
+    from karpenter_core.sim.apiserver import InMemoryApiServer
+    from karpenter_core.state.cluster import Cluster
+
+    clock = VirtualClock()
+    cluster = Cluster(InMemoryApiServer(clock, seed=1), clock)
+    model = parse_nodeclaim(stored("gone", uid="gone-1"))
+    cluster.update_nodeclaim(model)
+    assert parse_nodeclaim(stored("gone", uid="gone-1")) is model  # remembered
+    cluster.delete_nodeclaim("gone")
+    assert parse_nodeclaim(stored("gone", uid="gone-1")) is not model
