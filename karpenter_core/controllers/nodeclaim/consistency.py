@@ -32,6 +32,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
 from karpenter_core.kube.client import Conflict, NotFound
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
+from karpenter_core.utils.stamps import Stamps
 
 __all__ = ["NAME", "SCAN_PERIOD", "Consistency", "node_shape_issues"]
 
@@ -82,7 +83,7 @@ class Consistency:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.index = NodeIndex()
-        self._last_scanned: dict[str, float] = {}
+        self._last_scanned = Stamps(SCAN_PERIOD)
 
     def reconcile(self, key: ObjectKey) -> Result:
         nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
@@ -94,11 +95,7 @@ class Consistency:
         remaining = SCAN_PERIOD - (now - last) if last is not None else 0.0
         if remaining > SCAN_TOLERANCE:
             return Result(requeue_after=remaining)
-        if len(self._last_scanned) > 4096:
-            self._last_scanned = {
-                k: t for k, t in self._last_scanned.items() if now - t < SCAN_PERIOD
-            }
-        self._last_scanned[uid] = now
+        self._last_scanned.stamp(uid, now)
         try:
             node = node_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
         except (NodeNotFoundError, DuplicateNodeError):

@@ -62,6 +62,7 @@ from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.scheduling.requirements import IN, Requirement, Requirements
 from karpenter_core.state.cluster import parse_nodeclaim
+from karpenter_core.utils.stamps import Stamps
 
 __all__ = [
     "INSTANCE_TYPE_NOT_FOUND",
@@ -163,7 +164,7 @@ class Disruption:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self._checked: dict[str, float] = {}
+        self._checked = Stamps(INSTANCE_TYPE_CHECK_TTL)
         self._lock = threading.Lock()
         self._by_pool: dict[str, set[ObjectKey]] = {}
         self._pool_of: dict[ObjectKey, str] = {}
@@ -314,11 +315,7 @@ class Disruption:
                 reason = instance_type_not_found(its, nodeclaim)
                 if reason:
                     return reason
-                if len(self._checked) > 10_000:
-                    self._checked = {
-                        k: t for k, t in self._checked.items() if now - t < INSTANCE_TYPE_CHECK_TTL
-                    }
-                self._checked[uid] = now
+                self._checked.stamp(uid, now)
         try:
             # parsed once per stored version (NodeClaims are re-checked every 5 minutes)
             return self.ctx.cloud_provider.is_drifted(parse_nodeclaim(nodeclaim)) or ""

@@ -236,7 +236,7 @@ def test_a_scan_due_within_a_rounding_residue_runs_instead_of_requeueing_for_it(
     uid = env.server.get("nodeclaims", "nc")["metadata"]["uid"]
     now = env.ctx.clock.monotonic()
     # what float arithmetic leaves after waiting out the period: 1e-13 s still to go
-    consistency._last_scanned[uid] = now - SCAN_PERIOD + 1e-13
+    consistency._last_scanned.stamp(uid, now - SCAN_PERIOD + 1e-13)
     result = consistency.reconcile(ObjectKey(None, "nc"))
-    assert consistency._last_scanned[uid] == now  # scanned now
+    assert consistency._last_scanned.get(uid) == now  # scanned now
     assert not 0 < result.requeue_after < 1.0  # not asked back for a residue
