@@ -242,8 +242,11 @@ class Disruption:
         pool_name = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
         if not pool_name:
             return Result()
+        # the NodePool is only read: uncopied where the client shares it (this runs on each
+        # pod event of the node, and for every NodeClaim of the pool every few minutes)
+        read = getattr(self.ctx.kube, "get_shared", None) or self.ctx.kube.get
         try:
-            nodepool = self.ctx.kube.get(NODEPOOLS, pool_name)
+            nodepool: dict[str, Any] = read(NODEPOOLS, pool_name)
         except NotFound:
             return Result()
         stored = deep_copy(nodeclaim)
