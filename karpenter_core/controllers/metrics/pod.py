@@ -338,5 +338,10 @@ def _seconds(later: datetime, earlier: datetime) -> float:
 
 
 def _delete(gauge: Any, labels: Mapping[str, str]) -> None:
+    values = tuple(labels[n] for n in gauge._labelnames)
+    # most calls find no series (a pod that never waited): look before removing, as a
+    # failed remove raises, and this runs several times per pod event
+    if values not in gauge._metrics:
+        return
     with contextlib.suppress(KeyError):
-        gauge.remove(*(labels[n] for n in gauge._labelnames))
+        gauge.remove(*values)
