@@ -86,6 +86,7 @@ from perfsuite import (
     suite_nodepool,
 )
 
+from karpenter_core.runtime.collector import tune_collector
 from karpenter_core.sim.engine import Simulation
 from karpenter_core.sim.scenario import Scenario, parse_scenario
 
@@ -296,6 +297,7 @@ def run_perf(
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_collector()  # as `karpenter simulate` runs (karpenter_core.runtime.collector)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(

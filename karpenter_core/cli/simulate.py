@@ -37,6 +37,7 @@ from karpenter_core.apis.workloads import MAX_EXPANDED_PODS
 from karpenter_core.cli.exits import EXIT_CONTROLLER_FAILED, BadInput, echo_problem
 from karpenter_core.cli.output import HTML, JSON, YAML, dump, output_option
 from karpenter_core.cli.progress import Progress, describe_run, progress
+from karpenter_core.runtime.collector import tune_collector
 from karpenter_core.runtime.options import (
     IGNORE_DRA_REQUESTS_ENV,
     IGNORE_DRA_REQUESTS_FLAG,
@@ -183,6 +184,7 @@ def command(
     With --from, start from a cluster snapshot; with --what-if, run twice (as it is and
     changed) and report the difference."""
     logging.basicConfig(level=logging.WARNING if verbose else logging.CRITICAL, stream=sys.stderr)
+    tune_collector()
     if scenario is None and from_path is None:
         raise click.UsageError("give a SCENARIO.yaml, a --from SNAPSHOT, or both")
     if out is not None and Path(out).is_dir():  # found now rather than after the run
