@@ -74,6 +74,10 @@ WELL_KNOWN_LABELS: set[str] = {
 """Keys the scheduler may leave undefined on a NodeClaim: instance types and offerings
 resolve them (``AllowUndefinedWellKnownLabels``)."""
 
+CORE_WELL_KNOWN_LABELS: frozenset[str] = frozenset(WELL_KNOWN_LABELS)
+"""The Kubernetes and Karpenter keys of :data:`WELL_KNOWN_LABELS`, before any provider adds
+its own: what a typo hint suggests first."""
+
 WELL_KNOWN_LABELS_FOR_OFFERINGS: frozenset[str] = frozenset(
     {LABEL_TOPOLOGY_ZONE, CAPACITY_TYPE_LABEL_KEY}
 )

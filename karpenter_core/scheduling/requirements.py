@@ -504,12 +504,26 @@ def _label_hint(
     receiver: Mapping[str, Requirement], key: str, allow_undefined: AbstractSet[str]
 ) -> str | None:
     """Suggest a likely intended key for an unknown one (first the allowed-undefined keys, then
-    the receiver's). Upstream scans in map order; we scan sorted for a stable message."""
+    the receiver's): a key containing it or ending in its name part, as upstream. Upstream
+    takes the first such key in map order; here the best one, so the message does not
+    depend on which providers are installed: one whose name part is the same (``zone`` ->
+    ``topology.kubernetes.io/zone``) before one containing the key (``.../zone-id``),
+    Kubernetes' and Karpenter's own keys before providers', then by name."""
     suffix = _suffix(key)
     for candidates in (allow_undefined, receiver):
-        for known in sorted(candidates):
-            if key in known or known.endswith(suffix):
-                return known
+        ranked = []
+        for known in candidates:
+            if _suffix(known) == suffix:
+                tier = 0
+            elif key in known:
+                tier = 1
+            elif known.endswith(suffix):
+                tier = 2
+            else:
+                continue
+            ranked.append((tier, known not in _labels.CORE_WELL_KNOWN_LABELS, known))
+        if ranked:
+            return min(ranked)[2]
     return None
 
 

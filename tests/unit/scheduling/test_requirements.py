@@ -725,6 +725,26 @@ def test_unknown_label_error_hints_the_well_known_label(bad_label: str, message:
     assert str(err) == message
 
 
+def test_the_typo_hint_does_not_depend_on_the_providers_installed() -> None:
+    """Providers add well-known labels (AWS ``topology.k8s.aws/zone-id``, a GKE-style
+    ``topology.gke.io/zone``); the hint for ``zone`` stays Kubernetes' own key whichever are
+    installed. It depended on which tests had loaded a provider into the process before."""
+    with_providers = {
+        *labels.WELL_KNOWN_LABELS,
+        "topology.k8s.aws/zone-id",
+        "topology.gke.io/zone",
+        "karpenter.azure.com/sku-arch",
+    }
+    for bad, hint in (("zone", "topology.kubernetes.io/zone"), ("arch", "kubernetes.io/arch")):
+        incoming = Requirements(Requirement.new(bad, EXISTS))
+        err = Requirements().compatible(incoming, with_providers)
+        assert str(err) == f'label "{bad}" does not have known values (typo of "{hint}"?)'
+    # a provider's own key is still suggested when it is the only close one
+    incoming = Requirements(Requirement.new("zone-id", EXISTS))
+    err = Requirements().compatible(incoming, with_providers)
+    assert str(err).endswith('(typo of "topology.k8s.aws/zone-id"?)')
+
+
 def test_unknown_label_error_without_a_hint() -> None:
     err = Requirements().compatible(Requirements(Requirement.new("deployment", EXISTS)))
     assert str(err) == 'label "deployment" does not have known values'
