@@ -168,7 +168,10 @@ class DisruptionController:
         self._ids = 0
         self.started: deque[Command] = deque(maxlen=STARTED_KEPT)
         """The latest commands this controller started (newest last), for reports and
-        tests; bounded so a long-running operator does not keep them all."""
+        tests; bounded so a long-running operator does not keep them all, and kept without
+        their scheduling simulation (``results``), which holds the solver's view of the
+        whole cluster at that pass: a thousand of those grew a 5,000-node simulation by
+        gigabytes."""
         self._on_start: list[Callable[[Command], None]] = []
 
     def on_start(self, fn: Callable[[Command], None]) -> None:
@@ -347,7 +350,7 @@ class DisruptionController:
                     log.error("disrupting candidates (%s): %s", stamped, e)
                     failed = True
                     continue
-                self.started.append(queued)
+                self.started.append(attrs.evolve(queued, results=None))
                 for fn in self._on_start:
                     try:
                         fn(queued)

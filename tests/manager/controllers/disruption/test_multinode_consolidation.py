@@ -264,3 +264,23 @@ def test_after_a_failed_multi_node_validation_single_node_goes_in_the_same_pass(
     assert started.consolidation_type == "single"
     assert started.decision == DECISION_DELETE
     assert [c.name() for c in started.candidates] == ["n3"]
+
+
+def test_started_commands_are_kept_without_their_scheduling_simulation() -> None:
+    """The controller's history of started commands drops each one's simulation results
+    (the solver's view of the whole cluster at that pass); listeners and the queue get
+    the command whole."""
+    w = World()
+    w.nodepool()
+    for name in ("a", "b", "c"):
+        w.pod(node=w.node(name, instance_type="fake-it-4"), cpu="500m")
+    controller = w.controller(MultiNodeConsolidation, validation_period=0.0)
+    heard: list[Command] = []
+    controller.on_start(heard.append)
+    controller.reconcile()
+    (whole,) = heard
+    (kept,) = list(controller.started)
+    assert whole.results is not None and kept.results is None
+    assert names(kept) == names(whole) == ["a", "b", "c"]
+    assert kept.id == whole.id and kept.decision == whole.decision == DECISION_REPLACE
+    assert kept.estimated_savings() == whole.estimated_savings() > 0
