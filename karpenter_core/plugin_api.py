@@ -162,7 +162,10 @@ if TYPE_CHECKING:
         KubeClient,
         NotFound,
         ResourceType,
+        api_reader,
         register_resource,
+        shared_get,
+        shared_list,
     )
     from karpenter_core.metrics import (
         counter,
@@ -366,6 +369,9 @@ _NAMES: dict[str, str] = {
     "NotFound": "karpenter_core.kube.client",
     "ResourceType": "karpenter_core.kube.client",
     "register_resource": "karpenter_core.kube.client",
+    "api_reader": "karpenter_core.kube.client",
+    "shared_get": "karpenter_core.kube.client",
+    "shared_list": "karpenter_core.kube.client",
     # Controllers: context, clocks, events, reconcilers, queues, logging
     "ControllerContext": "karpenter_core.runtime.context",
     "Clock": "karpenter_core.runtime.clock",
@@ -505,6 +511,7 @@ __all__ = [
     "WallClock",
     "Watch",
     "annotations_of",
+    "api_reader",
     "as_nodeclaim",
     "catalogue",
     "condition_of",
@@ -545,6 +552,8 @@ __all__ = [
     "register_reservation_labels",
     "register_resource",
     "resources",
+    "shared_get",
+    "shared_list",
     "simulate_scheduling",
     "spec_of",
     "status_of",

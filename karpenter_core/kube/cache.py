@@ -85,6 +85,11 @@ class CachedClient:
         # only reached for attributes not defined here: the wrapped client's extras
         return getattr(self.client, name)
 
+    def uncached(self) -> KubeClient:
+        """The client behind the cache, for reads that must see the API server's state
+        now (see :func:`~karpenter_core.kube.client.api_reader`)."""
+        return self.client
+
     def _informer(self, rt: ResourceType) -> Informer | None:
         inf = self._cached.get(rt.key)
         return inf if inf is not None and inf.has_synced() else None

@@ -16,7 +16,7 @@ strings.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
@@ -45,11 +45,14 @@ __all__ = [
     "UnknownResourceError",
     "WatchEvent",
     "WatchStream",
+    "api_reader",
     "create_with_status",
     "deep_copy",
     "register_resource",
     "resource_for",
     "resource_types",
+    "shared_get",
+    "shared_list",
 ]
 
 Obj = dict[str, Any]
@@ -561,6 +564,33 @@ def create_with_status(client: KubeClient, obj: Mapping[str, Any]) -> Obj:
             subresource="status",
         )  # fmt: skip
     return created
+
+
+# --------------------------------------------------------------------------- read paths
+
+
+def shared_get(client: KubeClient) -> Callable[..., Obj]:
+    """``client``'s uncopied ``get`` where it has one (an informer cache, the in-memory
+    server), else its ``get``. Only for callers that do not change what they read (nor hand
+    it to code that does): it is the object other readers see."""
+    read: Callable[..., Obj] | None = getattr(client, "get_shared", None)
+    return read or client.get
+
+
+def shared_list(client: KubeClient) -> Callable[..., ObjectList]:
+    """``client``'s uncopied ``list`` where it has one, else its ``list``; the same rule as
+    :func:`shared_get`."""
+    read: Callable[..., ObjectList] | None = getattr(client, "list_shared", None)
+    return read or client.list
+
+
+def api_reader(client: KubeClient) -> KubeClient:
+    """The client that reads from the API server itself, past any informer cache in front
+    of it (controller-runtime's API reader). For the few reads a stale cache would make
+    wrong rather than late: "has this instance been created already?" asked right after a
+    broken watch is answered from what the cache saw before the break."""
+    uncached: Callable[[], KubeClient] | None = getattr(client, "uncached", None)
+    return uncached() if uncached is not None else client
 
 
 MERGE_PATCH = "merge"

@@ -78,12 +78,14 @@ from karpenter_core.plugin_api import (
     RepairPolicy,
     Requirements,
     VirtualClock,
+    api_reader,
     condition_of,
     get_cloud_provider,
     held_back,
     launch_preference,
     parse_go_duration,
     preference_rank,
+    shared_list,
 )
 from karpenter_core.plugin_api import labels as wk
 from karpenter_core.plugin_api import resources as res
@@ -450,7 +452,10 @@ class KwokCloudProvider:
             return node
         selector = f"{wk.LABEL_HOSTNAME}={nodeclaim},{KWOK_LABEL_KEY}={KWOK_LABEL_VALUE}"
         try:
-            nodes = kube.list("nodes", label_selector=selector).items
+            # from the API server, not a cache: a Node created by a request whose answer
+            # was lost (the API server went away) is missing from a cache whose watch broke
+            # at the same moment, and a second instance would be launched and leaked
+            nodes = api_reader(kube).list("nodes", label_selector=selector).items
         except ApiError as e:  # cannot tell: launch, as before this check existed
             suppressed = _LOOKUP_FAILURES.admit(e.code)
             if suppressed is not None:
@@ -498,9 +503,8 @@ class KwokCloudProvider:
         has not appeared yet are not listed, as upstream)."""
         kube = self._require_kube("list")
         # read-only here: uncopied where the client can (a cache, the in-memory server)
-        lister = getattr(kube, "list_shared", None) or kube.list
         out = []
-        for node in lister("nodes"):
+        for node in shared_list(kube)("nodes"):
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             if provider_id.startswith(PROVIDER_ID_PREFIX):
                 out.append(_to_nodeclaim(node))

@@ -618,6 +618,50 @@ def test_on_a_wall_clock_a_node_that_cannot_be_created_fails_the_launch() -> Non
     assert [n["metadata"]["name"] for n in nodes(inner)] == [created.name]
 
 
+class AnswerLost:
+    """The in-memory server, where the first Node create is carried out but its answer
+    lost: the API server went away after writing the Node."""
+
+    def __init__(self, inner: InMemoryApiServer) -> None:
+        self.inner = inner
+        self.lost = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create(self, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        created = self.inner.create(obj, namespace)
+        if obj.get("kind") == "Node" and not self.lost:
+            from karpenter_core.kube.client import ApiError
+
+            self.lost += 1
+            raise ApiError("cannot reach the API server: connection reset by peer", code=503)
+        return created
+
+
+def test_a_node_whose_create_answer_was_lost_is_found_past_a_stale_cache() -> None:
+    """The operator reads Nodes from an informer cache whose watch broke when the API
+    server went away, so the cache never saw the Node that the lost request created; the
+    retried launch must ask the API server, or a second instance is launched and the first
+    leaked (a chaos test's kill of the API server mid-provisioning found this)."""
+    from karpenter_core.kube.cache import CachedClient
+    from karpenter_core.kube.informer import SharedInformers
+    from karpenter_core.runtime.clock import WallClock
+
+    clock = WallClock()
+    inner = InMemoryApiServer(clock)
+    server = AnswerLost(inner)
+    informers = SharedInformers(server)  # type: ignore[arg-type]
+    cached = CachedClient(server, informers, ["nodes"])  # type: ignore[arg-type]
+    informers.informer("nodes").pump()  # synced; its watch then delivers nothing more
+    provider = make_provider(cached, clock)  # type: ignore[arg-type]
+    with pytest.raises(KwokLaunchError, match="connection reset"):
+        provider.create(nodeclaim())
+    assert cached.list("nodes").items == []  # the cache is stale, the Node exists
+    again = provider.create(nodeclaim())
+    assert [n["metadata"]["name"] for n in nodes(inner)] == [again.name]
+
+
 def test_a_delayed_registration_keeps_trying_until_the_api_server_returns(
     kube: InMemoryApiServer, clock: VirtualClock
 ) -> None:

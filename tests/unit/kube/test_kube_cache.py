@@ -357,3 +357,16 @@ def test_nodeclaims_by_provider_id_follow_launches_relaunches_and_deletes() -> N
     # an index neither keeps: no answer rather than a wrong one
     assert server.indexed_shared("nodes", INDEX, "kwok://z") is None
     assert cached.indexed_shared("nodeclaims", "metadata.labels", "x") is None
+
+
+def test_api_reader_reads_past_the_cache(env: Any) -> None:
+    """``api_reader`` is the API server behind a cache (a stale cache must not answer the
+    reads that decide whether to launch again), and any other client itself."""
+    from karpenter_core.kube.client import api_reader
+
+    server, _counting, informers, cached = env
+    _pump(informers)
+    server.create(_node("n1"))  # not pumped: the cache has not seen it
+    assert cached.list("nodes").items == []
+    assert _names(api_reader(cached).list("nodes").items) == ["/n1"]
+    assert api_reader(server) is server
