@@ -54,7 +54,7 @@ from karpenter_core.apis.objects import (
 )
 from karpenter_core.apis.parsecache import VersionedParser
 from karpenter_core.apis.v1 import NodeClaim
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, shared_list
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
@@ -619,7 +619,7 @@ class Cluster:
                 return all(self._nodeclaim_name_to_pid.values())
         # read-only: the cached objects themselves, not a copy of every Node and NodeClaim
         # at each of the many calls made while the first sync is pending
-        list_objects = getattr(self.kube, "list_shared", self.kube.list)
+        list_objects = shared_list(self.kube)
         try:
             nodeclaims = [
                 nc
@@ -808,7 +808,7 @@ class Cluster:
         """A StateNode for ``node`` counting the non-terminal pods bound to it (listed from the
         API; pods the pod informer already parsed at the same version are reused)."""
         # the cached pods themselves where the reader can share them (read-only here)
-        list_pods = getattr(self.kube, "list_shared", self.kube.list)
+        list_pods = shared_list(self.kube)
         items = list_pods(PODS, field_selector=f"spec.nodeName={node.name}").items
         pods: list[Pod] = []
         for obj in items:

@@ -38,7 +38,7 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.apis.v1 import parse_time
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, shared_get, shared_list
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch
 from karpenter_core.state.cluster import cluster_of
@@ -131,7 +131,7 @@ class PodMetrics:
         if seen is None or values is None or seen == values:
             keys = waiting
         else:
-            list_pods = getattr(self.ctx.kube, "list_shared", self.ctx.kube.list)
+            list_pods = shared_list(self.ctx.kube)
             pods = list_pods("pods", field_selector=f"spec.nodeName={name}").items
             keys = set()
             for p in pods:
@@ -148,7 +148,7 @@ class PodMetrics:
         name_labels = {"name": key.name, "namespace": namespace}
         ident = f"{namespace}/{key.name}"
         # read-only: the cached object itself where the client can hand it out uncopied
-        get_pod = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)
+        get_pod = shared_get(self.ctx.kube)
         try:
             pod = get_pod("pods", key.name, namespace)
         except NotFound:

@@ -55,7 +55,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     managed_nodeclaim,
     status_patch,
 )
-from karpenter_core.kube.client import Conflict, NotFound, deep_copy
+from karpenter_core.kube.client import Conflict, NotFound, deep_copy, shared_get
 from karpenter_core.provisioning.nodepools import parse_nodepool
 from karpenter_core.runtime.clock import parse_time
 from karpenter_core.runtime.context import ControllerContext
@@ -244,7 +244,7 @@ class Disruption:
             return Result()
         # the NodePool is only read: uncopied where the client shares it (this runs on each
         # pod event of the node, and for every NodeClaim of the pool every few minutes)
-        read = getattr(self.ctx.kube, "get_shared", None) or self.ctx.kube.get
+        read = shared_get(self.ctx.kube)
         try:
             nodepool: dict[str, Any] = read(NODEPOOLS, pool_name)
         except NotFound:

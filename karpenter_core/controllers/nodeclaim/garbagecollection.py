@@ -35,7 +35,7 @@ from karpenter_core.controllers.nodeclaim.utils import (
     node_ready_status,
     provider_id,
 )
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, shared_list
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import Result
 
@@ -94,7 +94,7 @@ class GarbageCollection:
     def reconcile(self) -> Result:
         # only read (a NodeClaim to collect is deleted by name): uncopied where the client
         # can share its objects, as every NodeClaim is read every two minutes
-        read = getattr(self.ctx.kube, "list_shared", None) or self.ctx.kube.list
+        read = shared_list(self.ctx.kube)
         every = list(read(NODECLAIMS))
         nodeclaims = [nc for nc in every if is_managed(nc, self.ctx.cloud_provider)]
         instances = [i for i in self.ctx.cloud_provider.list() if not i.metadata.deletion_timestamp]

@@ -43,7 +43,7 @@ from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.controllers.provisioning import events
 from karpenter_core.controllers.provisioning.batcher import Batcher
 from karpenter_core.controllers.provisioning.dra import DRAReader
-from karpenter_core.kube.client import ApiError, NotFound
+from karpenter_core.kube.client import ApiError, NotFound, shared_list
 from karpenter_core.provisioning import KARPENTER_MANAGED_LABEL_DOES_NOT_EXIST, validate_pod
 from karpenter_core.provisioning.nodepools import eligible_nodepools
 from karpenter_core.provisioning.scheduler import DRAInputs, Results, SchedulerOptions, schedule
@@ -287,7 +287,7 @@ class Provisioner:
         pods that opted out of Karpenter nodes) a FailedScheduling event."""
         # Unbound pods only (upstream lists through its spec.nodeName index); read, never
         # written, so the in-memory server's stored objects need no copies
-        list_pods = getattr(self.ctx.kube, "list_shared", self.ctx.kube.list)
+        list_pods = shared_list(self.ctx.kube)
         unbound = list_pods("pods", field_selector="spec.nodeName=").items
         pods = [p for p in self._parse_pods(unbound) if p.is_provisionable()]
         kept: list[Pod] = []

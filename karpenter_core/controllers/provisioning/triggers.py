@@ -21,7 +21,7 @@ from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.objects import ObjectError, Pod
 from karpenter_core.controllers.provisioning.provisioner import Provisioner
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, shared_get
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.reconciler import ObjectKey, Result
 
@@ -89,7 +89,7 @@ class PodTrigger:
         cached = self.provisioner.cluster.pod(f"{key.namespace or 'default'}/{key.name}")
         if cached is not None and cached.is_provisionable():
             return self._provisionable(cached)
-        get_pod = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)  # parsed, not changed
+        get_pod = shared_get(self.ctx.kube)  # parsed, not changed
         try:
             obj = get_pod("pods", key.name, key.namespace or "default")
         except NotFound:

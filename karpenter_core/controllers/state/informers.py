@@ -17,7 +17,7 @@ from karpenter_core.apis.accessors import meta_of
 from karpenter_core.apis.objects import ObjectError
 from karpenter_core.apis.v1 import APIError
 from karpenter_core.controllers.state import pricing
-from karpenter_core.kube.client import NotFound
+from karpenter_core.kube.client import NotFound, shared_get
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.manager import Manager
@@ -134,7 +134,7 @@ class PodInformer:
     def reconcile(self, key: ObjectKey) -> Result:
         # the cached pod itself where the reader can share it: cluster state keeps every
         # pod, read-only, and a private copy of each would double the pods' memory
-        read = getattr(self.ctx.kube, "get_shared", self.ctx.kube.get)
+        read = shared_get(self.ctx.kube)
         try:
             pod = read(PODS, key.name, key.namespace)
         except NotFound:

@@ -38,7 +38,7 @@ from prometheus_client import Gauge
 from karpenter_core import metrics
 from karpenter_core.apis.conditions import conditions_of
 from karpenter_core.controllers.metrics.store import MetricStore, StoreMetric
-from karpenter_core.kube.client import KubeClient, NotFound
+from karpenter_core.kube.client import KubeClient, NotFound, shared_get
 from karpenter_core.runtime.clock import Clock, parse_time
 from karpenter_core.runtime.context import ControllerContext
 from karpenter_core.runtime.events import NORMAL, Event, EventRecorder, object_reference
@@ -148,7 +148,7 @@ class ConditionMetrics:
     def reconcile(self, key: ObjectKey) -> Result:
         ident = (key.namespace or "", key.name)
         # only read here: the cached/stored object itself where the client can share it
-        read = getattr(self.kube, "get_shared", None) or self.kube.get
+        read = shared_get(self.kube)
         try:
             obj = read(self.kind.resource, key.name, key.namespace or None)
         except NotFound:

@@ -38,6 +38,7 @@ from karpenter_core.kube.client import (
     NotFound,
     TooManyRequests,
     deep_copy,
+    shared_get,
 )
 from karpenter_core.kube.informer import NODECLAIM_PROVIDER_ID_INDEX
 from karpenter_core.runtime.clock import Clock, format_time
@@ -274,7 +275,7 @@ class EvictionQueue:
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             return None
-        get = getattr(self.kube, "get_shared", self.kube.get) if shared else self.kube.get
+        get = shared_get(self.kube) if shared else self.kube.get
         try:
             node: dict[str, Any] = get("nodes", str(node_name))
         except NotFound:

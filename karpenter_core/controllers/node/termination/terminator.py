@@ -21,7 +21,7 @@ from attrs import frozen
 from karpenter_core.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, Taint
 from karpenter_core.controllers.node.termination import pods as podutil
 from karpenter_core.controllers.node.termination.eviction import EvictionQueue
-from karpenter_core.kube.client import KubeClient
+from karpenter_core.kube.client import KubeClient, shared_list
 from karpenter_core.runtime.clock import Clock
 from karpenter_core.runtime.events import EventRecorder
 
@@ -119,7 +119,7 @@ class Terminator:
         them (drain reads every pod of a draining node at each of its reconciles)."""
         if not node_name:
             return []
-        read = getattr(self.kube, "list_shared", None) or self.kube.list
+        read = shared_list(self.kube)
         return read("pods", field_selector=f"spec.nodeName={node_name}").items
 
     def drain(self, node: Mapping[str, Any], deadline: datetime | None) -> NodeDrainError | None:
