@@ -320,6 +320,11 @@ class CacheListingClient:
         """Serve lists from ``reader`` from now on."""
         self._reader = reader
 
+    def uncached(self) -> KubeClient:
+        """The API server, lists included (see
+        :func:`~karpenter_core.kube.client.api_reader`)."""
+        return self._client
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 

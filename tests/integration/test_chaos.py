@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 import time
@@ -221,14 +222,44 @@ def describe(cluster: Cluster) -> str:
         lines.append(f"node {n['metadata']['name']}: ready={ready} taints={taints}")
     for c in cluster.nodeclaims():
         conds = {
-            x["type"]: x.get("status") for x in (c.get("status") or {}).get("conditions") or []
+            x["type"]: f"{x.get('status')}@{x.get('lastTransitionTime')}"
+            for x in (c.get("status") or {}).get("conditions") or []
         }
-        lines.append(f"nodeclaim {c['metadata']['name']}: {conds}")
+        lines.append(
+            f"nodeclaim {c['metadata']['name']} created {c['metadata'].get('creationTimestamp')}"
+            f" node={(c.get('status') or {}).get('nodeName')}: {conds}"
+        )
     return "\n".join(lines[:120])
 
 
-def check_nothing_duplicated_or_leaked(cluster: Cluster, replicas: int = PODS) -> int:
-    """The invariants of the module docstring; returns the number of NodeClaims."""
+def log_lines_naming(log_dir: Path, names: list[str], limit: int = 80) -> str:
+    """Every replica's log lines that name one of ``names`` (a failure's evidence: who
+    created, launched and registered the NodeClaims in question, and when)."""
+    out = []
+    for log in sorted(log_dir.glob("serve-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if any(n in line for n in names):
+                out.append(f"{log.name}: {line[:400]}")
+    return "\n".join(out[-limit:])
+
+
+def check_nothing_duplicated_or_leaked(
+    cluster: Cluster, replicas: int = PODS, log_dir: Path | None = None
+) -> int:
+    """The invariants of the module docstring; returns the number of NodeClaims. A failure
+    prints the NodeClaims' history and, given ``log_dir``, the replicas' log lines about
+    the NodeClaims at fault."""
+    try:
+        return _check_nothing_duplicated_or_leaked(cluster, replicas)
+    except AssertionError as e:
+        print(describe(cluster))
+        if log_dir is not None:
+            names = re.findall(r"default-[a-z0-9]{5}", str(e))
+            print(f"--- log lines naming {names}\n{log_lines_naming(log_dir, names)}")
+        raise
+
+
+def _check_nothing_duplicated_or_leaked(cluster: Cluster, replicas: int) -> int:
 
     def every_claim_has_its_node() -> bool:
         claims = cluster.nodeclaims()
@@ -285,7 +316,7 @@ def test_kube_apiserver_killed_and_restarted_mid_provisioning(tmp_path: Path) ->
         lines = window.close()
         recovered = settle(cluster, restarted)
         prober.stop()
-        claims = check_nothing_duplicated_or_leaked(cluster)
+        claims = check_nothing_duplicated_or_leaked(cluster, log_dir=tmp_path)
         down = prober.between(killed + 3, restarted - 1)
         assert down and all(s != 200 for s in down), f"/readyz while the API was down: {down}"
         assert http_get(op.health_port, "/readyz")[0] == 200
@@ -337,7 +368,7 @@ def test_network_faults_between_operator_and_api_server(tmp_path: Path) -> None:
             ended = time.monotonic()
             lines = window.close()
             recovered = settle(cluster, ended)
-            claims = check_nothing_duplicated_or_leaked(cluster)
+            claims = check_nothing_duplicated_or_leaked(cluster, log_dir=tmp_path)
             assert truncated and reset and half_open
             assert proxy.stats["truncated"] >= 1
             assert reopened >= 5, f"only {reopened} connections replaced the half-open ones"
@@ -382,7 +413,7 @@ def test_a_60s_api_outage(tmp_path: Path) -> None:
             lines = window.close()
             recovered = settle(cluster, ended)
             prober.stop()
-            claims = check_nothing_duplicated_or_leaked(cluster)
+            claims = check_nothing_duplicated_or_leaked(cluster, log_dir=tmp_path)
             during = prober.between(began + 3, ended)
             assert during and all(s != 200 for s in during), f"/readyz during the outage: {during}"
             check_log(window, lines)
@@ -445,7 +476,7 @@ def test_a_leader_stopped_with_sigstop_never_writes_after_the_standby_took_over(
         os.kill(a.proc.pid, signal.SIGCONT)
         thawed = time.monotonic()
         code = a.proc.wait(60)
-        claims = check_nothing_duplicated_or_leaked(cluster)
+        claims = check_nothing_duplicated_or_leaked(cluster, log_dir=tmp_path)
         events = cp.audit_events()
         b_leases = [
             e

@@ -644,7 +644,7 @@ def test_a_node_whose_create_answer_was_lost_is_found_past_a_stale_cache() -> No
     server went away, so the cache never saw the Node that the lost request created; the
     retried launch must ask the API server, or a second instance is launched and the first
     leaked (a chaos test's kill of the API server mid-provisioning found this)."""
-    from karpenter_core.kube.cache import CachedClient
+    from karpenter_core.kube.cache import CachedClient, CacheListingClient
     from karpenter_core.kube.informer import SharedInformers
     from karpenter_core.runtime.clock import WallClock
 
@@ -654,7 +654,10 @@ def test_a_node_whose_create_answer_was_lost_is_found_past_a_stale_cache() -> No
     informers = SharedInformers(server)  # type: ignore[arg-type]
     cached = CachedClient(server, informers, ["nodes"])  # type: ignore[arg-type]
     informers.informer("nodes").pump()  # synced; its watch then delivers nothing more
-    provider = make_provider(cached, clock)  # type: ignore[arg-type]
+    # the provider's client as `karpenter serve` wires it: lists from the operator's cache
+    listing = CacheListingClient(server)  # type: ignore[arg-type]
+    listing.attach(cached)
+    provider = make_provider(listing, clock)  # type: ignore[arg-type]
     with pytest.raises(KwokLaunchError, match="connection reset"):
         provider.create(nodeclaim())
     assert cached.list("nodes").items == []  # the cache is stale, the Node exists

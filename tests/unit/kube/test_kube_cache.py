@@ -369,4 +369,8 @@ def test_api_reader_reads_past_the_cache(env: Any) -> None:
     server.create(_node("n1"))  # not pumped: the cache has not seen it
     assert cached.list("nodes").items == []
     assert _names(api_reader(cached).list("nodes").items) == ["/n1"]
+    listing = CacheListingClient(server)  # the provider's client under serve
+    listing.attach(cached)
+    assert listing.list("nodes").items == []
+    assert _names(api_reader(listing).list("nodes").items) == ["/n1"]
     assert api_reader(server) is server
