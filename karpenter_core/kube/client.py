@@ -349,12 +349,16 @@ _BUILTIN: tuple[ResourceType, ...] = (
 
 _registry_lock = threading.Lock()
 _REGISTRY: dict[tuple[str, str], ResourceType] = {rt.key: rt for rt in _BUILTIN}
+# names already resolved (every API call names its resource, and a scan of the registry
+# per call was several per cent of a simulated scale-out); emptied when the registry changes
+_BY_NAME: dict[str, ResourceType] = {}
 
 
 def register_resource(rt: ResourceType) -> ResourceType:
     """Add (or replace) a resource type, e.g. a provider's NodeClass CRD."""
     with _registry_lock:
         _REGISTRY[rt.key] = rt
+        _BY_NAME.clear()
     return rt
 
 
@@ -375,6 +379,10 @@ def resource_for(resource: ResourceLike) -> ResourceType:
     """
     if isinstance(resource, ResourceType):
         return resource
+    if isinstance(resource, str):
+        known = _BY_NAME.get(resource)
+        if known is not None:
+            return known
     with _registry_lock:
         if isinstance(resource, tuple):
             rt = _REGISTRY.get(resource)
@@ -390,6 +398,8 @@ def resource_for(resource: ResourceLike) -> ResourceType:
         if not hits:
             lowered = name.lower()
             hits = [rt for rt in _REGISTRY.values() if lowered in (rt.kind.lower(), rt.plural)]
+        if len(hits) == 1:
+            _BY_NAME[name] = hits[0]
     if len(hits) == 1:
         return hits[0]
     if not hits:

@@ -114,3 +114,14 @@ def test_watch_events_unpack_as_type_and_object() -> None:
     )
     [(etype, obj)] = stream.poll()
     assert (etype, obj["metadata"]["name"]) == ("ADDED", "a")
+
+
+def test_a_resolved_name_follows_later_registrations() -> None:
+    """Resolved names are remembered, but a registration that makes one ambiguous is seen."""
+    first = register_resource(ResourceType("one.example.com", "v1", "Gadget", "gadgets", True))
+    assert resource_for("gadgets") is first
+    assert resource_for("gadgets") is first  # now from the memo
+    register_resource(ResourceType("two.example.com", "v1", "Gadget", "gadgets", True))
+    with pytest.raises(UnknownResourceError, match="ambiguous"):
+        resource_for("gadgets")
+    assert resource_for("gadgets.one.example.com") is first
