@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
-from karpenter_core.kube.client import ApiError, KubeClient, NotFound
+from karpenter_core.kube.client import ApiError, KubeClient, NotFound, shared_get
 from karpenter_core.runtime.clock import Clock, format_time, parse_time
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
 
@@ -364,8 +364,11 @@ class Kubelet:
     # ------------------------------------------------------------------ pods
 
     def reconcile_pod(self, key: ObjectKey) -> Result:
+        # the pod and its node are only read (every change is a patch): uncopied, as this
+        # runs for every event of every pod and a Node copy each time was most of its cost
+        get = shared_get(self.kube)
         try:
-            pod = self.kube.get("pods", key.name, key.namespace)
+            pod = get("pods", key.name, key.namespace)
         except NotFound:
             self._forget(str(key))
             return Result()
@@ -376,7 +379,7 @@ class Kubelet:
             return Result()
         now = self._now()
         try:
-            node = self.kube.get("nodes", str(node_name))
+            node = get("nodes", str(node_name))
         except NotFound:
             return self._collect_orphan(pod, uid, now)
         self._orphan_seen.pop(uid, None)
@@ -404,7 +407,7 @@ class Kubelet:
             if duration > 0:
                 return Result.after(duration)
             try:
-                self._finish(self.kube.get("pods", key.name, key.namespace), uid)
+                self._finish(get("pods", key.name, key.namespace), uid)
             except NotFound:
                 self._forget(uid)
             return Result()
