@@ -43,6 +43,7 @@ catalogue works and ``create``/``delete``/``get``/``list`` raise
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import json
 import logging
@@ -471,7 +472,12 @@ class KwokCloudProvider:
 
     def delete(self, nodeclaim: NodeClaim | Mapping[str, Any]) -> None:
         """Delete the NodeClaim object and report the instance gone (upstream's way);
-        a Node still waiting to register is cancelled."""
+        a Node still waiting to register is cancelled.
+
+        An instance no NodeClaim accounts for — as :meth:`list` reports it, named after its
+        Node — is terminated by deleting its Node: garbage collection's way to end a leak
+        (upstream's KWOK deletes only the NodeClaim object, which such an instance lacks,
+        so its Node stayed for good)."""
         kube = self._require_kube("delete")
         nc = _as_nodeclaim(nodeclaim)
         with self._lock:
@@ -482,8 +488,21 @@ class KwokCloudProvider:
         try:
             kube.delete("nodeclaims", nc.name)
         except NotFound as e:
+            if self._terminate_orphan(kube, nc):
+                raise NodeClaimNotFoundError("instance terminated") from e
             raise NodeClaimNotFoundError(e) from e
         raise NodeClaimNotFoundError("instance terminated")
+
+    def _terminate_orphan(self, kube: KubeClient, nc: NodeClaim) -> bool:
+        """Delete the Node of ``nc`` when ``nc`` is an instance's own view (named after the
+        Node its provider ID names); whether it was one."""
+        node_name = nc.provider_id.removeprefix(PROVIDER_ID_PREFIX)
+        if not nc.provider_id.startswith(PROVIDER_ID_PREFIX) or node_name != nc.name:
+            return False
+        with contextlib.suppress(NotFound):
+            kube.delete("nodes", node_name)
+        log.info("kwok: terminated instance %s (no NodeClaim accounts for it)", node_name)
+        return True
 
     def get(self, provider_id: str) -> NodeClaim:
         """The NodeClaim view of the Node behind ``provider_id``; NotFound when the Node

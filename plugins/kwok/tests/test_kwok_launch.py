@@ -579,6 +579,25 @@ def test_other_nodeclaims_instances_are_not_reused(
     assert b.name != a["metadata"]["name"]
 
 
+def test_an_instance_no_nodeclaim_accounts_for_is_terminated_by_deleting_its_node(
+    provider: KwokCloudProvider, kube: InMemoryApiServer, clock: VirtualClock
+) -> None:
+    """Garbage collection deletes a leaked instance as ``list()`` reports it (named after
+    its Node): the Node goes, and a real NodeClaim of the same name is never touched."""
+    kept = launch(provider, clock, name="default-aaaaa")
+    leaked = launch(provider, clock, name="default-bbbbb")
+    kube.create(nodeclaim("default-aaaaa"))
+    [orphan] = [i for i in provider.list() if i.name == leaked["metadata"]["name"]]
+    with pytest.raises(NodeClaimNotFoundError, match="instance terminated"):
+        provider.delete(orphan)
+    assert [n["metadata"]["name"] for n in nodes(kube)] == [kept["metadata"]["name"]]
+    # a NodeClaim's own delete is unchanged: the NodeClaim object, not its Node
+    with pytest.raises(NodeClaimNotFoundError, match="instance terminated"):
+        provider.delete(nodeclaim("default-aaaaa"))
+    assert [n["metadata"]["name"] for n in nodes(kube)] == [kept["metadata"]["name"]]
+    assert kube.list("nodeclaims").items == []
+
+
 # -- an API server that is away -------------------------------------------------------------
 
 
