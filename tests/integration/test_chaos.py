@@ -8,7 +8,7 @@ mid-provisioning and then asserts what an operator of a production cluster needs
 * no duplicate NodeClaims (consolidation is off, so a duplicate would stay as a node
   running none of the pods) and no two NodeClaims for one node;
 * no NodeClaim without a Node two minutes after the pods settle, and no Node without a
-  NodeClaim (nothing leaked);
+  NodeClaim (nothing leaked); every NodeClaim registered with its Node;
 * readiness tells the truth while the fault lasts (``/readyz`` is not 200 while the
   API server cannot be reached);
 * the log volume during the fault is bounded (rate-limited warnings, no tracebacks).
@@ -272,6 +272,8 @@ def _check_nothing_duplicated_or_leaked(cluster: Cluster, replicas: int) -> int:
     claim_ids = [c["status"]["providerID"] for c in claims]
     assert len(claim_ids) == len(set(claim_ids)), "two NodeClaims for one node"
     assert sorted(n["spec"]["providerID"] for n in nodes) == sorted(claim_ids), "leaked nodes"
+    unregistered = [c["metadata"]["name"] for c in claims if not c["status"].get("nodeName")]
+    assert unregistered == [], f"NodeClaims with a Node but never registered: {unregistered}"
     used = {p["spec"]["nodeName"] for p in cluster.pods(APP)}
     idle = [c["metadata"]["name"] for c in claims if c["status"].get("nodeName") not in used]
     assert idle == [], f"NodeClaims running none of the pods (duplicates): {idle}"

@@ -129,9 +129,19 @@ class NodeClaimLifecycle:
         return self._patch(name, body)
 
     def nodeclaim_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
-        """The NodeClaim watch mapper: keep the index current, skip our own writes' echoes."""
-        self.index.observe(event_type, obj)
-        if event_type == "MODIFIED" and self.own_writes.consume(obj):
+        """The NodeClaim watch mapper: keep the index current, skip our own writes' echoes
+        unless the echo is how the index learns a providerID whose Node it already knows.
+
+        Registration looks the Node up in the index; when the Node's watch event comes
+        after the registration step ran (in the launch's own reconcile, or after a broken
+        watch) but before the NodeClaim's providerID reached the index, that event maps to
+        no NodeClaim, and the providerID then arrives in the echo of our own write. Skipped,
+        nothing woke the NodeClaim again before the liveness timeout (a chaos test's
+        network faults left NodeClaims Launched, their Nodes Ready and running pods,
+        but never Registered)."""
+        node_known = self.index.observe(event_type, obj)
+        echo = event_type == "MODIFIED" and self.own_writes.consume(obj)
+        if echo and not node_known:
             return ()
         return (ObjectKey("", str((obj.get("metadata") or {}).get("name") or "")),)
 

@@ -177,11 +177,16 @@ class NodeIndex:
             backward[item] = pid
             forward.setdefault(pid, set()).add(item)
 
-    def observe(self, event_type: str, nodeclaim: Mapping[str, Any]) -> None:
+    def observe(self, event_type: str, nodeclaim: Mapping[str, Any]) -> bool:
+        """Index the NodeClaim; whether this taught the index its (non-empty) providerID
+        and a Node with that providerID is already known: the NodeClaim's Node events
+        came first, so they woke nothing, and it must be woken now."""
         key = ObjectKey("", name_of(nodeclaim))
         pid = "" if event_type == "DELETED" else provider_id(nodeclaim)
         with self._lock:
+            learned = bool(pid) and self._pid_of.get(key, "") != pid
             self._move(self._by_pid, self._pid_of, key, pid)
+            return learned and bool(self._nodes_by_pid.get(pid))
 
     def observe_node(self, event_type: str, node: Mapping[str, Any]) -> None:
         name = name_of(node)

@@ -278,3 +278,30 @@ def test_nodeclaims_of_a_replaced_nodepool_do_not_count() -> None:
     assert env.condition("nc", "Registered")["status"] == "True"
     assert pool_condition(env) is None
     assert health.status(pool["metadata"]["uid"]) is Status.UNKNOWN
+
+
+def test_the_echo_that_teaches_a_known_nodes_providerid_wakes_the_nodeclaim() -> None:
+    """The Node's event came before the NodeClaim's providerID reached the index, so it
+    woke nothing; the providerID then arrives in the echo of the lifecycle's own write,
+    which must wake the NodeClaim (or it waits, unregistered, for the liveness timeout).
+    Other echoes of our own writes stay skipped."""
+    from karpenter_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+
+    env = Env()
+    lifecycle = NodeClaimLifecycle(env.ctx, NodePoolHealth())
+    node = {"kind": "Node", "metadata": {"name": "n1"}, "spec": {"providerID": "fake://n1"}}
+    assert list(lifecycle.index.node_mapper("ADDED", node)) == []  # no NodeClaim has it yet
+
+    def claim(rv: str, pid: str | None) -> dict[str, Any]:
+        status = {"providerID": pid} if pid else {}
+        meta = {"name": "nc", "resourceVersion": rv}
+        return {"kind": "NodeClaim", "metadata": meta, "status": status}
+
+    lifecycle.own_writes.record(claim("5", None))
+    assert list(lifecycle.nodeclaim_mapper("MODIFIED", claim("5", None))) == []
+    lifecycle.own_writes.record(claim("6", "fake://n1"))
+    assert [k.name for k in lifecycle.nodeclaim_mapper("MODIFIED", claim("6", "fake://n1"))] == [
+        "nc"
+    ]
+    lifecycle.own_writes.record(claim("7", "fake://n1"))  # the providerID known: skipped
+    assert list(lifecycle.nodeclaim_mapper("MODIFIED", claim("7", "fake://n1"))) == []
