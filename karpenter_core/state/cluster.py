@@ -54,7 +54,7 @@ from karpenter_core.apis.objects import (
 )
 from karpenter_core.apis.parsecache import VersionedParser
 from karpenter_core.apis.v1 import NodeClaim
-from karpenter_core.kube.client import NotFound, shared_list
+from karpenter_core.kube.client import NotFound, api_reader, shared_list
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
@@ -380,6 +380,8 @@ class Cluster:
         self._buffer_pod_counts: dict[str, int] = {}
         self._consolidation_state: datetime = self.clock.now()
         self._has_synced = False
+        # a NodeClaim create whose answer was lost (see confirm_with_api_server)
+        self._confirm_with_api = False
         self._unsynced_since: float | None = None
         self._last_unsynced_log: float | None = None
         self._pending: list[tuple[str, str]] = []
@@ -583,6 +585,15 @@ class Cluster:
         with self._lock:
             self._has_synced = synced
 
+    def confirm_with_api_server(self) -> None:
+        """A NodeClaim create failed in a way that may have created it (its answer was lost:
+        the connection broke, the API server restarted), and the watch that would bring it
+        may be broken too: until the API server's NodeClaims are all in state, :meth:`synced`
+        is False, so provisioning waits instead of creating a second NodeClaim for the same
+        pods. Checked against the API server itself, not the informer cache."""
+        with self._lock:
+            self._confirm_with_api = True
+
     def synced(self) -> bool:
         """True when state holds every NodeClaim and Node the API server has, and no tracked
         NodeClaim is still waiting for its launch to resolve a provider id.
@@ -615,8 +626,11 @@ class Cluster:
 
     def _synced(self) -> bool:
         with self._lock:
-            if self._has_synced:
+            if self._has_synced and not self._confirm_with_api:
                 return all(self._nodeclaim_name_to_pid.values())
+            confirming = self._has_synced
+        if confirming:
+            return self._confirmed()
         # read-only: the cached objects themselves, not a copy of every Node and NodeClaim
         # at each of the many calls made while the first sync is pending
         list_objects = shared_list(self.kube)
@@ -641,6 +655,25 @@ class Cluster:
             if ok:
                 self._has_synced = True
             return ok
+
+    def _confirmed(self) -> bool:
+        """:meth:`_synced` after :meth:`confirm_with_api_server`: every NodeClaim the API
+        server lists is in state (then the check is over)."""
+        try:
+            listed = api_reader(self.kube).list(NODECLAIMS).items
+        except Exception as e:
+            log.error("failed checking cluster state against the API server: %s", e)
+            return False
+        names = {
+            meta_of(nc).get("name")
+            for nc in listed
+            if is_managed_nodeclaim(nc, self.cloud_provider)
+        }
+        with self._lock:
+            if not names <= self._nodeclaim_name_to_pid.keys():
+                return False
+            self._confirm_with_api = False
+            return all(self._nodeclaim_name_to_pid.values())
 
     # ------------------------------------------------------------------ NodePool totals
 

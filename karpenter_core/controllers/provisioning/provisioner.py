@@ -635,7 +635,14 @@ class Provisioner:
         if exceeded is not None:
             raise CreateError(exceeded)
         manifest = nc.to_nodeclaim_dict()
-        created = self.ctx.kube.create(manifest)
+        try:
+            created = self.ctx.kube.create(manifest)
+        except ApiError as e:
+            if e.code >= 500:
+                # the server may have created it and only the answer been lost: state must
+                # see the API server's NodeClaims before the pods are provisioned again
+                self.cluster.confirm_with_api_server()
+            raise
         name = name_of(created)
         self.cluster.mark_pod_scheduling_decisions((), {}, {name: _real(nc.pods)})
         its = [

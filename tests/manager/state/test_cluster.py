@@ -268,6 +268,28 @@ def test_synced_false_until_every_node_and_nodeclaim_is_seen() -> None:
     assert cluster.synced()
 
 
+def test_after_a_create_whose_answer_was_lost_synced_waits_for_the_api_servers_nodeclaims() -> None:
+    """A NodeClaim create that failed ambiguously may have created it, and the watch that
+    would bring it may be broken: state is checked against the API server itself until
+    every NodeClaim it lists is known, so provisioning does not make a second one."""
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    cluster = Cluster(server, clock)
+    assert cluster.synced()
+    from karpenter_core.kube.client import create_with_status
+
+    # created (and launched), but its answer lost and its event not seen
+    create_with_status(server, nodeclaim("nc2", "kwok://n2"))
+    assert cluster.synced()  # what state knows is consistent with itself
+    cluster.confirm_with_api_server()
+    assert not cluster.synced()
+    assert not cluster.synced()  # still missing
+    cluster.update_nodeclaim(server.get("nodeclaims", "nc2"))
+    assert cluster.synced()
+    create_with_status(server, nodeclaim("nc3", "kwok://n3"))
+    assert cluster.synced()  # the check is over once it passed
+
+
 def test_synced_false_while_a_launch_is_in_flight(env: Env) -> None:
     assert env.cluster.synced()
     env.create(nodeclaim("nc2", pid=""))

@@ -495,3 +495,31 @@ def test_creates_failing_only_because_the_api_server_is_down_are_one_api_error()
     assert err.value.code == 503
     assert str(err.value).count("connection refused") == 1
     assert "3 of 3 node claims could not be created" in str(err.value)
+
+
+def test_a_create_whose_answer_was_lost_holds_provisioning_until_state_has_it() -> None:
+    """The API server wrote the NodeClaim but the answer never came: the pods are not
+    provisioned again until cluster state has every NodeClaim the API server lists."""
+    from karpenter_core.kube.client import ApiError
+
+    env = make_env()
+    prov, claims = _three_claims(env)
+    assert env.ctx.cluster.synced()
+    real_create = env.kube.create
+
+    def answer_lost(obj: Any, namespace: Any = None) -> Any:
+        real_create(obj, namespace)
+        raise ApiError("cannot reach the API server: connection reset by peer", code=503)
+
+    env.kube.create = answer_lost  # type: ignore[method-assign]
+    with pytest.raises(ApiError):
+        prov.create_nodeclaims(claims[:1])
+    env.kube.create = real_create  # type: ignore[method-assign]
+    [created] = env.nodeclaims()
+    assert not env.ctx.cluster.nodeclaim_exists(created["metadata"]["name"])
+    assert not env.ctx.cluster.synced()  # the watch has not told state of it yet
+    env.settle()
+    assert env.ctx.cluster.nodeclaim_exists(created["metadata"]["name"])
+    launch(env, created)
+    env.settle()
+    assert env.ctx.cluster.synced()
