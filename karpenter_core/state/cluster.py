@@ -55,6 +55,7 @@ from karpenter_core.apis.objects import (
 from karpenter_core.apis.parsecache import VersionedParser
 from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.kube.client import NotFound, api_reader, shared_list
+from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("karpenter.state")
+_CONFIRM_FAILURES = LogThrottle(30.0)
 
 CONSOLIDATION_STATE_TTL = timedelta(minutes=5)
 """``consolidation_state()`` re-stamps itself when older than this, so disruption re-checks
@@ -662,7 +664,15 @@ class Cluster:
         try:
             listed = api_reader(self.kube).list(NODECLAIMS).items
         except Exception as e:
-            log.error("failed checking cluster state against the API server: %s", e)
+            # asked at every provisioning and disruption pass, and failing for as long
+            # as an outage lasts: one line per interval
+            held = _CONFIRM_FAILURES.admit(type(e).__name__)
+            if held is not None:
+                log.warning(
+                    "cannot check cluster state against the API server yet: %s%s",
+                    e,
+                    held_back(held),
+                )
             return False
         names = {
             meta_of(nc).get("name")
