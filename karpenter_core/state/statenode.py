@@ -158,7 +158,8 @@ class StateNode:
         self._shared = False
         self._usage_shared = False
         self._derived: dict[str, Any] = {}
-        self._label_requirements: tuple[Mapping[str, str], Requirements] | None = None
+        # one cell shared with every copy (see label_requirements)
+        self._label_requirements: list[tuple[Mapping[str, str], Requirements] | None] = [None]
         self._host_port_usage = HostPortUsage()
         self._volume_usage = VolumeUsage(volume_limits)
         pod_volumes = pod_volumes or {}
@@ -377,15 +378,23 @@ class StateNode:
         return self.node.labels
 
     def label_requirements(self) -> Requirements:
-        """:meth:`labels` as requirements (each ``key In [value]``), to read: built once
-        per labels object and shared with copies (every solve's view of every existing node
-        starts from them; the solver copies before it narrows them)."""
+        """:meth:`labels` as requirements (each ``key In [value]``), to read.
+
+        Built once per set of labels and shared with every copy, both ways: snapshots
+        copy every node and it is mostly the copies that ask (each solve's view of each
+        existing node starts from them; the solver copies before it narrows them), so a
+        memo kept on the copy alone was rebuilt at every pass. The cell holds one
+        (labels, requirements) pair, replaced whole; a new labels object with the same
+        content (a re-parsed NodeClaim whose status changed) keeps the requirements."""
         labels = self.labels()
-        kept = self._label_requirements
-        if kept is not None and kept[0] is labels:
+        cell = self._label_requirements
+        kept = cell[0]
+        if kept is not None and (kept[0] is labels or kept[0] == labels):
+            if kept[0] is not labels:
+                cell[0] = (labels, kept[1])
             return kept[1]
         reqs = Requirements.from_labels(labels)
-        self._label_requirements = (labels, reqs)
+        cell[0] = (labels, reqs)
         return reqs
 
     def annotations(self) -> Mapping[str, str]:

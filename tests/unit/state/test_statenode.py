@@ -312,6 +312,19 @@ def test_label_requirements_are_built_once_per_labels_and_follow_a_new_node() ->
     assert not changed["zone"].has("a")
 
 
+def test_label_requirements_built_by_a_copy_serve_the_node_and_later_copies() -> None:
+    """Snapshots copy every node and the copies are what ask: what one copy builds must
+    not be built again by the next snapshot's copy."""
+    sn = StateNode(node(labels={"zone": "a"}))
+    first = sn.copy().label_requirements()
+    assert sn.label_requirements() is first
+    assert sn.copy().label_requirements() is first
+    sn.node = node(labels={"zone": "a"})  # re-read, same labels: kept
+    assert sn.copy().label_requirements() is first
+    sn.node = node(labels={"zone": "b"})
+    assert sn.copy().label_requirements()["zone"].has("b")
+
+
 def test_hostname_label_wins_over_name() -> None:
     assert StateNode(node(labels={"kubernetes.io/hostname": "host-1"})).hostname() == "host-1"
     assert StateNode(node()).hostname() == "n1"
