@@ -52,7 +52,6 @@ from karpenter_core.controllers.nodeclaim.lifecycle import min_result
 from karpenter_core.controllers.nodeclaim.utils import (
     deletion_timestamp,
     is_managed,
-    managed_nodeclaim,
     status_patch,
 )
 from karpenter_core.kube.client import Conflict, NotFound, deep_copy, shared_get
@@ -170,6 +169,10 @@ class Disruption:
         self._pool_of: dict[ObjectKey, str] = {}
         self._by_class: dict[tuple[str, str, str], set[ObjectKey]] = {}
         self._class_of: dict[ObjectKey, tuple[str, str, str]] = {}
+        # per NodeClaim: the NodePool version and labels its requirements drift was last
+        # judged on, and the verdict (every NodeClaim is re-checked every few minutes and
+        # on each pod event of its node; both inputs seldom change)
+        self._requirements_verdicts: dict[ObjectKey, tuple[tuple[str, str], Any, str]] = {}
 
     # ------------------------------------------------------------------ watches
 
@@ -178,6 +181,8 @@ class Disruption:
         pool = "" if event_type == "DELETED" else labels_of(obj).get(wk.NODEPOOL_LABEL_KEY, "")
         node_class = None if event_type == "DELETED" else _node_class_of(obj)
         with self._lock:
+            if event_type == "DELETED":
+                self._requirements_verdicts.pop(key, None)
             old = self._pool_of.pop(key, "")
             if old:
                 self._by_pool.get(old, set()).discard(key)
@@ -236,22 +241,26 @@ class Disruption:
     # ------------------------------------------------------------------ reconcile
 
     def reconcile(self, key: ObjectKey) -> Result:
-        nodeclaim = managed_nodeclaim(self.ctx.kube, self.ctx.cloud_provider, key.name)
-        if nodeclaim is None or deletion_timestamp(nodeclaim):
+        # read uncopied where the client shares objects (this runs on each pod event of
+        # the node, and for every NodeClaim every few minutes); only the NodeClaim's
+        # working copy is changed, and the stored one is what it is compared with
+        read = shared_get(self.ctx.kube)
+        try:
+            stored: dict[str, Any] = read(NODECLAIMS, key.name)
+        except NotFound:
             return Result()
-        pool_name = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY)
+        if not is_managed(stored, self.ctx.cloud_provider) or deletion_timestamp(stored):
+            return Result()
+        pool_name = labels_of(stored).get(wk.NODEPOOL_LABEL_KEY)
         if not pool_name:
             return Result()
-        # the NodePool is only read: uncopied where the client shares it (this runs on each
-        # pod event of the node, and for every NodeClaim of the pool every few minutes)
-        read = shared_get(self.ctx.kube)
         try:
             nodepool: dict[str, Any] = read(NODEPOOLS, pool_name)
         except NotFound:
             return Result()
-        stored = deep_copy(nodeclaim)
+        nodeclaim = deep_copy(stored)
         conds = ConditionSet(nodeclaim, self.ctx.clock)
-        results = [self._drift(nodepool, nodeclaim, conds)]
+        results = [self._drift(nodepool, nodeclaim, conds, key)]
         if (nodepool.get("spec") or {}).get("replicas") is None:
             results.append(self._consolidation(nodepool, nodeclaim, conds))
         if nodeclaim != stored:
@@ -267,13 +276,17 @@ class Disruption:
     # ------------------------------------------------------------------ drift
 
     def _drift(
-        self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], conds: ConditionSet
+        self,
+        nodepool: dict[str, Any],
+        nodeclaim: dict[str, Any],
+        conds: ConditionSet,
+        key: ObjectKey,
     ) -> Result:
         had = conds.get(CONDITION_DRIFTED) is not None
         if not conds.is_true(CONDITION_LAUNCHED):
             conds.clear(CONDITION_DRIFTED)
             return Result()
-        reason = self._drift_reason(nodepool, nodeclaim)
+        reason = self._drift_reason(nodepool, nodeclaim, key)
         if not reason:
             if had:
                 conds.clear(CONDITION_DRIFTED)
@@ -291,9 +304,29 @@ class Disruption:
             )
         return Result(requeue_after=DRIFT_REQUEUE)
 
-    def _drift_reason(self, nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -> str:
-        reason = static_fields_drifted(nodepool, nodeclaim) or requirements_drifted(
-            nodepool, nodeclaim
+    def _requirements_drifted(
+        self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], key: ObjectKey
+    ) -> str:
+        """:func:`requirements_drifted`, remembered per NodeClaim while the NodePool's
+        version and the NodeClaim's labels stay the same."""
+        meta = nodepool.get("metadata") or {}
+        version = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        labels = labels_of(nodeclaim)
+        with self._lock:
+            kept = self._requirements_verdicts.get(key)
+        if kept is not None and all(version) and kept[0] == version and kept[1] == labels:
+            return kept[2]
+        reason = requirements_drifted(nodepool, nodeclaim)
+        with self._lock:
+            if key in self._pool_of:  # not for a NodeClaim already gone
+                self._requirements_verdicts[key] = (version, dict(labels), reason)
+        return reason
+
+    def _drift_reason(
+        self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], key: ObjectKey
+    ) -> str:
+        reason = static_fields_drifted(nodepool, nodeclaim) or self._requirements_drifted(
+            nodepool, nodeclaim, key
         )
         if reason:
             return reason

@@ -102,6 +102,27 @@ def test_requirements_the_labels_no_longer_satisfy_drift_the_nodeclaim() -> None
     assert drifted(env) is None, "drift is cleared when it no longer applies"
 
 
+def test_requirements_drift_follows_a_relabelled_nodeclaim_under_an_unchanged_pool() -> None:
+    """The verdict is remembered per NodeClaim against the pool's version and the labels:
+    new labels alone must be judged again."""
+    env = Env()
+    registered_in_pool(env)
+    set_pool(
+        env,
+        "pool",
+        requirements=[{"key": "example.com/team", "operator": "In", "values": ["a", "b"]}],
+    )
+    env.server.patch("nodeclaims", "nc", {"metadata": {"labels": {"example.com/team": "a"}}})
+    env.settle()
+    assert drifted(env) is None
+    env.server.patch("nodeclaims", "nc", {"metadata": {"labels": {"example.com/team": "c"}}})
+    env.settle()
+    assert drifted(env) == "RequirementsDrifted"
+    env.server.patch("nodeclaims", "nc", {"metadata": {"labels": {"example.com/team": "b"}}})
+    env.settle()
+    assert drifted(env) is None
+
+
 def test_requirements_drift_ignores_keys_the_nodeclaim_does_not_carry_with_notin() -> None:
     pool = {
         "spec": {
