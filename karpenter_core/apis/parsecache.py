@@ -5,14 +5,14 @@ create returned); the engine wants the typed model. A :class:`VersionedParser` r
 per object (uid), the model of the newest version it parsed (its resourceVersion changes
 whenever the object does) and hands out that same model when that version comes again.
 
-The uid and resourceVersion find the earlier parse; the content confirms it: the model's
-lossless ``to_dict()`` must equal the object, because uids are unique only within one API
+The uid and resourceVersion find the earlier parse; the content confirms it: the object
+must equal a private copy of the one parsed, because uids are unique only within one API
 server and one process may talk to several (simulations, tests), and a caller may have
-changed the dict in place. Confirming against the model instead of a kept copy of the
-JSON means the cache holds nothing but models, which cluster state holds anyway for the
-live objects; keeping only the newest version per object bounds it by the objects seen,
-not their versions. An object without a uid or a resourceVersion (hand-written, not
-stored) is parsed every time.
+changed the dict in place. (Comparing dicts runs in C; the model's ``to_dict()``, used to
+confirm before, cost more than a NodeClaim's whole drift check.) Keeping only the newest
+version per object bounds the cache by the objects seen, not their versions; the kinds
+parsed this way, NodeClaims and NodePools, number in the thousands at most. An object
+without a uid or a resourceVersion (hand-written, not stored) is parsed every time.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
+
+from karpenter_core.apis.copying import deep_copy
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "VersionedParser"]
 
@@ -50,7 +52,8 @@ class VersionedParser(Generic[M]):
         self._parse = parse
         self._max = max_entries
         self._lock = threading.Lock()
-        self._parsed: OrderedDict[str, tuple[str, M]] = OrderedDict()  # uid -> (rv, model)
+        # uid -> (rv, a private copy of the object parsed, its model)
+        self._parsed: OrderedDict[str, tuple[str, Any, M]] = OrderedDict()
 
     def __call__(self, obj: Mapping[str, Any]) -> M:
         meta = obj.get("metadata")
@@ -64,11 +67,11 @@ class VersionedParser(Generic[M]):
             found = self._parsed.get(uid)
             if found is not None:
                 self._parsed.move_to_end(uid)
-        if found is not None and found[0] == rv and found[1].to_dict() == obj:
-            return found[1]
+        if found is not None and found[0] == rv and found[1] == obj:
+            return found[2]
         model = self._parse(obj)
         with self._lock:
-            self._parsed[uid] = (rv, model)
+            self._parsed[uid] = (rv, deep_copy(obj), model)
             self._parsed.move_to_end(uid)
             while len(self._parsed) > self._max:
                 self._parsed.popitem(last=False)
