@@ -51,8 +51,9 @@ class NodeMetrics:
         self.ctx = ctx
         self.cluster = cluster_of(ctx)
         self.store = MetricStore()
-        # per node: what its series were built from, and its lifetime series' label values
-        self._series: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
+        # per node: what its series were built from, and its lifetime series (the gauge's
+        # child: only this controller's store removes it, and then forgets it here too)
+        self._series: dict[str, tuple[tuple[Any, ...], Any]] = {}
 
     def reconcile(self) -> Result:
         gauges, label_map = metrics.node_gauges()
@@ -85,11 +86,12 @@ class NodeMetrics:
             cached = self._series.get(node.name)
             lifetime = max(0.0, now - (node.creation_timestamp or 0.0))
             if cached is not None and cached[0] == fingerprint:
-                lifetime_gauge.labels(*cached[1]).set(lifetime)
+                cached[1].set(lifetime)
                 continue
             series = self._node_metrics(sn, gauges, label_map, lifetime)
             self.store.update(node.name, series)
-            self._series[node.name] = (fingerprint, MetricStore.label_values(series[-1]))
+            child = lifetime_gauge.labels(*MetricStore.label_values(series[-1]))
+            self._series[node.name] = (fingerprint, child)
         for name in [k for k in self._series if k not in seen]:
             del self._series[name]
         for key in set(self.store.keys()) - seen - {CLUSTER_UTILIZATION_KEY}:

@@ -108,7 +108,10 @@ def _seconds_since(now: datetime, since: datetime | None) -> float:
     return 0.0 if since is None else max((now - since).total_seconds(), 0.0)
 
 
-_Timed = tuple[Gauge, tuple[str, ...], datetime | None]
+_Timed = tuple[Gauge, datetime | None]
+"""A time-valued series: the gauge's child for its label values (this controller alone
+writes and removes it, so the child stays the series while its object's version does)
+and the time it counts from."""
 
 
 def _finalizers(obj: Mapping[str, Any]) -> list[str]:
@@ -165,8 +168,8 @@ class ConditionMetrics:
         with self._lock:
             cached = self._timed.get(ident)
         if rv and cached is not None and cached[0] == fingerprint:
-            for gauge, values, since in cached[1]:
-                gauge.labels(*values).set(_seconds_since(now, since))
+            for child, since in cached[1]:
+                child.set(_seconds_since(now, since))
             return Result.after(REQUEUE_SECONDS)
         current = _conditions(obj)
         finalizers = _finalizers(obj)
@@ -184,7 +187,7 @@ class ConditionMetrics:
         def add_timed(gauge: Gauge, labels: Mapping[str, str], since: datetime | None) -> None:
             m = StoreMetric(gauge, labels, _seconds_since(now, since))
             series.append(m)
-            timed.append((gauge, MetricStore.label_values(m), since))
+            timed.append((gauge.labels(*MetricStore.label_values(m)), since))
 
         for ctype, c in sorted(current.items()):
             labels = {
