@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from karpenter_core.apis.objects import Pod
 from karpenter_core.runtime.clock import VirtualClock
 from karpenter_core.sim.apiserver import InMemoryApiServer
 from karpenter_core.state.cluster import Cluster
@@ -192,6 +193,22 @@ def test_deleting_a_pod_frees_its_usage(env: Env) -> None:
     assert sn.pod_requests().get("cpu", 0) == 0
     assert env.cluster.binding("default/p1") is None
     assert env.cluster.pod("default/p1") is None
+
+
+def test_pods_stay_in_key_order_through_adds_removes_and_a_re_add(env: Env) -> None:
+    """The key order is kept between reads and patched on the next one; a pod removed and
+    added again between two reads is listed once."""
+    cluster = env.cluster
+    for name in ("p3", "p1", "p2"):
+        cluster.update_pod(Pod.from_dict(pod(name)))
+    assert [p.key for p in cluster.pods()] == ["default/p1", "default/p2", "default/p3"]
+    cluster.delete_pod("default/p2")
+    cluster.update_pod(Pod.from_dict(pod("p0")))
+    cluster.delete_pod("default/p3")
+    cluster.update_pod(Pod.from_dict(pod("p3", cpu="2")))
+    listed = cluster.pods()
+    assert [p.key for p in listed] == ["default/p0", "default/p1", "default/p3"]
+    assert listed[-1].scheduling_requests["cpu"] == 2000
 
 
 def test_terminal_pod_frees_usage(env: Env) -> None:

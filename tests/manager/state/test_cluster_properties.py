@@ -123,7 +123,10 @@ def _check(cluster: Cluster, server: InMemoryApiServer) -> None:
         assert _nonzero(cluster.nodepool_resources(pool)) == _nonzero(
             oracle.nodepool_resources(pool)
         )
-    assert sorted(p.key for p in cluster.pods()) == sorted(p.key for p in oracle.pods)
+    # in key order, each pod as listed now (the order is kept between changes, not redone)
+    listed = sorted((p.key, p.node_name, p.phase) for p in oracle.pods)
+    assert [(p.key, p.node_name, p.phase) for p in cluster.pods()] == listed
+    assert [(p.key, p.node_name, p.phase) for p in cluster.snapshot().pods] == listed
 
 
 STEPS = st.lists(
