@@ -173,6 +173,8 @@ class Disruption:
         # judged on, and the verdict (every NodeClaim is re-checked every few minutes and
         # on each pod event of its node; both inputs seldom change)
         self._requirements_verdicts: dict[ObjectKey, tuple[tuple[str, str], Any, str]] = {}
+        # per NodePool: what of it the markers read, as last mapped (see nodepool_mapper)
+        self._pool_inputs: dict[str, tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------ watches
 
@@ -212,8 +214,23 @@ class Disruption:
         return mapper
 
     def nodepool_mapper(self, event_type: str, obj: dict[str, Any]) -> Iterable[Hashable]:
+        """A NodePool event to its NodeClaims, unless only the NodePool's status changed.
+
+        The markers read the NodePool's spec, labels and annotations, never its status,
+        which the counter rewrites whenever a node comes or goes: re-checking every
+        NodeClaim of the pool for each of those (upstream's handler does) was most of this
+        controller's work in a large cluster's scale-in, and changed no answer (the
+        time-driven checks have their own requeues)."""
         pool = str((obj.get("metadata") or {}).get("name") or "")
+        meta = obj.get("metadata") or {}
+        inputs = (meta.get("uid"), meta.get("labels"), meta.get("annotations"), obj.get("spec"))
         with self._lock:
+            if event_type == "DELETED":
+                self._pool_inputs.pop(pool, None)
+            elif self._pool_inputs.get(pool) == inputs:
+                return ()
+            else:
+                self._pool_inputs[pool] = tuple(deep_copy(part) for part in inputs)
             return sorted(self._by_pool.get(pool, ()))
 
     def watches(self) -> list[Watch]:

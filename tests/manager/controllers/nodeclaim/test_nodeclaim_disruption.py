@@ -123,6 +123,31 @@ def test_requirements_drift_follows_a_relabelled_nodeclaim_under_an_unchanged_po
     assert drifted(env) is None
 
 
+def test_a_status_only_nodepool_change_does_not_recheck_its_nodeclaims() -> None:
+    """The counter rewrites a NodePool's status whenever a node comes or goes; the markers
+    never read it, so only spec, label or annotation changes recheck the pool's claims."""
+    env = Env()
+    registered_in_pool(env)
+    env.settle()
+    reconciler = env.manager.controller("nodeclaim.disruption").reconciler
+    checked: list[str] = []
+    original = reconciler.reconcile
+
+    def counting(key: Any) -> Any:
+        checked.append(key.name)
+        return original(key)
+
+    reconciler.reconcile = counting
+    env.server.patch(
+        "nodepools", "pool", {"status": {"resources": {"cpu": "7"}}}, subresource="status"
+    )
+    env.settle()
+    assert checked == []
+    annotate(env, "nodepools", "pool", {"example.com/note": "x"})
+    env.settle()
+    assert checked == ["nc"]
+
+
 def test_requirements_drift_ignores_keys_the_nodeclaim_does_not_carry_with_notin() -> None:
     pool = {
         "spec": {
