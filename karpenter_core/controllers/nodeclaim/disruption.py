@@ -275,7 +275,11 @@ class Disruption:
             nodepool: dict[str, Any] = read(NODEPOOLS, pool_name)
         except NotFound:
             return Result()
-        nodeclaim = deep_copy(stored)
+        # the markers write status conditions only: the rest stays shared with the stored
+        # object (a NodeClaim's spec is most of it)
+        nodeclaim = dict(stored)
+        if "status" in stored:
+            nodeclaim["status"] = deep_copy(stored["status"])
         conds = ConditionSet(nodeclaim, self.ctx.clock)
         results = [self._drift(nodepool, nodeclaim, conds, key)]
         if (nodepool.get("spec") or {}).get("replicas") is None:
