@@ -169,10 +169,10 @@ class Disruption:
         self._pool_of: dict[ObjectKey, str] = {}
         self._by_class: dict[tuple[str, str, str], set[ObjectKey]] = {}
         self._class_of: dict[ObjectKey, tuple[str, str, str]] = {}
-        # per NodeClaim: the NodePool version and labels its requirements drift was last
-        # judged on, and the verdict (every NodeClaim is re-checked every few minutes and
-        # on each pod event of its node; both inputs seldom change)
-        self._requirements_verdicts: dict[ObjectKey, tuple[tuple[str, str], Any, str]] = {}
+        # per NodeClaim: the NodePool uid and requirements and the labels its requirements
+        # drift was last judged on, and the verdict (every NodeClaim is re-checked every few
+        # minutes and on each pod event of its node; the inputs seldom change)
+        self._requirements_verdicts: dict[ObjectKey, tuple[str, Any, Any, str]] = {}
         # per NodePool: what of it the markers read, as last mapped (see nodepool_mapper)
         self._pool_inputs: dict[str, tuple[Any, ...]] = {}
 
@@ -328,19 +328,22 @@ class Disruption:
     def _requirements_drifted(
         self, nodepool: dict[str, Any], nodeclaim: dict[str, Any], key: ObjectKey
     ) -> str:
-        """:func:`requirements_drifted`, remembered per NodeClaim while the NodePool's
-        version and the NodeClaim's labels stay the same."""
-        meta = nodepool.get("metadata") or {}
-        version = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        """:func:`requirements_drifted`, remembered per NodeClaim while the NodePool (its
+        uid and template requirements, not its version: the counter rewrites its status
+        whenever a node comes or goes) and the NodeClaim's labels stay the same."""
+        uid = str((nodepool.get("metadata") or {}).get("uid") or "")
+        template = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+        requirements = template.get("requirements")
         labels = labels_of(nodeclaim)
         with self._lock:
             kept = self._requirements_verdicts.get(key)
-        if kept is not None and all(version) and kept[0] == version and kept[1] == labels:
-            return kept[2]
+        if kept is not None and kept[:3] == (uid, requirements, labels):
+            return kept[3]
         reason = requirements_drifted(nodepool, nodeclaim)
         with self._lock:
             if key in self._pool_of:  # not for a NodeClaim already gone
-                self._requirements_verdicts[key] = (version, dict(labels), reason)
+                verdict = (uid, deep_copy(requirements), dict(labels), reason)
+                self._requirements_verdicts[key] = verdict
         return reason
 
     def _drift_reason(
