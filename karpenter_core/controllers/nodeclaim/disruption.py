@@ -103,11 +103,18 @@ def static_fields_drifted(nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -
     return ""
 
 
+def _template_requirements(nodepool: dict[str, Any]) -> Any:
+    """The NodePool template's ``requirements`` as stored (None when unset)."""
+    template = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return template.get("requirements")
+
+
 def requirements_drifted(nodepool: dict[str, Any], nodeclaim: dict[str, Any]) -> str:
     """``RequirementsDrifted`` when the NodeClaim's labels violate a NodePool requirement."""
-    template = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
     try:
-        pool_reqs = Requirements.from_node_selector_requirements(template.get("requirements") or [])
+        pool_reqs = Requirements.from_node_selector_requirements(
+            _template_requirements(nodepool) or []
+        )
     except ValueError as err:
         log.error(
             "nodepool %s: cannot read its requirements: %s",
@@ -221,8 +228,8 @@ class Disruption:
         NodeClaim of the pool for each of those (upstream's handler does) was most of this
         controller's work in a large cluster's scale-in, and changed no answer (the
         time-driven checks have their own requeues)."""
-        pool = str((obj.get("metadata") or {}).get("name") or "")
         meta = obj.get("metadata") or {}
+        pool = str(meta.get("name") or "")
         inputs = (meta.get("uid"), meta.get("labels"), meta.get("annotations"), obj.get("spec"))
         with self._lock:
             if event_type == "DELETED":
@@ -332,8 +339,7 @@ class Disruption:
         uid and template requirements, not its version: the counter rewrites its status
         whenever a node comes or goes) and the NodeClaim's labels stay the same."""
         uid = str((nodepool.get("metadata") or {}).get("uid") or "")
-        template = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
-        requirements = template.get("requirements")
+        requirements = _template_requirements(nodepool)
         labels = labels_of(nodeclaim)
         with self._lock:
             kept = self._requirements_verdicts.get(key)
