@@ -71,11 +71,30 @@ def test_current_status_seconds_grow_from_the_last_transition() -> None:
     env = make_env()
     env.kube.create(b.node("n1", ready=None))
     set_conditions(env, "nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
+
+    def held() -> float | None:
+        return metric_value(
+            "operator_status_condition_current_status_seconds",
+            name="n1",
+            kind="Node",
+            type="Ready",
+        )
+
     env.manager.run_for(35)
-    held = metric_value(
-        "operator_status_condition_current_status_seconds", name="n1", kind="Node", type="Ready"
-    )
-    assert held is not None and 25.0 <= held <= 35.0  # refreshed every 10 s
+    first = held()
+    assert first is not None
+    # read when collected: the figure is the clock's, with no reconcile in between
+    env.clock.advance(7)
+    assert held() == pytest.approx(first + 7)
+
+
+def test_an_unchanged_object_is_not_revisited() -> None:
+    """Nothing requeues an object to move its time gauges: only changes reconcile it."""
+    env = make_env()
+    env.kube.create(b.node("n1", ready=None))
+    set_conditions(env, "nodes", "n1", [cond("Ready", "True", "KubeletReady", 0)])
+    env.manager.run_for(1)
+    assert env.manager.controller("operatorpkg.node.status").queue.waiting() == 0
 
 
 def test_a_status_change_replaces_the_series_and_counts_one_transition() -> None:
