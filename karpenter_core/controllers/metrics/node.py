@@ -8,11 +8,15 @@ label per well-known node label (:func:`karpenter_core.metrics.node_gauges`) plu
 ``node_name``, ``phase`` and ``managed``. Values are in whole units (cpu in cores, with
 fractions). Cluster utilisation is the summed pod requests over the summed allocatable,
 per resource, in percent. Nodes that are gone lose their series at the next pass.
+
+The lifetime gauge is computed when it is collected (now minus the node's creation), so a
+pass has nothing to write for a node whose object and pods did not change, and cluster
+utilisation is summed again only when some node did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from karpenter_core import metrics
@@ -51,19 +55,18 @@ class NodeMetrics:
         self.ctx = ctx
         self.cluster = cluster_of(ctx)
         self.store = MetricStore()
-        # per node: what its series were built from, and its lifetime series (the gauge's
-        # child: only this controller's store removes it, and then forgets it here too)
-        self._series: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        # per node: what its series were built from
+        self._series: dict[str, tuple[Any, ...]] = {}
+        self._summed = False  # cluster utilisation written once at least
 
     def reconcile(self) -> Result:
         gauges, label_map = metrics.node_gauges()
         lifetime_gauge = gauges[metrics.NODE_LIFETIME_GAUGE]
-        now = self.ctx.clock.now().timestamp()
         # read in place under the state lock: this only reads, and copying every node
         # each 5 s was most of this controller's cost at thousands of nodes
         with self.cluster.state_nodes_view() as all_nodes:
             nodes = [sn for sn in all_nodes if sn.node is not None]
-            self._update(nodes, gauges, label_map, lifetime_gauge, now)
+            self._update(nodes, gauges, label_map, lifetime_gauge)
         return Result.after(REQUEUE_SECONDS)
 
     def _update(
@@ -72,9 +75,9 @@ class NodeMetrics:
         gauges: Mapping[str, Any],
         label_map: Mapping[str, str],
         lifetime_gauge: Any,
-        now: float,
     ) -> None:
         seen: set[Hashable] = set()
+        changed = False
         for sn in nodes:
             node = sn.node
             assert node is not None
@@ -83,29 +86,35 @@ class NodeMetrics:
             # never changed, on update) and the gauges; with thousands of nodes, rebuilding
             # every unchanged node's series each 5 s was most of this controller's cost
             fingerprint = (node, tuple(sn.pods), sn.managed(), lifetime_gauge)
-            cached = self._series.get(node.name)
-            lifetime = max(0.0, now - (node.creation_timestamp or 0.0))
-            if cached is not None and cached[0] == fingerprint:
-                cached[1].set(lifetime)
+            if self._series.get(node.name) == fingerprint:
                 continue
-            series = self._node_metrics(sn, gauges, label_map, lifetime)
+            changed = True
+            series = self._node_metrics(sn, gauges, label_map)
             self.store.update(node.name, series)
-            child = lifetime_gauge.labels(*MetricStore.label_values(series[-1]))
-            self._series[node.name] = (fingerprint, child)
+            lifetime_gauge.labels(*MetricStore.label_values(series[-1])).set_function(
+                self._lifetime(node.creation_timestamp or 0.0)
+            )
+            self._series[node.name] = fingerprint
         for name in [k for k in self._series if k not in seen]:
             del self._series[name]
+            changed = True
         for key in set(self.store.keys()) - seen - {CLUSTER_UTILIZATION_KEY}:
             self.store.delete(key)
-        self.store.update(CLUSTER_UTILIZATION_KEY, utilization_metrics(nodes))
+        if changed or not self._summed:
+            self._summed = True
+            self.store.update(CLUSTER_UTILIZATION_KEY, utilization_metrics(nodes))
+
+    def _lifetime(self, created: float) -> Callable[[], float]:
+        clock = self.ctx.clock
+        return lambda: max(0.0, clock.now().timestamp() - created)
 
     def _node_metrics(
         self,
         sn: StateNode,
         gauges: Mapping[str, Any],
         label_map: Mapping[str, str],
-        lifetime: float,
     ) -> list[StoreMetric]:
-        """The node's series, its lifetime last."""
+        """The node's series, its lifetime last (its value is read at collection)."""
         node = sn.node
         assert node is not None
         base = node_labels(sn, label_map)
@@ -131,7 +140,7 @@ class NodeMetrics:
                     metrics.LABEL_RESOURCE_TYPE: metrics.resource_type_label(resource),
                 }
                 out.append(StoreMetric(gauge, labels, unit_value(resource, milli)))
-        out.append(StoreMetric(gauges[metrics.NODE_LIFETIME_GAUGE], base, lifetime))
+        out.append(StoreMetric(gauges[metrics.NODE_LIFETIME_GAUGE], base, 0.0))
         return out
 
 

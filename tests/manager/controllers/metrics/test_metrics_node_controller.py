@@ -55,8 +55,10 @@ def test_lifetime_follows_the_virtual_clock() -> None:
     env = make_env()
     env.create(node("n1"))
     env.run_for(61)
-    # Refreshed every 5 s; the node was created at t = 0.
-    assert metric_value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 60.0
+    # read when collected: the node was created at t = 0
+    assert metric_value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 61.0
+    env.clock.advance(2)  # between two passes: no reconcile, the figure still moves
+    assert metric_value("karpenter_nodes_current_lifetime_seconds", node_name="n1") == 63.0
 
 
 def test_cluster_utilization_is_requests_over_allocatable() -> None:
@@ -67,6 +69,13 @@ def test_cluster_utilization_is_requests_over_allocatable() -> None:
     env.create(pod("b", cpu="1", node_name="n2", phase="Running"))
     env.run_for(6)
     assert metric_value("karpenter_cluster_utilization_percent", resource_type="cpu") == 50.0
+    # summed again when a node's pods change, and when a node goes
+    env.create(pod("c", cpu="1", node_name="n2", phase="Running"))
+    env.run_for(6)
+    assert metric_value("karpenter_cluster_utilization_percent", resource_type="cpu") == 62.5
+    env.kube.delete("nodes", "n2")
+    env.run_for(6)
+    assert metric_value("karpenter_cluster_utilization_percent", resource_type="cpu") == 75.0
 
 
 def test_a_deleted_node_loses_its_series() -> None:
