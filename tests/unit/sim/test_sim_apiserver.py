@@ -109,6 +109,50 @@ def test_thousands_of_pods_list_by_node_from_the_index() -> None:
     assert all(p["spec"]["nodeName"] == "n7" for p in on_node)
 
 
+_HOSTNAME = "kubernetes.io/hostname"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["create", "relabel", "unlabel", "delete"]),
+            st.sampled_from(["n1", "n2", "n3", "n4"]),
+            st.sampled_from(["h1", "h2", "h3"]),
+        ),
+        max_size=30,
+    )
+)
+def test_a_hostname_selector_lists_what_a_scan_of_every_node_finds(
+    ops: list[tuple[str, str, str]],
+) -> None:
+    """Node lists by hostname come from an index (KWOK asks at every launch); through
+    creates, relabels, removed labels and deletes they answer as a full scan would."""
+    server = InMemoryApiServer(VirtualClock())
+    for op, name, host in ops:
+        exists = server.count("nodes") and any(
+            n["metadata"]["name"] == name for n in server.list("nodes").items
+        )
+        if op == "create" and not exists:
+            server.create(b.node(name, labels={_HOSTNAME: host, "other": "x"}))
+        elif op == "relabel" and exists:
+            server.patch("nodes", name, {"metadata": {"labels": {_HOSTNAME: host}}})
+        elif op == "unlabel" and exists:
+            server.patch("nodes", name, {"metadata": {"labels": {_HOSTNAME: None}}})
+        elif op == "delete" and exists:
+            server.delete("nodes", name)
+    every = server.list("nodes").items
+    for host in ("h1", "h2", "h3"):
+        scanned = [
+            n["metadata"]["name"]
+            for n in every
+            if (n["metadata"].get("labels") or {}).get(_HOSTNAME) == host
+        ]
+        for selector in (f"{_HOSTNAME}={host}", f"{_HOSTNAME} in ({host}),other=x"):
+            listed = server.list("nodes", label_selector=selector).items
+            assert [n["metadata"]["name"] for n in listed] == scanned
+
+
 def test_the_same_seed_gives_the_same_uids_and_generated_names() -> None:
     def run() -> list[str]:
         server = InMemoryApiServer(VirtualClock(), seed=42)
