@@ -211,7 +211,9 @@ def _pod_problem(
     for pod in pods if guarded is None else guarded:
         if not is_disruptable(pod, now, sink):
             return f'pod has "{DO_NOT_DISRUPT_ANNOTATION_KEY}" annotation (Pod={pod.key})'
-    keys, ok = pdbs.can_evict_pods(pods, now, sink)
+    # without budgets only an annotated pod can stand in the way of an eviction
+    asked = pods if pdbs.pdbs or guarded is None else guarded
+    keys, ok = pdbs.can_evict_pods(asked, now, sink)
     if not ok:
         if len(keys) > 1:
             return (
