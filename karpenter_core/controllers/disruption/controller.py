@@ -191,21 +191,26 @@ class DisruptionController:
         except Conflict:
             return Result(requeue=True)
         start = 0
+        snapshot: DisruptionSnapshot | None = None
         if self._held is not None:
             held = self._held
             wait = held.ready_at - clock.monotonic()
             if wait > 0:
                 return Result.after(wait)
             self._held = None
-            validated = self._validate(held)
+            validated, snapshot = self._validate(held)
             if validated:
                 return self._start(held.method, validated)
             start = held.index + 1
-        try:
-            snapshot = take_snapshot(self.dctx)
-        except ApiError as e:
-            log.error("disruption: listing nodepools and budgets: %s", e)
-            return Result(requeue=True)
+        if snapshot is None:
+            try:
+                snapshot = take_snapshot(self.dctx)
+            except ApiError as e:
+                log.error("disruption: listing nodepools and budgets: %s", e)
+                return Result(requeue=True)
+        # else the methods after a command that failed validation decide on the snapshot
+        # it was validated against: nothing ran in between (upstream's next method reads
+        # cluster state again at that same moment)
         self._log_invalid_budgets(snapshot)
         pass_ = _Pass(self.dctx, snapshot)
         for index in range(start, len(self.methods)):
@@ -236,7 +241,7 @@ class DisruptionController:
                         index, method, commands, clock.monotonic() + self.validation_period
                     )
                     return Result.after(self.validation_period)
-                commands = self._validate(_Held(index, method, commands, 0.0))
+                commands, _ = self._validate(_Held(index, method, commands, 0.0))
                 if not commands:
                     continue
             return self._start(method, commands)
@@ -298,8 +303,8 @@ class DisruptionController:
             self._release([c for c in commands if c.decision == DECISION_NOOP])
         return kept
 
-    def _validate(self, held: _Held) -> list[Command]:
-        """The held commands that still hold, against a snapshot taken now."""
+    def _validate(self, held: _Held) -> tuple[list[Command], DisruptionSnapshot]:
+        """The held commands that still hold, against a snapshot taken now (returned too)."""
         try:
             snapshot = take_snapshot(self.dctx, simulation=True)
         except BaseException:
@@ -328,7 +333,7 @@ class DisruptionController:
             commands, notices = _unpack(validated)
             self._publish(notices)
             out.extend(commands)
-        return self._drop_noops(out)
+        return self._drop_noops(out), snapshot
 
     def _start(self, method: Method, commands: Sequence[Command]) -> Result:
         now = self.dctx.clock.now()

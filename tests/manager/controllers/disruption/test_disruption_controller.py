@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from disruption_harness import World
 
 from karpenter_core.controllers.disruption import DisruptionContext, build_methods
+from karpenter_core.controllers.disruption import controller as controller_module
+from karpenter_core.controllers.disruption import snapshot as snapshot_module
 from karpenter_core.controllers.disruption.controller import POLLING_PERIOD
 from karpenter_core.controllers.disruption.legacy import method_name
 from karpenter_core.disruption.methods.drift import Drift
@@ -120,6 +124,30 @@ def test_a_failed_validation_moves_on_to_the_next_method() -> None:
     world.clock.advance(15)
     c.reconcile()
     assert c.methods[0].validated == 1
+    assert [cmd.reason for cmd in c.started] == ["Drifted"]
+
+
+def test_the_methods_after_a_failed_validation_decide_on_its_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing runs between the validation and the next method, so the pass goes on with
+    the snapshot just taken instead of listing and copying the cluster again."""
+    world = World()
+    world.nodepool()
+    world.node("b", drifted=True)
+    world.pod(node="b", cpu="3")
+    c = world.controller(Rejecting, Drift, validation_period=15.0)
+    c.reconcile()
+    world.clock.advance(15)
+    taken: list[object] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        taken.append(snapshot_module.take_snapshot(*args, **kwargs))
+        return taken[-1]
+
+    monkeypatch.setattr(controller_module, "take_snapshot", counting)
+    c.reconcile()
+    assert len(taken) == 1
     assert [cmd.reason for cmd in c.started] == ["Drifted"]
 
 
