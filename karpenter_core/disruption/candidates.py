@@ -287,14 +287,19 @@ class CandidateSet:
 
 def get_candidates(snapshot: DisruptionSnapshot, disruption_class: str) -> CandidateSet:
     """Every node of the snapshot that may be disrupted in ``disruption_class`` (upstream
-    ``GetCandidates``, before the method's own filter: :func:`filter_candidates`)."""
+    ``GetCandidates``, before the method's own filter: :func:`filter_candidates`). Built
+    once per snapshot and class: they are a function of the snapshot."""
+    found = snapshot.candidate_sets.get(disruption_class)
+    if isinstance(found, CandidateSet):
+        return found
     notices: list[Notice] = []
     out: list[Candidate] = []
     for sn in snapshot.state_nodes:
         c = new_candidate(snapshot, sn, disruption_class, notices)
         if not isinstance(c, str):
             out.append(c)
-    return CandidateSet(tuple(out), tuple(notices))
+    built = snapshot.candidate_sets[disruption_class] = CandidateSet(tuple(out), tuple(notices))
+    return built
 
 
 def filter_candidates(

@@ -107,6 +107,10 @@ class DisruptionSnapshot:
     nodepool_costs: Mapping[str, float] | None = None
     static_nodes: Mapping[str, int] = _EMPTY
     simulation: SimulationInputs | None = None
+    candidate_sets: dict[str, object] = field(init=False, factory=dict, repr=False)
+    """The candidates of each disruption class, built by the first to ask (see
+    :func:`karpenter_core.disruption.candidates.get_candidates`): a pass and the validation
+    whose snapshot it continues on ask for the same ones."""
 
     def is_queued(self, provider_id: str) -> bool:
         """The orchestration queue is disrupting the node now."""

@@ -105,6 +105,17 @@ def test_candidates_and_why_the_others_are_not() -> None:
     assert 'blocked through the "karpenter.sh/do-not-disrupt" annotation' in blocked.message
 
 
+def test_candidates_are_built_once_per_snapshot_and_class() -> None:
+    """A pass and the validation it continues from share a snapshot, and its candidates."""
+    snapshot = _snapshot(_node("a", pods=[_pod("p", "a")]), _node("b"))
+    graceful = get_candidates(snapshot, CLASS_GRACEFUL)
+    assert get_candidates(snapshot, CLASS_GRACEFUL) is graceful
+    eventual = get_candidates(snapshot, CLASS_EVENTUAL)
+    assert eventual is not graceful
+    again = _snapshot(_node("a", pods=[_pod("p", "a")]), _node("b"))
+    assert get_candidates(again, CLASS_GRACEFUL) is not graceful
+
+
 def test_a_node_of_a_nodepool_without_instance_types_is_blocked() -> None:
     snapshot = _snapshot(_node("a"))
     bare = DisruptionSnapshot(
