@@ -117,6 +117,16 @@ def _instance_type_options(spec: Mapping[str, Any]) -> int:
     return 0
 
 
+def _count_slot(rec: PodRecord | None) -> int | None:
+    """Where a pod counts in :meth:`Observer.counts`: 0 bound, 1 pending, None neither
+    (gone, terminating, finished, or a DaemonSet pod)."""
+    if rec is None or rec.gone is not None or rec.finished is not None or rec.daemon:
+        return None
+    if rec.deleting is not None:
+        return None  # terminating: neither running for long nor waiting
+    return 0 if rec.node else 1
+
+
 class Observer:
     """Records what happens to pods, nodes and NodeClaims, in virtual time.
 
@@ -141,6 +151,9 @@ class Observer:
             disruption_reasons() if disruption_reasons else {}
         )
         self.pods: dict[str, PodRecord] = {}
+        # (bound, pending) as counts() defines them, kept as pod events arrive: the run
+        # asks at every step of virtual time while a phase waits for a pod count
+        self._counts = [0, 0]
         self.nodeclaims: dict[str, NodeClaimRecord] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.decisions: list[Decision] = []
@@ -177,9 +190,28 @@ class Observer:
             return ()
         now = self.now()
         rec = self.pods.get(uid)
+        before = _count_slot(rec)
+        rec = self._on_pod(etype, obj, meta, uid, now, rec)
+        after = _count_slot(rec)
+        if before != after:
+            if before is not None:
+                self._counts[before] -= 1
+            if after is not None:
+                self._counts[after] += 1
+        return ()
+
+    def _on_pod(
+        self,
+        etype: str,
+        obj: dict[str, Any],
+        meta: Mapping[str, Any],
+        uid: str,
+        now: float,
+        rec: PodRecord | None,
+    ) -> PodRecord | None:
         if rec is None:
             if etype == "DELETED":
-                return ()
+                return None
             owners = meta.get("ownerReferences") or ()
             owner = next(
                 (f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, Mapping)),
@@ -218,7 +250,7 @@ class Observer:
             rec.gone = now
             if rec.deleting is None:
                 rec.deleting = now
-        return ()
+        return rec
 
     def _offset(self, ts: str, default: float) -> float:
         try:
@@ -421,18 +453,9 @@ class Observer:
         )
 
     def counts(self) -> tuple[int, int]:
-        """(bound, pending) among pods that exist, are not terminating and have not finished."""
-        bound = pending = 0
-        for p in self.live_pods():
-            if p.finished is not None or p.daemon:
-                continue
-            if p.deleting is not None:
-                continue  # terminating: neither running for long nor waiting
-            if p.node:
-                bound += 1
-            else:
-                pending += 1
-        return bound, pending
+        """(bound, pending) among pods that exist, are not terminating, have not finished
+        and are not DaemonSet pods (kept up to date as pod events arrive)."""
+        return self._counts[0], self._counts[1]
 
     def sample(self) -> Sample:
         bound, pending = self.counts()

@@ -8,6 +8,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from karpenter_core.runtime.clock import VirtualClock, format_time
 from karpenter_core.runtime.events import RecordedEvent
@@ -241,3 +243,56 @@ def test_html_marks_launches_and_removals_and_says_what_happened(observed: Any) 
     page = render_html(report)
     assert page.count('<g class="marker launch"') == 3  # one per chart
     assert "Karpenter launched 1 node (1 spot)" in page
+
+
+_POD_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["create", "create-daemon", "bind", "finish", "terminate", "delete"]),
+        st.integers(0, 5),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_POD_STEPS)
+def test_pod_counts_kept_as_events_arrive_match_a_recount(
+    steps: list[tuple[str, int]],
+) -> None:
+    """A phase waiting for a pod count asks at every step of virtual time, so the counts
+    are kept up to date per event; they must be what walking every record says."""
+    clock = VirtualClock()
+    obs = Observer(clock)
+    pods: dict[int, dict[str, Any]] = {}
+    for step, i in steps:
+        clock.advance(1)
+        name = f"p{i}"
+        if step.startswith("create") and i not in pods:
+            pod = b.pod(name)
+            pod["metadata"]["uid"] = f"uid-{i}"
+            if step == "create-daemon":
+                pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+            pods[i] = pod
+            obs.on_pod("ADDED", pod)
+        elif i in pods:
+            pod = pods[i]
+            if step == "bind":
+                pod["spec"]["nodeName"] = "n1"
+            elif step == "finish":
+                pod.setdefault("status", {})["phase"] = "Succeeded"
+            elif step == "terminate":
+                pod["metadata"]["deletionTimestamp"] = format_time(clock.now())
+            elif step == "delete":
+                obs.on_pod("DELETED", pod)
+                del pods[i]
+                continue
+            obs.on_pod("MODIFIED", pod)
+    bound = pending = 0
+    for rec in obs.live_pods():
+        if rec.finished is not None or rec.daemon or rec.deleting is not None:
+            continue
+        if rec.node:
+            bound += 1
+        else:
+            pending += 1
+    assert obs.counts() == (bound, pending)
