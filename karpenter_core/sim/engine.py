@@ -1033,13 +1033,18 @@ class Simulation:
                 self.halted = str(e)
                 self.observer.note(f"the simulation stopped early: {e}")
                 return
-            if ran:
-                continue
+            if ran and self.charge is None:
+                continue  # time has not moved: only timers move it
             now = self.clock.monotonic()
             if stop_when is not None and now != last_t:
+                # with charged compute time moves inside a busy stretch too: a phase
+                # waiting for a pod count ends when the count is reached, not when the
+                # controllers next run out of work (at 5,000 nodes, minutes later)
                 last_t = now
                 if stop_when():
                     return
+            if ran:
+                continue
             nxt = self.clock.next_timer()
             if nxt is None or nxt > target:
                 if now < target:

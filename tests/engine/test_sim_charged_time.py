@@ -159,3 +159,22 @@ def test_run_until_an_offset_off_the_clocks_nanosecond_grid_returns() -> None:
     sim.run_until(offset)  # returned: the regression looped here for ever
     assert sim.clock.monotonic() - sim.observer.t0 >= offset - 1e-6
     assert sim.halted is None and sim.report().pods_bound == 8
+
+
+def test_a_wait_for_a_condition_ends_when_it_holds_not_when_karpenter_is_idle() -> None:
+    """With charged compute, time moves while Karpenter works through a backlog: a phase
+    waiting for its pods stops at the reconcile that saw them bound (the observer counts
+    them as their events arrive), not minutes later when every queue is empty."""
+    meter = ManualMeter()
+    sim = Simulation(scenario(True), compute_meter=meter)
+    costly(sim, meter)
+
+    def all_bound() -> bool:
+        bound, pending = sim.observer.counts()
+        return bound == 8 and pending == 0
+
+    sim.run_until(300, stop_when=all_bound)
+    assert all_bound()
+    stopped = sim.observer.now()
+    last_bound = max(p.bound for p in sim.observer.pods.values() if p.bound is not None)
+    assert stopped - last_bound <= 2 * COST
