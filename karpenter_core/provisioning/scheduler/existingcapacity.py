@@ -14,7 +14,10 @@ node. The decisions are the plain constructor's (a differential test checks it).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import is_
 from typing import Any
+
+from attrs import frozen
 
 from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.taints import tolerates
@@ -46,6 +49,61 @@ def existing_node_order(node: ExistingNode) -> tuple[bool, str]:
     return (not node.initialized(), node.name)
 
 
+_PREPARED = "scheduler.existing-node"
+"""The :meth:`StateNode.from_pods` key of a node's prepared view (see :func:`_prepared`)."""
+
+
+@frozen(eq=False)
+class _Prepared:
+    """What the solver's view of one node is built from, and that view (never changed)."""
+
+    node_object: Any
+    view: Any
+    daemon_pods: tuple[Pod, ...]
+    node: ExistingNode
+    nodepool: str
+    capacity: Mapping[str, int]
+
+
+def _new_slot(pods: Sequence[Pod]) -> list[_Prepared | None]:
+    return [None]
+
+
+def _prepared(sn: Any, daemon_pods: tuple[Pod, ...]) -> _Prepared:
+    """The solver's view of ``sn`` as a shared node, built once for as long as its Node,
+    NodeClaim, pods and the cluster's DaemonSet pods stay the same objects.
+
+    A disruption pass builds this for every node of the cluster; from one pass to the next
+    nearly all of them are unchanged (the snapshot's copies share the node's objects), so
+    the view is kept with the node's pods (:meth:`StateNode.from_pods`, one slot: the latest
+    Node and NodeClaim objects) and only rebased onto the new pass's copy."""
+    slot: list[_Prepared | None] = sn.from_pods(_PREPARED, _new_slot)
+    node_object, view = sn.node, sn.nodeclaim_view
+    hit = slot[0]
+    if (
+        hit is not None
+        and hit.node_object is node_object
+        and hit.view is view
+        and len(hit.daemon_pods) == len(daemon_pods)
+        and all(map(is_, hit.daemon_pods, daemon_pods))
+    ):
+        return hit
+    taints = sn.taints()
+    labels = sn.label_requirements()
+    node = ExistingNode(
+        sn,
+        None,
+        taints,
+        daemon_requests_for(taints, labels, daemon_pods),
+        scope=SolveScope(None, None),
+        requirements=labels,
+    )
+    node.shared = True
+    prepared = _Prepared(node_object, view, daemon_pods, node, sn.nodepool_name(), sn.capacity())
+    slot[0] = prepared
+    return prepared
+
+
 class ExistingCapacity:
     """The existing nodes of one cluster state, ready for many solves (module docstring).
 
@@ -64,27 +122,17 @@ class ExistingCapacity:
         self.scope = SolveScope(None, None)
         nodes: list[ExistingNode] = []
         capacity: dict[str, dict[str, int]] = {}
-        self._capacity_of: dict[str, tuple[str, dict[str, int]]] = {}
+        self._capacity_of: dict[str, tuple[str, Mapping[str, int]]] = {}
+        daemons = tuple(daemon_pods)
         for sn in state_nodes:
-            taints = sn.taints()
-            labels = sn.label_requirements()
-            node = ExistingNode(
-                sn,
-                None,
-                taints,
-                daemon_requests_for(taints, labels, daemon_pods),
-                scope=self.scope,
-                requirements=labels,
-            )
+            prepared = _prepared(sn, daemons)
+            node = prepared.node.rebased(sn, self.scope)
             node.under_consolidate_after = bool(
                 under_consolidate_after is not None and under_consolidate_after(sn)
             )
-            node.shared = True
             nodes.append(node)
-            pool = sn.nodepool_name()
-            cap = sn.capacity()
-            self._capacity_of[node.name] = (pool, cap)
-            rl.add_into(capacity.setdefault(pool, {}), cap)
+            self._capacity_of[node.name] = (prepared.nodepool, prepared.capacity)
+            rl.add_into(capacity.setdefault(prepared.nodepool, {}), prepared.capacity)
         nodes.sort(key=existing_node_order)
         self.nodes: tuple[ExistingNode, ...] = tuple(nodes)
         self._capacity = capacity

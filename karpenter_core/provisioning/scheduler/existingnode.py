@@ -113,6 +113,27 @@ class ExistingNode:
         n._tolerates_cache = self._tolerates_cache
         return n
 
+    def rebased(self, state_node: Any, scope: SolveScope) -> ExistingNode:
+        """This prepared node for another cluster state whose copy of the node
+        (``state_node``) has the same Node, NodeClaim and pods: what was derived from those
+        (remaining resources, label requirements, taints and the answers about them) is
+        shared, as a shared node never changes it. Reached through
+        :class:`~.existingcapacity.ExistingCapacity`, which knows when that holds."""
+        n = ExistingNode.__new__(ExistingNode)
+        n.state_node = state_node
+        n.scope = scope
+        n.name = self.name
+        n.taints = self.taints
+        n.remaining = self.remaining
+        n.requirements = self.requirements
+        n.hostname = self.hostname
+        n.pods = []
+        n._initialized = self._initialized
+        n.under_consolidate_after = False
+        n.shared = True
+        n._tolerates_cache = self._tolerates_cache
+        return n
+
     def initialized(self) -> bool:
         return self._initialized
 

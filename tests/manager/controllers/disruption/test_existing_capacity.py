@@ -55,3 +55,34 @@ def test_hostnames_and_nodepool_capacity_leave_out_excluded_nodes() -> None:
     assert cap.nodepool_capacity("a")["cpu"] == 6000
     assert cap.nodepool_capacity("a", ["a2", "b1"])["cpu"] == 2000
     assert cap.nodepool_capacity("a", ["a2"])["nodes"] == 1000
+
+
+def _view(cap: ExistingCapacity, name: str) -> tuple[dict[str, int], tuple[object, ...], bool]:
+    (node,) = [n for n in cap.nodes if n.name == name]
+    return dict(node.remaining), node.taints, node.initialized()
+
+
+def test_a_node_unchanged_since_the_last_pass_keeps_its_view_and_a_change_rebuilds_it() -> None:
+    """Each pass rebases the solver's view of an unchanged node onto its new copy; a pod
+    that arrives or a Node that changes makes it be built again."""
+    world = World(instance_types(8))
+    world.nodepool()
+    world.node("a", instance_type="fake-it-3")  # 4 vCPU
+    world.node("b", instance_type="fake-it-3")
+    first = capacity_of(world)
+    second = capacity_of(world)
+    (a1,) = [n for n in first.nodes if n.name == "a"]
+    (a2,) = [n for n in second.nodes if n.name == "a"]
+    assert a2 is not a1 and a2.state_node is not a1.state_node  # this pass's copy
+    assert a2.remaining is a1.remaining and a2.requirements is a1.requirements  # shared
+    before = _view(second, "a")
+    world.pod("p", "a", cpu="1")
+    third = capacity_of(world)
+    assert _view(third, "a")[0]["cpu"] == before[0]["cpu"] - 1000
+    assert _view(third, "b") == _view(second, "b")
+    node = world.kube.get("nodes", "b")
+    node["spec"]["taints"] = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    world.kube.update(node)
+    world.cluster.update_node(world.kube.get("nodes", "b"))  # the Node alone
+    fourth = capacity_of(world)
+    assert [t.key for t in _view(fourth, "b")[1]] == ["k"]
