@@ -703,18 +703,33 @@ class TopologyBase:
                 continue
             self.state_nodes.append((sn.name(), sn.labels(), node))
             self.nodes.setdefault(node.name, node)
-        self.namespaces = _namespaces_of(cluster_pods, (), snapshot, namespace_labels)
-        self.counted: dict[str, list[Any]] = {}
+        # one walk over the cluster's pods (there may be 150,000) for what three need:
+        # the namespaces they are in, the pods that count by namespace, and those with a
+        # required anti-affinity (the same as _namespaces_of with no batch, the filter
+        # ignored_for_topology, and the anti-affinity test below)
+        namespaces: dict[str, dict[str, str]] = {}
+        counted: dict[str, list[Any]] = {}
+        anti: list[Any] = []
         for p in cluster_pods:
-            if not ignored_for_topology(p):
-                self.counted.setdefault(p.namespace, []).append(p)
-        self.anti_affinity_pods: tuple[Any, ...] = tuple(
-            p
-            for p in cluster_pods
-            if p.node_name
-            and p.phase not in ("Succeeded", "Failed")
-            and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED)
-        )
+            ns = p.namespace
+            if ns not in namespaces:
+                namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
+            if not p.node_name or p.phase in ("Succeeded", "Failed"):
+                continue
+            if p.deletion_timestamp is None:
+                bucket = counted.get(ns)
+                if bucket is None:
+                    bucket = counted[ns] = []
+                bucket.append(p)
+            if p.affinity and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED):
+                anti.append(p)
+        if namespace_labels is None:
+            namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
+        for ns, labels in namespace_labels.items():
+            namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
+        self.namespaces = namespaces
+        self.counted = counted
+        self.anti_affinity_pods: tuple[Any, ...] = tuple(anti)
         self._counts: dict[Hashable, _GroupCounts] = {}
 
     def topology(
