@@ -113,7 +113,12 @@ def _inputs(
 def _pending_pods(cluster: ClusterSnapshot) -> list[Pod]:
     """Provisionable pods the provisioner would schedule (same validation, no events:
     the provisioner already reports the invalid ones)."""
-    return [p for p in cluster.pods if p.is_provisionable() and validate_pod(p, cluster) is None]
+    # the field test inline: asked of every pod of the cluster at each pass, nearly all bound
+    return [
+        p
+        for p in cluster.pods
+        if not p.node_name and p.is_provisionable() and validate_pod(p, cluster) is None
+    ]
 
 
 def simulate_scheduling(
