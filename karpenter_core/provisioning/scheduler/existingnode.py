@@ -45,6 +45,22 @@ class ExistingNode:
     A *shared* node is prepared once for many solves and never changed: the solve that
     first places a pod on it works on a :meth:`clone` instead (copy-on-write)."""
 
+    # one per node of the cluster at every disruption pass: no per-instance dict
+    __slots__ = (
+        "_initialized",
+        "_tolerates_cache",
+        "hostname",
+        "name",
+        "pods",
+        "remaining",
+        "requirements",
+        "scope",
+        "shared",
+        "state_node",
+        "taints",
+        "under_consolidate_after",
+    )
+
     def __init__(
         self,
         state_node: Any,
