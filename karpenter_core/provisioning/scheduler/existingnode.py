@@ -114,20 +114,14 @@ class ExistingNode:
         """A private copy for one solve: its own remaining resources, pods and state node
         (placing a pod records host ports and volumes on it); the label requirements and
         the taint answers are shared, as neither changes in place."""
-        n = ExistingNode.__new__(ExistingNode)
-        n.state_node = self.state_node.copy()
-        n.scope = self.scope
-        n.name = self.name
-        n.taints = self.taints
-        n.remaining = dict(self.remaining)
-        n.requirements = self.requirements
-        n.hostname = self.hostname
-        n.pods = list(self.pods)
-        n._initialized = self._initialized
-        n.under_consolidate_after = self.under_consolidate_after
-        n.shared = False
-        n._tolerates_cache = self._tolerates_cache
-        return n
+        return self._derived(
+            self.state_node.copy(),
+            self.scope,
+            dict(self.remaining),
+            list(self.pods),
+            shared=False,
+            under_consolidate_after=self.under_consolidate_after,
+        )
 
     def rebased(self, state_node: Any, scope: SolveScope) -> ExistingNode:
         """This prepared node for another cluster state whose copy of the node
@@ -135,18 +129,32 @@ class ExistingNode:
         (remaining resources, label requirements, taints and the answers about them) is
         shared, as a shared node never changes it. Reached through
         :class:`~.existingcapacity.ExistingCapacity`, which knows when that holds."""
+        return self._derived(
+            state_node, scope, self.remaining, [], shared=True, under_consolidate_after=False
+        )
+
+    def _derived(
+        self,
+        state_node: Any,
+        scope: SolveScope,
+        remaining: dict[str, int],
+        pods: list[Any],
+        *,
+        shared: bool,
+        under_consolidate_after: bool,
+    ) -> ExistingNode:
         n = ExistingNode.__new__(ExistingNode)
         n.state_node = state_node
         n.scope = scope
         n.name = self.name
         n.taints = self.taints
-        n.remaining = self.remaining
+        n.remaining = remaining
         n.requirements = self.requirements
         n.hostname = self.hostname
-        n.pods = []
+        n.pods = pods
         n._initialized = self._initialized
-        n.under_consolidate_after = False
-        n.shared = True
+        n.under_consolidate_after = under_consolidate_after
+        n.shared = shared
         n._tolerates_cache = self._tolerates_cache
         return n
 
