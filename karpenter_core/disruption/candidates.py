@@ -41,6 +41,8 @@ from karpenter_core.utils.pod import PdbLimits, is_disruptable
 __all__ = [
     "POD_DELETION_COST_ANNOTATION",
     "CandidateSet",
+    "consolidate_after_reference",
+    "consolidate_after_seconds",
     "eviction_cost",
     "filter_candidates",
     "get_candidates",
@@ -120,20 +122,36 @@ def consolidate_after_left(
     """Seconds of the ``consolidateAfter`` window still to run since the node's last pod
     event (or its initialisation), ``<= 0`` once it has passed; None when no window
     applies: ``Never``, ``0s``, a NodeClaim that is not initialised, no reference time."""
-    if nodepool is None or nodeclaim is None:
+    window = consolidate_after_seconds(nodepool)
+    if window is None:
+        return None
+    ref = consolidate_after_reference(nodeclaim)
+    if ref is None:
+        return None
+    return window - (now - ref).total_seconds()
+
+
+def consolidate_after_seconds(nodepool: NodePool | None) -> float | None:
+    """The NodePool's ``consolidateAfter`` in seconds; None for ``Never`` or ``0s``."""
+    if nodepool is None:
         return None
     disruption = nodepool.spec.disruption
     after = disruption.consolidate_after if disruption is not None else None
     if after is None or after.nanos is None or after.nanos == 0:
         return None
+    return after.nanos / 1e9
+
+
+def consolidate_after_reference(nodeclaim: NodeClaim | None) -> datetime | None:
+    """When the NodeClaim's ``consolidateAfter`` window started: its last pod event, or
+    its initialisation; None when it is not initialised (or the time cannot be read)."""
+    if nodeclaim is None:
+        return None
     initialized = nodeclaim.condition(CONDITION_INITIALIZED)
     if initialized is None or not initialized.is_true:
         return None
     last = nodeclaim.status.last_pod_event_time if nodeclaim.status is not None else None
-    ref = _parsed_time(last or initialized.last_transition_time)
-    if ref is None:
-        return None
-    return after.nanos / 1e9 - (now - ref).total_seconds()
+    return _parsed_time(last or initialized.last_transition_time)
 
 
 def is_under_consolidate_after(

@@ -18,13 +18,17 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
 import attrs
 
 from karpenter_core import metrics
 from karpenter_core.apis.objects import Pod
-from karpenter_core.disruption.candidates import is_under_consolidate_after
+from karpenter_core.disruption.candidates import (
+    consolidate_after_reference,
+    consolidate_after_seconds,
+)
 from karpenter_core.disruption.notices import EventSink, Notice
 from karpenter_core.disruption.snapshot import DisruptionSnapshot, SimulationInputs
 from karpenter_core.disruption.types import Candidate
@@ -301,14 +305,40 @@ def _options(inputs: SimulationInputs) -> SchedulerOptions:
 def _consolidation_gate(
     snap: DisruptionSnapshot, inputs: SimulationInputs
 ) -> Callable[[StateNode], bool]:
-    defaulted = inputs.defaulted_nodepools
+    windows = {
+        name: consolidate_after_seconds(model) for name, model in inputs.defaulted_nodepools.items()
+    }
     now = snap.now
 
     def under_consolidate_after(sn: StateNode) -> bool:
-        model = defaulted.get(sn.nodepool_name())
-        return is_under_consolidate_after(model, sn.nodeclaim, now)
+        # is_under_consolidate_after, with the node's NodePool and window start kept with
+        # the node while its Node and NodeClaim are the same objects (asked of every node
+        # at every pass)
+        slot: list[tuple[Any, Any, str, datetime | None] | None] = sn.from_pods(
+            _GATE, _new_gate_slot
+        )
+        node, view = sn.node, sn.nodeclaim_view
+        hit = slot[0]
+        if hit is None or hit[0] is not node or hit[1] is not view:
+            hit = slot[0] = (
+                node,
+                view,
+                sn.nodepool_name(),
+                consolidate_after_reference(sn.nodeclaim),
+            )
+        window = windows.get(hit[2])
+        ref = hit[3]
+        return window is not None and ref is not None and window - (now - ref).total_seconds() > 0
 
     return under_consolidate_after
+
+
+_GATE = "disruption.consolidate-after"
+"""The :meth:`StateNode.from_pods` key of a node's NodePool and window start (one slot)."""
+
+
+def _new_gate_slot(pods: Sequence[Pod]) -> list[tuple[Any, Any, str, datetime | None] | None]:
+    return [None]
 
 
 @attrs.define

@@ -22,6 +22,7 @@ from karpenter_core.disruption.types import (
     Command,
     ValidationError,
 )
+from karpenter_core.runtime.clock import format_time
 from karpenter_core.runtime.options import Options
 from karpenter_core.testing import fakecatalog
 
@@ -435,6 +436,28 @@ def test_pods_do_not_move_onto_a_node_inside_its_consolidate_after_window() -> N
     w.cluster.mark_unconsolidated()
     (cmd,) = run(w)
     assert cmd.decision == DECISION_DELETE
+
+
+def test_new_pod_events_close_the_destinations_again() -> None:
+    """The window's start is read from the NodeClaim each pass sees (kept while it is the
+    same object): pod events recorded on A and B after their windows passed gate them
+    once more, and neither can take the other's pods."""
+    w = one_type_world("1m")
+    a = w.node("a", instance_type="only")
+    b = w.node("b", instance_type="only")
+    w.pod(node=a)
+    w.pod(node=a)
+    w.pod(node=b)
+    w.clock.advance(120)
+    w.cluster.mark_unconsolidated()
+    (cmd,) = run(w)
+    assert cmd.decision == DECISION_DELETE
+    for name in ("a", "b"):
+        nc = w.kube.get("nodeclaims", name)
+        stamped = w.set_status(nc, {"lastPodEventTime": format_time(w.clock.now())})
+        w.cluster.update_nodeclaim(stamped)
+    w.cluster.mark_unconsolidated()
+    assert run(w) == []
 
 
 def test_a_destination_in_a_never_nodepool_is_usable_at_once() -> None:
