@@ -23,9 +23,9 @@ reconciler per kind does the same from the object dicts:
 
 The "seconds" gauges are computed when they are collected (``now`` minus the time they
 count from), so a scrape always reads the current figure and nothing has to revisit every
-object to move them. Upstream's controllers requeue each object every 10 s for that, which at
-thousands of Nodes and NodeClaims made this controller a fifth of a simulated hour's work
-while the cluster stood still; an object is reconciled here only when it changes.
+object to move them. Upstream's controllers requeue each object every 10 s for that; at
+2,300 Nodes and NodeClaims those requeues (with their queue entries and timers) were about a
+third of a simulated scale-in's time. An object is reconciled here only when it changes.
 """
 
 from __future__ import annotations
