@@ -422,15 +422,21 @@ def one_type_world(consolidate_after: str = "0s") -> World:
     return w
 
 
-def test_pods_do_not_move_onto_a_node_inside_its_consolidate_after_window() -> None:
-    # Scenario 20: A's pods changed less than consolidateAfter ago, so it is no
-    # destination yet; two minutes later B's pod may move there.
+def two_nodes_in_a_one_minute_window() -> World:
+    """A with two pods and B with one, consolidateAfter 1m, both just changed."""
     w = one_type_world("1m")
     a = w.node("a", instance_type="only")
     b = w.node("b", instance_type="only")
     w.pod(node=a)
     w.pod(node=a)
     w.pod(node=b)
+    return w
+
+
+def test_pods_do_not_move_onto_a_node_inside_its_consolidate_after_window() -> None:
+    # Scenario 20: A's pods changed less than consolidateAfter ago, so it is no
+    # destination yet; two minutes later B's pod may move there.
+    w = two_nodes_in_a_one_minute_window()
     assert run(w) == []
     w.clock.advance(120)
     w.cluster.mark_unconsolidated()
@@ -442,12 +448,7 @@ def test_new_pod_events_close_the_destinations_again() -> None:
     """The window's start is read from the NodeClaim each pass sees (kept while it is the
     same object): pod events recorded on A and B after their windows passed gate them
     once more, and neither can take the other's pods."""
-    w = one_type_world("1m")
-    a = w.node("a", instance_type="only")
-    b = w.node("b", instance_type="only")
-    w.pod(node=a)
-    w.pod(node=a)
-    w.pod(node=b)
+    w = two_nodes_in_a_one_minute_window()
     w.clock.advance(120)
     w.cluster.mark_unconsolidated()
     (cmd,) = run(w)
