@@ -437,9 +437,13 @@ def _drift() -> PerfScenario:
 
 def _large_scale() -> PerfScenario:
     """The issue's cluster-scale run, not upstream's: 150,000 pods of two sizes that pack
-    about 30 to a 16-CPU node (~5,000 nodes), then every deployment down by 30 %. Upstream's
-    basic thresholds for utilisation; the issue's 10-minute wall and 4 GB RSS targets are
-    wall-clock figures, printed by the caller."""
+    about 30 to a 16-CPU node (~5,000 nodes), then every deployment down by 30 %.
+
+    Utilisation thresholds, as upstream sets them per phase: the scale-out is held to
+    basic's (0.53 CPU, 0.65 memory); the scale-in to the consolidation phases' (0.38 CPU,
+    0.40 memory: hostname spreading, interference and do-not-disrupt; basic's consolidation
+    phase sets none, wide deployments' 0.20). The issue's 10-minute wall and 4 GB RSS
+    targets are wall-clock figures, printed by the caller."""
     return PerfScenario(
         "large",
         "(issue 17: 150,000 pods onto ~5,000 nodes, then -30 %)",
@@ -455,7 +459,7 @@ def _large_scale() -> PerfScenario:
             Phase(
                 "large/consolidation", CONSOLIDATION, 105_000, 60 * MIN,
                 {"small-resource-app": 52_500, "large-resource-app": 52_500}, (), False,
-                None, 0.53, 0.65, 4096,
+                None, 0.38, 0.40, 4096,
             ),
         ),
     )  # fmt: skip
@@ -713,13 +717,19 @@ def run_scenario(
     s: PerfScenario,
     extra: Mapping[str, Any] | None = None,
     on_phase: Callable[[dict[str, Any]], None] | None = None,
+    hold: list[object] | None = None,
 ) -> dict[str, Any]:
     """Run every phase of ``s`` in order, one Simulation; ``on_phase`` sees each phase's
     figures as soon as they are known. A phase that times out is reported (``complete``
-    false) and the next one still runs, as its own figures are still meaningful."""
+    false) and the next one still runs, as its own figures are still meaningful.
+
+    ``hold`` receives the runner, so a caller about to exit can keep the simulated cluster
+    from being freed object by object on return (at ``large``, ~20 s for ~3 GB of heap)."""
     started = time.perf_counter()
     cpu_started = time.process_time()
     runner = _Runner(s, extra)
+    if hold is not None:
+        hold.append(runner)
     phases: list[dict[str, Any]] = []
     for p in s.phases:
         result = runner.run_phase(p)
