@@ -57,6 +57,7 @@ from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.kube.client import NotFound, api_reader, shared_list
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
+from karpenter_core.state.podorder import KeyOrdered
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
 
@@ -369,11 +370,7 @@ class Cluster:
         self._nodeclaim_name_to_pid: dict[str, str] = {}  # "" = not launched yet
         self._bindings: dict[str, str] = {}  # pod key -> node name
         self._nodepool_resources: dict[str, dict[str, int]] = {}
-        self._pods: dict[str, Pod] = {}  # every pod seen, for snapshots
-        # the pods in key order, for snapshots (see _sorted_pods_locked)
-        self._pod_order: list[str] = []
-        self._pod_order_dirty = False
-        self._pods_sorted: tuple[Pod, ...] | None = None
+        self._pods: KeyOrdered[Pod] = KeyOrdered()  # every pod seen, in key order for snapshots
         self._tombstones: OrderedDict[str, str] = OrderedDict()  # deleted pod key -> uid
         self._anti_affinity_pods: dict[str, Pod] = {}
         self._daemonsets: dict[str, DaemonSet] = {}
@@ -499,21 +496,8 @@ class Cluster:
             return list(self._sorted_pods_locked())
 
     def _sorted_pods_locked(self) -> tuple[Pod, ...]:
-        """Every pod, ordered by key, kept until a pod changes.
-
-        Every provisioning and disruption snapshot wants this; sorting a 100,000-pod
-        cluster's keys for each was a measurable part of a disruption pass. New keys are
-        appended and removed ones left until the next read, which drops them and sorts a
-        list already sorted but for its tail (a key removed and added again in between
-        is listed twice; that read sorts the keys afresh)."""
-        if self._pods_sorted is None:
-            pods = self._pods
-            if self._pod_order_dirty:
-                order = sorted(k for k in self._pod_order if k in pods)
-                self._pod_order = order if len(order) == len(pods) else sorted(pods)
-                self._pod_order_dirty = False
-            self._pods_sorted = tuple(pods[k] for k in self._pod_order)
-        return self._pods_sorted
+        """Every pod, ordered by key (kept in order as pods change: :class:`KeyOrdered`)."""
+        return self._pods.values()
 
     def pod(self, key: str) -> Pod | None:
         with self._lock:
@@ -970,12 +954,7 @@ class Cluster:
         p = _parse_pod(pod)
         try:
             with self._lock:
-                previous = self._pods.get(p.key)
-                self._pods[p.key] = p
-                if previous is None:
-                    self._pod_order.append(p.key)
-                    self._pod_order_dirty = True
-                self._pods_sorted = None
+                previous = self._pods.set(p.key, p)
                 self._tombstones.pop(p.key, None)
                 if p.has_required_pod_anti_affinity():
                     self._anti_affinity_pods[p.key] = p
@@ -1051,10 +1030,7 @@ class Cluster:
     def delete_pod(self, key: str) -> None:
         """Forget a pod (``namespace/name``): free its usage and its scheduling bookkeeping."""
         with self._lock:
-            gone = self._pods.pop(key, None)
-            if gone is not None:
-                self._pod_order_dirty = True
-                self._pods_sorted = None
+            gone = self._pods.pop(key)
             self._tombstones[key] = gone.uid if gone is not None else ""
             self._tombstones.move_to_end(key)
             while len(self._tombstones) > MAX_TOMBSTONES:
