@@ -117,6 +117,14 @@ def _instance_type_options(spec: Mapping[str, Any]) -> int:
     return 0
 
 
+def _using_node(rec: PodRecord | None) -> str:
+    """The node whose utilisation counts a pod's requests ("" for none): bound, existing,
+    not finished; a terminating pod still holds its node."""
+    if rec is None or rec.gone is not None or rec.finished is not None:
+        return ""
+    return rec.node
+
+
 def _count_slot(rec: PodRecord | None) -> int | None:
     """Where a pod counts in :meth:`Observer.counts`: 0 bound, 1 pending, None neither
     (gone, terminating, finished, or a DaemonSet pod)."""
@@ -154,6 +162,9 @@ class Observer:
         # (bound, pending) as counts() defines them, kept as pod events arrive: the run
         # asks at every step of virtual time while a phase waits for a pod count
         self._counts = [0, 0]
+        # requests of the pods utilization() counts, per node, kept the same way: the
+        # sample every interval walked every pod record ever seen (gone ones included)
+        self._used: dict[str, list[int]] = {}
         self.nodeclaims: dict[str, NodeClaimRecord] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.decisions: list[Decision] = []
@@ -191,6 +202,7 @@ class Observer:
         now = self.now()
         rec = self.pods.get(uid)
         before = _count_slot(rec)
+        used_before = _using_node(rec)
         rec = self._on_pod(etype, obj, meta, uid, now, rec)
         after = _count_slot(rec)
         if before != after:
@@ -198,7 +210,22 @@ class Observer:
                 self._counts[before] -= 1
             if after is not None:
                 self._counts[after] += 1
+        used_after = _using_node(rec)
+        if used_before != used_after and rec is not None:
+            if used_before:
+                self._use(used_before, rec, -1)
+            if used_after:
+                self._use(used_after, rec, 1)
         return ()
+
+    def _use(self, node: str, rec: PodRecord, sign: int) -> None:
+        used = self._used.get(node)
+        if used is None:
+            used = self._used[node] = [0, 0]
+        used[0] += sign * rec.cpu
+        used[1] += sign * rec.memory
+        if not used[0] and not used[1]:
+            del self._used[node]
 
     def _on_pod(
         self,
@@ -428,21 +455,17 @@ class Observer:
     def utilization(self) -> tuple[float, float]:
         """Average over Karpenter nodes of (pod requests / allocatable), CPU and memory,
         as upstream's performance suite measures it."""
-        cpu_used: Counter[str] = Counter()
-        mem_used: Counter[str] = Counter()
-        for p in self.live_pods():
-            if p.node and p.finished is None:
-                cpu_used[p.node] += p.cpu
-                mem_used[p.node] += p.memory
         cpu_ratios: list[float] = []
         mem_ratios: list[float] = []
+        none = (0, 0)
         for n in self.nodes.values():
             if n.gone is not None or not n.nodepool:
                 continue
+            cpu_used, mem_used = self._used.get(n.name, none)
             if n.cpu:
-                cpu_ratios.append(cpu_used[n.name] / n.cpu)
+                cpu_ratios.append(cpu_used / n.cpu)
             if n.memory:
-                mem_ratios.append(mem_used[n.name] / n.memory)
+                mem_ratios.append(mem_used / n.memory)
         return _mean(cpu_ratios), _mean(mem_ratios)
 
     def cost_per_hour(self) -> float:

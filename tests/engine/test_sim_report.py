@@ -296,3 +296,49 @@ def test_pod_counts_kept_as_events_arrive_match_a_recount(
         else:
             pending += 1
     assert obs.counts() == (bound, pending)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_POD_STEPS)
+def test_utilization_kept_as_events_arrive_matches_a_recount(
+    steps: list[tuple[str, int]],
+) -> None:
+    """The per-node requests behind utilization() are kept per pod event too (a sample
+    used to walk every pod record ever seen); they must be what a walk over the live
+    records says: bound, not finished, terminating or not, DaemonSet pods included."""
+    clock = VirtualClock()
+    obs = Observer(clock)
+    for n in range(3):
+        obs.on_node("ADDED", node(f"n{n}", cpu="8", memory="16Gi"))
+    pods: dict[int, dict[str, Any]] = {}
+    for step, i in steps:
+        clock.advance(1)
+        if step.startswith("create") and i not in pods:
+            raw = pod(clock, f"p{i}", cpu=f"{i + 1}00m")
+            if step == "create-daemon":
+                raw["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+            pods[i] = raw
+            obs.on_pod("ADDED", raw)
+        elif i in pods:
+            raw = pods[i]
+            if step == "bind":
+                raw["spec"]["nodeName"] = f"n{i % 3}"
+            elif step == "finish":
+                raw.setdefault("status", {})["phase"] = "Succeeded"
+            elif step == "terminate":
+                raw["metadata"]["deletionTimestamp"] = format_time(clock.now())
+            elif step == "delete":
+                obs.on_pod("DELETED", raw)
+                del pods[i]
+                continue
+            obs.on_pod("MODIFIED", raw)
+    cpu_used = dict.fromkeys(("n0", "n1", "n2"), 0)
+    mem_used = dict.fromkeys(("n0", "n1", "n2"), 0)
+    for rec in obs.live_pods():
+        if rec.node and rec.finished is None:
+            cpu_used[rec.node] += rec.cpu
+            mem_used[rec.node] += rec.memory
+    cpu, mem = obs.utilization()
+    nodes = obs.nodes
+    assert cpu == pytest.approx(sum(v / nodes[n].cpu for n, v in cpu_used.items()) / 3)
+    assert mem == pytest.approx(sum(v / nodes[n].memory for n, v in mem_used.items()) / 3)
