@@ -50,6 +50,15 @@ def _sum(lists: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return out
 
 
+_PODS_TOKEN = "metrics.node.pods"
+
+
+def _token(_pods: object) -> object:
+    """A new object per change of a node's pods (kept by :meth:`StateNode.from_pods`),
+    equal only to itself."""
+    return object()
+
+
 class NodeMetrics:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -82,10 +91,12 @@ class NodeMetrics:
             node = sn.node
             assert node is not None
             seen.add(node.name)
-            # what the series show changes with the node object, its pods (both replaced,
-            # never changed, on update) and the gauges; with thousands of nodes, rebuilding
-            # every unchanged node's series each 5 s was most of this controller's cost
-            fingerprint = (node, tuple(sn.pods), sn.managed(), lifetime_gauge)
+            # what the series show changes with the node object (replaced, never changed,
+            # on update), its pods and the gauges; with thousands of nodes, rebuilding
+            # every unchanged node's series each 5 s was most of this controller's cost.
+            # The pods are represented by a token the node keeps until they change (a
+            # tuple of them, built for every node each 5 s, cost more than the check)
+            fingerprint = (node, sn.from_pods(_PODS_TOKEN, _token), sn.managed(), lifetime_gauge)
             if self._series.get(node.name) == fingerprint:
                 continue
             changed = True
