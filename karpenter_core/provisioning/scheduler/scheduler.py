@@ -259,6 +259,8 @@ class Scheduler:
         self.existing_nodes: list[ExistingNode] = []
         self._existing = existing
         self._slots: list[ExistingNode] = []
+        # shared prepared node (by id; existing_nodes keeps it alive) -> this solve's copy
+        self._owned: dict[int, ExistingNode] = {}
         self._excluded_nodes = frozenset(excluded_nodes)
         # Requests dicts -> the existing nodes that may still have room for them.
         self._roomy: dict[int, _Roomy] = {}
@@ -379,7 +381,7 @@ class Scheduler:
             nc.finalize()
         return Results(
             new_nodeclaims=list(self.new_nodeclaims),
-            existing_nodes=list(self.existing_nodes),
+            existing_nodes=self._existing_nodes_now(),
             pod_errors={by_ident[i].key: e for i, e in errors.items()},
             pods_by_key={p.key: p for p in pods},
             skipped_nodepools=dict(self.skipped_templates),
@@ -518,12 +520,21 @@ class Scheduler:
                 yield i, node
 
     def _own(self, slot: int, shared: ExistingNode) -> ExistingNode:
-        """This solve's own copy of a shared node, in its place."""
+        """This solve's own copy of a shared node, in its slot; :attr:`existing_nodes`
+        takes the copies when the results are built (finding a node's place in that list
+        for each copy was a scan of every node)."""
         mine = shared.clone()
         self._slots[slot] = mine
-        nodes = self.existing_nodes
-        nodes[nodes.index(shared)] = mine
+        self._owned[id(shared)] = mine
         return mine
+
+    def _existing_nodes_now(self) -> list[ExistingNode]:
+        """:attr:`existing_nodes` with this solve's copies in place of the shared nodes."""
+        owned = self._owned
+        if owned:
+            self.existing_nodes = [owned.get(id(n), n) for n in self.existing_nodes]
+            owned.clear()
+        return list(self.existing_nodes)
 
     def _sort_inflight(self) -> None:
         """Order the in-flight NodeClaims as upstream does before it tries them for a pod:
