@@ -203,6 +203,8 @@ class ClusterSnapshot:
     def pod_volumes(self, pod: Pod) -> dict[str, frozenset[str]]:
         """The pod's PVCs per CSI driver (``{driver: {"ns/pvc", ...}}``); PVCs that are
         missing or whose driver is unknown are ignored, as upstream does for limits."""
+        if not pod.pvc_names:
+            return {}  # most pods: asked for each pod of every solve
         out: dict[str, set[str]] = {}
         for claim in pod.pvc_names:
             pvc = self.pvc(pod.namespace, claim)
