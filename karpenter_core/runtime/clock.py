@@ -278,15 +278,20 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             with self._lock:
-                self._now_ns += _to_ns(seconds)
+                self._now_ns += _delay_ns(seconds)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
         with self._lock:
-            return self._push(self._current_ns() + _to_ns(max(0.0, delay)), callback)
+            return self._push(self._current_ns() + _delay_ns(delay), callback)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         with self._lock:
-            return self._push(max(self._current_ns(), _to_ns(when)), callback)
+            now_ns = self._current_ns()
+            when_ns = _to_ns(when)
+            if when_ns <= now_ns:
+                # still ahead as a float (less than half a nanosecond): the next instant
+                when_ns = now_ns + 1 if when > now_ns / _NS else now_ns
+            return self._push(when_ns, callback)
 
     def after(self, delay: float) -> threading.Event:
         return _after(self, delay)
@@ -366,6 +371,16 @@ class VirtualClock:
 
 def _to_ns(seconds: float) -> int:
     return round(seconds * _NS)
+
+
+def _delay_ns(seconds: float) -> int:
+    """A delay in whole nanoseconds; a positive one is at least one. A wait computed as a
+    difference of float times can come out a few femtoseconds above zero (140.004 is not
+    125.004 + 15.0 in binary): rounded to none, the timer fired at the same instant, the
+    waiter found its wait not yet over and asked again, and virtual time never moved."""
+    if seconds <= 0:
+        return 0
+    return max(1, round(seconds * _NS))
 
 
 def _check_scale(scale: float) -> None:

@@ -437,3 +437,29 @@ def test_only_singletons_can_be_triggered() -> None:
     keyed = Manager(clock).add_controller("c", Recorder(clock))
     with pytest.raises(TypeError, match="keyed"):
         keyed.trigger()
+
+
+def test_a_wait_a_few_femtoseconds_long_still_moves_time() -> None:
+    """The disruption controller holds a command until ``held_at + 15.0`` and requeues
+    after whatever is left of the wait. As floats, 125.004 + 15.0 is 2.8e-14 s after the
+    clock's 140.004: rounded to no nanoseconds, the requeue fired at the same instant, the
+    wait was still not over, and a 15,000-pod scale-in simulation stopped as a livelock."""
+    clock = VirtualClock()
+    manager = Manager(clock, max_reconciles_per_key=5)
+    clock.advance(125.004)
+    ready_at = clock.monotonic() + 15.0
+    outcomes: list[str] = []
+
+    class Holder:
+        def reconcile(self) -> Result:
+            wait = ready_at - clock.monotonic()
+            if wait > 0:
+                outcomes.append("wait")
+                return Result(requeue_after=wait)
+            outcomes.append("done")
+            return Result(requeue_after=3600)
+
+    manager.add_singleton("holder", Holder())
+    manager.run_for(20)
+    assert "done" in outcomes
+    assert outcomes.count("wait") <= 3

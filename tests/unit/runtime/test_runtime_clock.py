@@ -198,3 +198,24 @@ def test_after_is_set_once_virtual_time_passes() -> None:
 
 def test_after_with_no_delay_is_already_set() -> None:
     assert VirtualClock().after(0).is_set()
+
+
+def test_a_positive_delay_below_a_nanosecond_still_lands_after_now() -> None:
+    """A wait worked out as a difference of float times can be a few femtoseconds: the
+    timer must not fire at the instant it was set in (see the Manager test of the same)."""
+    clock = VirtualClock(START)
+    clock.advance(125.004)
+    ready_at = clock.monotonic() + 15.0
+    clock.advance(15.0)
+    wait = ready_at - clock.monotonic()
+    assert 0 < wait < 1e-9  # the float arithmetic this guards against
+    fired: list[float] = []
+    clock.call_later(wait, lambda: fired.append(clock.monotonic()))
+    clock.call_at(ready_at, lambda: fired.append(clock.monotonic()))
+    clock.call_later(0.0, lambda: fired.append(clock.monotonic()))
+    clock.step()
+    assert fired == [140.004]  # the zero delay, now
+    clock.step()
+    clock.step()
+    assert fired[1:] == [140.004000001, 140.004000001]
+    assert fired[1] >= ready_at
