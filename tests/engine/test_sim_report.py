@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -254,6 +255,41 @@ _POD_STEPS = st.lists(
 )
 
 
+def _play_pod_steps(
+    obs: Observer,
+    clock: VirtualClock,
+    steps: list[tuple[str, int]],
+    new_pod: Callable[[int], dict[str, Any]],
+    node_of: Callable[[int], str],
+) -> None:
+    """Feed ``obs`` the pod events ``steps`` describe, a virtual second apart: pod ``i`` is
+    created by ``new_pod(i)`` (a DaemonSet's with ``create-daemon``) and bound to
+    ``node_of(i)``; steps on a pod that does not exist (or exists already, for a create)
+    are skipped."""
+    pods: dict[int, dict[str, Any]] = {}
+    for step, i in steps:
+        clock.advance(1)
+        if step.startswith("create") and i not in pods:
+            raw = new_pod(i)
+            if step == "create-daemon":
+                raw["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+            pods[i] = raw
+            obs.on_pod("ADDED", raw)
+        elif i in pods:
+            raw = pods[i]
+            if step == "bind":
+                raw["spec"]["nodeName"] = node_of(i)
+            elif step == "finish":
+                raw.setdefault("status", {})["phase"] = "Succeeded"
+            elif step == "terminate":
+                raw["metadata"]["deletionTimestamp"] = format_time(clock.now())
+            elif step == "delete":
+                obs.on_pod("DELETED", raw)
+                del pods[i]
+                continue
+            obs.on_pod("MODIFIED", raw)
+
+
 @settings(max_examples=80, deadline=None)
 @given(_POD_STEPS)
 def test_pod_counts_kept_as_events_arrive_match_a_recount(
@@ -263,30 +299,13 @@ def test_pod_counts_kept_as_events_arrive_match_a_recount(
     are kept up to date per event; they must be what walking every record says."""
     clock = VirtualClock()
     obs = Observer(clock)
-    pods: dict[int, dict[str, Any]] = {}
-    for step, i in steps:
-        clock.advance(1)
-        name = f"p{i}"
-        if step.startswith("create") and i not in pods:
-            pod = b.pod(name)
-            pod["metadata"]["uid"] = f"uid-{i}"
-            if step == "create-daemon":
-                pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
-            pods[i] = pod
-            obs.on_pod("ADDED", pod)
-        elif i in pods:
-            pod = pods[i]
-            if step == "bind":
-                pod["spec"]["nodeName"] = "n1"
-            elif step == "finish":
-                pod.setdefault("status", {})["phase"] = "Succeeded"
-            elif step == "terminate":
-                pod["metadata"]["deletionTimestamp"] = format_time(clock.now())
-            elif step == "delete":
-                obs.on_pod("DELETED", pod)
-                del pods[i]
-                continue
-            obs.on_pod("MODIFIED", pod)
+
+    def new_pod(i: int) -> dict[str, Any]:
+        raw = b.pod(f"p{i}")
+        raw["metadata"]["uid"] = f"uid-{i}"
+        return raw
+
+    _play_pod_steps(obs, clock, steps, new_pod, lambda i: "n1")
     bound = pending = 0
     for rec in obs.live_pods():
         if rec.finished is not None or rec.daemon or rec.deleting is not None:
@@ -310,28 +329,9 @@ def test_utilization_kept_as_events_arrive_matches_a_recount(
     obs = Observer(clock)
     for n in range(3):
         obs.on_node("ADDED", node(f"n{n}", cpu="8", memory="16Gi"))
-    pods: dict[int, dict[str, Any]] = {}
-    for step, i in steps:
-        clock.advance(1)
-        if step.startswith("create") and i not in pods:
-            raw = pod(clock, f"p{i}", cpu=f"{i + 1}00m")
-            if step == "create-daemon":
-                raw["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
-            pods[i] = raw
-            obs.on_pod("ADDED", raw)
-        elif i in pods:
-            raw = pods[i]
-            if step == "bind":
-                raw["spec"]["nodeName"] = f"n{i % 3}"
-            elif step == "finish":
-                raw.setdefault("status", {})["phase"] = "Succeeded"
-            elif step == "terminate":
-                raw["metadata"]["deletionTimestamp"] = format_time(clock.now())
-            elif step == "delete":
-                obs.on_pod("DELETED", raw)
-                del pods[i]
-                continue
-            obs.on_pod("MODIFIED", raw)
+    _play_pod_steps(
+        obs, clock, steps, lambda i: pod(clock, f"p{i}", cpu=f"{i + 1}00m"), lambda i: f"n{i % 3}"
+    )
     cpu_used = dict.fromkeys(("n0", "n1", "n2"), 0)
     mem_used = dict.fromkeys(("n0", "n1", "n2"), 0)
     for rec in obs.live_pods():
