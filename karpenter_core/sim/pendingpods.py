@@ -17,7 +17,7 @@ before the next one), so positions found by a pass stay valid for it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Hashable
 from typing import Any, Protocol
 
@@ -48,10 +48,19 @@ def marked_reason(conditions: Any) -> str:
 class ClassQueue:
     """One pod class's pending pods: all of them in queue order, and the ones not yet
     marked with ``reason``. Removed pods leave stale entries behind, skipped on reading
-    and dropped when they outnumber a fraction of the live ones; added pods are appended
-    and sorted in before the next read."""
+    and dropped when they outnumber a fraction of the live ones; added pods are appended,
+    or, when they belong earlier, held apart and put in place before the next read."""
 
-    __slots__ = ("_items", "_listed", "_members", "_reason", "_sorted", "_stale", "_unmarked")
+    __slots__ = (
+        "_items",
+        "_late",
+        "_listed",
+        "_members",
+        "_reason",
+        "_stale",
+        "_unmarked",
+        "_unmarked_late",
+    )
 
     def __init__(self, reason: str) -> None:
         self._reason = reason
@@ -61,7 +70,12 @@ class ClassQueue:
         self._items: list[SortKey] = []
         self._unmarked: list[SortKey] = []
         self._listed: set[SortKey] = set()
-        self._sorted = True
+        # keys added out of order, put in place by the next read (_prepare): sorting the
+        # whole list for each was most of a pass when tens of thousands of pods wait and
+        # recreated pods keep arriving between passes (names in one creation second are
+        # not in order)
+        self._late: list[SortKey] = []
+        self._unmarked_late: list[SortKey] = []
         self._stale = 0
 
     def __len__(self) -> int:
@@ -73,12 +87,14 @@ class ClassQueue:
         if key not in self._listed:
             self._listed.add(key)
             if self._items and key < self._items[-1]:
-                self._sorted = False
-            self._items.append(key)
+                self._late.append(key)
+            else:
+                self._items.append(key)
         if pod.marked != self._reason:
             if self._unmarked and key < self._unmarked[-1]:
-                self._sorted = False
-            self._unmarked.append(key)
+                self._unmarked_late.append(key)
+            else:
+                self._unmarked.append(key)
 
     def remove(self, pod: QueuedPod) -> None:
         key = pod.sort_key
@@ -99,10 +115,12 @@ class ClassQueue:
         self._stale = 0
 
     def _prepare(self) -> None:
-        if not self._sorted:
-            self._items.sort()
-            self._unmarked.sort()
-            self._sorted = True
+        if self._late:
+            _merge(self._items, self._late)
+            self._late = []
+        if self._unmarked_late:
+            _merge(self._unmarked, self._unmarked_late)
+            self._unmarked_late = []
 
     def at(self, key: SortKey) -> QueuedPod:
         """The pod at position ``key`` (one :meth:`first` or an ``after`` returned)."""
@@ -143,6 +161,17 @@ class ClassQueue:
             # appended anew by add
             del keys[start:i]
         return found
+
+
+def _merge(keys: list[SortKey], late: list[SortKey]) -> None:
+    """Put ``late`` into the sorted ``keys``: one by one where they are few (a search and
+    a move of pointers each), else by sorting the lot (a merge of two runs)."""
+    if len(late) <= 16 + len(keys) // 512:
+        for key in late:
+            insort(keys, key)
+    else:
+        keys.extend(late)
+        keys.sort()
 
 
 def class_of(queues: dict[Hashable, ClassQueue], key: Hashable, reason: str) -> ClassQueue:

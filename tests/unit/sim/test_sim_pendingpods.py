@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from karpenter_core.sim.pendingpods import ClassQueue, SortKey
 
@@ -88,3 +90,52 @@ def test_a_walk_drops_the_marked_keys_it_passes_and_a_pod_unmarked_again_returns
     queue.add(pods[5])  # its condition cleared: unmarked again
     assert _walk(queue, unmarked=True)[:2] == ["ns/p0005", "ns/p0250"]
     assert len(_walk(queue, unmarked=True)) == 751
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "mark", "remove", "read", "burst"]),
+            st.integers(0, 3),
+            st.integers(0, 60),
+        ),
+        max_size=300,
+    ),
+    st.integers(0, 1200),
+)
+def test_walks_match_the_members_sorted_afresh_whatever_the_arrivals_and_reads(
+    ops: list[tuple[str, int, int]], head: int
+) -> None:
+    """Keys that arrive out of order are put in place at the next read, one by one when
+    few (after a long sorted head) and by a sort when many; either way both walks equal
+    a fresh sort of what the queue holds."""
+    queue = ClassQueue("Unschedulable")
+    held: dict[SortKey, _Pod] = {}
+    for i in range(head):  # a sorted head, so late keys are few against it
+        pod = _Pod((0, float(i), f"ns/h{i:05}"))
+        queue.add(pod)
+        held[pod.sort_key] = pod
+    for op, t, n in ops:
+        key: SortKey = (0, float(t) if t else head + 0.5, f"ns/p{n:03}")
+        old = held.get(key)
+        if op == "burst":  # many keys at once, in reverse: more than one by one takes
+            for j in reversed(range(n, n + 40)):
+                pod = _Pod((0, float(t), f"ns/p{j:03}"))
+                queue.remove(held.get(pod.sort_key, pod))
+                queue.add(pod)
+                held[pod.sort_key] = pod
+        elif op == "read":
+            assert _walk(queue) == [k[2] for k in sorted(held)]
+        elif op == "remove" and old is not None:
+            queue.remove(old)
+            del held[key]
+        elif op in ("add", "mark"):
+            new = _Pod(key, "Unschedulable" if op == "mark" else "")
+            if old is not None:
+                queue.remove(old)
+            queue.add(new)
+            held[key] = new
+    assert _walk(queue) == [k[2] for k in sorted(held)]
+    assert _walk(queue, unmarked=True) == [k[2] for k in sorted(held) if not held[k].marked]
+    assert len(queue) == len(held)
