@@ -561,7 +561,7 @@ class _PassState:
     bound during the pass included), the placed pods whose required anti-affinity keeps
     others away (their terms and the labels of their node), and namespace labels."""
 
-    __slots__ = ("holders", "namespaces", "nodes", "open_nodes")
+    __slots__ = ("bound_to", "holders", "index", "namespaces", "nodes", "open_nodes", "reasons")
 
     def __init__(
         self,
@@ -575,6 +575,28 @@ class _PassState:
         # per monotone pod class (held, so its identity is not reused within the pass):
         # the indices of nodes it has not failed on yet (see KubeScheduler._search_open)
         self.open_nodes: dict[_PodClass, list[int]] = {}
+        # the names of the nodes the pass has bound pods to, in order, and each node's
+        # position in ``nodes`` (built on first use)
+        self.bound_to: list[str] = []
+        self.index: dict[str, int] | None = None
+        # per pod class whose failures read each node alone: the reasons kept for an
+        # unschedulable message (see KubeScheduler._fit_reasons)
+        self.reasons: dict[_PodClass, _Reasons] = {}
+
+
+class _Reasons:
+    """One pod class's failure reasons on each node of a pass, and their counts, as of
+    the first ``seen`` bindings of the pass."""
+
+    __slots__ = ("counts", "per_node", "seen")
+
+    def __init__(self, per_node: list[list[str]], seen: int) -> None:
+        self.per_node = per_node
+        self.seen = seen
+        self.counts: dict[str, int] = {}
+        for reasons in per_node:
+            for r in reasons:
+                self.counts[r] = self.counts.get(r, 0) + 1
 
 
 class KubeScheduler:
@@ -1034,11 +1056,9 @@ class KubeScheduler:
                 # scale-out, computed for each waiting pod at each pass and then dropped
                 return None
             # every node was tried: the message counts each one's reasons as they stand
-            reasons: dict[str, int] = {}
-            for node in nodes:
-                for r in self._node_failures(ctx, cls, node, claims):
-                    reasons[r] = reasons.get(r, 0) + 1
-            self._mark(pod, UNSCHEDULABLE, _fit_error(count, reasons))
+            self._mark(
+                pod, UNSCHEDULABLE, _fit_error(count, self._fit_reasons(ctx, cls, state, claims))
+            )
             return None
         try:
             if claims is not None and self._dra is not None:
@@ -1052,12 +1072,53 @@ class KubeScheduler:
             return False
         self.bindings += 1
         best.add(pod)
+        state.bound_to.append(best.name)
         # the state is kept between passes: rebuild it next time from what the watch says
         # is bound there, whether or not this binding is among it
         self._stale_nodes.add(best.name)
         if cls.anti_affinity:
             state.holders.append((cls.anti_affinity, best.labels))
         return True
+
+    def _fit_reasons(
+        self, ctx: _PodContext, cls: _PodClass, state: _PassState, claims: PodClaims | None
+    ) -> Mapping[str, int]:
+        """How many nodes refuse the pod for each reason. A class with no claims, spread or
+        pod (anti-)affinity of its own keeps its per-node reasons for the rest of the pass,
+        and only the nodes bound to since are filtered again: every pod of a class that
+        fits nowhere gets the message, and filtering each of thousands of nodes for each
+        of thousands of such pods was most of a large scale-in. A node not bound to keeps
+        its reason: its own filters read only it, and the one other reason such a class
+        can meet (existing pods' anti-affinity) is only ever met on a node that passes its
+        own filters, so it stays the node's reason however many holders the pass adds."""
+        nodes = state.nodes
+        if claims is not None or cls.spread or cls.affinity or cls.anti_affinity:
+            counts: dict[str, int] = {}
+            for node in nodes:
+                for r in self._node_failures(ctx, cls, node, claims):
+                    counts[r] = counts.get(r, 0) + 1
+            return counts
+        kept = state.reasons.get(cls)
+        bound_to = state.bound_to
+        if kept is None:
+            per_node = [self._node_failures(ctx, cls, node, None) for node in nodes]
+            kept = state.reasons[cls] = _Reasons(per_node, len(bound_to))
+            return kept.counts
+        if kept.seen < len(bound_to):
+            index = state.index
+            if index is None:
+                index = state.index = {node.name: i for i, node in enumerate(nodes)}
+            counts = kept.counts
+            for i in {index[name] for name in bound_to[kept.seen :]}:
+                for r in kept.per_node[i]:
+                    counts[r] -= 1
+                    if not counts[r]:
+                        del counts[r]
+                now = kept.per_node[i] = self._node_failures(ctx, cls, nodes[i], None)
+                for r in now:
+                    counts[r] = counts.get(r, 0) + 1
+            kept.seen = len(bound_to)
+        return kept.counts
 
     def _node_failures(
         self, ctx: _PodContext, cls: _PodClass, node: _NodeState, claims: PodClaims | None

@@ -307,6 +307,56 @@ def test_a_new_pod_binding_first_lets_a_waiting_affinity_pod_in_within_the_same_
 _ZONE_KEY = "topology.kubernetes.io/zone"
 
 
+def test_a_class_that_fits_nowhere_gets_messages_as_the_nodes_fill_within_a_pass() -> None:
+    """Pods of a class that fits nowhere, between pods of another class that bind: each
+    gets the message of the nodes as they stand when it is tried. The scheduler keeps a
+    class's per-node reasons for the pass and filters again only the nodes bound to since;
+    the reference filters every node for every pod."""
+    twin = _Twin()
+    for name in ("n1", "n2"):
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {
+                "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        twin.apply(lambda kube, node=node: kube.create(node))
+
+    def pod(name: str, cpu: str, memory: str) -> dict[str, Any]:
+        requests = {"cpu": cpu, "memory": memory}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name[0]}},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}]
+            },
+        }
+
+    # queue order is creation order: big pods (3 CPU, 2Gi: never fit) between small ones
+    # (500m, 1500Mi) that fill the nodes' memory two by two
+    for name in ("big0", "s0", "s1", "big1", "s2", "s3", "big2"):
+        twin.apply(
+            lambda kube, name=name: kube.create(
+                pod(name, "3", "2Gi") if name.startswith("big") else pod(name, "500m", "1500Mi")
+            )
+        )
+        twin.advance()
+    twin.run()
+    decided = twin.decisions(0)
+    assert decided == twin.decisions(1)
+    messages = [decided[f"big{i}"][1][0]["message"] for i in range(3)]
+    assert messages == [
+        "0/2 nodes are available: 2 Insufficient cpu.",
+        "0/2 nodes are available: 2 Insufficient cpu.",
+        "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
+    ]
+    assert sorted(decided[f"s{i}"][0] for i in range(4)) == ["n1", "n1", "n2", "n2"]
+
+
 @pytest.mark.parametrize(
     ("seed", "scoring"), [(0, "LeastAllocated"), (1, "MostAllocated"), (2, "LeastAllocated")]
 )
