@@ -65,6 +65,7 @@ from karpenter_core.disruption.types import (
     Decision,
     Method,
     PassAware,
+    RecordedReplacement,
     ValidatingMethod,
     ValidationError,
 )
@@ -170,8 +171,9 @@ class DisruptionController:
         """The latest commands this controller started (newest last), for reports and
         tests; bounded so a long-running operator does not keep them all, and kept without
         their scheduling simulation (``results``), which holds the solver's view of the
-        whole cluster at that pass: a thousand of those grew a 5,000-node simulation by
-        gigabytes."""
+        whole cluster at that pass (a thousand of those grew a 5,000-node simulation by
+        gigabytes), and with their replacements recorded (:class:`RecordedReplacement`),
+        not the solver's NodeClaims, which hold that pass's instance-type index."""
         self._on_start: list[Callable[[Command], None]] = []
 
     def on_start(self, fn: Callable[[Command], None]) -> None:
@@ -355,7 +357,8 @@ class DisruptionController:
                     log.error("disrupting candidates (%s): %s", stamped, e)
                     failed = True
                     continue
-                self.started.append(attrs.evolve(queued, results=None))
+                recorded = tuple(RecordedReplacement.of(r) for r in queued.replacements)
+                self.started.append(attrs.evolve(queued, results=None, replacements=recorded))
                 for fn in self._on_start:
                     try:
                         fn(queued)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import types
 from datetime import timedelta
 
 from disruption_harness import START, World
@@ -9,6 +11,10 @@ from disruption_harness import START, World
 from karpenter_core.disruption.methods.drift import Drift
 from karpenter_core.disruption.methods.emptiness import Emptiness
 from karpenter_core.disruption.methods.staticdrift import StaticDrift
+from karpenter_core.disruption.types import Command, RecordedReplacement
+from karpenter_core.provisioning.scheduler.instancetypes import InstanceTypeIndex
+from karpenter_core.provisioning.scheduler.nodeclaim import NodeClaim as SchedulerNodeClaim
+from karpenter_core.provisioning.scheduler.topology import Topology
 from karpenter_core.testing import fakecatalog
 
 
@@ -25,6 +31,49 @@ def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_ready() 
     assert world.tainted() == ["old"]
     world.execute()
     assert world.node_names() == [replacement]
+
+
+def test_the_started_history_keeps_replacements_without_the_solve_behind_them() -> None:
+    """The history of started commands outlives their passes: a replacement recorded there
+    keeps its NodePool, requirements, instance types and price, and nothing reaches the
+    solve's instance-type index or topology (a thousand of those held every pass's index:
+    a 300-node drift peaked at 700 MB instead of 220)."""
+    world = World()
+    world.nodepool()
+    world.node("old", instance_type="fake-it-0", drifted=True)
+    world.pod("p", "old", cpu="500m")
+    c = world.controller(Drift)
+    launched: list[Command] = []
+    c.on_start(launched.append)
+    c.reconcile()
+    (cmd,) = c.started
+    (live,) = launched[0].replacements
+    (kept,) = cmd.replacements
+    assert isinstance(live, SchedulerNodeClaim) and isinstance(kept, RecordedReplacement)
+    assert kept.nodepool_name == live.nodepool_name
+    assert kept.requirements == live.requirements
+    assert [o.it.name for o in kept.instance_types_by_price()] == [
+        o.it.name for o in live.instance_types_by_price()
+    ]
+    assert cmd.estimated_savings() == launched[0].estimated_savings()
+    reachable = _reachable_types(c.started)
+    assert InstanceTypeIndex not in reachable and Topology not in reachable
+    assert InstanceTypeIndex in _reachable_types(launched)  # the walk does find them
+
+
+def _reachable_types(root: object) -> set[type]:
+    """The types of every object reachable from ``root`` by references, modules aside."""
+    seen: set[int] = set()
+    found: set[type] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen.add(id(obj))
+        found.add(type(obj))
+        stack.extend(gc.get_referents(obj))
+    return found
 
 
 def test_an_unplaceable_pod_blocks_that_node_and_the_next_is_tried() -> None:
