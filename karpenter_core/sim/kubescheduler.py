@@ -482,6 +482,11 @@ class _PodClass:
         "insufficient",
         "monotone",
         "node_affinity",
+        "open_at",
+        "open_names",
+        "reason_counts",
+        "reasons",
+        "reasons_at",
         "spread",
         "static",
     )
@@ -510,6 +515,16 @@ class _PodClass:
         # only gained pods since (a pod leaving or the node changing replaces it), so
         # it refuses again, in a later pass too (see KubeScheduler._search_open).
         self.full: dict[str, _NodeState] = {}
+        # Kept across passes and brought up to date from the scheduler's node-change log
+        # (see KubeScheduler._open_indices and _fit_reasons): the names of the nodes not
+        # in ``full`` as they stand, and, for a class whose failures read each node alone,
+        # each node's failure reasons and their counts; each with the (epoch, log
+        # position) it is current to.
+        self.open_names: set[str] = set()
+        self.open_at: tuple[int, int] | None = None
+        self.reasons: dict[str, list[str]] = {}
+        self.reason_counts: dict[str, int] = {}
+        self.reasons_at: tuple[int, int] | None = None
 
 
 def _class_key(pod: Pod) -> Hashable:
@@ -561,7 +576,7 @@ class _PassState:
     bound during the pass included), the placed pods whose required anti-affinity keeps
     others away (their terms and the labels of their node), and namespace labels."""
 
-    __slots__ = ("bound_to", "holders", "index", "namespaces", "nodes", "open_nodes", "reasons")
+    __slots__ = ("holders", "namespaces", "nodes", "open_nodes")
 
     def __init__(
         self,
@@ -575,28 +590,6 @@ class _PassState:
         # per monotone pod class (held, so its identity is not reused within the pass):
         # the indices of nodes it has not failed on yet (see KubeScheduler._search_open)
         self.open_nodes: dict[_PodClass, list[int]] = {}
-        # the names of the nodes the pass has bound pods to, in order, and each node's
-        # position in ``nodes`` (built on first use)
-        self.bound_to: list[str] = []
-        self.index: dict[str, int] | None = None
-        # per pod class whose failures read each node alone: the reasons kept for an
-        # unschedulable message (see KubeScheduler._fit_reasons)
-        self.reasons: dict[_PodClass, _Reasons] = {}
-
-
-class _Reasons:
-    """One pod class's failure reasons on each node of a pass, and their counts, as of
-    the first ``seen`` bindings of the pass."""
-
-    __slots__ = ("counts", "per_node", "seen")
-
-    def __init__(self, per_node: list[list[str]], seen: int) -> None:
-        self.per_node = per_node
-        self.seen = seen
-        self.counts: dict[str, int] = {}
-        for reasons in per_node:
-            for r in reasons:
-                self.counts[r] = self.counts.get(r, 0) + 1
 
 
 class KubeScheduler:
@@ -670,6 +663,14 @@ class KubeScheduler:
         self._node_names: list[str] = []
         # the nodes with pods holding required anti-affinity: name -> their terms
         self._holding: dict[str, list[tuple[tuple[AffinityTerm, ...], str]]] = {}
+        # The names of the nodes whose state changed (replaced, bound to, added, removed),
+        # in order, so what a pod class keeps across passes (_PodClass.open_names and
+        # reasons) is brought up to date from what changed, not every node each pass (a
+        # pass runs after nearly every pod event; at 5,000 nodes those walks were most of
+        # a large scale-in). The epoch moves when the log restarts or the node list is
+        # rebuilt from a listing: a class kept under another epoch starts afresh.
+        self._node_log: list[str] = []
+        self._node_epoch = 0
         self._classes: dict[Hashable, _PodClass] = {}
         # False after a pass whose writes failed: the next pass must run even if nothing
         # changed, to retry them.
@@ -856,6 +857,7 @@ class KubeScheduler:
             self._node_list = [node for node, _ in states.values()]
             self._node_names = list(states)
             self._holding = {name: hs for name, (_, hs) in states.items() if hs}
+            self._new_node_epoch()
         else:
             self._apply_node_changes()
             names = self._node_names
@@ -893,6 +895,7 @@ class KubeScheduler:
                     self._states.pop(name, None)
                     self._holding.pop(name, None)
                     self._stale_nodes.discard(name)
+                    self._node_changed(name)
                 continue
             self._nodes[name] = static
             entry = self._entry_for(static)
@@ -925,6 +928,17 @@ class KubeScheduler:
             self._holding[name] = entry[1]
         else:
             self._holding.pop(name, None)
+        self._node_changed(name)
+
+    def _node_changed(self, name: str) -> None:
+        log = self._node_log
+        log.append(name)
+        if len(log) > 4096 + 4 * len(self._node_names):
+            self._new_node_epoch()
+
+    def _new_node_epoch(self) -> None:
+        self._node_epoch += 1
+        self._node_log = []
 
     def _parse_node(self, name: str, obj: Obj | None) -> _NodeStatic | None:
         """The node's parsed object, reused while its resourceVersion holds; None when it
@@ -1072,7 +1086,7 @@ class KubeScheduler:
             return False
         self.bindings += 1
         best.add(pod)
-        state.bound_to.append(best.name)
+        self._node_changed(best.name)
         # the state is kept between passes: rebuild it next time from what the watch says
         # is bound there, whether or not this binding is among it
         self._stale_nodes.add(best.name)
@@ -1084,13 +1098,15 @@ class KubeScheduler:
         self, ctx: _PodContext, cls: _PodClass, state: _PassState, claims: PodClaims | None
     ) -> Mapping[str, int]:
         """How many nodes refuse the pod for each reason. A class with no claims, spread or
-        pod (anti-)affinity of its own keeps its per-node reasons for the rest of the pass,
-        and only the nodes bound to since are filtered again: every pod of a class that
-        fits nowhere gets the message, and filtering each of thousands of nodes for each
-        of thousands of such pods was most of a large scale-in. A node not bound to keeps
-        its reason: its own filters read only it, and the one other reason such a class
-        can meet (existing pods' anti-affinity) is only ever met on a node that passes its
-        own filters, so it stays the node's reason however many holders the pass adds."""
+        pod (anti-)affinity of its own keeps its per-node reasons (on the class, across
+        passes) and filters again only the nodes changed since (the node-change log,
+        bindings in this pass included): every pod of a class that fits nowhere gets the
+        message, and filtering each of thousands of nodes for each such pod, pass after
+        pass, was most of a large scale-in. A node that did not change keeps its reason:
+        its own filters read only it, and the reasons are asked for only when the search
+        found no node, so a kept reason of existing pods' anti-affinity (the one other
+        reason such a class can meet, on a node that passes its own filters) is still the
+        node's reason whatever holders came or went."""
         nodes = state.nodes
         if claims is not None or cls.spread or cls.affinity or cls.anti_affinity:
             counts: dict[str, int] = {}
@@ -1098,27 +1114,31 @@ class KubeScheduler:
                 for r in self._node_failures(ctx, cls, node, claims):
                     counts[r] = counts.get(r, 0) + 1
             return counts
-        kept = state.reasons.get(cls)
-        bound_to = state.bound_to
-        if kept is None:
-            per_node = [self._node_failures(ctx, cls, node, None) for node in nodes]
-            kept = state.reasons[cls] = _Reasons(per_node, len(bound_to))
-            return kept.counts
-        if kept.seen < len(bound_to):
-            index = state.index
-            if index is None:
-                index = state.index = {node.name: i for i, node in enumerate(nodes)}
-            counts = kept.counts
-            for i in {index[name] for name in bound_to[kept.seen :]}:
-                for r in kept.per_node[i]:
+        log = self._node_log
+        at = (self._node_epoch, len(log))
+        kept = cls.reasons_at
+        if kept is None or kept[0] != at[0] or len(nodes) != len(self._node_names):
+            per_node: dict[str, list[str]] = {}
+            counts = {}
+            for node in nodes:
+                per_node[node.name] = reasons = self._node_failures(ctx, cls, node, None)
+                for r in reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            cls.reasons, cls.reason_counts = per_node, counts
+        elif kept[1] < at[1]:
+            per_node, counts, names = cls.reasons, cls.reason_counts, self._node_names
+            for name in set(log[kept[1] :]):
+                for r in per_node.pop(name, ()):
                     counts[r] -= 1
                     if not counts[r]:
                         del counts[r]
-                now = kept.per_node[i] = self._node_failures(ctx, cls, nodes[i], None)
-                for r in now:
-                    counts[r] = counts.get(r, 0) + 1
-            kept.seen = len(bound_to)
-        return kept.counts
+                i = bisect_left(names, name)
+                if i < len(names) and names[i] == name:
+                    per_node[name] = reasons = self._node_failures(ctx, cls, nodes[i], None)
+                    for r in reasons:
+                        counts[r] = counts.get(r, 0) + 1
+        cls.reasons_at = at
+        return cls.reason_counts
 
     def _node_failures(
         self, ctx: _PodContext, cls: _PodClass, node: _NodeState, claims: PodClaims | None
@@ -1180,9 +1200,7 @@ class KubeScheduler:
         full = cls.full
         open_ = state.open_nodes.get(cls)
         if open_ is None:
-            open_ = state.open_nodes[cls] = [
-                i for i, node in enumerate(nodes) if full.get(node.name) is not node
-            ]
+            open_ = state.open_nodes[cls] = self._open_indices(cls, nodes)
         split = bisect_left(open_, start)
         best: _NodeState | None = None
         best_score = -1.0
@@ -1193,6 +1211,7 @@ class KubeScheduler:
             node = nodes[idx]
             if self._local_failure(ctx, cls, node):
                 full[node.name] = node
+                cls.open_names.discard(node.name)
                 closed.add(idx)
                 continue
             if ctx.spread_failure(node) or ctx.affinity_failure(node):
@@ -1206,6 +1225,30 @@ class KubeScheduler:
         if closed:
             open_[:] = [i for i in open_ if i not in closed]
         return best, found
+
+    def _open_indices(self, cls: _PodClass, nodes: Sequence[_NodeState]) -> list[int]:
+        """The positions in ``nodes`` of the nodes ``cls`` has not failed on by its own
+        filters as they stand (not in :attr:`_PodClass.full` with that state), in order:
+        the class's open names kept from its last pass plus the nodes changed since,
+        rather than a walk over every node."""
+        full, names, log = cls.full, self._node_names, self._node_log
+        at = (self._node_epoch, len(log))
+        if cls.open_at is None or cls.open_at[0] != at[0] or len(nodes) != len(names):
+            cls.open_names = {n.name for n in nodes if full.get(n.name) is not n}
+        else:
+            cls.open_names.update(log[cls.open_at[1] :])
+        cls.open_at = at
+        open_: list[int] = []
+        shut: list[str] = []
+        for name in cls.open_names:
+            i = bisect_left(names, name)
+            if i < len(names) and names[i] == name and full.get(name) is not nodes[i]:
+                open_.append(i)
+            else:
+                shut.append(name)  # gone, or failed as it stands
+        cls.open_names.difference_update(shut)
+        open_.sort()
+        return open_
 
     def _claims(self, pod: Pod) -> PodClaims | str | None:
         """DynamicResources' PreFilter: the pod's claims (None: it has none), or why no
