@@ -117,6 +117,10 @@ class EvictionQueue:
         self.clock = clock
         self.recorder = recorder
         self._items: dict[QueueKey, datetime | None] = {}
+        # the queued incarnations by pod name: a pod found gone forgets them all, and
+        # scanning every queued pod for each (a 5,000-node scale-in queues thousands) was
+        # a third of that scale-in's time
+        self._by_name: dict[ObjectKey, set[QueueKey]] = {}
         self._lock = threading.Lock()
         self._enqueue: Callable[[ObjectKey], None] | None = None
 
@@ -140,7 +144,9 @@ class EvictionQueue:
                 queued = key in self._items
                 self._items[key] = earlier(self._items.get(key), deadline) if queued else deadline
                 if not queued:
-                    fresh.append(ObjectKey(key.namespace, key.name))
+                    name = ObjectKey(key.namespace, key.name)
+                    self._by_name.setdefault(name, set()).add(key)
+                    fresh.append(name)
             enqueue = self._enqueue
         if enqueue is not None:
             for k in fresh:
@@ -161,14 +167,21 @@ class EvictionQueue:
 
     def _complete(self, pod: Mapping[str, Any]) -> None:
         with self._lock:
-            self._items.pop(QueueKey.of(pod), None)
+            self._drop(QueueKey.of(pod))
+
+    def _drop(self, key: QueueKey) -> None:
+        self._items.pop(key, None)
+        name = ObjectKey(key.namespace, key.name)
+        keys = self._by_name.get(name)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_name[name]
 
     def _forget_name(self, key: ObjectKey) -> None:
         with self._lock:
-            for k in [
-                k for k in self._items if k.namespace == key.namespace and k.name == key.name
-            ]:
-                del self._items[k]
+            for k in self._by_name.pop(ObjectKey(key.namespace, key.name), ()):
+                self._items.pop(k, None)
 
     # ------------------------------------------------------------------ reconcile
 

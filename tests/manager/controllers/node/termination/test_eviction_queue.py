@@ -37,6 +37,23 @@ def test_a_missing_pod_is_dropped_without_an_event() -> None:
     assert env.recorder.events == []
 
 
+def test_a_gone_name_forgets_every_incarnation_queued_under_it_and_only_those() -> None:
+    env = Env()
+    pod = env.pod("p", node="node-a")
+    old = {**pod, "metadata": {**pod["metadata"], "uid": "an-earlier-one"}}
+    other = env.pod("q", node="node-a")
+    env.queue.add(None, [old, pod, other])
+    env.server.delete("pods", "p", "default", grace_period_seconds=0)
+    assert _reconcile(env, pod) == Result()
+    assert not env.queue.has(pod) and not env.queue.has(old)
+    assert env.queue.has(other) and len(env.queue) == 1
+    enqueued: list[ObjectKey] = []
+    env.queue.bind(enqueued.append)
+    assert enqueued == [_key(other)]
+    env.queue.add(None, [pod])  # queued again after being forgotten: enqueued afresh
+    assert env.queue.has(pod) and enqueued == [_key(other), _key(pod)]
+
+
 def test_a_pod_with_another_uid_is_not_in_the_queue() -> None:
     env = Env()
     pod = env.pod("p", node="node-a")
