@@ -573,7 +573,27 @@ def test_a_scheduled_retirement_on_the_interruption_queue_replaces_the_instance(
     aws.apply_nodepool("default", "default")
     aws.apply_deployment("web", 2)
     wait_for(lambda: aws.cluster.all_running_on_karpenter_nodes("web", 2), "2 pods running")
-    before = claims_by_instance(aws)
+
+    # Settled before the snapshot: a second provisioning pass can launch a NodeClaim the
+    # pods then do not use, and emptiness removes it at once (consolidateAfter 0s): that
+    # removal is not the retirement's doing, but raced the check below when the snapshot
+    # still held it.
+    def settled() -> dict[str, dict[str, Any]] | None:
+        claims = claims_by_instance(aws)
+        if not claims or any(c["metadata"].get("deletionTimestamp") for c in claims.values()):
+            return None
+        live = {i["InstanceId"]: i for i in aws.instances()}
+        if set(live) != set(claims) or any(i["State"]["Name"] != "running" for i in live.values()):
+            return None
+        nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
+        used = {
+            instance_id_of(str(nodes[name]["spec"].get("providerID") or ""))
+            for p in aws.cluster.pods("web")
+            if (name := p["spec"].get("nodeName") or "") in nodes
+        }
+        return claims if used == set(claims) else None
+
+    before = wait_for(settled, "every NodeClaim running a web pod and none launching or leaving")
     retired = sorted(before)[0]
 
     sqs.send_message(QueueUrl=queue, MessageBody=scheduled_retirement(retired))
