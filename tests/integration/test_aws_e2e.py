@@ -77,6 +77,21 @@ needs_provider = pytest.mark.skipif(
 )
 
 
+def steady_claims(
+    aws: AWS,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] | None:
+    """The NodeClaims and the live Karpenter instances, both by instance id, when there
+    is at least one NodeClaim, none is being deleted and the live instances are exactly
+    theirs, all running; else None (a launch or a removal is under way)."""
+    claims = claims_by_instance(aws)
+    if not claims or any(c["metadata"].get("deletionTimestamp") for c in claims.values()):
+        return None
+    live = {i["InstanceId"]: i for i in aws.instances()}
+    if set(live) != set(claims) or any(i["State"]["Name"] != "running" for i in live.values()):
+        return None
+    return claims, live
+
+
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
@@ -297,12 +312,9 @@ def test_every_pod_runs_on_a_node_backed_by_an_ec2_instance_karpenter_launched(a
     # on a Node of one of them, and no other live Karpenter instance. (Reading the
     # NodeClaims again after such a check races a claim launched or deleted in between.)
     def consistent() -> dict[str, dict[str, Any]] | None:
-        claims = claims_by_instance(aws)
-        if not claims or any(c["metadata"].get("deletionTimestamp") for c in claims.values()):
+        if (steady := steady_claims(aws)) is None:
             return None
-        live = {i["InstanceId"]: i for i in aws.instances()}
-        if set(live) != set(claims) or any(i["State"]["Name"] != "running" for i in live.values()):
-            return None
+        claims, live = steady
         nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
         pods = aws.cluster.pods("web")
         if len(pods) != 10 or any(
@@ -579,12 +591,9 @@ def test_a_scheduled_retirement_on_the_interruption_queue_replaces_the_instance(
     # removal is not the retirement's doing, but raced the check below when the snapshot
     # still held it.
     def settled() -> dict[str, dict[str, Any]] | None:
-        claims = claims_by_instance(aws)
-        if not claims or any(c["metadata"].get("deletionTimestamp") for c in claims.values()):
+        if (steady := steady_claims(aws)) is None:
             return None
-        live = {i["InstanceId"]: i for i in aws.instances()}
-        if set(live) != set(claims) or any(i["State"]["Name"] != "running" for i in live.values()):
-            return None
+        claims = steady[0]
         nodes = {n["metadata"]["name"]: n for n in aws.cluster.karpenter_nodes()}
         used = {
             instance_id_of(str(nodes[name]["spec"].get("providerID") or ""))
