@@ -154,11 +154,15 @@ class ClassQueue:
                 found = pod
                 break
             i += 1
-        if unmarked and i > start:
-            # the keys passed over are of pods gone or marked since: drop them, or every
-            # pass walks them again until a compaction (a pass per node in a scale-out,
-            # over tens of thousands of pods marked meanwhile); a pod unmarked again is
-            # appended anew by add
+        if i > start:
+            # the keys passed over are of pods gone (or, in the unmarked list, marked)
+            # since: drop them, or every pass walks them again until a compaction (a pass
+            # per node in a scale-out, over thousands of pods bound or marked meanwhile);
+            # a pod added again under its key is appended anew by add
+            if not unmarked:
+                passed = keys[start:i]
+                self._listed.difference_update(passed)
+                self._stale = max(0, self._stale - len(passed))
             del keys[start:i]
         return found
 

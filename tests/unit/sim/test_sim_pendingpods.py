@@ -92,6 +92,37 @@ def test_a_walk_drops_the_marked_keys_it_passes_and_a_pod_unmarked_again_returns
     assert len(_walk(queue, unmarked=True)) == 751
 
 
+def test_a_walk_drops_the_removed_keys_it_passes_and_a_pod_added_again_returns() -> None:
+    """Pods bound in a scale-out leave the queue one by one, fewer than a compaction
+    needs; each pass's first read walked every one of them again. A read forgets the
+    keys of removed pods it passes, so the next read does not."""
+    queue = ClassQueue("Unschedulable")
+    pods = [_Pod((0, float(i), f"ns/p{i:04}")) for i in range(1000)]
+    for pod in pods:
+        queue.add(pod)
+    for pod in pods[:200]:
+        queue.remove(pod)
+    reads = 0
+
+    class Counting(dict[SortKey, object]):
+        def get(self, key: SortKey, default: object = None) -> object:
+            nonlocal reads
+            reads += 1
+            return super().get(key, default)
+
+    queue._members = Counting(queue._members)  # type: ignore[assignment]
+    first = queue.first()
+    assert first is not None and first.sort_key == pods[200].sort_key
+    assert reads >= 200
+    reads = 0
+    again = queue.first()
+    assert again is not None and again.sort_key == pods[200].sort_key
+    assert reads == 1
+    queue.add(pods[7])  # the same pod pending again under its key
+    assert _walk(queue)[:2] == ["ns/p0007", "ns/p0200"]
+    assert len(_walk(queue)) == 801 == len(queue)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
