@@ -197,3 +197,43 @@ def test_a_stored_tuple_is_caught_where_copies_would_differ(monkeypatch: Any) ->
     assert encoded.copy(plain) == plain and encoded.copy(plain) is not plain
     with pytest.raises(AssertionError, match="ConfigMap /b holds a tuple"):
         encoded.put({"kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": ("v",)}})
+
+
+def _pending_pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {}}]},
+    }
+
+
+def test_binding_and_status_writes_share_what_they_leave_and_change_nothing_stored() -> None:
+    """A bind and a status patch store a new version that shares its unchanged parts with
+    the old one (copying whole pods was nearly a tenth of a simulated scale-out); the old version
+    stays as it was, and copies handed out stay private."""
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_pending_pod("p"))
+    before = server.get_shared("pods", "p", "default")
+    snapshot = server.get("pods", "p", "default")
+    server.bind("p", "default", "node-a")
+    bound = server.get_shared("pods", "p", "default")
+    assert before == snapshot  # the old version untouched
+    assert bound["spec"]["nodeName"] == "node-a" and "nodeName" not in before["spec"]
+    assert bound["spec"]["containers"] is before["spec"]["containers"]
+    assert [c["status"] for c in bound["status"]["conditions"]] == ["True"]
+    assert not (before.get("status") or {}).get("conditions")
+    server.patch(
+        "pods",
+        "p",
+        {"status": {"phase": "Running", "podIP": "10.0.0.1"}},
+        "default",
+        subresource="status",
+    )
+    running = server.get_shared("pods", "p", "default")
+    assert running["status"]["phase"] == "Running" and bound["status"]["phase"] == "Pending"
+    assert running["status"]["conditions"] is bound["status"]["conditions"]
+    assert running["metadata"] is not bound["metadata"]
+    assert bound["metadata"]["resourceVersion"] != running["metadata"]["resourceVersion"]
+    copy = server.get("pods", "p", "default")
+    assert copy == running and not set(_containers(copy)) & set(_containers(running))
