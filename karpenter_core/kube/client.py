@@ -55,6 +55,7 @@ __all__ = [
     "resource_types",
     "shared_get",
     "shared_list",
+    "shared_patch",
 ]
 
 Obj = dict[str, Any]
@@ -581,6 +582,14 @@ def shared_list(client: KubeClient) -> Callable[..., ObjectList]:
     :func:`shared_get`."""
     read: Callable[..., ObjectList] | None = getattr(client, "list_shared", None)
     return read or client.list
+
+
+def shared_patch(client: KubeClient) -> Callable[..., Obj]:
+    """``client``'s ``patch`` that returns the stored result uncopied where it has one
+    (the in-memory server), else its ``patch``; the same rule as :func:`shared_get` for
+    what it returns."""
+    write: Callable[..., Obj] | None = getattr(client, "patch_shared", None)
+    return write or client.patch
 
 
 def api_reader(client: KubeClient) -> KubeClient:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from karpenter_core.apis.durations import DurationError, parse_go_duration
-from karpenter_core.kube.client import ApiError, KubeClient, NotFound, shared_get
+from karpenter_core.kube.client import ApiError, KubeClient, NotFound, shared_get, shared_patch
 from karpenter_core.runtime.clock import Clock, format_time, parse_time
 from karpenter_core.runtime.reconciler import ObjectKey, Result, Watch, key_of
 
@@ -519,7 +519,7 @@ class Kubelet:
     def _patch_pod_status(self, pod: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
         meta = pod.get("metadata") or {}
         try:
-            self.kube.patch(
+            shared_patch(self.kube)(
                 "pods",
                 str(meta.get("name")),
                 {"status": dict(status)},

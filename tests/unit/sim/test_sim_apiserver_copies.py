@@ -237,3 +237,32 @@ def test_binding_and_status_writes_share_what_they_leave_and_change_nothing_stor
     assert bound["metadata"]["resourceVersion"] != running["metadata"]["resourceVersion"]
     copy = server.get("pods", "p", "default")
     assert copy == running and not set(_containers(copy)) & set(_containers(running))
+
+
+def test_patch_shared_returns_the_stored_result_and_patch_a_private_copy() -> None:
+    """The simulated kubelet writes pod status through :func:`shared_patch` and never
+    reads the result back: the server's ``patch_shared`` skips decoding a copy; a client
+    without one (a real cluster's) is patched as usual."""
+    from karpenter_core.kube.client import shared_patch
+
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_cm("a"))
+    got = shared_patch(server)("configmaps", "a", {"data": {"k": "w"}}, "default")
+    assert got is server.get_shared("configmaps", "a", "default") and got["data"] == {"k": "w"}
+    copy = server.patch("configmaps", "a", {"data": {"k": "x"}}, "default")
+    assert copy == server.get_shared("configmaps", "a", "default")
+    assert copy is not server.get_shared("configmaps", "a", "default")
+    again = shared_patch(server)("configmaps", "a", {"data": {"k": "x"}}, "default")
+    assert again is server.get_shared("configmaps", "a", "default")  # a no-op write too
+
+    class Plain:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.calls.append(args[1])
+            return {}
+
+    plain = Plain()
+    shared_patch(plain)("configmaps", "b", {}, "default")  # type: ignore[arg-type]
+    assert plain.calls == ["b"]
