@@ -483,7 +483,9 @@ class _PodClass:
         "monotone",
         "node_affinity",
         "open_at",
+        "open_idx",
         "open_names",
+        "open_shut",
         "reason_counts",
         "reasons",
         "reasons_at",
@@ -521,7 +523,11 @@ class _PodClass:
         # each node's failure reasons and their counts; each with the (epoch, log
         # position) it is current to.
         self.open_names: set[str] = set()
-        self.open_at: tuple[int, int] | None = None
+        self.open_at: tuple[int, int, int] | None = None
+        # the open names' positions in the node list (sorted), while the list's layout
+        # holds, less the positions in ``open_shut`` (found full since they were listed)
+        self.open_idx: list[int] = []
+        self.open_shut: set[int] = set()
         self.reasons: dict[str, list[str]] = {}
         self.reason_counts: dict[str, int] = {}
         self.reasons_at: tuple[int, int] | None = None
@@ -671,6 +677,9 @@ class KubeScheduler:
         # rebuilt from a listing: a class kept under another epoch starts afresh.
         self._node_log: list[str] = []
         self._node_epoch = 0
+        # moves whenever a node is put into or taken out of the kept list, shifting the
+        # positions after it (what a class keeps by position is then found again by name)
+        self._node_layout = 0
         self._classes: dict[Hashable, _PodClass] = {}
         # False after a pass whose writes failed: the next pass must run even if nothing
         # changed, to retry them.
@@ -892,6 +901,7 @@ class KubeScheduler:
                 self._nodes.pop(name, None)
                 if present:
                     del names[i], nodes[i]
+                    self._node_layout += 1
                     self._states.pop(name, None)
                     self._holding.pop(name, None)
                     self._stale_nodes.discard(name)
@@ -902,6 +912,7 @@ class KubeScheduler:
             self._stale_nodes.discard(name)  # its state is current now
             if not present:
                 names.insert(i, name)
+                self._node_layout += 1
                 nodes.insert(i, entry[0])
             self._put_state(i, name, entry)
 
@@ -1212,6 +1223,7 @@ class KubeScheduler:
             if self._local_failure(ctx, cls, node):
                 full[node.name] = node
                 cls.open_names.discard(node.name)
+                cls.open_shut.add(idx)
                 closed.add(idx)
                 continue
             if ctx.spread_failure(node) or ctx.affinity_failure(node):
@@ -1230,14 +1242,19 @@ class KubeScheduler:
         """The positions in ``nodes`` of the nodes ``cls`` has not failed on by its own
         filters as they stand (not in :attr:`_PodClass.full` with that state), in order:
         the class's open names kept from its last pass plus the nodes changed since,
-        rather than a walk over every node."""
+        rather than a walk over every node. While no node came or went the positions are
+        kept too and only the changed nodes are looked up (finding thousands of open
+        names again by name, pass after pass, was a seventh of a large scale-in)."""
         full, names, log = cls.full, self._node_names, self._node_log
-        at = (self._node_epoch, len(log))
-        if cls.open_at is None or cls.open_at[0] != at[0] or len(nodes) != len(names):
-            cls.open_names = {n.name for n in nodes if full.get(n.name) is not n}
-        else:
-            cls.open_names.update(log[cls.open_at[1] :])
+        at = (self._node_epoch, len(log), self._node_layout)
+        kept = cls.open_at
         cls.open_at = at
+        if kept is None or kept[0] != at[0] or len(nodes) != len(names):
+            cls.open_names = {n.name for n in nodes if full.get(n.name) is not n}
+        elif kept[2] != at[2]:
+            cls.open_names.update(log[kept[1] :])
+        else:
+            return list(self._catch_up_open(cls, nodes, log[kept[1] :]))
         open_: list[int] = []
         shut: list[str] = []
         for name in cls.open_names:
@@ -1248,7 +1265,39 @@ class KubeScheduler:
                 shut.append(name)  # gone, or failed as it stands
         cls.open_names.difference_update(shut)
         open_.sort()
-        return open_
+        cls.open_idx = open_
+        cls.open_shut.clear()
+        return list(open_)
+
+    def _catch_up_open(
+        self, cls: _PodClass, nodes: Sequence[_NodeState], changed: Sequence[str]
+    ) -> list[int]:
+        """:attr:`_PodClass.open_idx` brought up to date, the node list's layout unchanged
+        since it was made: the positions found full dropped, the changed nodes looked at
+        again."""
+        full, names, open_names = cls.full, self._node_names, cls.open_names
+        idx = cls.open_idx
+        if cls.open_shut:
+            shut = cls.open_shut
+            idx = [i for i in idx if i not in shut]
+            shut.clear()
+        added: list[int] = []
+        for name in set(changed):
+            i = bisect_left(names, name)
+            if i == len(names) or names[i] != name:
+                continue  # not in the list (a layout change would have moved it)
+            if full.get(name) is not nodes[i]:
+                if name not in open_names:
+                    open_names.add(name)
+                    added.append(i)
+            elif name in open_names:  # failed as it stands: not seen changing since
+                open_names.discard(name)
+                idx.remove(i)
+        if added:
+            idx.extend(added)
+            idx.sort()
+        cls.open_idx = idx
+        return idx
 
     def _claims(self, pod: Pod) -> PodClaims | str | None:
         """DynamicResources' PreFilter: the pod's claims (None: it has none), or why no

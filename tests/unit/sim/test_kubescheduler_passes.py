@@ -401,3 +401,58 @@ def test_a_search_cut_short_by_numFeasibleNodesToFind_decides_as_the_reference(
         assert twin.decisions(0) == twin.decisions(1), f"diverged at step {step}"
     bound = sum(1 for v in twin.decisions(0).values() if v[0])
     assert bound > 100  # more pods than one search's worth of nodes were placed
+
+
+def test_a_node_full_for_a_class_is_not_filtered_again_while_it_stands() -> None:
+    """A class keeps the positions of its open nodes while no node comes or goes; a node
+    its own filters refused drops out of them and is not filtered again for that class,
+    pass after pass, until it changes (here: a pod leaves it)."""
+    clock = VirtualClock()
+    kube = InMemoryApiServer(clock, seed=7)
+    filtered: list[str] = []
+
+    class Counting(KubeScheduler):
+        def _local_failure(self, ctx: Any, cls: Any, node: Any) -> Any:
+            filtered.append(node.name)
+            return super()._local_failure(ctx, cls, node)
+
+    scheduler = Counting(kube, clock)
+    for name, cpu in (("big", "64"), ("full", "1")):
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "status": {
+                    "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+
+    def pod(name: str, node: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]
+        }
+        if node:
+            spec["nodeName"] = node
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "a"}},
+            "spec": spec,
+        }
+
+    kube.create(pod("holder", "full"))
+    for i in range(6):  # a pass per new pod, each binding it to "big"
+        kube.create(pod(f"p{i}"))
+        clock.advance(1)
+        scheduler.reconcile()
+    assert [p["spec"].get("nodeName") for p in kube.list("pods")].count("big") == 6
+    assert filtered.count("full") == 1  # refused once, then passed over
+    kube.delete("pods", "holder", "default")
+    kube.create(pod("p6"))
+    clock.advance(1)
+    scheduler.reconcile()
+    assert filtered.count("full") == 2  # it changed: filtered again (and taken: fresh)
+    assert kube.get("pods", "p6", "default")["spec"]["nodeName"] in ("big", "full")
