@@ -20,7 +20,6 @@ candidates again on a later pass.
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -30,6 +29,7 @@ from attrs import define
 
 from karpenter_core import metrics
 from karpenter_core.apis.conditions import ConditionSet, condition_of
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON, CONDITION_INITIALIZED
 from karpenter_core.controllers.disruption import events
@@ -153,7 +153,7 @@ def _set_nodeclaim_condition(
             nc = ctx.kube.get(NODECLAIMS, nodeclaim_name)
         except NotFound:
             return
-        stored = copy.deepcopy(nc)
+        stored = deep_copy(nc)
         conds = ConditionSet(nc, ctx.clock)
         if reason is None:
             conds.clear(CONDITION_DISRUPTION_REASON)

@@ -10,12 +10,12 @@ the capacity the provider reported at launch. Each issue is logged and published
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from karpenter_core.apis.conditions import ConditionSet, is_true
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.quantity import format_quantity
 from karpenter_core.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_INITIALIZED
 from karpenter_core.controllers.nodeclaim.utils import (
@@ -100,7 +100,7 @@ class Consistency:
             node = node_for_nodeclaim(self.ctx.kube, nodeclaim, self.index)
         except (NodeNotFoundError, DuplicateNodeError):
             return Result()
-        stored = copy.deepcopy(nodeclaim)
+        stored = deep_copy(nodeclaim)
         issues = node_shape_issues(node, nodeclaim)
         for issue in issues:
             log.info("failed consistency check for nodeclaim %s: %s", key.name, issue)

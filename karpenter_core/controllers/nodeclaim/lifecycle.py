@@ -23,7 +23,6 @@ A deleting NodeClaim is finalized instead:
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -33,6 +32,7 @@ from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet, nodeclaim_conditions
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.durations import parse_go_duration
 from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, APIError, NodeClaim
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
@@ -172,7 +172,7 @@ class NodeClaimLifecycle:
                 return Result(requeue=True)
             except NotFound:
                 return Result()
-        stored = copy.deepcopy(nodeclaim)
+        stored = deep_copy(nodeclaim)
         conds = nodeclaim_conditions(nodeclaim, self.ctx.clock)
         results: list[Result] = []
         errors: list[BaseException] = []
@@ -237,7 +237,7 @@ class NodeClaimLifecycle:
         pool = labels_of(nodeclaim).get(wk.NODEPOOL_LABEL_KEY, "")
         if provider_id(nodeclaim):
             gone = self._delete_instance(nodeclaim)
-            stored = copy.deepcopy(nodeclaim)
+            stored = deep_copy(nodeclaim)
             conds = ConditionSet(nodeclaim, self.ctx.clock)
             conds.set_true(CONDITION_INSTANCE_TERMINATING)
             if nodeclaim != stored:

@@ -17,7 +17,6 @@ reported (``UnregisteredTaintMissing``) but registration still proceeds.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from karpenter_core import metrics
 from karpenter_core.apis import labels as wk
 from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.v1 import (
     API_VERSION,
     CONDITION_NODE_REGISTRATION_HEALTHY,
@@ -168,7 +168,7 @@ class Registration:
                 "race conditions on Karpenter-managed nodes",
                 str((nodeclaim.get("metadata") or {}).get("uid") or ""),
             )
-        stored = copy.deepcopy(node)
+        stored = deep_copy(node)
         sync_node(nodeclaim, node)
         hooks_result, hook_error = self._check_hooks(nodeclaim, conds)
         ready = hook_error is None and hooks_result == Result()
@@ -268,7 +268,7 @@ def record_registration(
     owners = (nodeclaim.get("metadata") or {}).get("ownerReferences") or []
     if not any(o.get("kind") == "NodePool" and o.get("uid") == uid for o in owners):
         return
-    stored = copy.deepcopy(nodepool)
+    stored = deep_copy(nodepool)
     conds = ConditionSet(nodepool, ctx.clock, dependents=NODEPOOL_READY_DEPENDENTS)
     verdict = health.dry_run(uid, success)
     changed = False
@@ -276,7 +276,7 @@ def record_registration(
         if verdict is Status.HEALTHY:
             changed = conds.set_true(CONDITION_NODE_REGISTRATION_HEALTHY)
     elif verdict is Status.UNHEALTHY and not conds.is_false(CONDITION_NODE_REGISTRATION_HEALTHY):
-        launched = ConditionSet(copy.deepcopy(nodeclaim), ctx.clock).get("Launched") or {}
+        launched = ConditionSet(deep_copy(nodeclaim), ctx.clock).get("Launched") or {}
         if launched.get("status") == "True":
             changed = conds.set_false(
                 CONDITION_NODE_REGISTRATION_HEALTHY, "RegistrationFailed", "Failed to register node"

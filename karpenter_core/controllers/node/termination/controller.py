@@ -33,7 +33,6 @@ the Node's existence.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -44,6 +43,7 @@ from karpenter_core.apis import labels as wk
 from karpenter_core.apis import v1
 from karpenter_core.apis.accessors import labels_of
 from karpenter_core.apis.conditions import ConditionSet, condition_of
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT
 from karpenter_core.cloudprovider.errors import is_nodeclaim_not_found
 from karpenter_core.controllers.node.termination import pods as podutil
@@ -155,7 +155,7 @@ class NodeTerminationController:
         except Conflict:
             return Result(requeue=True)
 
-        stored = copy.deepcopy(nodeclaim) if nodeclaim is not None else None
+        stored = deep_copy(nodeclaim) if nodeclaim is not None else None
         steps: tuple[Step, ...] = (
             self._await_drain,
             self._await_volume_detachment,
