@@ -28,6 +28,19 @@ def _walk(queue: ClassQueue, *, unmarked: bool = False) -> list[str]:
     return out
 
 
+def _count_reads(queue: ClassQueue) -> list[int]:
+    """Count the queue's member lookups from now on (in the returned one-item list)."""
+    reads = [0]
+
+    class Counting(dict[SortKey, object]):
+        def get(self, key: SortKey, default: object = None) -> object:
+            reads[0] += 1
+            return super().get(key, default)
+
+    queue._members = Counting(queue._members)  # type: ignore[assignment]
+    return reads
+
+
 def test_order_follows_the_key_not_arrival_and_removals_stick() -> None:
     rng = random.Random(3)
     pods = [
@@ -70,22 +83,14 @@ def test_a_walk_drops_the_marked_keys_it_passes_and_a_pod_unmarked_again_returns
     for pod in pods[:250]:  # marked versions replace them (fewer than a compaction needs)
         queue.remove(pod)
         queue.add(attrs.evolve(pod, marked="Unschedulable"))
-    reads = 0
-
-    class Counting(dict[SortKey, object]):
-        def get(self, key: SortKey, default: object = None) -> object:
-            nonlocal reads
-            reads += 1
-            return super().get(key, default)
-
-    queue._members = Counting(queue._members)  # type: ignore[assignment]
+    reads = _count_reads(queue)
     first = queue.unmarked_after(None)
     assert first is not None and first.sort_key == pods[250].sort_key
-    assert reads >= 250
-    reads = 0
+    assert reads[0] >= 250
+    reads[0] = 0
     again = queue.unmarked_after(None)
     assert again is not None and again.sort_key == pods[250].sort_key
-    assert reads == 1
+    assert reads[0] == 1
     queue.remove(queue.at(pods[5].sort_key))  # type: ignore[arg-type]
     queue.add(pods[5])  # its condition cleared: unmarked again
     assert _walk(queue, unmarked=True)[:2] == ["ns/p0005", "ns/p0250"]
@@ -102,22 +107,14 @@ def test_a_walk_drops_the_removed_keys_it_passes_and_a_pod_added_again_returns()
         queue.add(pod)
     for pod in pods[:200]:
         queue.remove(pod)
-    reads = 0
-
-    class Counting(dict[SortKey, object]):
-        def get(self, key: SortKey, default: object = None) -> object:
-            nonlocal reads
-            reads += 1
-            return super().get(key, default)
-
-    queue._members = Counting(queue._members)  # type: ignore[assignment]
+    reads = _count_reads(queue)
     first = queue.first()
     assert first is not None and first.sort_key == pods[200].sort_key
-    assert reads >= 200
-    reads = 0
+    assert reads[0] >= 200
+    reads[0] = 0
     again = queue.first()
     assert again is not None and again.sort_key == pods[200].sort_key
-    assert reads == 1
+    assert reads[0] == 1
     queue.add(pods[7])  # the same pod pending again under its key
     assert _walk(queue)[:2] == ["ns/p0007", "ns/p0200"]
     assert len(_walk(queue)) == 801 == len(queue)
