@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from karpenter_core.apis.hostports import HostPort, host_ports_of
 from karpenter_core.apis.labelselector import LabelSelector, SelectorError, label_selector_matches
@@ -452,6 +452,32 @@ _OWNER_KIND_BITS = {
 }
 
 
+_POD_METADATA_READ = (
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
+"""The metadata fields :meth:`Pod.from_dict` reads (the rest is bookkeeping)."""
+
+_ABSENT = object()
+
+
+def _status_resources(status: Mapping[str, Any]) -> bool:
+    """Whether a container status reports resources (an in-place resize), which
+    :func:`pod_requests` then reads; validated as :func:`pod_requests` does."""
+    found = False
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in _list(status.get(key), f"status.{key}"):
+            if isinstance(cs, Mapping) and cs.get("resources") is not None:
+                found = True
+    return found
+
+
 @frozen(eq=False)
 class Pod:
     """A pod as the scheduler sees it. ``requests`` excludes the ``pods`` resource;
@@ -581,6 +607,63 @@ class Pod:
                 for i, c in enumerate(_list(status.get("conditions"), "status.conditions"))
             ),
             has_dra_requirements=_has_dra(spec),
+            raw=d,
+        )
+
+    def refreshed(self, d: Mapping[str, Any]) -> Pod:
+        """The parsed view of ``d``, a later version of this pod: equal to
+        ``Pod.from_dict(d)``, but when only the status, bookkeeping metadata
+        (resourceVersion, managedFields...) or ``spec.nodeName`` (a bind) changed, the
+        spec and metadata parsed before are kept and only the status is read again. A pod
+        is bound once and its status patched a few times in its life; every component that
+        watches it would otherwise parse it whole each time (a fifth of a 150,000-pod
+        scale-out). Values compare as JSON values (by ``==``)."""
+        old = self.raw
+        if d is old:
+            return self
+        if type(d) is not dict or type(old) is not dict:
+            return Pod.from_dict(d)
+        meta, old_meta = d.get("metadata"), old.get("metadata")
+        if meta is not old_meta:
+            if type(meta) is not dict or type(old_meta) is not dict:
+                return Pod.from_dict(d)
+            for k in _POD_METADATA_READ:
+                a, b = meta.get(k), old_meta.get(k)
+                if a is not b and a != b:
+                    return Pod.from_dict(d)
+        spec, old_spec = d.get("spec"), old.get("spec")
+        node_name = self.node_name
+        if spec is not old_spec:
+            if type(spec) is not dict or type(old_spec) is not dict:
+                return Pod.from_dict(d)
+            for k, v in spec.items():
+                if k != "nodeName":
+                    was = old_spec.get(k, _ABSENT)
+                    if v is not was and v != was:
+                        return Pod.from_dict(d)
+            if any(k not in spec and k != "nodeName" for k in old_spec):
+                return Pod.from_dict(d)
+            node_name = _opt_str(spec.get("nodeName"), "spec.nodeName") or ""
+        status = _mapping(d.get("status"), "status")
+        old_status = _mapping(old.get("status"), "status")
+        requests = self.requests
+        if _status_resources(status) or _status_resources(old_status):
+            requests = _interned_resources(pod_requests(_mapping(spec, "spec"), status))
+        conditions = tuple(
+            _mapping(c, f"status.conditions[{i}]")
+            for i, c in enumerate(_list(status.get("conditions"), "status.conditions"))
+        )
+        return evolve(
+            self,
+            node_name=node_name,
+            nominated_node_name=_opt_str(
+                status.get("nominatedNodeName"), "status.nominatedNodeName"
+            )
+            or "",
+            phase=_opt_str(status.get("phase"), "status.phase") or "Pending",
+            start_time=_timestamp(status.get("startTime"), "status.startTime"),
+            requests=requests,
+            conditions=conditions,
             raw=d,
         )
 

@@ -996,7 +996,8 @@ class KubeScheduler:
             info = old if old is not None and rv and old.rv == rv else None
             if info is None:
                 try:
-                    info = _PodInfo(rv, Pod.from_dict(obj))
+                    pod = old.pod.refreshed(obj) if old is not None else Pod.from_dict(obj)
+                    info = _PodInfo(rv, pod)
                 except ObjectError as e:
                     log.warning("kube-scheduler: skipping pod %s: %s", key, e)
                     continue

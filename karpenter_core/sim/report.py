@@ -97,9 +97,9 @@ def _cpu_mem(resources: Mapping[str, Any] | None) -> tuple[int, int]:
 def _pod_requests(obj: Mapping[str, Any]) -> tuple[int, int]:
     """A pod's effective CPU/memory requests, as kube-scheduler counts them."""
     try:
-        from karpenter_core.apis.objects import Pod
+        from karpenter_core.apis.objects import pod_requests
 
-        req = Pod.from_dict(obj).requests
+        req = pod_requests(obj.get("spec") or {}, obj.get("status"))
         return int(req.get("cpu", 0)), int(req.get("memory", 0))
     except Exception:  # a malformed pod must not break the report
         return 0, 0

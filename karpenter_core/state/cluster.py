@@ -307,10 +307,6 @@ class _Facts:
             self.resources[NODES_RESOURCE] = 1000
 
 
-def _parse_pod(obj: Pod | Mapping[str, Any]) -> Pod:
-    return obj if isinstance(obj, Pod) else Pod.from_dict(obj)
-
-
 def _parse_node(obj: Node | Mapping[str, Any]) -> Node:
     return obj if isinstance(obj, Node) else Node.from_dict(obj)
 
@@ -949,9 +945,12 @@ class Cluster:
         """Track a pod: a terminal pod releases its node's usage; a bound one is counted on
         its node (raising :class:`NodeNotFoundError` while that node is unknown, so the
         informer retries)."""
-        if not isinstance(pod, Pod) and self._unchanged_pod(pod):
-            return
-        p = _parse_pod(pod)
+        if isinstance(pod, Pod):
+            p = pod
+        else:
+            if self._unchanged_pod(pod):
+                return
+            p = self._refreshed_pod(pod)
         try:
             with self._lock:
                 previous = self._pods.set(p.key, p)
@@ -972,6 +971,14 @@ class Cluster:
                 self._notify("pod", p.key)
         finally:
             self._flush()
+
+    def _refreshed_pod(self, obj: Mapping[str, Any]) -> Pod:
+        """The parsed pod, reusing the parse of its tracked version (a bind or a status
+        change then reads only what changed)."""
+        meta = meta_of(obj)
+        with self._lock:
+            known = self._pods.get(f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
+        return known.refreshed(obj) if known is not None else Pod.from_dict(obj)
 
     def _unchanged_pod(self, obj: Mapping[str, Any]) -> bool:
         """The same version of a pod whose usage is already booked (the periodic re-read of

@@ -261,7 +261,8 @@ class Provisioner:
 
     def _parse_pods(self, objs: Iterable[Mapping[str, Any]]) -> list[Pod]:
         """Parsed views of listed pods; a pod cluster state already parsed at the same
-        resourceVersion is reused (parsing thousands of pending pods every pass adds up)."""
+        resourceVersion is reused, and one parsed at an older version refreshed (parsing
+        thousands of pending pods every pass adds up)."""
         out = []
         for obj in objs:
             meta = meta_of(obj)
@@ -273,8 +274,10 @@ class Provisioner:
                 if cached is not None and meta_of(cached.raw).get("resourceVersion") == rv:
                     out.append(cached)
                     continue
+            else:
+                cached = None
             try:
-                out.append(Pod.from_dict(obj))
+                out.append(cached.refreshed(obj) if cached is not None else Pod.from_dict(obj))
             except ObjectError as e:
                 meta = meta_of(obj)
                 log.warning(
