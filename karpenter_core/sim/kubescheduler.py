@@ -109,7 +109,7 @@ from karpenter_core.apis.taints import (
     Taint,
     Toleration,
 )
-from karpenter_core.kube.client import ApiError, KubeClient, Obj
+from karpenter_core.kube.client import ApiError, KubeClient, Obj, shared_patch
 from karpenter_core.kube.informer import Informer, object_key
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.reconciler import Result, Watch
@@ -1436,7 +1436,8 @@ class KubeScheduler:
             }
         )
         try:
-            self.kube.patch(
+            # the result is not read: the stored version, uncopied, where there is one
+            shared_patch(self.kube)(
                 "pods",
                 pod.name,
                 {"status": {"conditions": conditions}},
