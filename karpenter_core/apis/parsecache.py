@@ -43,13 +43,21 @@ M = TypeVar("M", bound=_RoundTrips)
 class VersionedParser(Generic[M]):
     """``parse(obj)``, once per stored version (see the module docstring). ``parse`` must
     return a model whose ``to_dict()`` gives back the object it read (the API models'
-    round trip is lossless). Errors of ``parse`` propagate and nothing is remembered for
-    that version. Thread-safe."""
+    round trip is lossless). With ``reparse``, a new version of an object parsed before is
+    parsed from the earlier one (what did not change is kept). Errors of ``parse`` propagate
+    and nothing is remembered for that version. Thread-safe."""
 
     def __init__(
-        self, parse: Callable[[Mapping[str, Any]], M], *, max_entries: int = DEFAULT_MAX_ENTRIES
+        self,
+        parse: Callable[[Mapping[str, Any]], M],
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        reparse: Callable[[Mapping[str, Any], M, Mapping[str, Any]], M] | None = None,
     ) -> None:
         self._parse = parse
+        # reparse(obj, model, parsed): parse(obj), given model = parse(parsed), an earlier
+        # version of the same object (see Model.from_dict_reusing)
+        self._reparse = reparse
         self._max = max_entries
         self._lock = threading.Lock()
         # uid -> (rv, a private copy of the object parsed, its model)
@@ -69,7 +77,10 @@ class VersionedParser(Generic[M]):
                 self._parsed.move_to_end(uid)
         if found is not None and found[0] == rv and found[1] == obj:
             return found[2]
-        model = self._parse(obj)
+        if found is not None and self._reparse is not None:
+            model = self._reparse(obj, found[2], found[1])
+        else:
+            model = self._parse(obj)
         with self._lock:
             self._parsed[uid] = (rv, deep_copy(obj), model)
             self._parsed.move_to_end(uid)

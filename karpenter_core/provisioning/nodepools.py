@@ -28,7 +28,9 @@ __all__ = [
     "parse_nodepool",
 ]
 
-_PARSER: VersionedParser[NodePool] = VersionedParser(NodePool.from_dict)
+_PARSER: VersionedParser[NodePool] = VersionedParser(
+    NodePool.from_dict, reparse=NodePool.from_dict_reusing
+)
 
 
 def parse_nodepool(obj: Mapping[str, Any]) -> NodePool:

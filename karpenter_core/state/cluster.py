@@ -311,7 +311,9 @@ def _parse_node(obj: Node | Mapping[str, Any]) -> Node:
     return obj if isinstance(obj, Node) else Node.from_dict(obj)
 
 
-parse_nodeclaim: VersionedParser[NodeClaim] = VersionedParser(NodeClaim.from_dict)
+parse_nodeclaim: VersionedParser[NodeClaim] = VersionedParser(
+    NodeClaim.from_dict, reparse=NodeClaim.from_dict_reusing
+)
 """The typed NodeClaim of a stored object, parsed once per stored version (uid and
 resourceVersion, confirmed by content); raises
 :class:`~karpenter_core.apis.v1.APIError` naming the bad field."""
