@@ -243,6 +243,7 @@ class Manager:
         self._controllers: list[Controller] = []
         self._by_name: dict[str, Controller] = {}
         self._feeds: list[_Feed] = []
+        self._pumped_at: tuple[int, int] | None = None
         self._handlers: list[tuple[Informer, Handler]] = []
         self._started = False
         self._stopping = threading.Event()
@@ -485,6 +486,13 @@ class Manager:
         """Deliver every watch event that has arrived; returns how many were handled."""
         handled = 0
         assert self.client is not None or not self._feeds
+        # a server that counts its watches' activity (the in-memory one): nothing to do
+        # while the count and the feeds are what they were after the last full pump
+        activity = getattr(self.client, "watch_activity", None)
+        if activity is not None:
+            stamp = (activity, len(self._feeds))
+            if stamp == self._pumped_at:
+                return 0
         for feed in self._feeds:
             if feed.stream is None or feed.stream.stopped:
                 feed.open(self.client)  # type: ignore[arg-type]
@@ -502,6 +510,9 @@ class Manager:
                 feed.handle(event)
                 handled += 1
         self._events_handled += handled
+        if activity is not None:
+            # as it was before polling: events a handler caused are polled next time
+            self._pumped_at = (activity, len(self._feeds))
         return handled
 
     def _pick(self) -> Controller | None:

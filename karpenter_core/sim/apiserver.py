@@ -437,6 +437,7 @@ class MemoryWatch:
         with self.cond:
             if not self._stopped:
                 self.buffer.append(event)
+                self.server.watch_activity += 1
                 self.cond.notify_all()
 
     # -- WatchStream
@@ -484,6 +485,7 @@ class MemoryWatch:
 
     def _stop_locked(self) -> None:
         self._stopped = True
+        self.server.watch_activity += 1
         self.cond.notify_all()
 
     @property
@@ -556,6 +558,10 @@ class InMemoryApiServer:
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
         self._rv = 0
+        self.watch_activity = 0
+        """Counts events put in any watch's buffer and watches stopped: while it stands, no
+        watch of this server has anything new to hand out (a simulation's watch pump,
+        run before every reconcile, then skips polling each of its dozens of watches)."""
         # resource key -> namespace ("" when cluster-scoped) -> name -> object
         self._objects: dict[tuple[str, str], dict[str, dict[str, Obj]]] = {}
         self._encoded = _Encoded()

@@ -281,6 +281,46 @@ def test_watch_events_enqueue_object_keys() -> None:
     ]
 
 
+def test_watches_are_polled_only_when_the_server_saw_watch_activity() -> None:
+    """The in-memory server counts what its watches receive; the pump run before every
+    reconcile polls its watches only when that count moved, and still delivers every
+    event and reopens a stopped watch."""
+    clock = VirtualClock()
+    server = InMemoryApiServer(clock)
+    manager = Manager(clock, server)
+    recorder = Recorder(clock)
+    manager.add_controller("cm", recorder, watches=[Watch("configmaps", namespace="default")])
+    manager.add_controller("other", Recorder(clock), watches=[Watch("secrets")])
+    manager.start()
+    manager.pump_watches()
+    polls = 0
+    for feed in manager._feeds:
+        assert feed.stream is not None
+        inner = feed.stream.poll_shared  # type: ignore[attr-defined]
+
+        def counted(inner: Callable[[], Any] = inner) -> Any:
+            nonlocal polls
+            polls += 1
+            return inner()
+
+        feed.stream.poll_shared = counted  # type: ignore[attr-defined]
+    assert manager.pump_watches() == 0
+    assert polls == 0  # nothing happened: no watch polled
+    server.create(configmap("a"))
+    assert manager.pump_watches() == 1
+    assert polls == 2  # something did: every watch polled once
+    manager.settle()
+    assert [k for _, k in recorder.calls] == [ObjectKey("default", "a")]
+    stream = manager._feeds[0].stream
+    assert stream is not None
+    stream.stop()
+    manager.pump_watches()
+    assert manager._feeds[0].stream is not stream  # a stopped watch is opened again
+    server.create(configmap("b"))
+    manager.settle()
+    assert [k for _, k in recorder.calls[1:]] == [ObjectKey("default", "b")]
+
+
 def test_watch_mapper_and_predicate_shape_the_keys() -> None:
     clock = VirtualClock()
     server = InMemoryApiServer(clock)
