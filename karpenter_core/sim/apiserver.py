@@ -134,9 +134,11 @@ class _Encoded:
     once per stored version. The pickler runs without its memo, so a copy shares no
     containers with the stored object nor within itself, as :func:`deep_copy` gives.
 
-    Only the objects currently stored are encoded (:meth:`put` when one is committed,
-    :meth:`forget` when a newer version replaces it or it is removed), so the cache is as
-    large as the store; anything else (a superseded version still in a watcher's buffer,
+    Only the objects currently stored are encoded (registered by :meth:`put` when one is
+    committed, encoded when first copied, dropped by :meth:`forget` when a newer version
+    replaces it or it is removed), so the cache is at most as large as the store; a version
+    nobody copies (most of them, now that informers and watches share stored objects) is
+    never encoded; anything else (a superseded version still in a watcher's buffer,
     a deleted object's last state) is copied with :func:`deep_copy`. Entries are keyed by
     ``id`` and hold the object, so an id is never reused while its entry lives. A stored
     object is never changed in place after it is committed, which is what makes its
@@ -145,7 +147,7 @@ class _Encoded:
     __slots__ = ("_blobs", "verify")
 
     def __init__(self) -> None:
-        self._blobs: dict[int, tuple[Obj, bytes]] = {}
+        self._blobs: dict[int, tuple[Obj, bytes | None]] = {}
         # Readers share stored objects (get_shared, list_shared, shared watches and the
         # informers fed by them) on the promise never to change them. With VERIFY_ENV set
         # (the test suite sets it) every stored version is checked against its encoding
@@ -167,8 +169,13 @@ class _Encoded:
         return buf.getvalue()
 
     def put(self, obj: Obj) -> None:
+        """Register a committed version, encoded when first copied (at once under
+        VERIFY_ENV, whose checks compare encodings made at commit)."""
+        if not self.verify:
+            self._blobs[id(obj)] = (obj, None)
+            return
         blob = self._encode(obj)
-        if self.verify and pickle.loads(blob) != deep_copy(obj):
+        if pickle.loads(blob) != deep_copy(obj):
             meta = meta_of(obj)
             raise AssertionError(
                 f"stored {obj.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')} "
@@ -180,14 +187,18 @@ class _Encoded:
         entry = self._blobs.get(id(obj))
         if entry is None or entry[0] is not obj:
             return copy_obj(obj)
-        return cast(Obj, pickle.loads(entry[1]))
+        blob = entry[1]
+        if blob is None:
+            blob = self._encode(obj)
+            self._blobs[id(obj)] = (obj, blob)
+        return cast(Obj, pickle.loads(blob))
 
     def forget(self, obj: Obj | None) -> None:
         if obj is not None:
             entry = self._blobs.get(id(obj))
             if entry is not None and entry[0] is obj:
                 del self._blobs[id(obj)]
-                if self.verify and self._encode(obj) != entry[1]:
+                if self.verify and entry[1] is not None and self._encode(obj) != entry[1]:
                     meta = meta_of(obj)
                     raise AssertionError(
                         f"stored {obj.get('kind')} {meta.get('namespace') or ''}/"

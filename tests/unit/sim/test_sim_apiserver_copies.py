@@ -266,3 +266,28 @@ def test_patch_shared_returns_the_stored_result_and_patch_a_private_copy() -> No
     plain = Plain()
     shared_patch(plain)("configmaps", "b", {}, "default")  # type: ignore[arg-type]
     assert plain.calls == ["b"]
+
+
+def test_without_verification_a_version_is_encoded_when_first_copied_and_only_then() -> None:
+    made: list[object] = []
+
+    class Counting(_Encoded):
+        def _encode(self, obj: Any) -> bytes:  # type: ignore[override]
+            made.append(obj)
+            return _Encoded._encode(obj)
+
+    encoded = Counting()
+    encoded.verify = False  # as a simulation runs (the suite verifies)
+    never_read = {"metadata": {"name": "a"}, "data": {"k": "v"}}
+    read = {"metadata": {"name": "b"}, "data": {"k": "w"}}
+    encoded.put(never_read)
+    encoded.put(read)
+    assert made == []  # registering a version encodes nothing
+    one, two = encoded.copy(read), encoded.copy(read)
+    assert made == [read]  # encoded once, at the first copy
+    assert one == two == read
+    one["data"]["k"] = "changed"
+    assert two["data"]["k"] == "w" and read["data"]["k"] == "w"
+    encoded.forget(never_read)
+    encoded.forget(read)
+    assert made == [read] and not encoded._blobs
