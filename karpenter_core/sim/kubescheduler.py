@@ -93,7 +93,7 @@ import json
 import logging
 import re
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -481,6 +481,7 @@ class _PodClass:
         "anti_affinity",
         "full",
         "insufficient",
+        "key",
         "monotone",
         "node_affinity",
         "open_at",
@@ -488,9 +489,6 @@ class _PodClass:
         "open_names",
         "open_shut",
         "rankable",
-        "ranked",
-        "ranked_at",
-        "ranked_scores",
         "reason_counts",
         "reasons",
         "reasons_at",
@@ -498,7 +496,9 @@ class _PodClass:
         "static",
     )
 
-    def __init__(self, pod: Pod) -> None:
+    def __init__(self, pod: Pod, key: Hashable | None = None) -> None:
+        # the class key (None: a class made for one question, kept nowhere)
+        self.key = key
         self.node_affinity = _NodeAffinity(pod)
         self.insufficient = tuple(
             (name, qty, REASON_TOO_MANY_PODS if name == "pods" else f"Insufficient {name}")
@@ -519,11 +519,6 @@ class _PodClass:
         # exclude the pod's own entry, no anti-affinity of its own; other pods'
         # anti-affinity is checked per pass): KubeScheduler._search_ranked applies.
         self.rankable = self.monotone and not self.anti_affinity and not pod.host_ports
-        # for _search_ranked: each node's score (None: refused) by name and by position,
-        # with the (epoch, log position, layout) they are current to
-        self.ranked: RankedPositions | None = None
-        self.ranked_scores: dict[str, float | None] = {}
-        self.ranked_at: tuple[int, int, int] = (-1, 0, 0)
         # node name -> (the node's parsed state, the first static filter's failure or "").
         self.static: dict[str, tuple[_NodeStatic, str]] = {}
         # node name -> the node's state when the node's own filters (static, ports,
@@ -545,6 +540,25 @@ class _PodClass:
         self.reasons: dict[str, list[str]] = {}
         self.reason_counts: dict[str, int] = {}
         self.reasons_at: tuple[int, int] | None = None
+
+
+class _Ranked:
+    """A class's node scores for :meth:`KubeScheduler._search_ranked` (None: the node
+    refuses it), by name and by position, and the (epoch, log position, layout) they are
+    current to. Kept by class key, not on the class: a class is dropped when it has no
+    pending pod, and each drain of a node brings its classes back."""
+
+    __slots__ = ("at", "positions", "scores")
+
+    def __init__(self) -> None:
+        self.positions: RankedPositions | None = None
+        self.scores: dict[str, float | None] = {}
+        self.at: tuple[int, int, int] = (-1, 0, 0)
+
+
+RANKED_CLASSES = 32
+"""Classes whose node scores are kept (least recently searched dropped first); each holds
+a score per node."""
 
 
 def _class_key(pod: Pod) -> Hashable:
@@ -634,6 +648,7 @@ class KubeScheduler:
         self.bindings = 0
         self.passes = 0
         # the caches share the in-memory server's stored objects (read-only here)
+        self._ranked: OrderedDict[Hashable, _Ranked] = OrderedDict()
         self._pod_cache = Informer(kube, "pods", shared_reads=True)
         self._node_cache = Informer(kube, "nodes", shared_reads=True)
         self._namespace_cache = Informer(kube, "namespaces", shared_reads=True)
@@ -800,7 +815,7 @@ class KubeScheduler:
     def _class(self, classes: dict[Hashable, _PodClass], info: _PodInfo) -> _PodClass:
         cls = classes.get(info.class_key)
         if cls is None:
-            cls = self._classes.get(info.class_key) or _PodClass(info.pod)
+            cls = self._classes.get(info.class_key) or _PodClass(info.pod, info.class_key)
             classes[info.class_key] = cls
         return cls
 
@@ -1268,14 +1283,15 @@ class KubeScheduler:
         nodes = state.nodes
         names, log = self._node_names, self._node_log
         at = (self._node_epoch, len(log), self._node_layout)
-        kept = cls.ranked_at
-        ranked = cls.ranked
+        entry = self._ranked_entry(cls.key)
+        kept = entry.at
+        ranked = entry.positions
         if ranked is None or kept[0] != at[0] or (len(ranked) != len(nodes) and kept[2] == at[2]):
             scores = {n.name: self._rank(ctx, cls, n) for n in nodes}
             ranked = RankedPositions([scores[n.name] for n in nodes])
-            cls.ranked_scores = scores
+            entry.scores = scores
         elif kept != at:
-            scores = cls.ranked_scores
+            scores = entry.scores
             moved = kept[2] != at[2]
             for name in set(log[kept[1] :]):
                 i = bisect_left(names, name)
@@ -1289,10 +1305,23 @@ class KubeScheduler:
                 ranked = RankedPositions(
                     [scores[n.name] if n.name in scores else self._rank(ctx, cls, n) for n in nodes]
                 )
-        cls.ranked, cls.ranked_at = ranked, at
+        entry.positions, entry.at = ranked, at
         wanted = feasible_nodes_to_find(len(nodes), self.options.percentage_of_nodes_to_score)
         i, looked = ranked.search(start, wanted)
         return (nodes[i] if i >= 0 else None), looked
+
+    def _ranked_entry(self, key: Hashable | None) -> _Ranked:
+        if key is None:
+            return _Ranked()
+        kept = self._ranked
+        entry = kept.get(key)
+        if entry is None:
+            entry = kept[key] = _Ranked()
+            while len(kept) > RANKED_CLASSES:
+                kept.popitem(last=False)
+        else:
+            kept.move_to_end(key)
+        return entry
 
     def _rank(self, ctx: _PodContext, cls: _PodClass, node: _NodeState) -> float | None:
         """The class's score on ``node``, or None when the node's own filters refuse it."""

@@ -43,6 +43,10 @@ class _ReferenceScheduler(KubeScheduler):
         # no passing over the nodes a class already failed on in this pass
         return self._search(ctx, cls, state, start, None)
 
+    def _search_ranked(self, ctx: Any, cls: Any, state: Any, start: int) -> Any:
+        # no kept scores: every node filtered and scored in turn
+        return self._search(ctx, cls, state, start, None)
+
     def reconcile(self, key: object = None) -> Result:
         nodes = sorted(
             (_NodeState(_NodeStatic("", Node.from_dict(o))) for o in self.kube.list("nodes")),
@@ -456,3 +460,58 @@ def test_a_node_full_for_a_class_is_not_filtered_again_while_it_stands() -> None
     scheduler.reconcile()
     assert filtered.count("full") == 2  # it changed: filtered again (and taken: fresh)
     assert kube.get("pods", "p6", "default")["spec"]["nodeName"] in ("big", "full")
+
+
+def test_a_class_scores_only_the_changed_nodes_when_its_pods_come_back() -> None:
+    """A class's node scores are kept by class key: when its pods are all placed the class
+    is dropped, and when another of its pods comes (a node drained), only the nodes
+    changed since are scored again, not every node."""
+    clock = VirtualClock()
+    kube = InMemoryApiServer(clock, seed=7)
+    ranked: list[str] = []
+
+    class Counting(KubeScheduler):
+        def _rank(self, ctx: Any, cls: Any, node: Any) -> Any:
+            ranked.append(node.name)
+            return super()._rank(ctx, cls, node)
+
+    scheduler = Counting(kube, clock)
+    for i in range(8):
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+                "status": {
+                    "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+
+    def pod(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "a"}},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]
+            },
+        }
+
+    kube.create(pod("p0"))
+    clock.advance(1)
+    scheduler.reconcile()
+    assert len(ranked) == 8  # the first search scores every node
+    first = kube.get("pods", "p0", "default")["spec"]["nodeName"]
+    kube.create({**pod("other"), "metadata": {"name": "other", "namespace": "default"}})
+    clock.advance(1)
+    scheduler.reconcile()  # another class's pass: class "a" has no pending pod, dropped
+    ranked.clear()
+    kube.create(pod("p1"))
+    clock.advance(1)
+    scheduler.reconcile()
+    # only what changed since: the node p0 went to, and the one "other" went to
+    other = kube.get("pods", "other", "default")["spec"]["nodeName"]
+    assert sorted(ranked) == sorted({first, other})
+    assert kube.get("pods", "p1", "default")["spec"]["nodeName"]
