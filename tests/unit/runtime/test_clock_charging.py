@@ -144,3 +144,49 @@ def test_a_manual_meter_never_goes_back() -> None:
     with pytest.raises(ValueError, match="negative"):
         meter.spend(-1)
     assert meter() == 1.5
+
+
+class CountingMeter(ManualMeter):
+    """A manual meter that counts its reads (a CPU-time meter's reads are system calls)."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__(start)
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return super().__call__()
+
+
+def test_with_a_refresh_readings_go_on_from_the_last_meter_read_by_wall_time() -> None:
+    clock, meter, wall = VirtualClock(START), CountingMeter(10.0), ManualMeter(500.0)
+    with clock.charging(meter, refresh=0.001, wall=wall) as span:
+        assert meter.reads == 1  # the block's start
+        meter.spend(0.0002)
+        wall.spend(0.0003)
+        # within the refresh interval: the wall time since the last read, no meter read
+        assert clock.monotonic() == pytest.approx(0.0003)
+        assert meter.reads == 1
+        meter.spend(0.003)
+        wall.spend(0.002)
+        # past it: the meter is read again (and readings never go back)
+        assert clock.monotonic() == pytest.approx(0.0032)
+        assert meter.reads == 2
+        wall.spend(0.0005)
+        assert clock.monotonic() == pytest.approx(0.0037)
+        assert meter.reads == 2
+    # the block's total is the meter's, or the last reading if that was later
+    assert span.seconds == pytest.approx(0.0037)
+    assert meter.reads == 3
+    with clock.charging(meter, refresh=0.001, wall=wall) as span:
+        meter.spend(0.5)
+    assert span.seconds == pytest.approx(0.5)
+
+
+def test_only_the_default_cpu_meter_is_read_with_a_refresh_interval() -> None:
+    assert ComputeCharge().refresh > 0
+    assert ComputeCharge(meter=ManualMeter()).refresh == 0.0
+    with pytest.raises(ValueError, match="refresh"):
+        VirtualClock(START).charging(ManualMeter(), refresh=-1)
