@@ -53,6 +53,7 @@ __all__ = [
     "register_resource",
     "resource_for",
     "resource_types",
+    "shared_create",
     "shared_get",
     "shared_list",
     "shared_patch",
@@ -590,6 +591,14 @@ def shared_patch(client: KubeClient) -> Callable[..., Obj]:
     what it returns."""
     write: Callable[..., Obj] | None = getattr(client, "patch_shared", None)
     return write or client.patch
+
+
+def shared_create(client: KubeClient) -> Callable[..., Obj]:
+    """``client``'s ``create`` that returns the stored result uncopied where it has one
+    (the in-memory server), else its ``create``; the same rule as :func:`shared_get` for
+    what it returns."""
+    write: Callable[..., Obj] | None = getattr(client, "create_shared", None)
+    return write or client.create
 
 
 def api_reader(client: KubeClient) -> KubeClient:

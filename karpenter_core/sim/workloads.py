@@ -25,6 +25,7 @@ from typing import Any
 from attrs import define
 
 from karpenter_core.apis.conditions import is_true
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.taints import Taint, Toleration, tolerates
 from karpenter_core.apis.workloads import (
     POD_INDEX_LABEL,
@@ -32,7 +33,14 @@ from karpenter_core.apis.workloads import (
     statefulset_ordinal,
     template_hash,
 )
-from karpenter_core.kube.client import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
+from karpenter_core.kube.client import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    KubeClient,
+    NotFound,
+    shared_create,
+)
 from karpenter_core.runtime.clock import Clock, format_time
 from karpenter_core.runtime.manager import Manager
 from karpenter_core.runtime.reconciler import Result, Watch
@@ -455,6 +463,7 @@ class WorkloadController:
         claims = list(volumes)
         pods = self._pods.setdefault(meta["uid"], {})
         ns = str(meta.get("namespace") or "default")
+        create = shared_create(self.kube)
         for _ in range(count):
             pod: dict[str, Any] = {
                 "apiVersion": "v1",
@@ -466,7 +475,7 @@ class WorkloadController:
                     "annotations": dict(tmeta.get("annotations") or {}),
                     "ownerReferences": [_owner_ref(owner)],
                 },
-                "spec": copy.deepcopy(template.get("spec") or {}),
+                "spec": deep_copy(template.get("spec") or {}),
             }
             if claims:
                 names = {v.get("name") for v in claims}
@@ -480,7 +489,7 @@ class WorkloadController:
                     *(pod["spec"].get("tolerations") or ()),
                     *(dict(t) for t in _DAEMON_TOLERATIONS),
                 ]
-            created = self.kube.create(pod)
+            created = create(pod)  # read, never changed
             made = created["metadata"]["name"]
             self._seq += 1
             state = _PodState(made, self._seq, bound=bool(node), node=node)

@@ -268,6 +268,34 @@ def test_patch_shared_returns_the_stored_result_and_patch_a_private_copy() -> No
     assert plain.calls == ["b"]
 
 
+def test_create_shared_returns_the_stored_object_and_create_a_private_copy() -> None:
+    """The simulated ReplicaSets create pods through :func:`shared_create` and only read
+    the name back; the input is still copied (changing it later changes nothing stored)."""
+    from karpenter_core.kube.client import shared_create
+
+    server = InMemoryApiServer(VirtualClock())
+    given = _cm("a")
+    made = shared_create(server)(given)
+    assert made is server.get_shared("configmaps", "a", "default")
+    given["data"]["k"] = "changed"
+    assert made["data"] == {"k": "v"}
+    other = server.create(_cm("b"))
+    assert other == server.get_shared("configmaps", "b", "default")
+    assert other is not server.get_shared("configmaps", "b", "default")
+
+    class Plain:
+        def __init__(self) -> None:
+            self.created: list[str] = []
+
+        def create(self, obj: Any, namespace: Any = None) -> dict[str, Any]:
+            self.created.append(obj["metadata"]["name"])
+            return dict(obj)
+
+    plain = Plain()
+    shared_create(plain)(_cm("c"))  # type: ignore[arg-type]
+    assert plain.created == ["c"]
+
+
 def test_without_verification_a_version_is_encoded_when_first_copied_and_only_then() -> None:
     made: list[object] = []
 
