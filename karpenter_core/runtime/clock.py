@@ -25,8 +25,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "DEFAULT_METER_REFRESH",
     "ChargedSpan",
     "Clock",
+    "CoarseMeter",
     "ComputeCharge",
     "ManualMeter",
     "TimerHandle",
@@ -215,14 +217,6 @@ class VirtualClock:
         self._meter: Callable[[], float] | None = None
         self._meter_start = 0.0
         self._meter_scale = 1.0
-        # with a refresh interval (see charging): the block's wall clock, the compute
-        # elapsed at the last meter read and the wall time of that read, and the most
-        # compute handed out so far (readings never go back)
-        self._refresh = 0.0
-        self._wall: Callable[[], float] = time.perf_counter
-        self._read_value = 0.0
-        self._read_wall = 0.0
-        self._handed = 0.0
 
     # -- reading time
     def now(self) -> datetime:
@@ -237,24 +231,7 @@ class VirtualClock:
         """Compute charged so far by the running :meth:`charging` block (0 outside one)."""
         if self._meter is None:
             return 0
-        return max(0, round(self._elapsed() * self._meter_scale * _NS))
-
-    def _elapsed(self) -> float:
-        """The running block's compute so far, in the meter's seconds."""
-        assert self._meter is not None
-        if self._refresh <= 0.0:
-            return self._meter() - self._meter_start
-        wall = self._wall()
-        since = wall - self._read_wall
-        if since < self._refresh:
-            value = self._read_value + since
-        else:
-            value = self._meter() - self._meter_start
-            self._read_value, self._read_wall = value, wall
-        if value < self._handed:
-            value = self._handed
-        self._handed = value
-        return value
+        return max(0, round((self._meter() - self._meter_start) * self._meter_scale * _NS))
 
     def _current_ns(self) -> int:
         return self._now_ns + self._running_ns()
@@ -266,14 +243,7 @@ class VirtualClock:
         with self._lock:
             return self._meter is not None
 
-    def charging(
-        self,
-        meter: Callable[[], float],
-        scale: float = 1.0,
-        *,
-        refresh: float = 0.0,
-        wall: Callable[[], float] = time.perf_counter,
-    ) -> _Charging:
+    def charging(self, meter: Callable[[], float], scale: float = 1.0) -> _Charging:
         """Charge the compute ``meter`` measures during the block to this clock.
 
         ``meter`` returns seconds of compute (any origin, never decreasing); time moves
@@ -281,45 +251,22 @@ class VirtualClock:
         spent so far; when the block ends its total stays added and is reported in the
         yielded :class:`ChargedSpan`. A block inside a running one charges nothing of its
         own (the outer block already measures that compute) and reports 0.
-
-        ``refresh`` > 0: a reading inside the block reads the meter only when ``refresh``
-        seconds of ``wall`` time have passed since it last did, and otherwise adds the wall
-        time since then to that reading (CPU-time meters are system calls, 1-2 µs each,
-        where the wall clock costs 80 ns; a large simulation reads the clock inside its
-        reconciles millions of times). Readings never go back, and the block's total is
-        the meter's, or the last reading handed out if that was later.
         """
         _check_scale(scale)
-        if refresh < 0:
-            raise ValueError("refresh must not be negative")
-        return _Charging(self, meter, scale, refresh, wall)
+        return _Charging(self, meter, scale)
 
-    def _begin_charge(
-        self,
-        meter: Callable[[], float],
-        scale: float,
-        refresh: float = 0.0,
-        wall: Callable[[], float] = time.perf_counter,
-    ) -> bool:
+    def _begin_charge(self, meter: Callable[[], float], scale: float) -> bool:
         """Start a charged block; False when one is running already (this one is inner)."""
         with self._lock:
             if self._meter is not None:
                 return False
             self._meter, self._meter_start, self._meter_scale = meter, meter(), scale
-            self._refresh = refresh
-            if refresh > 0.0:
-                self._wall = wall
-                self._read_value, self._read_wall, self._handed = 0.0, wall(), 0.0
             return True
 
     def _end_charge(self) -> int:
         """End the running charged block, keeping its charge; returns it."""
         with self._lock:
-            assert self._meter is not None
-            elapsed = self._meter() - self._meter_start
-            if self._refresh > 0.0 and elapsed < self._handed:
-                elapsed = self._handed
-            spent = max(0, round(elapsed * self._meter_scale * _NS))
+            spent = self._running_ns()
             self._now_ns += spent
             self._meter = None
             return spent
@@ -447,26 +394,17 @@ class _Charging:
     generator: one is entered for every charged reconcile, hundreds of thousands in a large
     simulation)."""
 
-    __slots__ = ("_clock", "_meter", "_outer", "_refresh", "_scale", "_span", "_wall")
+    __slots__ = ("_clock", "_meter", "_outer", "_scale", "_span")
 
-    def __init__(
-        self,
-        clock: VirtualClock,
-        meter: Callable[[], float],
-        scale: float,
-        refresh: float,
-        wall: Callable[[], float],
-    ) -> None:
+    def __init__(self, clock: VirtualClock, meter: Callable[[], float], scale: float) -> None:
         self._clock = clock
         self._meter = meter
         self._scale = scale
-        self._refresh = refresh
-        self._wall = wall
         self._span = ChargedSpan()
         self._outer = False
 
     def __enter__(self) -> ChargedSpan:
-        self._outer = self._clock._begin_charge(self._meter, self._scale, self._refresh, self._wall)
+        self._outer = self._clock._begin_charge(self._meter, self._scale)
         return self._span
 
     def __exit__(self, *exc: object) -> None:
@@ -507,9 +445,49 @@ class ManualMeter:
         self.value += seconds
 
 
-DEFAULT_METER_REFRESH = 50e-6
-"""Seconds of wall time a reading inside a charged reconcile may go on from the last CPU
-meter read before it reads the meter again (see :meth:`VirtualClock.charging`)."""
+DEFAULT_METER_REFRESH = 1e-3
+"""Seconds of wall time a :class:`CoarseMeter` goes on from its last CPU-time read."""
+
+
+class CoarseMeter:
+    """A CPU-time meter read at most once per ``refresh`` seconds of wall time: between
+    reads it goes on from the last one by the wall time since (on a core of its own a
+    single-threaded process's CPU time moves with the wall clock). :func:`time.process_time`
+    is a system call (1-2 µs); faithful time reads the meter at each charged reconcile's
+    start and end and at every clock reading inside one, millions of times in a large
+    simulation (a sixth of its scale-in), where the wall clock costs 80 ns. Readings never
+    go back; each true read puts it right again."""
+
+    __slots__ = ("_last", "_read", "_read_wall", "_refresh", "_source", "_wall")
+
+    def __init__(
+        self,
+        source: Callable[[], float] = time.process_time,
+        *,
+        refresh: float = DEFAULT_METER_REFRESH,
+        wall: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if refresh < 0:
+            raise ValueError("refresh must not be negative")
+        self._source = source
+        self._refresh = refresh
+        self._wall = wall
+        self._read = source()
+        self._read_wall = wall()
+        self._last = self._read
+
+    def __call__(self) -> float:
+        wall = self._wall()
+        since = wall - self._read_wall
+        if 0.0 <= since < self._refresh:
+            value = self._read + since
+        else:
+            value = self._read = self._source()
+            self._read_wall = wall
+        if value < self._last:
+            return self._last
+        self._last = value
+        return value
 
 
 class ComputeCharge:
@@ -521,7 +499,8 @@ class ComputeCharge:
     3 minutes, multi-node's 1 minute) and batching windows behave as on a real controller
     of this speed, ``scale`` times slower.
 
-    The meter defaults to :func:`time.process_time`, this process's CPU time, rather than
+    The meter defaults to this process's CPU time (:func:`time.process_time`, read through
+    a :class:`CoarseMeter`), rather than
     wall time: on a shared machine wall time also counts the moments the process waited
     for a core other programs held, which says nothing about the controller, while CPU
     time is what the controller itself spent; it also counts work a reconcile hands to
@@ -531,22 +510,10 @@ class ComputeCharge:
     Tests inject a meter they advance by hand.
     """
 
-    def __init__(
-        self,
-        *,
-        meter: Callable[[], float] = time.process_time,
-        scale: float = 1.0,
-        refresh: float | None = None,
-    ) -> None:
+    def __init__(self, *, meter: Callable[[], float] | None = None, scale: float = 1.0) -> None:
         _check_scale(scale)
-        self.meter = meter
+        self.meter: Callable[[], float] = meter if meter is not None else CoarseMeter()
         self.scale = scale
-        # how often a reading inside a reconcile reads the meter (VirtualClock.charging):
-        # every DEFAULT_METER_REFRESH for the default CPU-time meter, every time for any
-        # other (a test's meter must read exactly)
-        if refresh is None:
-            refresh = DEFAULT_METER_REFRESH if meter is time.process_time else 0.0
-        self.refresh = refresh
         self._by_controller: dict[str, int] = {}
 
     def add(self, controller: str, span: ChargedSpan) -> None:

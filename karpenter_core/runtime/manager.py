@@ -571,7 +571,7 @@ class Manager:
     def _run_charged(
         self, clock: VirtualClock, charge: ComputeCharge, controller: Controller, key: Any
     ) -> None:
-        with clock.charging(charge.meter, charge.scale, refresh=charge.refresh) as span:
+        with clock.charging(charge.meter, charge.scale) as span:
             controller.run_one(key)
         charge.add(controller.name, span)
         controller.charged_seconds += span.seconds

@@ -202,12 +202,13 @@ class Simulation:
         *,
         seed: int | None = None,
         start: datetime | None = None,
-        compute_meter: Callable[[], float] = time.process_time,
+        compute_meter: Callable[[], float] | None = None,
         initial: StartingState | None = None,
         what_if: Sequence[ScenarioEvent] = (),
     ) -> None:
         """``compute_meter`` measures compute when the scenario charges it (tests pass a
-        meter they advance by hand; see :class:`ComputeCharge` for the default).
+        meter they advance by hand; None: :class:`ComputeCharge`'s default, the process's
+        CPU time through a :class:`~karpenter_core.runtime.clock.CoarseMeter`).
 
         ``initial``: a cluster's objects to start from (a snapshot); the virtual clock
         then starts when they were read, unless ``start`` says otherwise (default

@@ -10,7 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from karpenter_core.runtime.clock import ChargedSpan, ComputeCharge, ManualMeter, VirtualClock
+from karpenter_core.runtime.clock import (
+    ChargedSpan,
+    CoarseMeter,
+    ComputeCharge,
+    ManualMeter,
+    VirtualClock,
+)
 
 START = datetime(2030, 5, 6, 7, 8, 9, tzinfo=UTC)
 
@@ -160,33 +166,41 @@ class CountingMeter(ManualMeter):
         return super().__call__()
 
 
-def test_with_a_refresh_readings_go_on_from_the_last_meter_read_by_wall_time() -> None:
-    clock, meter, wall = VirtualClock(START), CountingMeter(10.0), ManualMeter(500.0)
-    with clock.charging(meter, refresh=0.001, wall=wall) as span:
-        assert meter.reads == 1  # the block's start
-        meter.spend(0.0002)
-        wall.spend(0.0003)
-        # within the refresh interval: the wall time since the last read, no meter read
-        assert clock.monotonic() == pytest.approx(0.0003)
-        assert meter.reads == 1
-        meter.spend(0.003)
-        wall.spend(0.002)
-        # past it: the meter is read again (and readings never go back)
-        assert clock.monotonic() == pytest.approx(0.0032)
-        assert meter.reads == 2
-        wall.spend(0.0005)
-        assert clock.monotonic() == pytest.approx(0.0037)
-        assert meter.reads == 2
-    # the block's total is the meter's, or the last reading if that was later
-    assert span.seconds == pytest.approx(0.0037)
-    assert meter.reads == 3
-    with clock.charging(meter, refresh=0.001, wall=wall) as span:
-        meter.spend(0.5)
+def test_a_coarse_meter_goes_on_by_wall_time_between_reads_and_never_back() -> None:
+    source, wall = CountingMeter(10.0), ManualMeter(500.0)
+    meter = CoarseMeter(source, refresh=0.001, wall=wall)
+    assert source.reads == 1 and meter() == 10.0
+    source.spend(0.0002)
+    wall.spend(0.0003)
+    # within the refresh interval: the last read plus the wall time since, no read
+    assert meter() == pytest.approx(10.0003)
+    assert source.reads == 1
+    source.spend(0.003)
+    wall.spend(0.002)
+    # past it: read again
+    assert meter() == pytest.approx(10.0032)
+    assert source.reads == 2
+    wall.spend(0.0005)
+    ahead = meter()
+    assert ahead == pytest.approx(10.0037)
+    wall.spend(0.002)  # the source moved less than the wall clock meanwhile
+    assert meter() == ahead  # the read is behind what was handed out: never back
+    assert source.reads == 3
+
+
+def test_a_coarse_meter_charges_a_block_from_its_readings() -> None:
+    source, wall = ManualMeter(10.0), ManualMeter(0.0)
+    clock = VirtualClock(START)
+    with clock.charging(CoarseMeter(source, refresh=0.001, wall=wall)) as span:
+        source.spend(0.5)
+        wall.spend(0.5)
     assert span.seconds == pytest.approx(0.5)
+    assert clock.monotonic() == pytest.approx(0.5)
 
 
-def test_only_the_default_cpu_meter_is_read_with_a_refresh_interval() -> None:
-    assert ComputeCharge().refresh > 0
-    assert ComputeCharge(meter=ManualMeter()).refresh == 0.0
+def test_compute_charge_reads_cpu_time_through_a_coarse_meter_by_default() -> None:
+    assert isinstance(ComputeCharge().meter, CoarseMeter)
+    manual = ManualMeter()
+    assert ComputeCharge(meter=manual).meter is manual  # a test's meter reads exactly
     with pytest.raises(ValueError, match="refresh"):
-        VirtualClock(START).charging(ManualMeter(), refresh=-1)
+        CoarseMeter(refresh=-1)
