@@ -102,6 +102,7 @@ from attrs import field, frozen
 
 from karpenter_core.apis.hostports import HostPortUsage
 from karpenter_core.apis.objects import Node, ObjectError, Pod
+from karpenter_core.apis.parsedpods import parsed_pod
 from karpenter_core.apis.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -1025,7 +1026,7 @@ class KubeScheduler:
             info = old if old is not None and rv and old.rv == rv else None
             if info is None:
                 try:
-                    pod = old.pod.refreshed(obj) if old is not None else Pod.from_dict(obj)
+                    pod = parsed_pod(obj, old.pod if old is not None else None)
                     info = _PodInfo(rv, pod)
                 except ObjectError as e:
                     log.warning("kube-scheduler: skipping pod %s: %s", key, e)

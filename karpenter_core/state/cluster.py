@@ -53,6 +53,7 @@ from karpenter_core.apis.objects import (
     StorageClass,
 )
 from karpenter_core.apis.parsecache import VersionedParser
+from karpenter_core.apis.parsedpods import parsed_pod
 from karpenter_core.apis.v1 import NodeClaim
 from karpenter_core.kube.client import NotFound, api_reader, shared_list
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
@@ -980,7 +981,7 @@ class Cluster:
         meta = meta_of(obj)
         with self._lock:
             known = self._pods.get(f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
-        return known.refreshed(obj) if known is not None else Pod.from_dict(obj)
+        return parsed_pod(obj, known)
 
     def _unchanged_pod(self, obj: Mapping[str, Any]) -> bool:
         """The same version of a pod whose usage is already booked (the periodic re-read of

@@ -35,6 +35,7 @@ from karpenter_core.apis.labels import (
     NODEPOOL_LABEL_KEY,
 )
 from karpenter_core.apis.objects import ObjectError, Pod
+from karpenter_core.apis.parsedpods import parsed_pod
 from karpenter_core.apis.quantity import QuantityError, format_quantity
 from karpenter_core.apis.resources import parse_resource_list
 from karpenter_core.apis.v1 import CONDITION_NODE_REGISTRATION_HEALTHY, APIError, NodePool
@@ -277,7 +278,7 @@ class Provisioner:
             else:
                 cached = None
             try:
-                out.append(cached.refreshed(obj) if cached is not None else Pod.from_dict(obj))
+                out.append(parsed_pod(obj, cached))
             except ObjectError as e:
                 meta = meta_of(obj)
                 log.warning(

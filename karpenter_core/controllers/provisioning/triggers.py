@@ -20,6 +20,7 @@ from typing import Any
 from karpenter_core.apis.conditions import condition_of
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
 from karpenter_core.apis.objects import ObjectError, Pod
+from karpenter_core.apis.parsedpods import parsed_pod
 from karpenter_core.controllers.provisioning.provisioner import Provisioner
 from karpenter_core.kube.client import NotFound, shared_get
 from karpenter_core.runtime.context import ControllerContext
@@ -95,7 +96,7 @@ class PodTrigger:
         except NotFound:
             return Result()
         try:
-            pod = Pod.from_dict(obj)
+            pod = parsed_pod(obj)
         except ObjectError as e:
             log.debug("ignoring pod %s: %s", key, e)
             return Result()
