@@ -1450,7 +1450,11 @@ class InMemoryApiServer:
         return out(result)
 
     def _remove(self, rt: ResourceType, obj: Obj, policy: str, *, old: Obj | None = None) -> None:
-        final = deep_copy(obj)
+        # the final version shares all but its metadata (which gets the new
+        # resourceVersion) with the last one: no version is ever changed in place, and
+        # deep-copying each deleted pod was 8 % of a large scale-in's first minutes
+        final = dict(obj)
+        final["metadata"] = dict(obj["metadata"])
         self._commit(rt, DELETED, final, old if old is not None else obj)
         self._last_removed = final
         if self._controller_manager is not None:

@@ -239,6 +239,25 @@ def test_binding_and_status_writes_share_what_they_leave_and_change_nothing_stor
     assert copy == running and not set(_containers(copy)) & set(_containers(running))
 
 
+def test_a_deletion_shares_the_last_version_and_changes_nothing_stored() -> None:
+    """The DELETED event's final version shares all but its metadata with the last stored
+    version (deep-copying each deleted pod was 8 % of a large scale-in's first minutes);
+    the last version keeps its resourceVersion."""
+    server = InMemoryApiServer(VirtualClock())
+    server.create(_pending_pod("p"))
+    watch = server.watch("pods", "default", resource_version=server.resource_version)
+    last = server.get_shared("pods", "p", "default")
+    rv = last["metadata"]["resourceVersion"]
+    snapshot = server.get("pods", "p", "default")
+    server.delete("pods", "p", "default", grace_period_seconds=0)
+    (event,) = [e for e in watch.poll_shared() if e.type == "DELETED"]
+    final = event.object
+    assert last == snapshot and last["metadata"]["resourceVersion"] == rv
+    assert int(final["metadata"]["resourceVersion"]) > int(rv)
+    assert final["spec"] is last["spec"]
+    assert final["metadata"] is not last["metadata"]
+
+
 def test_patch_shared_returns_the_stored_result_and_patch_a_private_copy() -> None:
     """The simulated kubelet writes pod status through :func:`shared_patch` and never
     reads the result back: the server's ``patch_shared`` skips decoding a copy; a client
