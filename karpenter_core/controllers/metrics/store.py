@@ -35,7 +35,8 @@ _Series = tuple[Gauge, tuple[str, ...]]
 class MetricStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._series: dict[Hashable, set[_Series]] = {}
+        # key -> its series and the value each was last set to
+        self._series: dict[Hashable, dict[_Series, float]] = {}
 
     @staticmethod
     def label_values(metric: StoreMetric) -> tuple[str, ...]:
@@ -43,21 +44,27 @@ class MetricStore:
         return tuple(str(metric.labels.get(name, "")) for name in metric.gauge._labelnames)
 
     def update(self, key: Hashable, metrics: Iterable[StoreMetric]) -> None:
-        """Make ``metrics`` the series of ``key``: set them, remove its others."""
-        new: set[_Series] = set()
+        """Make ``metrics`` the series of ``key``: set them, remove its others. A series
+        this key already set to the same value is left alone (a pod's reconcile after an
+        event that changed none of its labels writes nothing; prometheus_client's
+        ``labels`` lookup was most of the pod metrics' cost in a large simulation)."""
+        with self._lock:
+            old = self._series.get(key, {})
+        new: dict[_Series, float] = {}
         for m in metrics:
             values = self.label_values(m)
-            m.gauge.labels(*values).set(m.value)
-            new.add((m.gauge, values))
+            series = (m.gauge, values)
+            if old.get(series) != m.value:
+                m.gauge.labels(*values).set(m.value)
+            new[series] = m.value
         with self._lock:
-            old = self._series.get(key, set())
             self._series[key] = new
-        _remove(old - new)
+        _remove(s for s in old if s not in new)
 
     def delete(self, key: Hashable) -> None:
         """Remove every series of ``key``."""
         with self._lock:
-            old = self._series.pop(key, set())
+            old = self._series.pop(key, {})
         _remove(old)
 
     def replace_all(self, by_key: Mapping[Hashable, Iterable[StoreMetric]]) -> None:
