@@ -172,25 +172,7 @@ class Model:
         where = path or cls.__name__
         if not isinstance(data, Mapping):
             raise _err(where, "an object", data)
-        kwargs: dict[str, Any] = {}
-        known: set[str] = set()
-        empty: set[str] = set()
-        for f in cls.FIELDS:
-            known.add(f.json)
-            if f.json not in data:
-                continue
-            value = data[f.json]
-            sub_path = f"{path}.{f.json}" if path else f.json
-            if value is None:
-                # JSON null is "unset" for the API server; remember nothing.
-                continue
-            loaded = _load_value(value, f, sub_path)
-            if f.kind in _COLLECTION_KINDS and not loaded:
-                empty.add(f.json)
-            kwargs[f.attr] = loaded
-        kwargs["extra"] = {k: copy.deepcopy(v) for k, v in data.items() if k not in known}
-        kwargs["explicit_empty"] = frozenset(empty)
-        return cls(**kwargs)
+        return cls._from_fields(data, path, None, None)
 
     @classmethod
     def from_dict_reusing(
@@ -209,6 +191,16 @@ class Model:
             or not _parses_plainly(cls)
         ):
             return cls.from_dict(data, path=path)
+        return cls._from_fields(data, path, previous, previous_data)
+
+    @classmethod
+    def _from_fields(
+        cls,
+        data: Mapping[str, Any],
+        path: str,
+        previous: Self | None,
+        previous_data: Mapping[str, Any] | None,
+    ) -> Self:
         kwargs: dict[str, Any] = {}
         known: set[str] = set()
         empty: set[str] = set()
@@ -218,29 +210,15 @@ class Model:
                 continue
             value = data[f.json]
             if value is None:
+                # JSON null is "unset" for the API server; remember nothing.
                 continue
             sub_path = f"{path}.{f.json}" if path else f.json
-            was = previous_data.get(f.json)
-            kept = getattr(previous, f.attr)
-            if was is not None and kept is not None and (value is was or value == was):
-                loaded = kept
-            elif f.kind == "obj" and isinstance(was, Mapping) and kept is not None:
-                loaded = f.sub.from_dict_reusing(value, kept, was, path=sub_path)
-            elif (
-                f.kind == "objs"
-                and isinstance(value, list | tuple)
-                and isinstance(was, list | tuple)
-                and len(was) == len(kept)
-                and _parses_plainly(f.sub)
-            ):
-                loaded = tuple(
-                    kept[i]
-                    if i < len(was) and (v is was[i] or v == was[i])
-                    else f.sub.from_dict(v, path=f"{sub_path}[{i}]")
-                    for i, v in enumerate(value)
-                )
-            else:
+            if previous_data is None:
                 loaded = _load_value(value, f, sub_path)
+            else:
+                loaded = _reload_value(
+                    value, f, sub_path, previous_data.get(f.json), getattr(previous, f.attr)
+                )
             if f.kind in _COLLECTION_KINDS and not loaded:
                 empty.add(f.json)
             kwargs[f.attr] = loaded
@@ -261,6 +239,29 @@ class Model:
         for k, v in self.extra.items():
             out[k] = copy.deepcopy(v)
         return out
+
+
+def _reload_value(value: Any, f: F, path: str, was: Any, kept: Any) -> Any:
+    """``_load_value(value, f, path)``, where ``kept`` is the parse of ``was``, the
+    field's JSON in an earlier version (see :meth:`Model.from_dict_reusing`)."""
+    if was is not None and kept is not None and (value is was or value == was):
+        return kept
+    if f.kind == "obj" and isinstance(was, Mapping) and kept is not None:
+        return f.sub.from_dict_reusing(value, kept, was, path=path)
+    if (
+        f.kind == "objs"
+        and isinstance(value, list | tuple)
+        and isinstance(was, list | tuple)
+        and len(was) == len(kept)
+        and _parses_plainly(f.sub)
+    ):
+        return tuple(
+            kept[i]
+            if i < len(was) and (v is was[i] or v == was[i])
+            else f.sub.from_dict(v, path=f"{path}[{i}]")
+            for i, v in enumerate(value)
+        )
+    return _load_value(value, f, path)
 
 
 def _parses_plainly(cls: type[Model]) -> bool:

@@ -407,6 +407,18 @@ def test_a_search_cut_short_by_numFeasibleNodesToFind_decides_as_the_reference(
     assert bound > 100  # more pods than one search's worth of nodes were placed
 
 
+def _ready_node(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 def test_a_node_full_for_a_class_is_not_filtered_again_while_it_stands() -> None:
     """A class keeps the positions of its open nodes while no node comes or goes; a node
     its own filters refused drops out of them and is not filtered again for that class,
@@ -422,21 +434,23 @@ def test_a_node_full_for_a_class_is_not_filtered_again_while_it_stands() -> None
 
     scheduler = Counting(kube, clock)
     for name, cpu in (("big", "64"), ("full", "1")):
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                "status": {
-                    "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
+        kube.create(_ready_node(name, cpu))
 
     def pod(name: str, node: str | None = None) -> dict[str, Any]:
+        # anti-affinity to pods nothing has: the class's fit is not the node's alone, so
+        # it searches its open nodes (_search_open), not kept scores
         spec: dict[str, Any] = {
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}],
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "none"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            },
         }
         if node:
             spec["nodeName"] = node
@@ -477,17 +491,7 @@ def test_a_class_scores_only_the_changed_nodes_when_its_pods_come_back() -> None
 
     scheduler = Counting(kube, clock)
     for i in range(8):
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
-                "status": {
-                    "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
+        kube.create(_ready_node(f"n{i}", "8"))
 
     def pod(name: str) -> dict[str, Any]:
         return {
