@@ -648,8 +648,9 @@ class KubeScheduler:
         self.options = options or KubeSchedulerOptions()
         self.bindings = 0
         self.passes = 0
-        # the caches share the in-memory server's stored objects (read-only here)
+        # kept node scores of the rankable classes, by class key (see _search_ranked)
         self._ranked: OrderedDict[Hashable, _Ranked] = OrderedDict()
+        # the caches share the in-memory server's stored objects (read-only here)
         self._pod_cache = Informer(kube, "pods", shared_reads=True)
         self._node_cache = Informer(kube, "nodes", shared_reads=True)
         self._namespace_cache = Informer(kube, "namespaces", shared_reads=True)
