@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -124,6 +126,36 @@ def ignored_for_topology(pod: Any) -> bool:
         or pod.phase in ("Succeeded", "Failed")
         or pod.deletion_timestamp is not None
     )
+
+
+_namespace = attrgetter("namespace")
+_affinity = attrgetter("affinity")
+_node_name = attrgetter("node_name")
+
+
+def _with_affinity(pods: Iterable[Any]) -> Iterable[Any]:
+    """The pods with any affinity at all, in order: the only ones that can hold a required
+    anti-affinity. Filtered in C, since a snapshot may hold 150,000 pods and a handful have
+    one (the rest are never touched by Python code)."""
+    return filter(_affinity, pods)
+
+
+def _counted_by_namespace(
+    cluster_pods: Iterable[Any], excluded: AbstractSet[str] = frozenset()
+) -> dict[str, list[Any]]:
+    """The pods that count, by namespace, in order: running somewhere (not
+    :func:`ignored_for_topology`) and not among ``excluded`` (pod ids)."""
+    counted: dict[str, list[Any]] = {}
+    for p in filter(_node_name, cluster_pods):
+        if p.phase in ("Succeeded", "Failed") or p.deletion_timestamp is not None:
+            continue
+        if excluded and pod_id(p) in excluded:
+            continue
+        bucket = counted.get(p.namespace)
+        if bucket is None:
+            bucket = counted[p.namespace] = []
+        bucket.append(p)
+    return counted
 
 
 def _nodepool_requirements(nodepool: NodePool) -> tuple[Requirements, tuple[Taint, ...]]:
@@ -266,8 +298,10 @@ class Topology:
         self._nodes: dict[str, Any]
         # Existing real nodes (state nodes tracking a Node, not just an in-flight NodeClaim).
         self._state_nodes: list[tuple[Mapping[str, str], tuple[Taint, ...], Any]] = []
-        # Pods that count, by namespace (running somewhere, not part of this batch).
-        self._counted: dict[str, list[Any]] = {}
+        # Pods that count, by namespace (running somewhere, not part of this batch): built
+        # from _cluster_pods on first use (_counted_pods)
+        self._counted: dict[str, list[Any]] | None = {}
+        self._cluster_pods: Sequence[Any] = ()
         if base is not None:
             self.domain_groups = base.domain_groups
             self._node_reqs_cache = base.node_requirements_cache
@@ -293,12 +327,11 @@ class Topology:
             self._nodes.setdefault(node.name, node)
 
         self._namespaces = _namespaces_of(cluster_pods, pods, snapshot, namespace_labels)
-        for p in cluster_pods:
-            if ignored_for_topology(p) or pod_id(p) in self.excluded_pods:
-                continue
-            self._counted.setdefault(p.namespace, []).append(p)
-
-        self._update_inverse_affinities(cluster_pods)
+        # the pods that count are sorted out when a group first counts them: a solve whose
+        # pods have no spread or affinity never walks the cluster's pods for them
+        self._counted = None
+        self._cluster_pods = cluster_pods
+        self._update_inverse_affinities(_with_affinity(cluster_pods))
         for p in pods:
             self.update(p)
 
@@ -578,8 +611,11 @@ class Topology:
             domain = labels.get(key)
             if domain is not None:
                 tg.register(domain)
+        counted = self._counted
+        if counted is None:
+            counted = self._counted = _counted_by_namespace(self._cluster_pods, self.excluded_pods)
         for ns in tg.namespaces:
-            for p in self._counted.get(ns, ()):
+            for p in counted.get(ns, ()):
                 if not tg.selector.matches(p.labels or {}):
                     continue
                 node = self._nodes.get(p.node_name)
@@ -638,9 +674,9 @@ def _namespaces_of(
 ) -> dict[str, dict[str, str]]:
     """Namespace name -> labels (with ``kubernetes.io/metadata.name``) for every namespace
     a pod is in, plus those ``namespace_labels`` (default: the snapshot's) know."""
-    namespaces: dict[str, dict[str, str]] = {}
-    for p in (*cluster_pods, *pods):
-        namespaces.setdefault(p.namespace, {NAMESPACE_NAME_LABEL: p.namespace})
+    # the distinct namespaces in first-seen order, found in C (one pass over every pod)
+    seen = dict.fromkeys(chain(map(_namespace, cluster_pods), map(_namespace, pods)))
+    namespaces: dict[str, dict[str, str]] = {ns: {NAMESPACE_NAME_LABEL: ns} for ns in seen}
     if namespace_labels is None:
         namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
     for ns, labels in namespace_labels.items():
@@ -703,34 +739,39 @@ class TopologyBase:
                 continue
             self.state_nodes.append((sn.name(), sn.labels(), node))
             self.nodes.setdefault(node.name, node)
-        # one walk over the cluster's pods (there may be 150,000) for what three need:
-        # the namespaces they are in, the pods that count by namespace, and those with a
-        # required anti-affinity (the same as _namespaces_of with no batch, the filter
-        # ignored_for_topology, and the anti-affinity test below)
-        namespaces: dict[str, dict[str, str]] = {}
-        counted: dict[str, list[Any]] = {}
-        anti: list[Any] = []
-        for p in cluster_pods:
-            ns = p.namespace
-            if ns not in namespaces:
-                namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
-            if not p.node_name or p.phase in ("Succeeded", "Failed"):
-                continue
-            if p.deletion_timestamp is None:
-                bucket = counted.get(ns)
-                if bucket is None:
-                    bucket = counted[ns] = []
-                bucket.append(p)
-            if p.affinity and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED):
-                anti.append(p)
+        # The cluster's pods (there may be 150,000) are read in C for what every solve
+        # needs: the namespaces they are in (first-seen order, as _namespaces_of) and those
+        # holding a required anti-affinity (the test _update_inverse_affinities applies).
+        # The pods that count by namespace are sorted out when a group first needs them
+        # (:attr:`counted`): most passes' solves have no spread or affinity at all.
+        namespaces = {
+            ns: {NAMESPACE_NAME_LABEL: ns} for ns in dict.fromkeys(map(_namespace, cluster_pods))
+        }
+        anti = [
+            p
+            for p in _with_affinity(cluster_pods)
+            if p.node_name
+            and p.phase not in ("Succeeded", "Failed")
+            and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED)
+        ]
         if namespace_labels is None:
             namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
         for ns, labels in namespace_labels.items():
             namespaces[ns] = {NAMESPACE_NAME_LABEL: ns, **labels}
         self.namespaces = namespaces
-        self.counted = counted
+        self._cluster_pods = cluster_pods
+        self._counted: dict[str, list[Any]] | None = None
         self.anti_affinity_pods: tuple[Any, ...] = tuple(anti)
         self._counts: dict[Hashable, _GroupCounts] = {}
+
+    @property
+    def counted(self) -> dict[str, list[Any]]:
+        """The pods that count, by namespace, in the cluster's order: running somewhere,
+        not finished, not terminating (built on first use, then kept)."""
+        found = self._counted
+        if found is None:
+            found = self._counted = _counted_by_namespace(self._cluster_pods)
+        return found
 
     def topology(
         self,
@@ -773,8 +814,9 @@ class TopologyBase:
         counted: dict[str, int] = {}
         pod_domains: dict[str, list[str]] = {}
         nodes = self.nodes
+        by_namespace = self.counted
         for ns in tg.namespaces:
-            for p in self.counted.get(ns, ()):
+            for p in by_namespace.get(ns, ()):
                 if not tg.selector.matches(p.labels or {}):
                     continue
                 node = nodes.get(p.node_name)

@@ -32,7 +32,7 @@ from karpenter_core.provisioning.scheduler.preferences import (
     PodSchedulingView,
     Preferences,
 )
-from karpenter_core.provisioning.scheduler.topology import Topology, TopologyError
+from karpenter_core.provisioning.scheduler.topology import Topology, TopologyBase, TopologyError
 from karpenter_core.scheduling.requirements import (
     IN,
     Requirement,
@@ -197,6 +197,9 @@ class ExistingNode:
     def labels(self) -> Mapping[str, str]:
         return self.node.labels
 
+    def name(self) -> str:
+        return self.node.name
+
 
 @define
 class Snapshot:
@@ -217,7 +220,11 @@ class MiniScheduler:
         cluster_pods: Sequence[Pod] = (),
         policy: str = "Respect",
         max_pods: int = 100,
+        base: bool = False,
     ) -> None:
+        """``base``: the topology is derived from a :class:`TopologyBase` of the cluster
+        (as a disruption pass's solves get it) instead of built by the constructor."""
+        self.base = base
         self.nodepools = list(nodepools) or [nodepool()]
         self.instance_types = instance_types or {
             np.name: [instance_type()] for np in self.nodepools
@@ -230,14 +237,19 @@ class MiniScheduler:
     def solve(self, batch: Sequence[Pod]) -> dict[str, Placement | None]:
         snapshot = Snapshot(tuple(self.nodes), tuple(self.cluster_pods) + tuple(batch))
         state_nodes = [ExistingNode(n) for n in self.nodes]
-        topology = Topology(
-            snapshot,
-            state_nodes,
-            self.nodepools,
-            self.instance_types,
-            list(batch),
-            preference_policy=self.policy,
-        )
+        if self.base:
+            topology = TopologyBase(
+                snapshot, state_nodes, self.nodepools, self.instance_types
+            ).topology(list(batch), preference_policy=self.policy)
+        else:
+            topology = Topology(
+                snapshot,
+                state_nodes,
+                self.nodepools,
+                self.instance_types,
+                list(batch),
+                preference_policy=self.policy,
+            )
         self.topology = topology
         existing = []
         for n in self.nodes:
@@ -443,7 +455,8 @@ def test_spread_does_not_violate_max_skew() -> None:
     assert scheduled(result) == 4
 
 
-def test_counting_ignores_pods_that_do_not_run_or_do_not_match() -> None:
+@pytest.mark.parametrize("base", [False, True], ids=["constructor", "base"])
+def test_counting_ignores_pods_that_do_not_run_or_do_not_match(base: bool) -> None:
     n1, n2 = node("n1", {ZONE: "z1"}), node("n2", {ZONE: "z2"})
     no_zone = node("n3", {})
     cluster = [
@@ -461,7 +474,9 @@ def test_counting_ignores_pods_that_do_not_run_or_do_not_match() -> None:
         pod(labels=APP, node_name="gone", phase="Running"),  # node no longer exists
     ]
     np = nodepool(requirements=[zone_req("z1", "z2", "z3")])
-    sched = MiniScheduler([np], nodes=[n1, n2, no_zone], cluster_pods=cluster, max_pods=0)
+    sched = MiniScheduler(
+        [np], nodes=[n1, n2, no_zone], cluster_pods=cluster, max_pods=0, base=base
+    )
     batch = pods(2, APP, tsc=[spread(selector=SEL)])
     sched.solve(batch)
     tg = sched.topology.groups_owned_by(batch[0])[0]
@@ -819,18 +834,29 @@ def test_inverse_preferred_anti_affinity_does_not_block() -> None:
     assert result["s2"] is not None
 
 
-def test_inverse_anti_affinity_of_running_pods() -> None:
+@pytest.mark.parametrize("base", [False, True], ids=["constructor", "base"])
+def test_inverse_anti_affinity_of_running_pods(base: bool) -> None:
     s2 = {"security": "s2"}
     anti = pod_anti_affinity(affinity_term(s2, ZONE))
     existing = [node(f"n-{z}", {ZONE: z}) for z in ZONES]
     running = [pod(affinity=anti, node_name=f"n-{z}", phase="Running") for z in ZONES]
-    sched = MiniScheduler(nodes=existing, cluster_pods=running)
+    sched = MiniScheduler(nodes=existing, cluster_pods=running, base=base)
     result = sched.solve([pod("s2", s2)])
     assert result["s2"] is None
-    # With one zone free of them, the s2 pod goes there.
-    sched = MiniScheduler(nodes=existing, cluster_pods=running[:2])
+    # With one zone free of them, the s2 pod goes there: pods holding the anti-affinity
+    # that have finished or are not bound do not repel; one terminating still does.
+    others = [
+        pod(affinity=anti, node_name="n-z3", phase="Succeeded"),
+        pod(affinity=anti, node_name="n-z3", phase="Failed"),
+        pod(affinity=anti),
+        pod(labels={"app": "plain"}, node_name="n-z3", phase="Running"),
+    ]
+    sched = MiniScheduler(nodes=existing, cluster_pods=[*running[:2], *others], base=base)
     result = sched.solve([pod("s2", s2)])
     assert result["s2"] is not None and result["s2"].domain(ZONE) == "z3"
+    terminating = pod(affinity=anti, node_name="n-z3", phase="Running", deleting=True)
+    sched = MiniScheduler(nodes=existing, cluster_pods=[*running[:2], terminating], base=base)
+    assert sched.solve([pod("s2", s2)])["s2"] is None
 
 
 def test_inverse_preferred_anti_affinity_of_running_pods_does_not_block() -> None:
