@@ -260,7 +260,8 @@ def new_candidate(
             notices.append(Blocked(sn.node, nodeclaim, _sentence(problem)))
         return problem
     assert nodeclaim is not None  # _node_problem says so
-    pool_name = sn.labels()[NODEPOOL_LABEL_KEY]
+    labels = sn.labels()
+    pool_name = labels[NODEPOOL_LABEL_KEY]
     nodepool = snapshot.nodepools.get(pool_name)
     types = snapshot.instance_types.get(pool_name)
     if nodepool is None or types is None:
@@ -279,14 +280,14 @@ def new_candidate(
         if not exempt:
             notices.append(Blocked(sn.node, nodeclaim, _sentence(problem)))
             return problem
-    instance_type = types.get(sn.labels().get(LABEL_INSTANCE_TYPE, ""))
+    instance_type = types.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     return Candidate(
         state_node=sn,
         nodeclaim=nodeclaim,
         nodepool=nodepool,
         instance_type=instance_type,
-        zone=sn.labels().get(LABEL_TOPOLOGY_ZONE, ""),
-        capacity_type=sn.labels().get(CAPACITY_TYPE_LABEL_KEY, ""),
+        zone=labels.get(LABEL_TOPOLOGY_ZONE, ""),
+        capacity_type=labels.get(CAPACITY_TYPE_LABEL_KEY, ""),
         price=candidate_price(sn, instance_type),
         reschedulable_pods=facts.reschedulable,
         reschedule_disruption_cost=facts.reschedule_disruption_cost,

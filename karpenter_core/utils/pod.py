@@ -92,7 +92,10 @@ def is_reschedulable(pod: Pod) -> bool:
 def tolerates_disrupted_noschedule_taint(pod: Pod) -> bool:
     """Pods tolerating ``karpenter.sh/disrupted:NoSchedule`` would land right back on a
     draining node, so drains leave them alone."""
-    return tolerates((DISRUPTED_NO_SCHEDULE_TAINT,), pod.tolerations) is None
+    tolerations = pod.tolerations
+    if not tolerations:  # most pods: nothing can tolerate the taint
+        return False
+    return tolerates((DISRUPTED_NO_SCHEDULE_TAINT,), tolerations) is None
 
 
 def is_stuck_terminating(pod: Pod, now: datetime) -> bool:
@@ -258,11 +261,30 @@ def _not_ready(pod: Pod) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "False" for c in pod.conditions)
 
 
+_SelectionKey = tuple[str, frozenset[tuple[str, str]]]
+"""A pod's namespace and labels: all a PDB's selection reads."""
+
+
 class PdbLimits:
     """The PodDisruptionBudgets of the cluster, asked about pods (upstream ``pdb.Limits``)."""
 
     def __init__(self, pdbs: Iterable[PodDisruptionBudget]) -> None:
         self.pdbs: tuple[PodDisruptionBudget, ...] = tuple(pdbs)
+        self._selecting: dict[_SelectionKey, tuple[PodDisruptionBudget, ...]] = {}
+
+    def selecting(self, pod: Pod) -> tuple[PodDisruptionBudget, ...]:
+        """The PDBs selecting ``pod``, in order. Selection reads only the pod's namespace and
+        labels, which a workload's pods share: a disruption pass asks this of every pod of
+        every candidate, so it is worked out once per namespace and label set."""
+        labels = pod.labels
+        try:
+            key = (pod.namespace, frozenset(labels.items()) if labels else frozenset())
+            found = self._selecting.get(key)
+        except TypeError:  # a label value that cannot be hashed: not worth remembering
+            return tuple(p for p in self.pdbs if p.selects(pod))
+        if found is None:
+            found = self._selecting[key] = tuple(p for p in self.pdbs if p.selects(pod))
+        return found
 
     @classmethod
     def from_dicts(cls, objs: Iterable[Mapping[str, Any]]) -> PdbLimits:
@@ -286,7 +308,7 @@ class PdbLimits:
             return []  # nothing can block it, and is_evictable would publish nothing
         if not is_evictable(pod, now, recorder):
             return []
-        matching = [p for p in self.pdbs if p.selects(pod)]
+        matching = self.selecting(pod)
         if len(matching) > 1:
             # The eviction API refuses pods covered by more than one PDB.
             return [p.key for p in matching]

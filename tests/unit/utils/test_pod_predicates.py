@@ -39,10 +39,11 @@ def make_pod(
     tolerations: list[dict[str, Any]] | None = None,
     conditions: list[dict[str, Any]] | None = None,
     node: str = "n1",
+    namespace: str = "default",
 ) -> Pod:
     meta: dict[str, Any] = {
         "name": name,
-        "namespace": "default",
+        "namespace": namespace,
         "uid": f"uid-{name}",
         "annotations": annotations or {},
         "labels": labels or {},
@@ -62,11 +63,11 @@ def make_pod(
     return Pod.from_dict({"metadata": meta, "spec": spec, "status": status})
 
 
-def pdb(name: str = "b", **spec: Any) -> PodDisruptionBudget:
+def pdb(name: str = "b", namespace: str = "default", **spec: Any) -> PodDisruptionBudget:
     spec.setdefault("selector", {"matchLabels": {"app": "web"}})
     return PodDisruptionBudget.from_dict(
         {
-            "metadata": {"name": name, "namespace": "default"},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": spec,
             "status": {"disruptionsAllowed": spec.pop("_allowed", 1)},
         }
@@ -165,6 +166,7 @@ def test_tolerating_the_disrupted_taint() -> None:
     assert tolerates_disrupted_noschedule_taint(make_pod(tolerations=everything))
     assert tolerates_disrupted_noschedule_taint(make_pod(tolerations=disrupted))
     assert not tolerates_disrupted_noschedule_taint(make_pod(tolerations=other))
+    assert not tolerates_disrupted_noschedule_taint(make_pod())
     assert not is_drainable(make_pod(tolerations=everything), NOW)
 
 
@@ -211,6 +213,39 @@ def test_currently_reschedulable_respects_fully_blocking_pdbs() -> None:
     assert not PdbLimits([pdb(maxUnavailable=0)]).is_currently_reschedulable(web, NOW)
     other = make_pod(labels={"app": "db"})
     assert PdbLimits([pdb(maxUnavailable=0)]).is_currently_reschedulable(other, NOW)
+
+
+def test_the_pdbs_selecting_a_pod_are_those_of_its_namespace_and_labels() -> None:
+    pdbs = [
+        pdb("web", maxUnavailable=1),
+        pdb("web-other-ns", "other", maxUnavailable=1),
+        pdb("tier", selector={"matchExpressions": [{"key": "tier", "operator": "Exists"}]}),
+        pdb("none", selector=None),
+        pdb("all", selector={}),
+    ]
+    limits = PdbLimits(pdbs)
+    pods = [
+        make_pod("a", labels={"app": "web"}),
+        make_pod("b", labels={"app": "web", "tier": "front"}),
+        make_pod("c", labels={"app": "web"}, namespace="other"),
+        make_pod("d", labels={"tier": "back"}),
+        make_pod("e"),
+        make_pod("f", labels={"app": "web"}),  # same namespace and labels as "a"
+        make_pod("g", labels={"app": "api"}, namespace="other"),
+    ]
+    expected = {
+        "a": ["web", "all"],
+        "b": ["web", "tier", "all"],
+        "c": ["web-other-ns"],
+        "d": ["tier", "all"],
+        "e": ["all"],
+        "f": ["web", "all"],
+        "g": [],
+    }
+    for _ in range(2):  # asked again, answered from what was worked out
+        for p in pods:
+            assert [b.name for b in limits.selecting(p)] == expected[p.name], p.name
+            assert list(limits.selecting(p)) == [b for b in pdbs if b.selects(p)]
 
 
 def test_two_pdbs_on_one_pod_block_it() -> None:
