@@ -536,14 +536,21 @@ class Cluster:
 
     # ------------------------------------------------------------------ snapshot
 
-    def snapshot(self) -> ClusterSnapshot:
+    def snapshot(self, state_nodes: Sequence[StateNode] | None = None) -> ClusterSnapshot:
         """A :class:`ClusterSnapshot` for ``schedule(...)``: the StateNodes as cluster state
         merged them (marks and nominations included), every known pod, the cached
         DaemonSets, and the volume, PDB, namespace, Service and pod-controller objects (for
-        namespaceSelector and default topology spreads) listed fresh from the API."""
+        namespaceSelector and default topology spreads) listed fresh from the API.
+
+        ``state_nodes``: copies of the StateNodes the caller already took (a disruption
+        pass's, in provider-id order), used instead of copying every node again; the
+        snapshot's nodes and NodeClaims are theirs."""
         with self._lock:
-            pids = sorted(self._nodes)
-            state_nodes = tuple(self._nodes[pid].copy() for pid in pids)
+            if state_nodes is None:
+                pids = sorted(self._nodes)
+                state_nodes = tuple(self._nodes[pid].copy() for pid in pids)
+            else:
+                state_nodes = tuple(state_nodes)
             pods = self._sorted_pods_locked()
             daemonsets = tuple(self._daemonsets[k] for k in sorted(self._daemonsets))
         nodes = tuple(sn.node for sn in state_nodes if sn.node is not None)

@@ -26,7 +26,11 @@ from karpenter_core.apis.labels import (
 )
 from karpenter_core.apis.objects import ONE, Node, ObjectError, Pod, _resources, _timestamp
 from karpenter_core.apis.taints import Taint, is_known_ephemeral
-from karpenter_core.apis.v1 import CONDITION_INSTANCE_TERMINATING, NodeClaim
+from karpenter_core.apis.v1 import (
+    CONDITION_DISRUPTION_REASON,
+    CONDITION_INSTANCE_TERMINATING,
+    NodeClaim,
+)
 from karpenter_core.apis.v1 import Taint as ModelTaint
 from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.scheduling.volumes import VolumeUsage
@@ -72,6 +76,9 @@ class NodeClaimView:
     allocatable: Mapping[str, int]
     deleting: bool
     instance_terminating: bool
+    has_disruption_reason: bool = False
+    """A ``DisruptionReason`` condition is set (the disruption controller asks this of every
+    node at every pass, to clear what no command owns)."""
 
     @classmethod
     def of(cls, nodeclaim: NodeClaim) -> NodeClaimView:
@@ -97,6 +104,7 @@ class NodeClaimView:
                 c.type == CONDITION_INSTANCE_TERMINATING and c.status == "True"
                 for c in nodeclaim.conditions
             ),
+            has_disruption_reason=nodeclaim.condition(CONDITION_DISRUPTION_REASON) is not None,
         )
 
 

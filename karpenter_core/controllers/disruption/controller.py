@@ -43,7 +43,6 @@ from attrs import define
 
 from karpenter_core import metrics
 from karpenter_core.apis.labels import DISRUPTED_TAINT_KEY
-from karpenter_core.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpenter_core.controllers.disruption import events
 from karpenter_core.controllers.disruption.context import DisruptionContext
 from karpenter_core.controllers.disruption.legacy import adapt, method_name
@@ -144,8 +143,8 @@ def _has_disrupted_taint(sn: StateNode) -> bool:
 
 
 def _has_disruption_reason(sn: StateNode) -> bool:
-    nc = sn.nodeclaim
-    return nc is not None and nc.condition(CONDITION_DISRUPTION_REASON) is not None
+    view = sn.nodeclaim_view
+    return view is not None and view.has_disruption_reason
 
 
 class DisruptionController:

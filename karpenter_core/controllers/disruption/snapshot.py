@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 
-import attrs
-
 from karpenter_core.apis.v1 import APIError, NodePool
 from karpenter_core.cloudprovider.errors import is_unevaluated_nodepool
 from karpenter_core.cloudprovider.types import InstanceType
@@ -103,14 +101,8 @@ def with_simulation(dctx: DisruptionContext, snapshot: DisruptionSnapshot) -> Di
     cluster's DRA objects while DRA requests are simulated."""
     if snapshot.simulation is not None:
         return snapshot
-    listed = dctx.cluster.snapshot()
-    state_nodes = snapshot.state_nodes
-    cluster = attrs.evolve(
-        listed,
-        nodes=tuple(sn.node for sn in state_nodes if sn.node is not None),
-        nodeclaims=tuple(sn.nodeclaim for sn in state_nodes if sn.nodeclaim is not None),
-        prebuilt_state_nodes=state_nodes,
-    )
+    # over the snapshot's own copies of the state nodes (not copied a second time)
+    cluster = dctx.cluster.snapshot(snapshot.state_nodes)
     provisioner = dctx.provisioner
     nodepools = provisioner.dynamic_nodepools()
     inputs = SimulationInputs(

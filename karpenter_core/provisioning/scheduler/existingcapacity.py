@@ -14,7 +14,7 @@ node. The decisions are the plain constructor's (a differential test checks it).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import is_
+from operator import is_, itemgetter
 from typing import Any
 
 from attrs import frozen
@@ -49,6 +49,8 @@ def existing_node_order(node: ExistingNode) -> tuple[bool, str]:
     return (not node.initialized(), node.name)
 
 
+_ORDER = itemgetter(0)
+
 _PREPARED = "scheduler.existing-node"
 """The :meth:`StateNode.from_pods` key of a node's prepared view (see :func:`_prepared`)."""
 
@@ -63,6 +65,12 @@ class _Prepared:
     node: ExistingNode
     nodepool: str
     capacity: Mapping[str, int]
+    order: tuple[bool, str]
+    """:func:`existing_node_order` of ``node``."""
+    cpu: int
+    """The CPU ``node`` has left, -1 when it fits nothing (any quantity left is negative)."""
+    memory: int
+    """The memory ``node`` has left, -1 when it fits nothing."""
 
 
 def _new_slot(pods: Sequence[Pod]) -> list[_Prepared | None]:
@@ -99,7 +107,19 @@ def _prepared(sn: Any, daemon_pods: tuple[Pod, ...]) -> _Prepared:
         requirements=labels,
     )
     node.shared = True
-    prepared = _Prepared(node_object, view, daemon_pods, node, sn.nodepool_name(), sn.capacity())
+    left = node.remaining
+    over = any(v < 0 for v in left.values())
+    prepared = _Prepared(
+        node_object,
+        view,
+        daemon_pods,
+        node,
+        sn.nodepool_name(),
+        sn.capacity(),
+        existing_node_order(node),
+        -1 if over else left.get(_CPU, 0),
+        -1 if over else left.get(_MEMORY, 0),
+    )
     slot[0] = prepared
     return prepared
 
@@ -120,36 +140,38 @@ class ExistingCapacity:
         under_consolidate_after: Callable[[Any], bool] | None = None,
     ) -> None:
         self.scope = SolveScope(None, None)
-        nodes: list[ExistingNode] = []
-        capacity: dict[str, dict[str, int]] = {}
-        self._capacity_of: dict[str, tuple[str, Mapping[str, int]]] = {}
+        scope = self.scope
+        gate = under_consolidate_after
         daemons = tuple(daemon_pods)
+        # one loop per node and pass (5,000 nodes, passes every few seconds): what does not
+        # change while the node's objects do not is kept with its prepared view
+        entries: list[tuple[tuple[bool, str], ExistingNode, _Prepared]] = []
         for sn in state_nodes:
             prepared = _prepared(sn, daemons)
-            node = prepared.node.rebased(sn, self.scope)
-            node.under_consolidate_after = bool(
-                under_consolidate_after is not None and under_consolidate_after(sn)
-            )
-            nodes.append(node)
-            self._capacity_of[node.name] = (prepared.nodepool, prepared.capacity)
-            rl.add_into(capacity.setdefault(prepared.nodepool, {}), prepared.capacity)
-        nodes.sort(key=existing_node_order)
+            node = prepared.node.rebased(sn, scope)
+            if gate is not None and gate(sn):
+                node.under_consolidate_after = True
+            entries.append((prepared.order, node, prepared))
+        entries.sort(key=_ORDER)  # stable: as sorting the nodes by existing_node_order
+        nodes = [e[1] for e in entries]
         self.nodes: tuple[ExistingNode, ...] = tuple(nodes)
+        capacity: dict[str, dict[str, int]] = {}
+        capacity_of: dict[str, tuple[str, Mapping[str, int]]] = {}
+        hostnames: dict[str, int] = {}
+        for _, node, prepared in entries:
+            capacity_of[node.name] = (prepared.nodepool, prepared.capacity)
+            rl.add_into(capacity.setdefault(prepared.nodepool, {}), prepared.capacity)
+            hostnames[node.hostname] = hostnames.get(node.hostname, 0) + 1
+        self._capacity_of = capacity_of
         self._capacity = capacity
-        self._hostnames: dict[str, int] = {}
-        for n in nodes:
-            self._hostnames[n.hostname] = self._hostnames.get(n.hostname, 0) + 1
-        self._all_hostnames = frozenset(self._hostnames)
+        self._hostnames = hostnames
+        self._all_hostnames = frozenset(hostnames)
         self._by_name = {n.name: n for n in nodes}
         self._index = {n.name: i for i, n in enumerate(nodes)}
         # What each node has left of CPU and memory, in solve order; -1 for a node that
         # fits nothing (a negative quantity anywhere).
-        self._cpu: list[int] = []
-        self._memory: list[int] = []
-        for n in nodes:
-            over = any(v < 0 for v in n.remaining.values())
-            self._cpu.append(-1 if over else n.remaining.get(_CPU, 0))
-            self._memory.append(-1 if over else n.remaining.get(_MEMORY, 0))
+        self._cpu: list[int] = [e[2].cpu for e in entries]
+        self._memory: list[int] = [e[2].memory for e in entries]
         self._fit_cache: dict[tuple[int | None, int | None], tuple[int, ...]] = {}
 
     def may_fit(self, requests: Mapping[str, int]) -> tuple[int, ...]:
