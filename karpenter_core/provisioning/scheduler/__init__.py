@@ -16,6 +16,7 @@ from karpenter_core.apis.objects import Pod
 from karpenter_core.apis.v1 import NodePool
 from karpenter_core.cloudprovider.types import InstanceType
 from karpenter_core.provisioning.scheduler.dra import DRAInputs, DRASimulation
+from karpenter_core.provisioning.scheduler.existingcapacity import ExistingCapacity
 from karpenter_core.provisioning.scheduler.results import Results
 from karpenter_core.provisioning.scheduler.scheduler import (
     DEFAULT_OPTIONS,
@@ -35,6 +36,12 @@ from karpenter_core.runtime.scope import current_controller
 from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import StateNode
+
+
+PREPARED_EXISTING_NODES = True
+"""Whether :func:`schedule` takes the existing nodes from their prepared views
+(:class:`ExistingCapacity`); tests that compare with the plain constructor switch it off.
+Both decide the same."""
 
 
 def order_nodepools(nodepools: Sequence[NodePool]) -> list[NodePool]:
@@ -156,10 +163,21 @@ def _schedule(
         if not options.ignore_dra_requests
         else None
     )
+    # The existing nodes as the solver sees them, from each node's prepared view (kept with
+    # the node while its Node, NodeClaim and pods are unchanged, shared with disruption's
+    # passes): building them afresh was about a second per solve at 5,000 nodes.
+    existing: ExistingCapacity | None = None
+    if PREPARED_EXISTING_NODES:
+        existing_daemons = daemon_pods
+        if options.ignore_dra_requests:  # as the NodePool templates take them
+            existing_daemons = [
+                p for p in daemon_pods if not getattr(p, "has_dra_requirements", False)
+            ]
+        existing = ExistingCapacity(state_nodes, existing_daemons)
     scheduler = Scheduler(
         pools,
         instance_types,
-        state_nodes=state_nodes,
+        state_nodes=state_nodes if existing is None else (),
         daemon_pods=daemon_pods,
         topology=topology,
         options=options,
@@ -167,6 +185,7 @@ def _schedule(
         pod_volumes=snapshot.pod_volumes if snapshot is not None else None,
         controller=controller,
         dra=simulation,
+        existing=existing,
     )
     results = scheduler.solve(pods)
     results.truncate_instance_types(

@@ -28,6 +28,7 @@ from karpenter_core.disruption.methods.multinode import MultiNodeConsolidation
 from karpenter_core.disruption.methods.singlenode import SingleNodeConsolidation
 from karpenter_core.disruption.simulation import SimulationError, simulate_scheduling
 from karpenter_core.disruption.types import CLASS_EVENTUAL, CLASS_GRACEFUL
+from karpenter_core.provisioning import scheduler as scheduler_package
 from karpenter_core.provisioning.scheduler import Results
 from karpenter_core.testing import builders as b
 from karpenter_core.testing.fakecatalog import instance_types
@@ -214,3 +215,29 @@ def test_every_method_decides_as_with_the_rebuilding_reference(
                 )
         decided.append(commands)
     assert decided[0] == decided[1]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_provisioning_solve_decides_as_with_the_plain_constructor(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provisioner's solve takes existing nodes from their prepared views; the same
+    pods over the same cluster must be placed as the plain constructor places them."""
+    world = generated_world(seed)
+    snapshot = world.snapshot()
+    assert snapshot.simulation is not None
+    inputs = snapshot.simulation
+    cluster = inputs.cluster
+    # the pending pods and every pod of a few nodes, as if those nodes had gone
+    pods = [p for p in cluster.pods if not p.node_name]
+    for sn in cluster.active_state_nodes()[:: max(1, seed % 4 + 2)]:
+        pods.extend(p for p in sn.pods if p.is_reschedulable())
+    answers = []
+    for prepared in (True, False):
+        monkeypatch.setattr(scheduler_package, "PREPARED_EXISTING_NODES", prepared)
+        results = scheduler_package.schedule(
+            cluster, pods, inputs.nodepools, inputs.instance_types, inputs.options
+        )
+        answers.append(summary(results))
+    assert answers[0] == answers[1]
+    assert answers[0][1]  # some pods went to existing nodes
