@@ -59,7 +59,7 @@ from karpenter_core.kube.client import NotFound, api_reader, shared_list
 from karpenter_core.runtime.logthrottle import LogThrottle, held_back
 from karpenter_core.scheduling.volumes import limits_from_csinode, pod_volumes
 from karpenter_core.state.podorder import KeyOrdered
-from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.state.snapshot import ClusterSnapshot, PodFacts, namespace_order
 from karpenter_core.state.statenode import NODES_RESOURCE, NodeClaimView, StateNode
 
 if TYPE_CHECKING:
@@ -372,6 +372,7 @@ class Cluster:
         self._pods: KeyOrdered[Pod] = KeyOrdered()  # every pod seen, in key order for snapshots
         self._tombstones: OrderedDict[str, str] = OrderedDict()  # deleted pod key -> uid
         self._anti_affinity_pods: dict[str, Pod] = {}
+        self._pod_namespaces: dict[str, int] = {}  # namespace -> pods tracked in it
         self._daemonsets: dict[str, DaemonSet] = {}
         self._daemonset_pods: dict[str, Pod] = {}
         self._pod_acks: dict[str, datetime] = {}
@@ -552,6 +553,11 @@ class Cluster:
             else:
                 state_nodes = tuple(state_nodes)
             pods = self._sorted_pods_locked()
+            facts = PodFacts(
+                pods,
+                tuple(sorted(self._pod_namespaces, key=namespace_order)),
+                tuple(self._anti_affinity_pods[k] for k in sorted(self._anti_affinity_pods)),
+            )
             daemonsets = tuple(self._daemonsets[k] for k in sorted(self._daemonsets))
         nodes = tuple(sn.node for sn in state_nodes if sn.node is not None)
         nodeclaims = tuple(sn.nodeclaim for sn in state_nodes if sn.nodeclaim is not None)
@@ -569,6 +575,7 @@ class Cluster:
             services=self._list(SERVICES, Service.from_dict),
             controllers=[c for rt in POD_CONTROLLERS for c in self._list(rt, Controller.from_dict)],
             prebuilt_state_nodes=state_nodes,
+            pod_facts=facts,
         )
 
     def _list(self, resource: tuple[str, str], parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
@@ -964,6 +971,8 @@ class Cluster:
         try:
             with self._lock:
                 previous = self._pods.set(p.key, p)
+                if previous is None:
+                    self._pod_namespaces[p.namespace] = self._pod_namespaces.get(p.namespace, 0) + 1
                 self._tombstones.pop(p.key, None)
                 if p.has_required_pod_anti_affinity():
                     self._anti_affinity_pods[p.key] = p
@@ -1048,6 +1057,12 @@ class Cluster:
         """Forget a pod (``namespace/name``): free its usage and its scheduling bookkeeping."""
         with self._lock:
             gone = self._pods.pop(key)
+            if gone is not None:
+                left = self._pod_namespaces.get(gone.namespace, 0) - 1
+                if left > 0:
+                    self._pod_namespaces[gone.namespace] = left
+                else:
+                    self._pod_namespaces.pop(gone.namespace, None)
             self._tombstones[key] = gone.uid if gone is not None else ""
             self._tombstones.move_to_end(key)
             while len(self._tombstones) > MAX_TOMBSTONES:

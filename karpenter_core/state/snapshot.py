@@ -58,6 +58,24 @@ def _by_key(items: Iterable[K]) -> dict[str, K]:
     return {i.key: i for i in items}
 
 
+@frozen(eq=False)
+class PodFacts:
+    """What topology reads from every pod of a snapshot, kept up to date by cluster state
+    as pods change, so a solve need not walk 150,000 pods for it: the namespaces pods are
+    in, in the order their keys first reach each (keys sort as ``namespace/name``), and the
+    pods holding a required pod anti-affinity (bound or not), in key order. Valid for
+    ``pods`` only (the very tuple): a snapshot whose pods were replaced walks them."""
+
+    pods: tuple[Pod, ...]
+    namespaces: tuple[str, ...]
+    anti_affinity: tuple[Pod, ...]
+
+
+def namespace_order(namespace: str) -> str:
+    """The sort key putting namespaces in the order their pods' keys first reach them."""
+    return namespace + "/"
+
+
 @frozen
 class ClusterSnapshot:
     """Cluster objects (parsed views; NodeClaims are the typed API model)."""
@@ -81,6 +99,8 @@ class ClusterSnapshot:
     prebuilt_state_nodes: tuple[StateNode, ...] | None = field(default=None, kw_only=True)
     """Existing capacity already merged by live cluster state (with its deletion marks and
     nominations); when given, it is used instead of merging ``nodes`` and ``nodeclaims``."""
+    pod_facts: PodFacts | None = field(default=None, kw_only=True, eq=False)
+    """``pods``' namespaces and anti-affinity holders, when cluster state kept them."""
     _cache: dict[str, object] = field(factory=dict, init=False, repr=False, eq=False)
 
     def _index(self, name: str, build: Callable[[], T]) -> T:

@@ -140,6 +140,19 @@ def _with_affinity(pods: Iterable[Any]) -> Iterable[Any]:
     return filter(_affinity, pods)
 
 
+def _namespaces_and_anti_affinity(
+    snapshot: Any, cluster_pods: Sequence[Any]
+) -> tuple[Iterable[str], Iterable[Any]]:
+    """The distinct namespaces of ``cluster_pods`` in first-seen order, and (in order) a
+    superset of those holding a required anti-affinity: from what cluster state kept
+    (``snapshot.pod_facts``) when it describes these very pods, else found by reading
+    every pod (in C)."""
+    facts = getattr(snapshot, "pod_facts", None)
+    if facts is not None and facts.pods is cluster_pods:
+        return facts.namespaces, facts.anti_affinity
+    return dict.fromkeys(map(_namespace, cluster_pods)), _with_affinity(cluster_pods)
+
+
 def _counted_by_namespace(
     cluster_pods: Iterable[Any], excluded: AbstractSet[str] = frozenset()
 ) -> dict[str, list[Any]]:
@@ -326,12 +339,13 @@ class Topology:
             self._state_nodes.append((sn.labels(), tuple(node.taints), node))
             self._nodes.setdefault(node.name, node)
 
-        self._namespaces = _namespaces_of(cluster_pods, pods, snapshot, namespace_labels)
+        seen, holders = _namespaces_and_anti_affinity(snapshot, cluster_pods)
+        self._namespaces = _namespaces_of(seen, pods, snapshot, namespace_labels)
         # the pods that count are sorted out when a group first counts them: a solve whose
         # pods have no spread or affinity never walks the cluster's pods for them
         self._counted = None
         self._cluster_pods = cluster_pods
-        self._update_inverse_affinities(_with_affinity(cluster_pods))
+        self._update_inverse_affinities(holders)
         for p in pods:
             self.update(p)
 
@@ -667,15 +681,15 @@ class Topology:
 
 
 def _namespaces_of(
-    cluster_pods: Iterable[Any],
+    cluster_namespaces: Iterable[str],
     pods: Iterable[Any],
     snapshot: Any,
     namespace_labels: Mapping[str, Mapping[str, str]] | None,
 ) -> dict[str, dict[str, str]]:
     """Namespace name -> labels (with ``kubernetes.io/metadata.name``) for every namespace
-    a pod is in, plus those ``namespace_labels`` (default: the snapshot's) know."""
-    # the distinct namespaces in first-seen order, found in C (one pass over every pod)
-    seen = dict.fromkeys(chain(map(_namespace, cluster_pods), map(_namespace, pods)))
+    the cluster's pods are in (``cluster_namespaces``, first seen first) or a pod of
+    ``pods`` is, plus those ``namespace_labels`` (default: the snapshot's) know."""
+    seen = dict.fromkeys(chain(cluster_namespaces, map(_namespace, pods)))
     namespaces: dict[str, dict[str, str]] = {ns: {NAMESPACE_NAME_LABEL: ns} for ns in seen}
     if namespace_labels is None:
         namespace_labels = _namespace_labels_of(getattr(snapshot, "namespaces", None))
@@ -744,12 +758,11 @@ class TopologyBase:
         # holding a required anti-affinity (the test _update_inverse_affinities applies).
         # The pods that count by namespace are sorted out when a group first needs them
         # (:attr:`counted`): most passes' solves have no spread or affinity at all.
-        namespaces = {
-            ns: {NAMESPACE_NAME_LABEL: ns} for ns in dict.fromkeys(map(_namespace, cluster_pods))
-        }
+        seen, holders = _namespaces_and_anti_affinity(snapshot, cluster_pods)
+        namespaces = {ns: {NAMESPACE_NAME_LABEL: ns} for ns in seen}
         anti = [
             p
-            for p in _with_affinity(cluster_pods)
+            for p in holders
             if p.node_name
             and p.phase not in ("Succeeded", "Failed")
             and section(p.affinity, POD_ANTI_AFFINITY).get(REQUIRED)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
 
 from karpenter_core.apis.objects import Pod
@@ -541,6 +542,56 @@ def test_anti_affinity_pods_are_reported_with_their_node(env: Env) -> None:
     seen: list[tuple[str, str]] = []
     env.cluster.for_pods_with_anti_affinity(lambda p, n: seen.append((p.key, n.name)) or True)
     assert seen == [("default/anti", "n1")]
+
+
+def test_the_snapshot_keeps_what_topology_reads_of_every_pod(env: Env) -> None:
+    """The namespaces (in the order the pods' keys first reach them: "a-b/..." sorts before
+    "a/...") and the anti-affinity holders, in key order, as a walk over the pods finds
+    them, through creations, updates and deletions; anti-affinity held bound or not."""
+    from karpenter_core.provisioning.scheduler.topology import TopologyBase
+
+    env.create(node())
+    for ns in ("a", "a-b", "b", "c"):
+        env.create(b.namespace(ns))
+    env.create(pod("x", node_name="n1", ns="b"))
+    env.create(pod("y", ns="a", anti_affinity=True))
+    env.create(pod("z", ns="a-b", anti_affinity=True))
+    env.create(pod("w", ns="a"))
+    env.create(pod("v", node_name="n1", ns="c", anti_affinity=True))
+
+    def walked(pods: Any) -> tuple[list[str], list[str]]:
+        return (
+            list(dict.fromkeys(p.namespace for p in pods)),
+            [p.key for p in pods if p.has_required_pod_anti_affinity()],
+        )
+
+    def kept() -> tuple[list[str], list[str]]:
+        snap = env.cluster.snapshot()
+        facts = snap.pod_facts
+        assert facts is not None and facts.pods is snap.pods
+        assert (list(facts.namespaces), [p.key for p in facts.anti_affinity]) == walked(snap.pods)
+        # a topology over the snapshot reads the same as over its pods walked
+        base = TopologyBase(snap, [], [], {})
+        walked_base = TopologyBase(attrs.evolve(snap, pods=tuple(snap.pods)), [], [], {})
+        assert list(base.namespaces) == list(walked_base.namespaces)
+        assert base.anti_affinity_pods == walked_base.anti_affinity_pods
+        return walked(snap.pods)
+
+    assert kept() == (["a-b", "a", "b", "c"], ["a-b/z", "a/y", "c/v"])
+    env.server.delete("pods", "y", "a")
+    env.create(pod("u", node_name="n1", ns="c"))
+    env.settle()
+    assert kept() == (["a-b", "a", "b", "c"], ["a-b/z", "c/v"])
+    env.server.delete("pods", "w", "a")  # unbound: gone at once
+    env.server.delete("pods", "z", "a-b")
+    env.settle()
+    assert kept() == (["b", "c"], ["c/v"])
+    env.create(b.namespace("0"))
+    env.create(pod("t", ns="0", anti_affinity=True))
+    assert kept() == (["0", "b", "c"], ["0/t", "c/v"])
+    env.server.delete("pods", "t", "0")
+    env.settle()
+    assert kept() == (["b", "c"], ["c/v"])
 
 
 def test_listeners_hear_changes(env: Env) -> None:
