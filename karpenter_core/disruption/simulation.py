@@ -117,10 +117,13 @@ def _inputs(
 def _pending_pods(cluster: ClusterSnapshot) -> list[Pod]:
     """Provisionable pods the provisioner would schedule (same validation, no events:
     the provisioner already reports the invalid ones)."""
-    # the field test inline: asked of every pod of the cluster at each pass, nearly all bound
+    # asked at each pass, when nearly every pod is bound: the unbound ones as cluster state
+    # keeps them when the snapshot has them for its pods, else every pod, field test inline
+    facts = getattr(cluster, "pod_facts", None)
+    pods = facts.unbound if facts is not None and facts.pods is cluster.pods else cluster.pods
     return [
         p
-        for p in cluster.pods
+        for p in pods
         if not p.node_name and p.is_provisionable() and validate_pod(p, cluster) is None
     ]
 

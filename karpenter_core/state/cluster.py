@@ -373,6 +373,7 @@ class Cluster:
         self._tombstones: OrderedDict[str, str] = OrderedDict()  # deleted pod key -> uid
         self._anti_affinity_pods: dict[str, Pod] = {}
         self._pod_namespaces: dict[str, int] = {}  # namespace -> pods tracked in it
+        self._unbound: KeyOrdered[Pod] = KeyOrdered()  # pods with no node, in key order
         self._daemonsets: dict[str, DaemonSet] = {}
         self._daemonset_pods: dict[str, Pod] = {}
         self._pod_acks: dict[str, datetime] = {}
@@ -557,6 +558,7 @@ class Cluster:
                 pods,
                 tuple(sorted(self._pod_namespaces, key=namespace_order)),
                 tuple(self._anti_affinity_pods[k] for k in sorted(self._anti_affinity_pods)),
+                self._unbound.values(),
             )
             daemonsets = tuple(self._daemonsets[k] for k in sorted(self._daemonsets))
         nodes = tuple(sn.node for sn in state_nodes if sn.node is not None)
@@ -978,6 +980,10 @@ class Cluster:
                     self._anti_affinity_pods[p.key] = p
                 else:
                     self._anti_affinity_pods.pop(p.key, None)
+                if p.node_name:
+                    self._unbound.pop(p.key)
+                else:
+                    self._unbound.set(p.key, p)
                 self._update_daemonset_pod(p)
                 if previous is not None and previous.uid != p.uid:
                     # A new pod under an old name whose deletion was never seen on its own:
@@ -1068,6 +1074,7 @@ class Cluster:
             while len(self._tombstones) > MAX_TOMBSTONES:
                 self._tombstones.popitem(last=False)
             self._anti_affinity_pods.pop(key, None)
+            self._unbound.pop(key)
             self._release(key)
             self._clear_pod_scheduling(key)
             self._mark_unconsolidated_locked()

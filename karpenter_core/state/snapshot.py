@@ -62,13 +62,17 @@ def _by_key(items: Iterable[K]) -> dict[str, K]:
 class PodFacts:
     """What topology reads from every pod of a snapshot, kept up to date by cluster state
     as pods change, so a solve need not walk 150,000 pods for it: the namespaces pods are
-    in, in the order their keys first reach each (keys sort as ``namespace/name``), and the
-    pods holding a required pod anti-affinity (bound or not), in key order. Valid for
+    in, in the order their keys first reach each (keys sort as ``namespace/name``), the
+    pods holding a required pod anti-affinity (bound or not), in key order, and the pods
+    not bound to a node. Valid for
     ``pods`` only (the very tuple): a snapshot whose pods were replaced walks them."""
 
     pods: tuple[Pod, ...]
     namespaces: tuple[str, ...]
     anti_affinity: tuple[Pod, ...]
+    unbound: tuple[Pod, ...] = ()
+    """The pods with no node, in key order (a disruption pass's pending pods are among
+    them)."""
 
 
 def namespace_order(namespace: str) -> str:

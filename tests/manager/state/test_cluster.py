@@ -546,8 +546,9 @@ def test_anti_affinity_pods_are_reported_with_their_node(env: Env) -> None:
 
 def test_the_snapshot_keeps_what_topology_reads_of_every_pod(env: Env) -> None:
     """The namespaces (in the order the pods' keys first reach them: "a-b/..." sorts before
-    "a/...") and the anti-affinity holders, in key order, as a walk over the pods finds
-    them, through creations, updates and deletions; anti-affinity held bound or not."""
+    "a/..."), the anti-affinity holders and the unbound pods, in key order, as a walk over
+    the pods finds them, through creations, bindings and deletions; anti-affinity held
+    bound or not."""
     from karpenter_core.provisioning.scheduler.topology import TopologyBase
 
     env.create(node())
@@ -570,6 +571,7 @@ def test_the_snapshot_keeps_what_topology_reads_of_every_pod(env: Env) -> None:
         facts = snap.pod_facts
         assert facts is not None and facts.pods is snap.pods
         assert (list(facts.namespaces), [p.key for p in facts.anti_affinity]) == walked(snap.pods)
+        assert list(facts.unbound) == [p for p in snap.pods if not p.node_name]
         # a topology over the snapshot reads the same as over its pods walked
         base = TopologyBase(snap, [], [], {})
         walked_base = TopologyBase(attrs.evolve(snap, pods=tuple(snap.pods)), [], [], {})
@@ -580,6 +582,10 @@ def test_the_snapshot_keeps_what_topology_reads_of_every_pod(env: Env) -> None:
     assert kept() == (["a-b", "a", "b", "c"], ["a-b/z", "a/y", "c/v"])
     env.server.delete("pods", "y", "a")
     env.create(pod("u", node_name="n1", ns="c"))
+    env.create(pod("s", ns="c"))
+    env.settle()
+    assert [p.key for p in env.cluster.snapshot().pod_facts.unbound] == ["a-b/z", "a/w", "c/s"]
+    env.server.bind("s", "c", "n1")
     env.settle()
     assert kept() == (["a-b", "a", "b", "c"], ["a-b/z", "c/v"])
     env.server.delete("pods", "w", "a")  # unbound: gone at once

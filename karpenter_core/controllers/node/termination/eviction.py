@@ -187,7 +187,9 @@ class EvictionQueue:
 
     def reconcile(self, key: ObjectKey) -> Result:
         try:
-            pod = self.kube.get("pods", key.name, key.namespace or "default")
+            # read only (never changed here, nor by what it is handed to): uncopied where the
+            # client allows, as a drain asks this of every pod of the nodes it empties
+            pod = shared_get(self.kube)("pods", key.name, key.namespace or "default")
         except NotFound:
             # Gone (evicted by someone else, or deleted): nothing left to remove.
             self._forget_name(key)
