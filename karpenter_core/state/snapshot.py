@@ -64,8 +64,8 @@ class PodFacts:
     as pods change, so a solve need not walk 150,000 pods for it: the namespaces pods are
     in, in the order their keys first reach each (keys sort as ``namespace/name``), the
     pods holding a required pod anti-affinity (bound or not), in key order, and the pods
-    not bound to a node. Valid for
-    ``pods`` only (the very tuple): a snapshot whose pods were replaced walks them."""
+    not bound to a node. Valid for ``pods`` only (the very tuple): a snapshot whose pods
+    were replaced walks them."""
 
     pods: tuple[Pod, ...]
     namespaces: tuple[str, ...]
@@ -104,7 +104,8 @@ class ClusterSnapshot:
     """Existing capacity already merged by live cluster state (with its deletion marks and
     nominations); when given, it is used instead of merging ``nodes`` and ``nodeclaims``."""
     pod_facts: PodFacts | None = field(default=None, kw_only=True, eq=False)
-    """``pods``' namespaces and anti-affinity holders, when cluster state kept them."""
+    """What cluster state kept of ``pods`` (namespaces, anti-affinity holders, unbound
+    pods); None for a snapshot built by hand."""
     _cache: dict[str, object] = field(factory=dict, init=False, repr=False, eq=False)
 
     def _index(self, name: str, build: Callable[[], T]) -> T:
