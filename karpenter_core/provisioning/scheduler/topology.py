@@ -312,7 +312,7 @@ class Topology:
         # Existing real nodes (state nodes tracking a Node, not just an in-flight NodeClaim).
         self._state_nodes: list[tuple[Mapping[str, str], tuple[Taint, ...], Any]] = []
         # Pods that count, by namespace (running somewhere, not part of this batch): built
-        # from _cluster_pods on first use (_counted_pods)
+        # from _cluster_pods when a group first counts them (_count_domains)
         self._counted: dict[str, list[Any]] | None = {}
         self._cluster_pods: Sequence[Any] = ()
         if base is not None:
