@@ -37,7 +37,6 @@ from karpenter_core.scheduling.requirements import Requirements
 from karpenter_core.state.snapshot import ClusterSnapshot
 from karpenter_core.state.statenode import StateNode
 
-
 PREPARED_EXISTING_NODES = True
 """Whether :func:`schedule` takes the existing nodes from their prepared views
 (:class:`ExistingCapacity`); tests that compare with the plain constructor switch it off.
