@@ -50,7 +50,7 @@ from karpenter_core.provisioning.scheduler.scheduler import pod_identity
 from karpenter_core.provisioning.scheduler.templates import NodePoolTemplates
 from karpenter_core.provisioning.scheduler.topology import TopologyBase
 from karpenter_core.provisioning.scheduler.volumetopology import volume_requirements_by_pod
-from karpenter_core.state.snapshot import ClusterSnapshot
+from karpenter_core.state.snapshot import ClusterSnapshot, pod_facts_for
 from karpenter_core.state.statenode import StateNode
 from karpenter_core.utils.pod import PdbLimits
 
@@ -119,8 +119,8 @@ def _pending_pods(cluster: ClusterSnapshot) -> list[Pod]:
     the provisioner already reports the invalid ones)."""
     # asked at each pass, when nearly every pod is bound: the unbound ones as cluster state
     # keeps them when the snapshot has them for its pods, else every pod, field test inline
-    facts = getattr(cluster, "pod_facts", None)
-    pods = facts.unbound if facts is not None and facts.pods is cluster.pods else cluster.pods
+    facts = pod_facts_for(cluster, cluster.pods)
+    pods = facts.unbound if facts is not None else cluster.pods
     return [
         p
         for p in pods

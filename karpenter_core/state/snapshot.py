@@ -75,6 +75,13 @@ class PodFacts:
     them)."""
 
 
+def pod_facts_for(snapshot: Any, pods: Sequence[Pod]) -> PodFacts | None:
+    """The facts ``snapshot`` carries when they describe these very ``pods`` (the tuple
+    cluster state built them for), else None: the caller then reads the pods."""
+    facts = getattr(snapshot, "pod_facts", None)
+    return facts if facts is not None and facts.pods is pods else None
+
+
 def namespace_order(namespace: str) -> str:
     """The sort key putting namespaces in the order their pods' keys first reach them."""
     return namespace + "/"

@@ -276,12 +276,8 @@ class PdbLimits:
         """The PDBs selecting ``pod``, in order. Selection reads only the pod's namespace and
         labels, which a workload's pods share: a disruption pass asks this of every pod of
         every candidate, so it is worked out once per namespace and label set."""
-        labels = pod.labels
-        try:
-            key = (pod.namespace, frozenset(labels.items()) if labels else frozenset())
-            found = self._selecting.get(key)
-        except TypeError:  # a label value that cannot be hashed: not worth remembering
-            return tuple(p for p in self.pdbs if p.selects(pod))
+        key = (pod.namespace, frozenset(pod.labels.items()))  # labels are strings (parsed)
+        found = self._selecting.get(key)
         if found is None:
             found = self._selecting[key] = tuple(p for p in self.pdbs if p.selects(pod))
         return found

@@ -88,6 +88,7 @@ from karpenter_core.scheduling.requirements import (
     Requirements,
 )
 from karpenter_core.scheduling.spread import SpreadConstraint
+from karpenter_core.state.snapshot import pod_facts_for
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",
@@ -147,8 +148,8 @@ def _namespaces_and_anti_affinity(
     superset of those holding a required anti-affinity: from what cluster state kept
     (``snapshot.pod_facts``) when it describes these very pods, else found by reading
     every pod (in C)."""
-    facts = getattr(snapshot, "pod_facts", None)
-    if facts is not None and facts.pods is cluster_pods:
+    facts = pod_facts_for(snapshot, cluster_pods)
+    if facts is not None:
         return facts.namespaces, facts.anti_affinity
     return dict.fromkeys(map(_namespace, cluster_pods)), _with_affinity(cluster_pods)
 
