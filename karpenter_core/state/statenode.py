@@ -343,34 +343,33 @@ class StateNode:
         """Karpenter launched it (a NodeClaim is known)."""
         return self._view is not None
 
+    # The identity readers below (registered, initialized, name, labels, annotations) run
+    # for every node several times a disruption pass (candidates, budgets, topology): each
+    # reads the two slots and calls nothing, as the calls of a chain of small methods cost
+    # more than the reads themselves. The NodeClaim answers for identity while there is no
+    # Node or a managed Node is not yet registered; otherwise the Node does.
+
     def registered(self) -> bool:
-        if self.managed():
-            return (
-                self.node is not None and self.node.labels.get(NODE_REGISTERED_LABEL_KEY) == "true"
-            )
-        return True
+        node = self.node
+        if self._view is None:
+            return True  # not managed
+        return node is not None and node.labels.get(NODE_REGISTERED_LABEL_KEY) == "true"
 
     def initialized(self) -> bool:
-        if self.managed():
-            return (
-                self.node is not None and self.node.labels.get(NODE_INITIALIZED_LABEL_KEY) == "true"
-            )
-        return True
-
-    def _claim_first(self) -> NodeClaimView | None:
-        """The NodeClaim's view when it answers for identity (no Node, or a managed Node
-        not yet registered), else None: the Node answers."""
-        view = self._view
-        if self.node is None or (view is not None and not self.registered()):
-            return view
-        return None
+        node = self.node
+        if self._view is None:
+            return True  # not managed
+        return node is not None and node.labels.get(NODE_INITIALIZED_LABEL_KEY) == "true"
 
     def name(self) -> str:
-        view = self._claim_first()
-        if view is not None:
+        node = self.node
+        view = self._view
+        if node is None or (
+            view is not None and node.labels.get(NODE_REGISTERED_LABEL_KEY) != "true"
+        ):
+            assert view is not None
             return view.name
-        assert self.node is not None
-        return self.node.name
+        return node.name
 
     def provider_id(self) -> str:
         if self.node is None:
@@ -379,11 +378,14 @@ class StateNode:
         return self.node.provider_id
 
     def labels(self) -> Mapping[str, str]:
-        view = self._claim_first()
-        if view is not None:
+        node = self.node
+        view = self._view
+        if node is None or (
+            view is not None and node.labels.get(NODE_REGISTERED_LABEL_KEY) != "true"
+        ):
+            assert view is not None
             return view.labels
-        assert self.node is not None
-        return self.node.labels
+        return node.labels
 
     def label_requirements(self) -> Requirements:
         """:meth:`labels` as requirements (each ``key In [value]``), to read.
@@ -406,11 +408,14 @@ class StateNode:
         return reqs
 
     def annotations(self) -> Mapping[str, str]:
-        view = self._claim_first()
-        if view is not None:
+        node = self.node
+        view = self._view
+        if node is None or (
+            view is not None and node.labels.get(NODE_REGISTERED_LABEL_KEY) != "true"
+        ):
+            assert view is not None
             return view.annotations
-        assert self.node is not None
-        return self.node.annotations
+        return node.annotations
 
     def hostname(self) -> str:
         return self.labels().get(LABEL_HOSTNAME) or self.name()

@@ -128,6 +128,39 @@ def test_unregistered_node_uses_nodeclaim_labels_and_taints() -> None:
     assert [t.key for t in sn.taints()] == ["dedicated"]
 
 
+@pytest.mark.parametrize(
+    ("has_node", "managed", "node_labels", "answers", "registered", "initialized"),
+    [
+        (True, False, {}, "node", True, True),  # unmanaged: the Node, always ready
+        (False, True, {}, "claim", False, False),  # launched, no Node yet
+        (True, True, {}, "claim", False, False),  # Node not yet registered
+        (True, True, {"karpenter.sh/registered": "false"}, "claim", False, False),
+        (True, True, REGISTERED, "node", True, False),
+        (True, True, INITIALIZED, "node", True, True),
+    ],
+)
+def test_one_half_answers_every_identity_reader(
+    has_node: bool,
+    managed: bool,
+    node_labels: dict[str, str],
+    answers: str,
+    registered: bool,
+    initialized: bool,
+) -> None:
+    n = node(labels=node_labels, annotations={"side": "node"}) if has_node else None
+    claim = nodeclaim(annotations={"side": "claim"}) if managed else None
+    sn = StateNode(n, claim)
+    assert (sn.registered(), sn.initialized()) == (registered, initialized)
+    if answers == "node":
+        assert n is not None
+        assert (sn.name(), sn.labels(), sn.annotations()) == ("n1", n.labels, {"side": "node"})
+    else:
+        assert claim is not None
+        assert sn.name() == "nc1"
+        assert sn.labels() == claim.metadata.labels
+        assert sn.annotations() == {"side": "claim"}
+
+
 def test_registered_uninitialized_node_drops_ephemeral_and_startup_taints() -> None:
     sn = StateNode(
         node(labels=REGISTERED, taints=[NOT_READY, STARTUP, CUSTOM]),
