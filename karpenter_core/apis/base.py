@@ -488,9 +488,13 @@ class ObjectModel(Model):
         return find_condition(self.conditions, type_)
 
     def is_true(self, type_: str) -> bool:
-        """The condition ``type_`` is present and True."""
-        c = self.condition(type_)
-        return c is not None and c.is_true
+        """The condition ``type_`` is present and True (the first of that type, as
+        :meth:`condition` finds it). Read for every candidate of every consolidation pass,
+        so it walks the conditions itself."""
+        for c in self.conditions:
+            if c.type == type_:
+                return c.status == "True"
+        return False
 
 
 _MODEL_FROM_DICT = Model.__dict__["from_dict"].__func__

@@ -384,6 +384,20 @@ def test_nodeclaim_accessors() -> None:
     assert nc.metadata.owner_references[0].block_owner_deletion is True
 
 
+def test_is_true_reads_the_first_condition_of_its_type() -> None:
+    """As :meth:`condition` finds it: the first of a type, True only for "True"."""
+    nc = NodeClaim.from_dict(fresh(FULL_NODECLAIM))
+    assert not NodeClaim.from_dict({**fresh(FULL_NODECLAIM), "status": None}).is_true("Launched")
+    for first, second, expected in (("True", "False", True), ("False", "True", False)):
+        conds = (Condition(type="Drifted", status=first), Condition(type="Drifted", status=second))
+        assert nc.status is not None
+        twice = attrs.evolve(nc, status=attrs.evolve(nc.status, conditions=conds))
+        assert twice.is_true("Drifted") is expected
+        assert (twice.condition("Drifted") or Condition()).is_true is expected
+    assert not nc.is_true("NoSuchCondition")
+    assert not nc.is_true("Initialized")  # present, Unknown
+
+
 def test_template_to_nodeclaim_copies_labels_and_spec() -> None:
     np = NodePool.from_dict(fresh(FULL_NODEPOOL))
     nc = np.spec.template.to_nodeclaim()
